@@ -1,0 +1,1226 @@
+//! The CVM: runs a net step by step, forward and backward (SPEC §3–§6).
+//!
+//! ```
+//! use cameleon::prelude::*;
+//! use cameleon::ops::{Sink, Source, Transform};
+//!
+//! let mut b = Net::builder("hello");
+//! b.add("src", Source::new("hello"));
+//! b.add("t", Transform::new());
+//! b.add("out", Sink::new());
+//! b.connect("src.out_data", "t.in_data").connect("t.out_data", "out.in_data");
+//! let mut cvm = Cvm::new(b.build()?);
+//!
+//! cvm.step()?;                                     // src fires
+//! assert_eq!(cvm.state_of("src.out_data -> t.in_data").unwrap().state, ConnState::New);
+//! cvm.back()?;                                     // exactly as before
+//! assert_eq!(cvm.state_of("src.out_data -> t.in_data").unwrap().state, ConnState::Empty);
+//! assert_eq!(cvm.run()?, EndState::Completed);    // replays src, then runs on
+//! assert_eq!(cvm.received("out")[0].to_json(), "hello");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use serde::Serialize;
+
+use crate::connection::{ConnId, ConnState, OpId, Token};
+use crate::history::{Branch, BranchId, FiringRec, History, NONE, SavedStates, Store, Written};
+use crate::net::{Mode, Net};
+use crate::operator::{Firing, InputSet, InputSlot, OpError, Operator};
+use crate::policy::{Enabling, Policy, fold_port_state};
+use crate::types::{TypeInfo, Value};
+
+/// How a run ended (SPEC §6).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(tag = "end", rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum EndState {
+    /// No operator is enabled and no connection is NEW.
+    Completed,
+    /// No operator is enabled but some connection is NEW: data is stuck.
+    Deadlock {
+        /// Each stuck consumer and why it cannot fire.
+        stuck: Vec<Stuck>,
+    },
+    /// The operator picked next has already fired `limit` times.
+    LoopLimit {
+        /// The operator that would have fired once too many.
+        op: String,
+        /// The bound (`max_loop_iterations`).
+        limit: u32,
+    },
+    /// The run used its step budget.
+    StepLimit {
+        /// The budget.
+        limit: u64,
+    },
+    /// An operator failed; nothing of its firing was applied.
+    Error {
+        /// The operator that failed.
+        op: String,
+        /// Its error message.
+        error: String,
+    },
+    /// The run was cancelled; the marking is consistent.
+    Cancelled,
+}
+
+impl EndState {
+    /// `COMPLETED`, `DEADLOCK`, `LOOP_LIMIT`, `STEP_LIMIT`, `ERROR` or `CANCELLED`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            EndState::Completed => "COMPLETED",
+            EndState::Deadlock { .. } => "DEADLOCK",
+            EndState::LoopLimit { .. } => "LOOP_LIMIT",
+            EndState::StepLimit { .. } => "STEP_LIMIT",
+            EndState::Error { .. } => "ERROR",
+            EndState::Cancelled => "CANCELLED",
+        }
+    }
+}
+
+impl fmt::Display for EndState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EndState::Completed | EndState::Cancelled => f.write_str(self.name()),
+            EndState::Deadlock { stuck } => {
+                write!(f, "DEADLOCK")?;
+                for s in stuck {
+                    write!(f, "\n  {}", s.message)?;
+                }
+                Ok(())
+            }
+            EndState::LoopLimit { op, limit } => {
+                write!(
+                    f,
+                    "LOOP_LIMIT: `{op}` has fired {limit} times (max_loop_iterations)"
+                )
+            }
+            EndState::StepLimit { limit } => write!(f, "STEP_LIMIT: step budget of {limit} used"),
+            EndState::Error { op, error } => write!(f, "ERROR in `{op}`: {error}"),
+        }
+    }
+}
+
+/// Why a stuck consumer cannot fire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum StuckReason {
+    /// An input has never received a token.
+    Empty,
+    /// An input's token was already consumed and the policy needs it NEW (`All`).
+    Old,
+    /// An output connection still holds an unconsumed token (back-pressure).
+    BackPressure,
+    /// The operator's custom firing rule is false.
+    CustomRule,
+}
+
+/// One reason one operator is stuck in a deadlock.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Stuck {
+    /// The stuck operator.
+    pub op: String,
+    /// The input at fault, if an input.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub input: Option<String>,
+    /// The output at fault (back-pressure), if an output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// Why.
+    pub reason: StuckReason,
+    /// The same, as a sentence.
+    #[serde(skip)]
+    pub message: String,
+}
+
+/// What a forward step did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Step {
+    /// Operators fired (one in sequential mode); `replayed` when re-applied from history
+    /// without running.
+    Fired {
+        /// The operators that fired, in declaration order.
+        ops: Vec<OpId>,
+        /// The step's 1-based logical index.
+        step: u32,
+        /// Whether the step was replayed from history.
+        replayed: bool,
+    },
+    /// Nothing fired: the run is in this end state.
+    Ended(EndState),
+}
+
+/// A failed step. The marking, the history and every operator are as before the step.
+#[derive(Debug, thiserror::Error)]
+pub enum StepError {
+    /// An operator's `run` returned an error or panicked.
+    #[error("operator `{op}` failed: {error}")]
+    Operator {
+        /// The operator's instance name.
+        op: String,
+        /// What it reported.
+        error: OpError,
+    },
+    /// A recorded step could not be replayed because its operator is not enabled any more (the
+    /// net's options changed since it was recorded).
+    #[error("cannot replay step {step}: `{op}` is not enabled")]
+    ReplayDiverged {
+        /// The step.
+        step: u32,
+        /// Its operator.
+        op: String,
+    },
+}
+
+/// A backward step that could not be taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BackError {
+    /// Already at the initial marking.
+    #[error("nothing to undo: the net is at its initial marking")]
+    AtStart,
+}
+
+/// A run that could not proceed (not an end state: those are [`EndState`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// A recorded step could not be replayed.
+    #[error(transparent)]
+    Step(#[from] StepError),
+}
+
+/// A branch switch that could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckoutError {
+    /// No such branch.
+    #[error("no branch {0:?} in the history")]
+    UnknownBranch(BranchId),
+    /// Replaying the branch failed.
+    #[error(transparent)]
+    Step(#[from] StepError),
+}
+
+/// A connection's state and data, from [`Cvm::state_of`].
+#[derive(Clone, Copy, Debug)]
+pub struct ConnView<'a> {
+    /// EMPTY, NEW or OLD.
+    pub state: ConnState,
+    /// The token, when NEW or OLD.
+    pub token: Option<&'a Token>,
+}
+
+impl ConnView<'_> {
+    /// The token's value, if any.
+    pub fn value(&self) -> Option<&Value> {
+        self.token.map(|t| &t.value)
+    }
+}
+
+/// A snapshot of the marking: each connection's state and token. Two markings are equal when
+/// every connection has the same state and the very same token (same value allocation, same
+/// logical step, same emitter): bit-for-bit, not merely equal values.
+#[derive(Clone, Debug)]
+pub struct Marking(pub Vec<(ConnState, Option<Token>)>);
+
+impl PartialEq for Marking {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.len() == other.0.len()
+            && self.0.iter().zip(&other.0).all(|(a, b)| {
+                a.0 == b.0
+                    && match (&a.1, &b.1) {
+                        (None, None) => true,
+                        (Some(x), Some(y)) => {
+                            Value::ptr_eq(&x.value, &y.value) && x.step == y.step && x.op == y.op
+                        }
+                        _ => false,
+                    }
+            })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Topology, computed once per engine
+
+#[derive(Debug, Default)]
+struct Topo {
+    /// Per op, start into `in_conn` (len = ops + 1).
+    in_start: Vec<u32>,
+    /// Per input port: its connection, or NONE (optional, unconnected).
+    in_conn: Vec<u32>,
+    /// Per op, start into `port_start` (global output port index; len = ops + 1).
+    out_start: Vec<u32>,
+    /// Per global output port, start into `out_conns` (len = ports + 1).
+    port_start: Vec<u32>,
+    /// Output connections grouped by port, ports grouped by op.
+    out_conns: Vec<u32>,
+    /// Per global output port, its resolved type (`None` for `Any`: not checked).
+    port_type: Vec<Option<&'static TypeInfo>>,
+    /// Per connection: producer op, consumer op, consumer's input port.
+    producer: Vec<u32>,
+    consumer: Vec<u32>,
+    consumer_port: Vec<u16>,
+    policy: Vec<Policy>,
+}
+
+impl Topo {
+    fn new(net: &Net) -> Self {
+        let mut t = Topo::default();
+        let n_conns = net.conns.len();
+        let mut in_of: Vec<Vec<u32>> = net
+            .ops
+            .iter()
+            .map(|o| vec![NONE; o.spec.inputs.len()])
+            .collect();
+        let mut out_of: Vec<Vec<Vec<u32>>> = net
+            .ops
+            .iter()
+            .map(|o| vec![Vec::new(); o.spec.outputs.len()])
+            .collect();
+        t.producer = Vec::with_capacity(n_conns);
+        for (i, c) in net.conns.iter().enumerate() {
+            in_of[c.to.op.index()][c.to.port as usize] = i as u32;
+            out_of[c.from.op.index()][c.from.port as usize].push(i as u32);
+            t.producer.push(c.from.op.0);
+            t.consumer.push(c.to.op.0);
+            t.consumer_port.push(c.to.port);
+        }
+        for (o, node) in net.ops.iter().enumerate() {
+            t.in_start.push(t.in_conn.len() as u32);
+            t.in_conn.extend(&in_of[o]);
+            t.out_start.push(t.port_start.len() as u32);
+            for (p, conns) in out_of[o].iter().enumerate() {
+                t.port_start.push(t.out_conns.len() as u32);
+                t.out_conns.extend(conns);
+                let ty = node.out_types[p];
+                t.port_type.push((!ty.is_any()).then_some(ty));
+            }
+            t.policy.push(node.spec.policy);
+        }
+        t.in_start.push(t.in_conn.len() as u32);
+        t.out_start.push(t.port_start.len() as u32);
+        t.port_start.push(t.out_conns.len() as u32);
+        t
+    }
+
+    #[inline]
+    fn ins(&self, o: usize) -> &[u32] {
+        &self.in_conn[self.in_start[o] as usize..self.in_start[o + 1] as usize]
+    }
+
+    #[inline]
+    fn n_outputs(&self, o: usize) -> usize {
+        (self.out_start[o + 1] - self.out_start[o]) as usize
+    }
+
+    /// Every output connection of op `o`.
+    #[inline]
+    fn outs(&self, o: usize) -> &[u32] {
+        let a = self.port_start[self.out_start[o] as usize] as usize;
+        let b = self.port_start[self.out_start[o + 1] as usize] as usize;
+        &self.out_conns[a..b]
+    }
+
+    /// The connections of output port `p` of op `o`.
+    #[inline]
+    fn port_conns(&self, o: usize, p: usize) -> &[u32] {
+        let gp = self.out_start[o] as usize + p;
+        &self.out_conns[self.port_start[gp] as usize..self.port_start[gp + 1] as usize]
+    }
+}
+
+/// A set of operators, with a summary level so the first member is found without scanning
+/// every word (enabled-set maintenance is incremental, SPEC §4 picks the first).
+#[derive(Debug, Default)]
+struct Bits {
+    words: Vec<u64>,
+    summary: Vec<u64>,
+}
+
+impl Bits {
+    fn new(n: usize) -> Self {
+        let words = n.div_ceil(64);
+        Bits {
+            words: vec![0; words],
+            summary: vec![0; words.div_ceil(64)],
+        }
+    }
+
+    #[inline]
+    fn set(&mut self, i: usize, on: bool) {
+        let (w, b) = (i / 64, i % 64);
+        if on {
+            self.words[w] |= 1 << b;
+            self.summary[w / 64] |= 1 << (w % 64);
+        } else {
+            self.words[w] &= !(1 << b);
+            if self.words[w] == 0 {
+                self.summary[w / 64] &= !(1 << (w % 64));
+            }
+        }
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> bool {
+        self.words[i / 64] & (1 << (i % 64)) != 0
+    }
+
+    #[inline]
+    fn first(&self) -> Option<usize> {
+        for (s, &sw) in self.summary.iter().enumerate() {
+            if sw != 0 {
+                let w = s * 64 + sw.trailing_zeros() as usize;
+                return Some(w * 64 + self.words[w].trailing_zeros() as usize);
+            }
+        }
+        None
+    }
+
+    fn iter(&self) -> impl Iterator<Item = usize> + '_ {
+        self.words.iter().enumerate().flat_map(|(w, &word)| {
+            let mut word = word;
+            std::iter::from_fn(move || {
+                if word == 0 {
+                    return None;
+                }
+                let b = word.trailing_zeros() as usize;
+                word &= word - 1;
+                Some(w * 64 + b)
+            })
+        })
+    }
+}
+
+#[derive(Debug, Default)]
+struct Scratch {
+    ins: Vec<ConnState>,
+    outs: Vec<ConnState>,
+    slots: Vec<InputSlot>,
+    emitted: Vec<(u16, Value)>,
+    affected: Vec<u32>,
+}
+
+/// Fills `ins`/`outs` with op `o`'s port states.
+#[inline]
+fn gather(
+    topo: &Topo,
+    state: &[ConnState],
+    o: usize,
+    ins: &mut Vec<ConnState>,
+    outs: &mut Vec<ConnState>,
+) {
+    ins.clear();
+    ins.extend(topo.ins(o).iter().map(|&c| {
+        if c == NONE {
+            ConnState::Old
+        } else {
+            state[c as usize]
+        }
+    }));
+    outs.clear();
+    for p in 0..topo.n_outputs(o) {
+        outs.push(
+            topo.port_conns(o, p)
+                .iter()
+                .fold(ConnState::Empty, |acc, &c| {
+                    fold_port_state(acc, state[c as usize])
+                }),
+        );
+    }
+}
+
+/// Whether op `o` is enabled: its firing rule holds, and firing would overwrite no NEW token
+/// once its own consumption is applied (SPEC §3).
+#[inline]
+fn evaluate(
+    op: &dyn Operator,
+    topo: &Topo,
+    state: &[ConnState],
+    o: usize,
+    s: &mut Scratch,
+) -> bool {
+    gather(topo, state, o, &mut s.ins, &mut s.outs);
+    let e = Enabling {
+        inputs: &s.ins,
+        outputs: &s.outs,
+        policy: topo.policy[o],
+    };
+    if !op.can_fire(&e) {
+        return false;
+    }
+    back_pressure_ok(op, topo, state, o, &s.ins)
+}
+
+#[inline]
+fn back_pressure_ok(
+    op: &dyn Operator,
+    topo: &Topo,
+    state: &[ConnState],
+    o: usize,
+    ins: &[ConnState],
+) -> bool {
+    let mut consumed: Option<InputSet> = None;
+    for &c in topo.outs(o) {
+        if state[c as usize] == ConnState::New {
+            // A self-loop the firing consumes first is fine (SPEC §3.2, "after consumption").
+            let own = topo.consumer[c as usize] == o as u32
+                && consumed
+                    .get_or_insert_with(|| op.consumes(ins))
+                    .contains(topo.consumer_port[c as usize] as usize);
+            if !own {
+                return false;
+            }
+        }
+    }
+    true
+}
+
+/// Options for a [`Cvm`].
+#[derive(Debug)]
+pub struct CvmBuilder {
+    net: Net,
+    max_loop_iterations: Option<u32>,
+    max_steps: Option<u64>,
+    mode: Option<Mode>,
+}
+
+impl CvmBuilder {
+    /// Overrides the net's `max_loop_iterations`.
+    pub fn max_loop_iterations(mut self, n: u32) -> Self {
+        self.max_loop_iterations = Some(n);
+        self
+    }
+
+    /// Gives runs a step budget: a run stops in `STEP_LIMIT` before the first step past it.
+    pub fn max_steps(mut self, n: u64) -> Self {
+        self.max_steps = Some(n);
+        self
+    }
+
+    /// Overrides the net's mode.
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Builds the engine at the initial marking.
+    pub fn build(self) -> Cvm {
+        let mut cvm = Cvm::new(self.net);
+        if let Some(n) = self.max_loop_iterations {
+            cvm.max_loop = n;
+        }
+        cvm.max_steps = self.max_steps;
+        if let Some(m) = self.mode {
+            cvm.mode = m;
+        }
+        cvm
+    }
+}
+
+/// The Caméléon virtual machine: a net, its marking, and its history.
+pub struct Cvm {
+    net: Net,
+    topo: Topo,
+    state: Vec<ConnState>,
+    tok: Vec<u32>,
+    tokens: Vec<Token>,
+    enabled: Bits,
+    fire_count: Vec<u32>,
+    hist: Store,
+    max_loop: u32,
+    max_steps: Option<u64>,
+    mode: Mode,
+    s: Scratch,
+}
+
+impl fmt::Debug for Cvm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Cvm")
+            .field("net", &self.net.name)
+            .field("mode", &self.mode)
+            .field("depth", &self.hist.path.len())
+            .field("history", &self.hist)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cvm {
+    /// An engine for `net` at its initial marking, with the net's configuration.
+    pub fn new(net: Net) -> Self {
+        let topo = Topo::new(&net);
+        let n_conns = net.conns.len();
+        let n_ops = net.ops.len();
+        let mut cvm = Cvm {
+            max_loop: net.config.max_loop_iterations,
+            mode: net.config.mode,
+            max_steps: None,
+            topo,
+            state: vec![ConnState::Empty; n_conns],
+            tok: vec![NONE; n_conns],
+            tokens: Vec::new(),
+            enabled: Bits::new(n_ops),
+            fire_count: vec![0; n_ops],
+            hist: Store::default(),
+            s: Scratch::default(),
+            net,
+        };
+        for o in 0..n_ops {
+            cvm.refresh(o);
+        }
+        cvm
+    }
+
+    /// Options: loop bound, step budget, mode.
+    pub fn builder(net: Net) -> CvmBuilder {
+        CvmBuilder {
+            net,
+            max_loop_iterations: None,
+            max_steps: None,
+            mode: None,
+        }
+    }
+
+    /// The net.
+    pub fn net(&self) -> &Net {
+        &self.net
+    }
+
+    /// The execution mode.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Gives later runs a step budget (`None`: unbounded).
+    pub fn set_max_steps(&mut self, n: Option<u64>) {
+        self.max_steps = n;
+    }
+
+    /// Sets the loop bound for later firings.
+    pub fn set_max_loop_iterations(&mut self, n: u32) {
+        self.max_loop = n;
+    }
+
+    #[inline]
+    fn refresh(&mut self, o: usize) {
+        let on = evaluate(
+            &*self.net.ops[o].op,
+            &self.topo,
+            &self.state,
+            o,
+            &mut self.s,
+        );
+        self.enabled.set(o, on);
+    }
+
+    /// The enabled operators, in declaration order.
+    pub fn fireable(&self) -> Vec<&str> {
+        self.enabled
+            .iter()
+            .map(|o| self.net.ops[o].name.as_str())
+            .collect()
+    }
+
+    /// The enabled operators' ids, in declaration order.
+    pub fn fireable_ids(&self) -> Vec<OpId> {
+        self.enabled.iter().map(|o| OpId(o as u32)).collect()
+    }
+
+    /// The state and data of the connection named `a.out -> b.in`.
+    pub fn state_of(&self, conn: &str) -> Option<ConnView<'_>> {
+        self.net.conn_id(conn).map(|c| self.conn(c))
+    }
+
+    /// The state and data of connection `c`.
+    pub fn conn(&self, c: ConnId) -> ConnView<'_> {
+        let t = self.tok[c.index()];
+        ConnView {
+            state: self.state[c.index()],
+            token: self.tokens.get(t as usize),
+        }
+    }
+
+    /// A snapshot of the whole marking.
+    pub fn marking(&self) -> Marking {
+        Marking(
+            (0..self.state.len())
+                .map(|c| {
+                    (
+                        self.state[c],
+                        self.tokens.get(self.tok[c] as usize).cloned(),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// How many times operator `op` has fired along the current history.
+    pub fn fire_count(&self, op: OpId) -> u32 {
+        self.fire_count[op.index()]
+    }
+
+    /// The token with arena index `i` (as [`FiringView::written`](crate::history::FiringView) gives).
+    pub fn token(&self, i: u32) -> Option<&Token> {
+        self.tokens.get(i as usize)
+    }
+
+    /// The history: applied entries, what a forward step would replay, memory used.
+    pub fn history(&self) -> History<'_> {
+        History { store: &self.hist }
+    }
+
+    /// Number of applied steps.
+    pub fn depth(&self) -> usize {
+        self.hist.path.len()
+    }
+
+    /// Every value operator `op` consumed along the current history, in order. For a sink,
+    /// this is what it received.
+    pub fn received(&self, op: &str) -> Vec<&Value> {
+        let Some(id) = self.net.op_id(op) else {
+            return Vec::new();
+        };
+        // Walk the path forward, tracking each connection's token: consumption keeps the token
+        // in place, so what `op` consumed is the token its input held at that moment.
+        let mut tok = vec![NONE; self.state.len()];
+        let mut out = Vec::new();
+        for &node in &self.hist.path {
+            for f in self.hist.firing_range(node) {
+                if self.hist.firings[f].op == id.0 {
+                    for &c in &self.hist.consumed[self.hist.consumed_range(f)] {
+                        if let Some(t) = self.tokens.get(tok[c as usize] as usize) {
+                            out.push(&t.value);
+                        }
+                    }
+                }
+                for w in &self.hist.written[self.hist.written_range(f)] {
+                    tok[w.conn as usize] = w.new_tok;
+                }
+            }
+        }
+        out
+    }
+
+    /// Connections still EMPTY: never reached (information, not an error, SPEC §6).
+    pub fn unreached(&self) -> Vec<&str> {
+        self.state
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s == ConnState::Empty)
+            .map(|(c, _)| self.net.conns[c].name.as_str())
+            .collect()
+    }
+
+    /// The terminal state the net is in, if no operator is enabled.
+    pub fn terminal_state(&self) -> Option<EndState> {
+        if self.enabled.first().is_some() {
+            return None;
+        }
+        Some(if self.state.contains(&ConnState::New) {
+            EndState::Deadlock {
+                stuck: self.stuck(),
+            }
+        } else {
+            EndState::Completed
+        })
+    }
+
+    /// Each consumer of a NEW connection, and why it is not enabled.
+    fn stuck(&self) -> Vec<Stuck> {
+        let mut seen = vec![false; self.net.ops.len()];
+        let mut out = Vec::new();
+        let (mut ins, mut outs) = (Vec::new(), Vec::new());
+        for c in 0..self.state.len() {
+            if self.state[c] != ConnState::New {
+                continue;
+            }
+            let o = self.topo.consumer[c] as usize;
+            if std::mem::replace(&mut seen[o], true) {
+                continue;
+            }
+            let node = &self.net.ops[o];
+            gather(&self.topo, &self.state, o, &mut ins, &mut outs);
+            let e = Enabling {
+                inputs: &ins,
+                outputs: &outs,
+                policy: self.topo.policy[o],
+            };
+            let name = &node.name;
+            if node.op.can_fire(&e) {
+                for &oc in self.topo.outs(o) {
+                    if self.state[oc as usize] == ConnState::New {
+                        let conn = &self.net.conns[oc as usize];
+                        let port = node.spec.outputs[conn.from.port as usize].name.to_string();
+                        out.push(Stuck {
+                            message: format!(
+                                "`{name}` is blocked: its output `{}` still holds an unconsumed token (back-pressure)",
+                                conn.name
+                            ),
+                            op: name.clone(),
+                            input: None,
+                            output: Some(port),
+                            reason: StuckReason::BackPressure,
+                        });
+                    }
+                }
+                continue;
+            }
+            let policy = self.topo.policy[o];
+            let before = out.len();
+            for (p, s) in ins.iter().enumerate() {
+                let reason = match (s, policy) {
+                    (ConnState::Empty, Policy::Any | Policy::All | Policy::Custom) => {
+                        StuckReason::Empty
+                    }
+                    (ConnState::Old, Policy::All) => StuckReason::Old,
+                    _ => continue,
+                };
+                let port = node.spec.inputs[p].name.to_string();
+                let message = match reason {
+                    StuckReason::Empty => format!(
+                        "`{name}` waits on input `{port}`, which is EMPTY (it never received a token)"
+                    ),
+                    _ => format!(
+                        "`{name}` waits on input `{port}`, which is OLD (its `all` policy needs every input NEW)"
+                    ),
+                };
+                out.push(Stuck {
+                    op: name.clone(),
+                    input: Some(port),
+                    output: None,
+                    reason,
+                    message,
+                });
+            }
+            if out.len() == before {
+                out.push(Stuck {
+                    op: name.clone(),
+                    input: None,
+                    output: None,
+                    reason: StuckReason::CustomRule,
+                    message: format!("`{name}` waits: its firing rule is false"),
+                });
+            }
+        }
+        out
+    }
+
+    /// Fires one step forward: replays the next recorded step if the history has one (after a
+    /// backward step), else executes the first enabled operator (sequential mode).
+    ///
+    /// Returns [`Step::Ended`] when nothing can fire. On `Err`, nothing changed.
+    pub fn step(&mut self) -> Result<Step, StepError> {
+        if let Some(&node) = self.hist.redo.last() {
+            return self.replay_next(node);
+        }
+        self.execute_next()
+    }
+
+    /// Executes the first enabled operator anew, even if the history has a recorded step here.
+    /// The recorded future is kept as a branch (see [`branches`](Self::branches)).
+    pub fn refire(&mut self) -> Result<Step, StepError> {
+        let redo = std::mem::take(&mut self.hist.redo);
+        match self.execute_next() {
+            Ok(s @ Step::Fired { .. }) => Ok(s),
+            other => {
+                self.hist.redo = redo; // nothing fired: keep the future as it was
+                other
+            }
+        }
+    }
+
+    /// Runs forward until an end state: [`EndState::Error`] when an operator fails (its firing
+    /// not applied).
+    pub fn run(&mut self) -> Result<EndState, RunError> {
+        loop {
+            match self.step() {
+                Ok(Step::Fired { .. }) => {}
+                Ok(Step::Ended(end)) => return Ok(end),
+                Err(StepError::Operator { op, error }) => {
+                    return Ok(EndState::Error {
+                        op,
+                        error: error.to_string(),
+                    });
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn limit_before(&self, o: usize) -> Option<EndState> {
+        if let Some(limit) = self.max_steps
+            && self.hist.path.len() as u64 >= limit
+        {
+            return Some(EndState::StepLimit { limit });
+        }
+        if self.fire_count[o] >= self.max_loop {
+            return Some(EndState::LoopLimit {
+                op: self.net.ops[o].name.clone(),
+                limit: self.max_loop,
+            });
+        }
+        None
+    }
+
+    fn execute_next(&mut self) -> Result<Step, StepError> {
+        let Some(o) = self.enabled.first() else {
+            return Ok(Step::Ended(
+                self.terminal_state().unwrap_or(EndState::Completed),
+            ));
+        };
+        if let Some(end) = self.limit_before(o) {
+            return Ok(Step::Ended(end));
+        }
+        let step = self.hist.path.len() as u32 + 1;
+        let (before, after) = self.execute(o, step)?;
+        let node = self.hist.open_node();
+        self.apply_fresh(o, step, before, after);
+        self.hist.path.push(node);
+        Ok(Step::Fired {
+            ops: vec![OpId(o as u32)],
+            step,
+            replayed: false,
+        })
+    }
+
+    /// Runs operator `o` against the current marking; on success its emissions are in
+    /// `self.s.emitted`. Nothing of the marking or history changes here.
+    fn execute(
+        &mut self,
+        o: usize,
+        step: u32,
+    ) -> Result<
+        (
+            Option<crate::operator::OpState>,
+            Option<crate::operator::OpState>,
+        ),
+        StepError,
+    > {
+        let topo = &self.topo;
+        let node = &mut self.net.ops[o];
+        self.s.slots.clear();
+        self.s.slots.extend(topo.ins(o).iter().map(|&c| {
+            if c == NONE {
+                InputSlot {
+                    state: ConnState::Old,
+                    token: NONE,
+                }
+            } else {
+                InputSlot {
+                    state: self.state[c as usize],
+                    token: self.tok[c as usize],
+                }
+            }
+        }));
+        self.s.emitted.clear();
+        let before = node.op.save_state();
+        let n_outputs = topo.n_outputs(o) as u16;
+        let result = {
+            let mut cx = Firing {
+                tokens: &self.tokens,
+                inputs: &self.s.slots,
+                emitted: &mut self.s.emitted,
+                n_outputs,
+                step,
+                name: &node.name,
+                _op: PhantomData,
+            };
+            let op = &mut node.op;
+            catch_unwind(AssertUnwindSafe(|| op.run(&mut cx)))
+        };
+        let failure = match result {
+            Ok(Ok(())) => check_emissions(&self.s.emitted, topo, o, node),
+            Ok(Err(e)) => Some(e),
+            Err(panic) => Some(OpError::new(format!(
+                "panicked: {}",
+                panic_message(&*panic)
+            ))),
+        };
+        if let Some(error) = failure {
+            if let Some(b) = &before {
+                node.op.restore_state(b);
+            }
+            self.s.emitted.clear();
+            return Err(StepError::Operator {
+                op: node.name.clone(),
+                error,
+            });
+        }
+        let after = if before.is_some() {
+            node.op.save_state()
+        } else {
+            None
+        };
+        Ok((before, after))
+    }
+
+    /// Applies a fresh firing of `o` (emissions in `self.s.emitted`) to the marking and records
+    /// it in the open node.
+    fn apply_fresh(
+        &mut self,
+        o: usize,
+        step: u32,
+        before: Option<crate::operator::OpState>,
+        after: Option<crate::operator::OpState>,
+    ) {
+        let firing = self.hist.firings.len() as u32;
+        self.hist.firings.push(FiringRec {
+            op: o as u32,
+            consumed_start: self.hist.consumed.len() as u32,
+            written_start: self.hist.written.len() as u32,
+        });
+        if before.is_some() || after.is_some() {
+            self.hist.states.push(SavedStates {
+                firing,
+                before,
+                after,
+            });
+        }
+        self.s.affected.clear();
+        self.s.affected.push(o as u32);
+        // Consumption first (NEW -> OLD) ...
+        gather(
+            &self.topo,
+            &self.state,
+            o,
+            &mut self.s.ins,
+            &mut self.s.outs,
+        );
+        let consumes = self.net.ops[o].op.consumes(&self.s.ins);
+        for (p, &c) in self.topo.ins(o).iter().enumerate() {
+            if c != NONE && consumes.contains(p) && self.state[c as usize] == ConnState::New {
+                self.state[c as usize] = ConnState::Old;
+                self.hist.consumed.push(c);
+                self.s.affected.push(self.topo.producer[c as usize]);
+            }
+        }
+        // ... then emission (-> NEW), one shared token per emitted port.
+        for (port, value) in self.s.emitted.drain(..) {
+            let t = self.tokens.len() as u32;
+            self.tokens.push(Token {
+                value,
+                step,
+                op: OpId(o as u32),
+            });
+            for &c in self.topo.port_conns(o, port as usize) {
+                self.hist.written.push(Written {
+                    conn: c,
+                    prior_tok: self.tok[c as usize],
+                    new_tok: t,
+                });
+                self.state[c as usize] = ConnState::New;
+                self.tok[c as usize] = t;
+                self.s.affected.push(self.topo.consumer[c as usize]);
+            }
+        }
+        self.fire_count[o] += 1;
+        self.refresh_affected();
+    }
+
+    fn refresh_affected(&mut self) {
+        for i in 0..self.s.affected.len() {
+            let o = self.s.affected[i] as usize;
+            self.refresh(o);
+        }
+    }
+
+    fn replay_next(&mut self, node: u32) -> Result<Step, StepError> {
+        let range = self.hist.firing_range(node);
+        let step = self.hist.path.len() as u32 + 1;
+        let mut ops = Vec::with_capacity(range.len());
+        for f in range.clone() {
+            let o = self.hist.firings[f].op as usize;
+            if let Some(end) = self.limit_before(o) {
+                return Ok(Step::Ended(end));
+            }
+            if !self.enabled.get(o) {
+                return Err(StepError::ReplayDiverged {
+                    step,
+                    op: self.net.ops[o].name.clone(),
+                });
+            }
+            ops.push(OpId(o as u32));
+        }
+        self.hist.redo.pop();
+        for f in range {
+            self.redo_firing(f);
+        }
+        self.hist.path.push(node);
+        Ok(Step::Fired {
+            ops,
+            step,
+            replayed: true,
+        })
+    }
+
+    fn redo_firing(&mut self, f: usize) {
+        let o = self.hist.firings[f].op as usize;
+        self.s.affected.clear();
+        self.s.affected.push(o as u32);
+        for i in self.hist.consumed_range(f) {
+            let c = self.hist.consumed[i] as usize;
+            self.state[c] = ConnState::Old;
+            self.s.affected.push(self.topo.producer[c]);
+        }
+        for i in self.hist.written_range(f) {
+            let w = self.hist.written[i];
+            self.state[w.conn as usize] = ConnState::New;
+            self.tok[w.conn as usize] = w.new_tok;
+            self.s.affected.push(self.topo.consumer[w.conn as usize]);
+        }
+        self.collect_emitted(f);
+        let after = self.hist.saved(f).and_then(|s| s.after.as_ref());
+        self.net.ops[o].op.replay(after, &self.s.emitted);
+        self.s.emitted.clear();
+        self.fire_count[o] += 1;
+        self.refresh_affected();
+    }
+
+    /// Collects firing `f`'s emissions (port, value) into `self.s.emitted`.
+    fn collect_emitted(&mut self, f: usize) {
+        self.s.emitted.clear();
+        let mut last = NONE;
+        for i in self.hist.written_range(f) {
+            let w = self.hist.written[i];
+            if w.new_tok != last {
+                last = w.new_tok;
+                let port = self.net.conns[w.conn as usize].from.port;
+                self.s
+                    .emitted
+                    .push((port, self.tokens[w.new_tok as usize].value.clone()));
+            }
+        }
+    }
+
+    /// Undoes the last step exactly: the marking, the operators' states and firing counts are
+    /// as they were before it. The step stays recorded: the next [`step`](Self::step) replays it.
+    pub fn back(&mut self) -> Result<(), BackError> {
+        let node = self.hist.path.pop().ok_or(BackError::AtStart)?;
+        for f in self.hist.firing_range(node).rev() {
+            self.undo_firing(f);
+        }
+        self.hist.redo.push(node);
+        Ok(())
+    }
+
+    fn undo_firing(&mut self, f: usize) {
+        let o = self.hist.firings[f].op as usize;
+        self.s.affected.clear();
+        self.s.affected.push(o as u32);
+        self.collect_emitted(f);
+        for i in self.hist.written_range(f).rev() {
+            let w = self.hist.written[i];
+            let c = w.conn as usize;
+            self.state[c] = if w.prior_tok == NONE {
+                ConnState::Empty
+            } else {
+                ConnState::Old
+            };
+            self.tok[c] = w.prior_tok;
+            self.s.affected.push(self.topo.consumer[c]);
+        }
+        for i in self.hist.consumed_range(f).rev() {
+            let c = self.hist.consumed[i] as usize;
+            self.state[c] = ConnState::New;
+            self.s.affected.push(self.topo.producer[c]);
+        }
+        let before = self.hist.saved(f).and_then(|s| s.before.as_ref());
+        self.net.ops[o].op.rollback(before, &self.s.emitted);
+        self.s.emitted.clear();
+        self.fire_count[o] -= 1;
+        self.refresh_affected();
+    }
+
+    /// Goes back to the initial marking (every step stays recorded for replay).
+    pub fn rewind(&mut self) {
+        while self.back().is_ok() {}
+    }
+
+    /// Every branch of the history tree.
+    pub fn branches(&self) -> Vec<Branch> {
+        let tip = self.hist.redo.first().or(self.hist.path.last()).copied();
+        self.hist
+            .leaves()
+            .into_iter()
+            .map(|leaf| Branch {
+                id: BranchId(leaf),
+                depth: self.hist.path_to(leaf).len(),
+                current: Some(leaf) == tip,
+            })
+            .collect()
+    }
+
+    /// Switches to branch `b`: goes back to where it leaves the current path, then replays it to
+    /// its tip.
+    pub fn checkout(&mut self, b: BranchId) -> Result<(), CheckoutError> {
+        if b.0 as usize >= self.hist.nodes.len() {
+            return Err(CheckoutError::UnknownBranch(b));
+        }
+        let target = self.hist.path_to(b.0);
+        let common = self
+            .hist
+            .path
+            .iter()
+            .zip(&target)
+            .take_while(|(a, b)| a == b)
+            .count();
+        while self.hist.path.len() > common {
+            let _ = self.back();
+        }
+        self.hist.redo = target[common..].iter().rev().copied().collect();
+        while let Some(&node) = self.hist.redo.last() {
+            if let Step::Ended(_) = self.replay_next(node)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_emissions(
+    emitted: &[(u16, Value)],
+    topo: &Topo,
+    o: usize,
+    node: &crate::net::OpNode,
+) -> Option<OpError> {
+    let n = topo.n_outputs(o);
+    let mut seen = 0u64;
+    for (port, value) in emitted {
+        let p = *port as usize;
+        if p >= n {
+            return Some(OpError::new(format!(
+                "emitted on output #{p}, but the operator has {n} output(s)"
+            )));
+        }
+        let name = &node.spec.outputs[p].name;
+        if p < 64 {
+            if seen & (1 << p) != 0 {
+                return Some(OpError::new(format!(
+                    "emitted twice on `{name}` in one firing"
+                )));
+            }
+            seen |= 1 << p;
+        }
+        if let Some(ty) = topo.port_type[topo.out_start[o] as usize + p]
+            && !std::ptr::eq(ty, value.type_info())
+            && *ty != *value.type_info()
+        {
+            return Some(OpError::new(format!(
+                "emitted a {} on `{name}`, which carries {}",
+                value.type_name(),
+                ty.name
+            )));
+        }
+    }
+    None
+}
+
+fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_owned()
+    }
+}

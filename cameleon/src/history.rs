@@ -1,0 +1,264 @@
+//! History: the tree of applied firings, stored as deltas (SPEC §5).
+//!
+//! Each entry (a *node*) records, per firing, the operator, the connections it consumed (their
+//! prior state was NEW and their data is unchanged by consumption, so the index is enough) and
+//! the connections it wrote (prior token, new token; the prior state is EMPTY exactly when there
+//! was no prior token, OLD otherwise). Tokens live in one arena and are never copied: a backward
+//! step restores indices, a replay re-applies them. Operators that have internal state also get
+//! a copy of it before and after the firing.
+//!
+//! Nodes form a tree: the *path* is what is applied now; the *redo* stack is what a forward step
+//! will replay; a re-fire after going back starts a new branch and leaves the old future in the
+//! tree, where [`Cvm::checkout`](crate::Cvm::checkout) can return to it.
+
+use std::fmt;
+
+use crate::connection::{ConnId, OpId};
+use crate::operator::OpState;
+
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// A node: one history entry (one step).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Node {
+    pub(crate) parent: u32,
+    pub(crate) first_firing: u32,
+}
+
+/// One operator firing inside a node.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FiringRec {
+    pub(crate) op: u32,
+    pub(crate) consumed_start: u32,
+    pub(crate) written_start: u32,
+}
+
+/// A connection a firing wrote.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Written {
+    pub(crate) conn: u32,
+    pub(crate) prior_tok: u32,
+    pub(crate) new_tok: u32,
+}
+
+/// Saved internal state of a stateful operator around one firing.
+pub(crate) struct SavedStates {
+    pub(crate) firing: u32,
+    pub(crate) before: Option<OpState>,
+    pub(crate) after: Option<OpState>,
+}
+
+/// The history store. Everything is append-only except `path` and `redo`.
+#[derive(Default)]
+pub(crate) struct Store {
+    pub(crate) nodes: Vec<Node>,
+    pub(crate) firings: Vec<FiringRec>,
+    pub(crate) consumed: Vec<u32>,
+    pub(crate) written: Vec<Written>,
+    pub(crate) states: Vec<SavedStates>,
+    /// Applied nodes, root first.
+    pub(crate) path: Vec<u32>,
+    /// Nodes a forward step replays, next one last.
+    pub(crate) redo: Vec<u32>,
+}
+
+impl fmt::Debug for Store {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("History")
+            .field("nodes", &self.nodes.len())
+            .field("path", &self.path.len())
+            .field("redo", &self.redo.len())
+            .finish()
+    }
+}
+
+impl Store {
+    pub(crate) fn firing_range(&self, node: u32) -> std::ops::Range<usize> {
+        let start = self.nodes[node as usize].first_firing as usize;
+        let end = self
+            .nodes
+            .get(node as usize + 1)
+            .map_or(self.firings.len(), |n| n.first_firing as usize);
+        start..end
+    }
+
+    pub(crate) fn consumed_range(&self, firing: usize) -> std::ops::Range<usize> {
+        let start = self.firings[firing].consumed_start as usize;
+        let end = self
+            .firings
+            .get(firing + 1)
+            .map_or(self.consumed.len(), |f| f.consumed_start as usize);
+        start..end
+    }
+
+    pub(crate) fn written_range(&self, firing: usize) -> std::ops::Range<usize> {
+        let start = self.firings[firing].written_start as usize;
+        let end = self
+            .firings
+            .get(firing + 1)
+            .map_or(self.written.len(), |f| f.written_start as usize);
+        start..end
+    }
+
+    pub(crate) fn saved(&self, firing: usize) -> Option<&SavedStates> {
+        let i = self
+            .states
+            .binary_search_by_key(&(firing as u32), |s| s.firing)
+            .ok()?;
+        self.states.get(i)
+    }
+
+    /// Starts a new node as a child of the current tip.
+    pub(crate) fn open_node(&mut self) -> u32 {
+        let parent = self.path.last().copied().unwrap_or(NONE);
+        self.nodes.push(Node {
+            parent,
+            first_firing: self.firings.len() as u32,
+        });
+        (self.nodes.len() - 1) as u32
+    }
+
+    /// Leaves of the tree: the tips of every branch.
+    pub(crate) fn leaves(&self) -> Vec<u32> {
+        let mut has_child = vec![false; self.nodes.len()];
+        for n in &self.nodes {
+            if n.parent != NONE {
+                has_child[n.parent as usize] = true;
+            }
+        }
+        (0..self.nodes.len() as u32)
+            .filter(|i| !has_child[*i as usize])
+            .collect()
+    }
+
+    /// The path from the root to `node`, root first.
+    pub(crate) fn path_to(&self, node: u32) -> Vec<u32> {
+        let mut v = Vec::new();
+        let mut n = node;
+        while n != NONE {
+            v.push(n);
+            n = self.nodes[n as usize].parent;
+        }
+        v.reverse();
+        v
+    }
+
+    /// Heap bytes used by the delta records (not the values behind the tokens).
+    pub(crate) fn footprint(&self) -> usize {
+        use std::mem::size_of;
+        self.nodes.len() * size_of::<Node>()
+            + self.firings.len() * size_of::<FiringRec>()
+            + self.consumed.len() * size_of::<u32>()
+            + self.written.len() * size_of::<Written>()
+            + self.states.len() * size_of::<SavedStates>()
+    }
+}
+
+/// A branch of the history tree, as [`Cvm::branches`](crate::Cvm::branches) lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Branch {
+    /// Identifies the branch for [`Cvm::checkout`](crate::Cvm::checkout).
+    pub id: BranchId,
+    /// Number of steps from the initial marking to the branch's tip.
+    pub depth: usize,
+    /// Whether the current position is on this branch (applied or to be replayed).
+    pub current: bool,
+}
+
+/// Identifies a branch: the node at its tip.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BranchId(pub(crate) u32);
+
+/// One firing as recorded in the history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FiringView {
+    /// The operator that fired.
+    pub op: OpId,
+    /// Connections it consumed (NEW → OLD).
+    pub consumed: Vec<ConnId>,
+    /// Connections it wrote, with the index of the token it put there.
+    pub written: Vec<(ConnId, u32)>,
+}
+
+/// One history entry: a step (one firing in sequential mode, a maximal step in parallel mode).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// 1-based logical step.
+    pub step: u32,
+    /// The firings of the step, in declaration order.
+    pub firings: Vec<FiringView>,
+}
+
+/// A read-only view of the history, from [`Cvm::history`](crate::Cvm::history).
+#[derive(Debug)]
+pub struct History<'a> {
+    pub(crate) store: &'a Store,
+}
+
+impl History<'_> {
+    /// Number of applied steps (the current depth).
+    pub fn len(&self) -> usize {
+        self.store.path.len()
+    }
+
+    /// Whether no step is applied.
+    pub fn is_empty(&self) -> bool {
+        self.store.path.is_empty()
+    }
+
+    /// Number of steps a forward step would replay before executing anew.
+    pub fn redo_len(&self) -> usize {
+        self.store.redo.len()
+    }
+
+    /// The applied entries, oldest first.
+    pub fn entries(&self) -> Vec<Entry> {
+        self.store
+            .path
+            .iter()
+            .enumerate()
+            .map(|(i, n)| self.entry(i as u32 + 1, *n))
+            .collect()
+    }
+
+    /// The entries a forward step would replay, next first.
+    pub fn redo_entries(&self) -> Vec<Entry> {
+        let depth = self.store.path.len() as u32;
+        self.store
+            .redo
+            .iter()
+            .rev()
+            .enumerate()
+            .map(|(i, n)| self.entry(depth + i as u32 + 1, *n))
+            .collect()
+    }
+
+    fn entry(&self, step: u32, node: u32) -> Entry {
+        let s = self.store;
+        let firings = s
+            .firing_range(node)
+            .map(|f| FiringView {
+                op: OpId(s.firings[f].op),
+                consumed: s.consumed[s.consumed_range(f)]
+                    .iter()
+                    .map(|c| ConnId(*c))
+                    .collect(),
+                written: s.written[s.written_range(f)]
+                    .iter()
+                    .map(|w| (ConnId(w.conn), w.new_tok))
+                    .collect(),
+            })
+            .collect();
+        Entry { step, firings }
+    }
+
+    /// Total firings recorded in the tree (every branch).
+    pub fn recorded_firings(&self) -> usize {
+        self.store.firings.len()
+    }
+
+    /// Heap bytes used by the delta records, values excluded.
+    pub fn footprint_bytes(&self) -> usize {
+        self.store.footprint()
+    }
+}

@@ -1,0 +1,566 @@
+//! Operators (Petri transitions): their description, their firing rule, `run` and `rollback`
+//! (SPEC §3–§5).
+//!
+//! [`Operator`] is the object-safe trait the engine calls. Users normally declare operators with
+//! `#[operator]` and implement [`Run`](crate::Run); the macro writes the `Operator` glue.
+
+use std::any::Any as StdAny;
+use std::borrow::Cow;
+use std::fmt;
+use std::marker::PhantomData;
+
+use crate::connection::{ConnState, Token};
+use crate::policy::{Enabling, Family, Policy};
+use crate::types::{DataType, PortType, TypeInfo, Value};
+
+/// An operator's parameters as written in `.cm` `params:` (declaration order kept).
+pub type Params = serde_json::Map<String, serde_json::Value>;
+
+/// The declared type of a port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TypeRef {
+    /// A fixed type. `Any` on a behavioral input accepts every type.
+    Is(&'static TypeInfo),
+    /// A type variable of a structural operator (SPEC §1): every port of the operator with the
+    /// same variable has the same type, bound by its connections.
+    Var(u8),
+}
+
+impl TypeRef {
+    /// The fixed type `T`.
+    pub fn of<T: PortType>() -> Self {
+        TypeRef::Is(T::INFO)
+    }
+
+    /// For a generic structural operator: `T` itself, or the type variable `var` when `T` is
+    /// [`Any`] (the operator was built without a concrete type, as the `.cm` loader does).
+    pub fn var_or<T: PortType>(var: u8) -> Self {
+        if T::INFO.is_any() {
+            TypeRef::Var(var)
+        } else {
+            TypeRef::Is(T::INFO)
+        }
+    }
+
+    /// The name shown in errors and the catalogue: the type's name, or `T0`, `T1`… for a variable.
+    pub fn display_name(&self) -> Cow<'static, str> {
+        match self {
+            TypeRef::Is(t) => Cow::Borrowed(t.name),
+            TypeRef::Var(v) => Cow::Owned(format!("T{v}")),
+        }
+    }
+}
+
+impl From<&'static TypeInfo> for TypeRef {
+    fn from(t: &'static TypeInfo) -> Self {
+        TypeRef::Is(t)
+    }
+}
+
+/// A port's declaration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortSpec {
+    /// The port's name (`in_data`, `out_true`).
+    pub name: Cow<'static, str>,
+    /// Its declared type.
+    pub ty: TypeRef,
+    /// An optional input may stay unconnected; it then counts as permanently OLD with no data.
+    pub optional: bool,
+}
+
+impl PortSpec {
+    /// A required port.
+    pub fn new(name: impl Into<Cow<'static, str>>, ty: TypeRef) -> Self {
+        PortSpec {
+            name: name.into(),
+            ty,
+            optional: false,
+        }
+    }
+
+    /// An optional input port.
+    pub fn optional(name: impl Into<Cow<'static, str>>, ty: TypeRef) -> Self {
+        PortSpec {
+            optional: true,
+            ..PortSpec::new(name, ty)
+        }
+    }
+}
+
+/// What an operator instance is: the facts the engine, the loader and the verifier need.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OpSpec {
+    /// Catalogue id (the `type:` of a `.cm` operator), e.g. `chunker`.
+    pub type_id: Cow<'static, str>,
+    /// Human label, e.g. `Chunker`.
+    pub label: Cow<'static, str>,
+    /// Structural or behavioral.
+    pub family: Family,
+    /// Firing policy (the default of [`Operator::can_fire`]).
+    pub policy: Policy,
+    /// Input ports, in order.
+    pub inputs: Vec<PortSpec>,
+    /// Output ports, in order.
+    pub outputs: Vec<PortSpec>,
+    /// Declared emission sets (output port indices), for the verifier (SPEC §8). Empty means
+    /// the one set "every output".
+    pub emits: Vec<Vec<u16>>,
+}
+
+impl OpSpec {
+    /// A spec with no ports; add them with [`input`](Self::input) and [`output`](Self::output).
+    pub fn new(
+        type_id: impl Into<Cow<'static, str>>,
+        label: impl Into<Cow<'static, str>>,
+        family: Family,
+        policy: Policy,
+    ) -> Self {
+        OpSpec {
+            type_id: type_id.into(),
+            label: label.into(),
+            family,
+            policy,
+            inputs: Vec::new(),
+            outputs: Vec::new(),
+            emits: Vec::new(),
+        }
+    }
+
+    /// Adds an input port.
+    pub fn input(mut self, name: impl Into<Cow<'static, str>>, ty: TypeRef) -> Self {
+        self.inputs.push(PortSpec::new(name, ty));
+        self
+    }
+
+    /// Adds an optional input port.
+    pub fn optional_input(mut self, name: impl Into<Cow<'static, str>>, ty: TypeRef) -> Self {
+        self.inputs.push(PortSpec::optional(name, ty));
+        self
+    }
+
+    /// Adds an output port.
+    pub fn output(mut self, name: impl Into<Cow<'static, str>>, ty: TypeRef) -> Self {
+        self.outputs.push(PortSpec::new(name, ty));
+        self
+    }
+
+    /// Declares the emission sets by output port name. Unknown names are ignored by the engine
+    /// and reported by net validation.
+    pub fn emits(mut self, sets: &[&[&str]]) -> Self {
+        self.emits = sets
+            .iter()
+            .map(|set| {
+                set.iter()
+                    .filter_map(|n| self.output_index(n))
+                    .map(|i| i as u16)
+                    .collect()
+            })
+            .collect();
+        self
+    }
+
+    /// Index of the input named `name`.
+    pub fn input_index(&self, name: &str) -> Option<usize> {
+        self.inputs.iter().position(|p| p.name == name)
+    }
+
+    /// Index of the output named `name`.
+    pub fn output_index(&self, name: &str) -> Option<usize> {
+        self.outputs.iter().position(|p| p.name == name)
+    }
+
+    /// The emission sets, with the default (all outputs) made explicit.
+    pub fn emission_sets(&self) -> Vec<Vec<u16>> {
+        if self.emits.is_empty() {
+            vec![(0..self.outputs.len() as u16).collect()]
+        } else {
+            self.emits.clone()
+        }
+    }
+}
+
+/// Saved internal state of an operator, for rollback and replay.
+pub struct OpState(pub Box<dyn StdAny + Send>);
+
+impl OpState {
+    /// Wraps a state value.
+    pub fn new<S: StdAny + Send>(s: S) -> Self {
+        OpState(Box::new(s))
+    }
+
+    /// The state as an `S`, if it is one.
+    pub fn get<S: StdAny>(&self) -> Option<&S> {
+        self.0.downcast_ref()
+    }
+}
+
+impl fmt::Debug for OpState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OpState(..)")
+    }
+}
+
+/// A set of input ports, as a bit mask (ports 0..64).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct InputSet(pub u64);
+
+impl InputSet {
+    /// Every input that is NEW: the default consumption (SPEC §4.4).
+    pub fn new_inputs(states: &[ConnState]) -> Self {
+        let mut m = 0u64;
+        for (i, s) in states.iter().enumerate().take(64) {
+            if *s == ConnState::New {
+                m |= 1 << i;
+            }
+        }
+        InputSet(m)
+    }
+
+    /// Only the first NEW input in port order (Merge).
+    pub fn first_new(states: &[ConnState]) -> Self {
+        states
+            .iter()
+            .take(64)
+            .position(|s| *s == ConnState::New)
+            .map_or(InputSet(0), |i| InputSet(1 << i))
+    }
+
+    /// Whether port `i` is in the set.
+    pub fn contains(self, i: usize) -> bool {
+        i < 64 && self.0 & (1 << i) != 0
+    }
+}
+
+/// The object-safe operator interface the engine calls. See [`Run`](crate::Run) for the
+/// user-facing typed form.
+///
+/// The engine knows nothing of any particular operator: it asks [`can_fire`](Self::can_fire),
+/// calls [`run`](Self::run), and on a backward step calls [`rollback`](Self::rollback).
+pub trait Operator: StdAny + Send {
+    /// The operator's ports, policy and identity. Called once, when the operator is added to a
+    /// net.
+    fn spec(&self) -> OpSpec;
+
+    /// The parameters this instance was built from, as `.cm` writes them.
+    fn params(&self) -> Params {
+        Params::new()
+    }
+
+    /// The firing rule (SPEC §3.1). The default applies the declared policy; an operator with
+    /// the `Custom` policy overrides it. May read the operator's own internal state.
+    fn can_fire(&self, e: &Enabling<'_>) -> bool {
+        e.policy_allows()
+    }
+
+    /// Which inputs a firing consumes, given the input states. Default: every NEW input.
+    fn consumes(&self, inputs: &[ConnState]) -> InputSet {
+        InputSet::new_inputs(inputs)
+    }
+
+    /// Fires: read inputs from `cx`, emit outputs to it. An error (or a panic) applies nothing.
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError>;
+
+    /// A copy of the internal state, taken before and after each firing of a stateful operator,
+    /// so a backward step restores it and a replay re-applies it. Default: `None` (stateless).
+    fn save_state(&self) -> Option<OpState> {
+        None
+    }
+
+    /// Restores a state produced by [`save_state`](Self::save_state).
+    fn restore_state(&mut self, _state: &OpState) {}
+
+    /// Undoes a firing on a backward step: compensation for side effects. `before` is the state
+    /// saved before the firing; `emitted` what it emitted. Default: restore `before`.
+    fn rollback(&mut self, before: Option<&OpState>, _emitted: &[(u16, Value)]) {
+        if let Some(s) = before {
+            self.restore_state(s);
+        }
+    }
+
+    /// Re-applies a recorded firing on a forward step after a backward one, without running:
+    /// `after` is the state saved after the original firing. Default: restore `after`.
+    fn replay(&mut self, after: Option<&OpState>, _emitted: &[(u16, Value)]) {
+        if let Some(s) = after {
+            self.restore_state(s);
+        }
+    }
+}
+
+/// Why a firing failed. `Display` is the operator's message.
+#[derive(Debug)]
+pub struct OpError {
+    message: String,
+    source: Option<Box<dyn std::error::Error + Send + Sync + 'static>>,
+}
+
+impl OpError {
+    /// An error with a message.
+    pub fn new(message: impl Into<String>) -> Self {
+        OpError {
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// Wraps another error (its message becomes this one's).
+    pub fn from_err(e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        OpError {
+            message: e.to_string(),
+            source: Some(Box::new(e)),
+        }
+    }
+
+    /// The message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for OpError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for OpError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn std::error::Error + 'static))
+    }
+}
+
+impl From<String> for OpError {
+    fn from(s: String) -> Self {
+        OpError::new(s)
+    }
+}
+impl From<&str> for OpError {
+    fn from(s: &str) -> Self {
+        OpError::new(s)
+    }
+}
+impl From<serde_json::Error> for OpError {
+    fn from(e: serde_json::Error) -> Self {
+        OpError::from_err(e)
+    }
+}
+impl From<std::io::Error> for OpError {
+    fn from(e: std::io::Error) -> Self {
+        OpError::from_err(e)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Port handles
+
+/// A typed handle on input port `index` of operator type `O`, of data type `T`
+/// (`Chunker::text`). `#[operator]` generates one per `#[input]` field.
+pub struct InPort<O: ?Sized, T: ?Sized> {
+    /// The port's index among the operator's inputs.
+    pub index: u16,
+    /// The port's name.
+    pub name: &'static str,
+    _p: PhantomData<fn(&O, &T)>,
+}
+
+/// A typed handle on output port `index` of operator type `O`, of data type `T`.
+pub struct OutPort<O: ?Sized, T: ?Sized> {
+    /// The port's index among the operator's outputs.
+    pub index: u16,
+    /// The port's name.
+    pub name: &'static str,
+    _p: PhantomData<fn(&O, &T)>,
+}
+
+macro_rules! port_handle_impls {
+    ($($h:ident),*) => {$(
+        impl<O: ?Sized, T: ?Sized> $h<O, T> {
+            /// A handle on port `index` named `name`.
+            pub const fn new(index: u16, name: &'static str) -> Self {
+                $h { index, name, _p: PhantomData }
+            }
+        }
+        impl<O: ?Sized, T: ?Sized> Clone for $h<O, T> {
+            fn clone(&self) -> Self { *self }
+        }
+        impl<O: ?Sized, T: ?Sized> Copy for $h<O, T> {}
+        impl<O: ?Sized, T: ?Sized> fmt::Debug for $h<O, T> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "{}({} #{})", stringify!($h), self.name, self.index)
+            }
+        }
+    )*};
+}
+port_handle_impls!(InPort, OutPort);
+
+/// Field marker of an input port in an `#[operator]` struct: `#[input] text: In<DataString>`.
+/// The macro removes the field; it is a declaration, not state.
+pub struct In<T: PortType>(PhantomData<T>);
+/// Field marker of an output port in an `#[operator]` struct: `#[output] chunks: Out<DataChunk>`.
+pub struct Out<T: PortType>(PhantomData<T>);
+
+impl<T: PortType> fmt::Debug for In<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "In<{}>", T::INFO.name)
+    }
+}
+impl<T: PortType> fmt::Debug for Out<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Out<{}>", T::INFO.name)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Firing context
+
+/// The untyped marker for [`Firing`] as the engine hands it to [`Operator::run`].
+#[derive(Debug)]
+pub enum Untyped {}
+
+/// One input as a firing sees it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InputSlot {
+    pub(crate) state: ConnState,
+    /// Token index in the engine's arena, or `u32::MAX` for none.
+    pub(crate) token: u32,
+}
+
+/// What `run` works with: the inputs (value and state of each port) and the outputs it emits.
+///
+/// `O` is the operator type, for the typed accessors taking port handles
+/// ([`get`](Self::get), [`emit`](Self::emit)); the engine passes `Firing<'_, Untyped>`, which
+/// [`typed`](Self::typed) turns into the operator's own.
+pub struct Firing<'a, O: ?Sized = Untyped> {
+    pub(crate) tokens: &'a [Token],
+    pub(crate) inputs: &'a [InputSlot],
+    pub(crate) emitted: &'a mut Vec<(u16, Value)>,
+    pub(crate) n_outputs: u16,
+    pub(crate) step: u32,
+    pub(crate) name: &'a str,
+    pub(crate) _op: PhantomData<fn(&O)>,
+}
+
+impl<O: ?Sized> fmt::Debug for Firing<'_, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Firing")
+            .field("operator", &self.name)
+            .field("step", &self.step)
+            .field("inputs", &self.inputs.len())
+            .field("emitted", &self.emitted.len())
+            .finish()
+    }
+}
+
+impl<'a, O: ?Sized> Firing<'a, O> {
+    /// The same firing, seen through operator type `P`'s port handles.
+    pub fn typed<P: ?Sized>(&mut self) -> Firing<'_, P> {
+        Firing {
+            tokens: self.tokens,
+            inputs: self.inputs,
+            emitted: &mut *self.emitted,
+            n_outputs: self.n_outputs,
+            step: self.step,
+            name: self.name,
+            _op: PhantomData,
+        }
+    }
+
+    /// The logical step of this firing (1-based).
+    pub fn step(&self) -> u32 {
+        self.step
+    }
+
+    /// The instance name of the firing operator.
+    pub fn instance(&self) -> &str {
+        self.name
+    }
+
+    /// Number of input ports.
+    pub fn input_count(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// State of input port `i` (an unconnected optional input is OLD). Out of range: EMPTY.
+    pub fn state_at(&self, i: usize) -> ConnState {
+        self.inputs.get(i).map_or(ConnState::Empty, |s| s.state)
+    }
+
+    /// Value of input port `i`, NEW or OLD; `None` if it has none (EMPTY, or optional and
+    /// unconnected).
+    pub fn value_at(&self, i: usize) -> Option<&'a Value> {
+        let slot = self.inputs.get(i)?;
+        self.tokens.get(slot.token as usize).map(|t| &t.value)
+    }
+
+    /// Emits `value` on output port `i`. Emitting twice on one port in a firing is an error the
+    /// engine reports when `run` returns.
+    pub fn emit_at(&mut self, i: usize, value: impl Into<Value>) {
+        let i = u16::try_from(i).unwrap_or(u16::MAX);
+        self.emitted.push((i, value.into()));
+    }
+
+    /// Number of output ports.
+    pub fn output_count(&self) -> usize {
+        self.n_outputs as usize
+    }
+
+    /// Input `port`'s value as a `T`. Errors when the input has no value.
+    pub fn get<T: DataType>(&self, port: InPort<O, T>) -> Result<&'a T, OpError> {
+        let v = self
+            .value_at(port.index as usize)
+            .ok_or_else(|| OpError::new(format!("input `{}` has no value", port.name)))?;
+        v.downcast_ref::<T>().ok_or_else(|| {
+            OpError::new(format!(
+                "input `{}` holds a {}, expected {}",
+                port.name,
+                v.type_name(),
+                T::INFO.name
+            ))
+        })
+    }
+
+    /// Input `port`'s value as a `T`, if it has one.
+    pub fn try_get<T: DataType>(&self, port: InPort<O, T>) -> Option<&'a T> {
+        self.value_at(port.index as usize)?.downcast_ref()
+    }
+
+    /// Input `port`'s value, untyped (for `Any` and type-variable ports).
+    pub fn value<T: PortType + ?Sized>(&self, port: InPort<O, T>) -> Option<&'a Value> {
+        self.value_at(port.index as usize)
+    }
+
+    /// Input `port`'s state.
+    pub fn state<T: ?Sized>(&self, port: InPort<O, T>) -> ConnState {
+        self.state_at(port.index as usize)
+    }
+
+    /// Whether input `port` is NEW (fresh) in this firing.
+    pub fn is_new<T: ?Sized>(&self, port: InPort<O, T>) -> bool {
+        self.state(port) == ConnState::New
+    }
+
+    /// Emits `value` on output `port`.
+    pub fn emit<T: DataType>(&mut self, port: OutPort<O, T>, value: T) {
+        self.emit_at(port.index as usize, Value::new(value));
+    }
+
+    /// Emits an already-built value on output `port` (for `Any` and type-variable ports).
+    pub fn emit_value<T: ?Sized>(&mut self, port: OutPort<O, T>, value: Value) {
+        self.emit_at(port.index as usize, value);
+    }
+
+    /// Passes input `from`'s value to output `to` as a shared reference (structural operators).
+    pub fn forward<T: ?Sized>(
+        &mut self,
+        from: InPort<O, T>,
+        to: OutPort<O, T>,
+    ) -> Result<(), OpError> {
+        let v = self
+            .value_at(from.index as usize)
+            .ok_or_else(|| OpError::new(format!("input `{}` has no value", from.name)))?
+            .clone();
+        self.emit_at(to.index as usize, v);
+        Ok(())
+    }
+}

@@ -1,0 +1,384 @@
+//! Data types: what travels on connections (SPEC §9).
+//!
+//! A token's value is any `'static + Send + Sync + Clone` type that serde can serialize and
+//! deserialize, declared once with [`data_type!`](crate::data_type). The engine never looks inside a
+//! value: it moves [`Value`]s, which are shared references (`Arc`), so a fan-out never deep-copies.
+//!
+//! ```
+//! use cameleon::prelude::*;
+//! use serde::{Deserialize, Serialize};
+//!
+//! /// An image, as raw bytes plus its size.
+//! #[derive(Clone, Debug, Serialize, Deserialize)]
+//! pub struct DataImage { pub width: u32, pub height: u32, pub bytes: Vec<u8> }
+//! cameleon::data_type!(DataImage, color = "#e879f9");
+//!
+//! let v = Value::new(DataImage { width: 1, height: 1, bytes: vec![0] });
+//! assert_eq!(v.type_name(), "DataImage");
+//! assert_eq!(v.downcast_ref::<DataImage>().map(|i| i.width), Some(1));
+//! ```
+
+use std::any::Any as StdAny;
+use std::fmt;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+/// Static facts about a data type: its name, its display colour, and how to rebuild a value of it
+/// from JSON (traces, journals, `.cm` literals).
+pub struct TypeInfo {
+    /// The type's name as written in `.cm` files, the catalogue and traces (`DataString`).
+    pub name: &'static str,
+    /// Display colour for renderers (`#4f8aff`), if the type has one.
+    pub color: Option<&'static str>,
+    /// Rebuilds a value of this type from its JSON form.
+    pub from_json: fn(serde_json::Value) -> Result<Value, serde_json::Error>,
+}
+
+impl TypeInfo {
+    /// Whether this is the `Any` pseudo-type.
+    pub fn is_any(&self) -> bool {
+        std::ptr::eq(self, Any::INFO) || self.name == Any::INFO.name
+    }
+}
+
+impl PartialEq for TypeInfo {
+    fn eq(&self, other: &Self) -> bool {
+        self.name == other.name
+    }
+}
+impl Eq for TypeInfo {}
+
+impl fmt::Debug for TypeInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+impl fmt::Display for TypeInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// A type that may label a port: every [`DataType`], and [`Any`].
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a Caméléon data type",
+    label = "ports carry data types",
+    note = "declare it with `cameleon::data_type!({Self});` (it must be Clone + Send + Sync + Serialize + Deserialize), or use a built-in type such as `DataString`"
+)]
+pub trait PortType: 'static + Send + Sync {
+    /// The type's static facts.
+    const INFO: &'static TypeInfo;
+}
+
+/// A concrete data type: a value of it can travel on a connection.
+///
+/// Implement it with [`data_type!`](crate::data_type), not by hand.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a Caméléon data type",
+    label = "not a data type",
+    note = "declare it with `cameleon::data_type!({Self});` (it must be Clone + Send + Sync + Serialize + Deserialize)"
+)]
+pub trait DataType:
+    PortType + Clone + fmt::Debug + Serialize + DeserializeOwned + Send + Sync + 'static
+{
+}
+
+/// Declares a data type: `data_type!(MyType)` or `data_type!(MyType, color = "#e879f9")`,
+/// optionally with `name = "OtherName"` to use another name in `.cm` files and traces.
+///
+/// The type must be `Clone + Debug + Serialize + Deserialize + Send + Sync + 'static`.
+#[macro_export]
+macro_rules! data_type {
+    ($ty:ident $(, name = $name:literal)? $(, color = $color:literal)? $(,)?) => {
+        impl $crate::types::PortType for $ty {
+            const INFO: &'static $crate::types::TypeInfo = &$crate::types::TypeInfo {
+                name: $crate::__data_type_name!($ty $(, $name)?),
+                color: $crate::__data_type_color!($($color)?),
+                from_json: $crate::types::__from_json::<$ty>,
+            };
+        }
+        impl $crate::types::DataType for $ty {}
+        $crate::__private::inventory::submit! {
+            $crate::types::RegisteredType(<$ty as $crate::types::PortType>::INFO)
+        }
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __data_type_name {
+    ($ty:ident) => {
+        stringify!($ty)
+    };
+    ($ty:ident, $name:literal) => {
+        $name
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __data_type_color {
+    () => {
+        None
+    };
+    ($color:literal) => {
+        Some($color)
+    };
+}
+
+#[doc(hidden)]
+pub fn __from_json<T: DataType>(v: serde_json::Value) -> Result<Value, serde_json::Error> {
+    serde_json::from_value::<T>(v).map(Value::new)
+}
+
+/// A data type known to the process, registered by [`data_type!`](crate::data_type).
+#[derive(Debug)]
+pub struct RegisteredType(pub &'static TypeInfo);
+inventory::collect!(RegisteredType);
+
+/// Looks a data type up by name among every type declared with [`data_type!`](crate::data_type)
+/// (including the built-ins), or `Any`.
+pub fn type_by_name(name: &str) -> Option<&'static TypeInfo> {
+    if name == Any::INFO.name {
+        return Some(Any::INFO);
+    }
+    inventory::iter::<RegisteredType>
+        .into_iter()
+        .map(|r| r.0)
+        .find(|t| t.name == name)
+}
+
+/// Every registered data type, sorted by name.
+pub fn all_types() -> Vec<&'static TypeInfo> {
+    let mut v: Vec<_> = inventory::iter::<RegisteredType>
+        .into_iter()
+        .map(|r| r.0)
+        .collect();
+    v.sort_by_key(|t| t.name);
+    v.dedup_by_key(|t| t.name);
+    v
+}
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+trait DynData: Send + Sync + fmt::Debug + 'static {
+    fn info(&self) -> &'static TypeInfo;
+    fn as_any(&self) -> &dyn StdAny;
+    fn to_json(&self) -> serde_json::Value;
+}
+
+impl<T: DataType> DynData for T {
+    fn info(&self) -> &'static TypeInfo {
+        T::INFO
+    }
+    fn as_any(&self) -> &dyn StdAny {
+        self
+    }
+    fn to_json(&self) -> serde_json::Value {
+        // A data type whose Serialize fails (a map with non-string keys, say) shows as null in
+        // traces rather than taking the run down.
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// A type-erased, shared, immutable value of some [`DataType`]. Cloning is a reference-count
+/// increment: fan-out shares one value among all its connections.
+#[derive(Clone)]
+pub struct Value(Arc<dyn DynData>);
+
+impl Value {
+    /// Wraps a value of a data type.
+    pub fn new<T: DataType>(value: T) -> Self {
+        Value(Arc::new(value))
+    }
+
+    /// The value's data type.
+    pub fn type_info(&self) -> &'static TypeInfo {
+        self.0.info()
+    }
+
+    /// The name of the value's data type.
+    pub fn type_name(&self) -> &'static str {
+        self.0.info().name
+    }
+
+    /// The value as a `T`, if it is one.
+    pub fn downcast_ref<T: DataType>(&self) -> Option<&T> {
+        self.0.as_any().downcast_ref::<T>()
+    }
+
+    /// The value's JSON form (as serde serializes it).
+    pub fn to_json(&self) -> serde_json::Value {
+        self.0.to_json()
+    }
+
+    /// Whether two values are the same shared allocation (not merely equal).
+    pub fn ptr_eq(a: &Value, b: &Value) -> bool {
+        Arc::ptr_eq(&a.0, &b.0)
+    }
+}
+
+impl PartialEq for Value {
+    /// Equal when of the same type with the same JSON form.
+    fn eq(&self, other: &Self) -> bool {
+        Value::ptr_eq(self, other)
+            || (self.type_name() == other.type_name() && self.to_json() == other.to_json())
+    }
+}
+
+impl fmt::Debug for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl Serialize for Value {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+impl<T: DataType> From<T> for Value {
+    fn from(v: T) -> Self {
+        Value::new(v)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Built-in types
+
+/// Raw bytes (a loaded file, say).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Binary(pub Vec<u8>);
+data_type!(Binary, color = "#a0b0c8");
+
+/// A text.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DataString(pub String);
+data_type!(DataString, color = "#4f8aff");
+
+/// A JSON value.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DataJSON(pub serde_json::Value);
+data_type!(DataJSON, color = "#a78bfa");
+
+/// A boolean (a Gate's condition, a predicate's verdict).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DataBool(pub bool);
+data_type!(DataBool, color = "#f4845f");
+
+/// The chunks a text was split into, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct DataChunk(pub Vec<String>);
+data_type!(DataChunk, color = "#00e5a0");
+
+/// An operator's failure, caught and emitted as data (on an output named `error`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DataError {
+    /// The instance that failed.
+    pub operator: String,
+    /// What went wrong.
+    pub message: String,
+}
+data_type!(DataError, color = "#e5484d");
+
+/// The `Any` port type. On a *behavioral* operator's input it accepts every type; on a
+/// *structural* operator it is a type variable, bound by the connections (SPEC §1). It is not a
+/// value type: read such an input with [`Firing::value`](crate::Firing::value).
+#[derive(Clone, Copy, Debug)]
+pub enum Any {}
+
+impl PortType for Any {
+    const INFO: &'static TypeInfo = &TypeInfo {
+        name: "Any",
+        color: Some("#9aa0a6"),
+        from_json: any_from_json,
+    };
+}
+
+/// A JSON value whose type is not known statically is read as `DataJSON`.
+fn any_from_json(v: serde_json::Value) -> Result<Value, serde_json::Error> {
+    Ok(Value::new(DataJSON(v)))
+}
+
+macro_rules! impl_from {
+    ($($ty:ident($inner:ty)),*) => {$(
+        impl From<$inner> for $ty {
+            fn from(v: $inner) -> Self { $ty(v) }
+        }
+    )*};
+}
+impl_from!(
+    Binary(Vec<u8>),
+    DataString(String),
+    DataJSON(serde_json::Value),
+    DataBool(bool),
+    DataChunk(Vec<String>)
+);
+
+impl From<&str> for DataString {
+    fn from(v: &str) -> Self {
+        DataString(v.to_owned())
+    }
+}
+
+impl fmt::Display for DataString {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_types_have_the_design_colours() {
+        assert_eq!(Binary::INFO.color, Some("#a0b0c8"));
+        assert_eq!(DataString::INFO.color, Some("#4f8aff"));
+        assert_eq!(DataJSON::INFO.color, Some("#a78bfa"));
+        assert_eq!(DataBool::INFO.color, Some("#f4845f"));
+        assert_eq!(DataChunk::INFO.color, Some("#00e5a0"));
+    }
+
+    #[test]
+    fn builtin_types_are_registered_by_name() {
+        for n in [
+            "Binary",
+            "DataString",
+            "DataJSON",
+            "DataBool",
+            "DataChunk",
+            "DataError",
+            "Any",
+        ] {
+            assert_eq!(type_by_name(n).map(|t| t.name), Some(n));
+        }
+        assert!(type_by_name("DataStrin").is_none());
+    }
+
+    #[test]
+    fn value_round_trips_through_json_by_type_name() {
+        let v = Value::new(DataString("hé".into()));
+        let t = type_by_name(v.type_name()).unwrap();
+        let back = (t.from_json)(v.to_json()).unwrap();
+        assert_eq!(back, v);
+        assert!(!Value::ptr_eq(&back, &v));
+    }
+
+    #[test]
+    fn fan_out_clone_shares_the_value() {
+        let v = Value::new(DataChunk(vec!["a".into()]));
+        let w = v.clone();
+        assert!(Value::ptr_eq(&v, &w));
+    }
+}

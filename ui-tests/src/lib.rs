@@ -1,0 +1,1 @@
+//! Holder crate for the trybuild cases under `operator/` and `pipeline/`.
