@@ -18,6 +18,8 @@
 //! | [`net`] | the validated net (§1) |
 //! | [`engine`] | the CVM: forward, backward, replay, end states (§4–§6) |
 //! | [`history`] | the history tree of deltas (§5) |
+//! | [`catalogue`] | operator types by id, for `.cm` files, the CLI and LLMs |
+//! | [`dsl`] | compile-time typed connections for `pipeline!` |
 //! | [`ops`] | the standard operators |
 //!
 //! ```
@@ -49,7 +51,9 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod catalogue;
 pub mod connection;
+pub mod dsl;
 pub mod engine;
 pub mod history;
 pub mod net;
@@ -58,6 +62,7 @@ pub mod ops;
 pub mod policy;
 pub mod types;
 
+pub use catalogue::{BuildContext, BuildError, Catalogue, CatalogueEntry, ParamError, ParamInfo};
 pub use connection::{ConnId, ConnState, Connection, OpId, PortRef, Token};
 pub use engine::{
     BackError, CheckoutError, ConnView, Cvm, CvmBuilder, EndState, Marking, RunError, Step,
@@ -66,8 +71,8 @@ pub use engine::{
 pub use history::{Branch, BranchId, Entry, FiringView, History};
 pub use net::{Mode, Net, NetBuilder, NetConfig, NetError, OpNode, Problem, ProblemKind};
 pub use operator::{
-    Firing, In, InPort, InputSet, OpError, OpSpec, OpState, Operator, Out, OutPort, Params,
-    PortSpec, TypeRef,
+    AnyInPort, Firing, In, InPort, InputHandle, InputSet, OpError, OpSpec, OpState, Operator, Out,
+    OutPort, Params, PortSpec, TypeRef,
 };
 pub use policy::{Enabling, Family, Policy};
 pub use types::{
@@ -94,4 +99,6 @@ pub mod prelude {
 pub mod __private {
     pub use inventory;
     pub use serde_json;
+
+    pub use crate::dsl::{HasPorts, Receives, SameType, check_connection, ports_of};
 }

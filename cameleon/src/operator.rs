@@ -392,7 +392,44 @@ macro_rules! port_handle_impls {
         }
     )*};
 }
-port_handle_impls!(InPort, OutPort);
+/// A typed handle on an input port of operator type `O` that accepts every type (a behavioral
+/// operator's `In<Any>`). A distinct type from [`InPort`], so `pipeline!` can infer the type
+/// parameters of generic operators from their typed ports.
+pub struct AnyInPort<O: ?Sized, T: ?Sized = crate::types::Any> {
+    /// The port's index among the operator's inputs.
+    pub index: u16,
+    /// The port's name.
+    pub name: &'static str,
+    _p: PhantomData<fn(&O, &T)>,
+}
+
+port_handle_impls!(InPort, OutPort, AnyInPort);
+
+/// An input port handle of operator type `O`: [`InPort`] or [`AnyInPort`].
+pub trait InputHandle<O: ?Sized>: Copy {
+    /// The port's index among the operator's inputs.
+    fn index(self) -> usize;
+    /// The port's name.
+    fn name(self) -> &'static str;
+}
+
+impl<O: ?Sized, T: ?Sized> InputHandle<O> for InPort<O, T> {
+    fn index(self) -> usize {
+        self.index as usize
+    }
+    fn name(self) -> &'static str {
+        self.name
+    }
+}
+
+impl<O: ?Sized> InputHandle<O> for AnyInPort<O> {
+    fn index(self) -> usize {
+        self.index as usize
+    }
+    fn name(self) -> &'static str {
+        self.name
+    }
+}
 
 /// Field marker of an input port in an `#[operator]` struct: `#[input] text: In<DataString>`.
 /// The macro removes the field; it is a declaration, not state.
@@ -526,17 +563,17 @@ impl<'a, O: ?Sized> Firing<'a, O> {
     }
 
     /// Input `port`'s value, untyped (for `Any` and type-variable ports).
-    pub fn value<T: PortType + ?Sized>(&self, port: InPort<O, T>) -> Option<&'a Value> {
-        self.value_at(port.index as usize)
+    pub fn value(&self, port: impl InputHandle<O>) -> Option<&'a Value> {
+        self.value_at(port.index())
     }
 
     /// Input `port`'s state.
-    pub fn state<T: ?Sized>(&self, port: InPort<O, T>) -> ConnState {
-        self.state_at(port.index as usize)
+    pub fn state(&self, port: impl InputHandle<O>) -> ConnState {
+        self.state_at(port.index())
     }
 
     /// Whether input `port` is NEW (fresh) in this firing.
-    pub fn is_new<T: ?Sized>(&self, port: InPort<O, T>) -> bool {
+    pub fn is_new(&self, port: impl InputHandle<O>) -> bool {
         self.state(port) == ConnState::New
     }
 
