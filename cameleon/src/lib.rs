@@ -16,7 +16,7 @@
 //! | [`operator`] | operators: spec, `can_fire`, `run`, `rollback` (§3–§5) |
 //! | [`policy`] | the built-in firing policies (§3) |
 //! | [`net`] | the validated net (§1) |
-//! | [`engine`] | the CVM: forward, backward, replay, end states (§4–§6) |
+//! | [`engine`] | the CVM: forward, backward, replay, end states (§4–§6); parallel mode, async operators, events, cancellation (§7) |
 //! | [`history`] | the history tree of deltas (§5) |
 //! | [`catalogue`] | operator types by id, for `.cm` files, the CLI and LLMs |
 //! | [`dsl`] | compile-time typed connections for `pipeline!` |
@@ -65,14 +65,14 @@ pub mod types;
 pub use catalogue::{BuildContext, BuildError, Catalogue, CatalogueEntry, ParamError, ParamInfo};
 pub use connection::{ConnId, ConnState, Connection, OpId, PortRef, Token};
 pub use engine::{
-    BackError, CheckoutError, ConnView, Cvm, CvmBuilder, EndState, Marking, RunError, Step,
-    StepError, Stuck, StuckReason,
+    BackError, CancelToken, CheckoutError, ConnView, Cvm, CvmBuilder, EndState, Event, Marking,
+    Observer, RunError, Step, StepError, Stuck, StuckReason, block_on,
 };
 pub use history::{Branch, BranchId, Entry, FiringView, History};
 pub use net::{Mode, Net, NetBuilder, NetConfig, NetError, OpNode, Problem, ProblemKind};
 pub use operator::{
-    AnyInPort, Firing, In, InPort, InputHandle, InputSet, OpError, OpSpec, OpState, Operator, Out,
-    OutPort, Params, PortSpec, TypeRef,
+    AnyInPort, Execution, Firing, In, InPort, InputHandle, InputSet, OpError, OpFuture, OpSettings,
+    OpSpec, OpState, Operator, Out, OutPort, Params, PortSpec, Retry, RunAsync, TypeRef,
 };
 pub use policy::{Enabling, Family, Policy};
 pub use types::{
@@ -86,7 +86,7 @@ pub mod prelude {
     pub use crate::engine::{Cvm, EndState, Step};
     pub use crate::net::{Mode, Net, NetBuilder};
     pub use crate::operator::{
-        Firing, In, InPort, OpError, OpSpec, Operator, Out, OutPort, TypeRef,
+        Execution, Firing, In, InPort, OpError, OpSpec, Operator, Out, OutPort, RunAsync, TypeRef,
     };
     pub use crate::policy::{Enabling, Family, Policy};
     pub use crate::types::{
@@ -101,4 +101,5 @@ pub mod __private {
     pub use serde_json;
 
     pub use crate::dsl::{HasPorts, Receives, SameType, check_connection, ports_of};
+    pub use crate::operator::{run_async_blocking, run_async_boxed};
 }

@@ -21,7 +21,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 use crate::connection::{ConnId, Connection, OpId, PortRef};
-use crate::operator::{OpSpec, Operator, Params, TypeRef};
+use crate::operator::{OpSettings, OpSpec, Operator, Params, Retry, TypeRef};
 use crate::policy::Policy;
 use crate::types::{Any, PortType, TypeInfo};
 
@@ -89,6 +89,10 @@ pub struct OpNode {
     pub in_types: Vec<&'static TypeInfo>,
     /// Resolved type of each output port.
     pub out_types: Vec<&'static TypeInfo>,
+    /// This instance's timeout and retries (`.cm` `timeout_ms:`, `retry:`); each field left
+    /// unset falls back to the operator type's [`Operator::settings`]. See
+    /// [`effective_settings`](Self::effective_settings).
+    pub settings: OpSettings,
     pub(crate) op: Box<dyn Operator>,
 }
 
@@ -112,6 +116,11 @@ impl OpNode {
     /// The label shown to users: the override, else the catalogue label.
     pub fn display_label(&self) -> &str {
         self.label.as_deref().unwrap_or(&self.spec.label)
+    }
+
+    /// The settings the engine applies: the instance's, completed by the operator type's.
+    pub fn effective_settings(&self) -> OpSettings {
+        self.settings.or(self.op.settings())
     }
 }
 
@@ -219,6 +228,7 @@ impl Net {
                     o.op.params(),
                     &o.in_types,
                     &o.out_types,
+                    o.settings,
                 )
             })
             .collect();
@@ -298,7 +308,8 @@ pub enum ProblemKind {
     TypeMismatch,
     /// An operator without inputs feeds nothing, so its firing rule would hold forever.
     SourceFeedsNothing,
-    /// An operator declares more than 64 inputs, or an emission set names no output.
+    /// An operator declares more than 64 inputs, an emission set names no output, or its
+    /// timeout is 0 ms.
     BadOperator,
 }
 
@@ -355,6 +366,7 @@ struct PendingOp {
     label: Option<String>,
     instance: Option<i64>,
     pos: Option<(f64, f64)>,
+    settings: OpSettings,
     op: Box<dyn Operator>,
 }
 
@@ -404,6 +416,26 @@ impl OpOptions<'_> {
         self.0.ops[self.1].instance = Some(n);
         self
     }
+
+    /// Fails a firing of this instance that has not finished after `ms` milliseconds
+    /// (`.cm` `timeout_ms:`), overriding the operator type's timeout.
+    pub fn timeout_ms(self, ms: u64) -> Self {
+        self.0.ops[self.1].settings.timeout_ms = Some(ms);
+        self
+    }
+
+    /// Retries a failed firing of this instance up to `max` times, waiting `backoff_ms`
+    /// (doubling each time) in between (`.cm` `retry: {max, backoff_ms}`).
+    pub fn retry(self, max: u32, backoff_ms: u64) -> Self {
+        self.0.ops[self.1].settings.retry = Some(Retry { max, backoff_ms });
+        self
+    }
+
+    /// Sets this instance's timeout and retries at once.
+    pub fn settings(self, settings: OpSettings) -> Self {
+        self.0.ops[self.1].settings = settings;
+        self
+    }
 }
 
 impl fmt::Debug for PendingOp {
@@ -441,6 +473,7 @@ impl NetBuilder {
             label: None,
             instance: None,
             pos: None,
+            settings: OpSettings::NONE,
             op,
         });
         let i = self.ops.len() - 1;
@@ -549,6 +582,7 @@ impl Validator {
                 spec,
                 in_types,
                 out_types,
+                settings: p.settings,
                 op: p.op,
             })
             .collect();
@@ -590,9 +624,19 @@ impl Validator {
         by_name
     }
 
-    /// Rule: an operator has at most 64 inputs, and its emission sets name real outputs.
+    /// Rule: an operator has at most 64 inputs, its emission sets name real outputs, and its
+    /// timeout (if any) is at least 1 ms.
     fn check_operators(&mut self) {
         for i in 0..self.specs.len() {
+            let settings = self.b.ops[i].settings.or(self.b.ops[i].op.settings());
+            if settings.timeout_ms == Some(0) {
+                let msg = format!(
+                    "operator `{}` has `timeout_ms: 0`; no firing can finish in 0 ms",
+                    self.b.ops[i].name
+                );
+                let hint = Some("give a timeout of at least 1 ms, or remove `timeout_ms`".into());
+                self.problem(ProblemKind::BadOperator, Location::Operator(i), msg, hint);
+            }
             let spec = &self.specs[i];
             if spec.inputs.len() > 64 {
                 let msg = format!(

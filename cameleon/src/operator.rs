@@ -7,7 +7,12 @@
 use std::any::Any as StdAny;
 use std::borrow::Cow;
 use std::fmt;
+use std::future::Future;
 use std::marker::PhantomData;
+use std::pin::Pin;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
 
 use crate::connection::{ConnState, Token};
 use crate::policy::{Enabling, Family, Policy};
@@ -231,6 +236,106 @@ impl InputSet {
     }
 }
 
+/// How parallel mode runs an operator's firings (SPEC §7). Sequential mode calls
+/// [`Operator::run`] on the engine's thread whatever the kind.
+///
+/// Structural operators always run inline, whatever they declare.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Execution {
+    /// `run` is quick and never blocks: it runs on the engine's task, while the step's blocking
+    /// and async firings proceed concurrently.
+    Inline,
+    /// `run` may block (CPU work, blocking I/O): it runs on tokio's blocking pool, concurrently
+    /// with the step's other firings. The default for behavioral operators.
+    #[default]
+    Blocking,
+    /// The operator is async: [`Operator::run_async`] is awaited concurrently with the step's
+    /// other firings, and can be cut short by a timeout or a cancellation.
+    Async,
+}
+
+impl Execution {
+    /// `inline`, `blocking` or `async`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Execution::Inline => "inline",
+            Execution::Blocking => "blocking",
+            Execution::Async => "async",
+        }
+    }
+}
+
+/// The future of one firing of an async operator, as [`Operator::run_async`] returns it.
+pub type OpFuture<'a> = Pin<Box<dyn Future<Output = Result<(), OpError>> + Send + 'a>>;
+
+/// Retries of a failed firing (`retry: {max, backoff_ms}`), applied before the failure counts
+/// (SPEC §4).
+///
+/// A firing is attempted at most `1 + max` times. Before the `k`-th retry the engine waits
+/// `backoff_ms × 2^(k-1)` milliseconds (exponential backoff; `0` retries at once) and restores
+/// the operator's internal state to what it was before the first attempt. A retry never
+/// changes the result's place in the trace: the step still commits in declaration order.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Retry {
+    /// How many times a failed firing is tried again.
+    pub max: u32,
+    /// The wait before the first retry, in milliseconds; it doubles at each further retry.
+    #[serde(default)]
+    pub backoff_ms: u64,
+}
+
+impl Retry {
+    /// The wait before retry number `k` (1-based).
+    pub fn backoff(&self, k: u32) -> Duration {
+        let factor = 1u64 << k.saturating_sub(1).min(20);
+        Duration::from_millis(self.backoff_ms.saturating_mul(factor))
+    }
+}
+
+/// Per-operator run settings: a timeout and retries. An operator type declares defaults with
+/// [`Operator::settings`]; an instance in a net overrides them field by field
+/// ([`OpNode::settings`](crate::net::OpNode::settings), `.cm` keys `timeout_ms:` and `retry:`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpSettings {
+    /// A firing that has not finished after this many milliseconds fails with `timed out`.
+    /// An async firing is cut short at the deadline; an inline or blocking `run` cannot be
+    /// interrupted, so it fails when it returns late.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Retries of a failed firing (a timeout counts as a failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
+}
+
+impl OpSettings {
+    /// No timeout, no retry.
+    pub const NONE: OpSettings = OpSettings {
+        timeout_ms: None,
+        retry: None,
+    };
+
+    /// These settings, with each field left unset taken from `fallback`.
+    pub fn or(self, fallback: OpSettings) -> OpSettings {
+        OpSettings {
+            timeout_ms: self.timeout_ms.or(fallback.timeout_ms),
+            retry: self.retry.or(fallback.retry),
+        }
+    }
+
+    /// Whether nothing is set.
+    pub fn is_none(&self) -> bool {
+        self.timeout_ms.is_none() && self.retry.is_none()
+    }
+
+    /// The timeout as a duration.
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout_ms.map(Duration::from_millis)
+    }
+}
+
 /// The object-safe operator interface the engine calls. See [`Run`](crate::Run) for the
 /// user-facing typed form.
 ///
@@ -258,7 +363,35 @@ pub trait Operator: StdAny + Send {
     }
 
     /// Fires: read inputs from `cx`, emit outputs to it. An error (or a panic) applies nothing.
+    ///
+    /// An async operator implements this by driving [`run_async`](Self::run_async) to
+    /// completion ([`run_async_blocking`] does it), so that sequential mode's synchronous API
+    /// can call it.
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError>;
+
+    /// How parallel mode runs this operator's firings. Default: [`Execution::Blocking`]
+    /// (ignored for structural operators, which always run inline).
+    fn execution(&self) -> Execution {
+        Execution::Blocking
+    }
+
+    /// Fires asynchronously. The engine calls it instead of [`run`](Self::run) when
+    /// [`execution`](Self::execution) is [`Execution::Async`] and it is driving the net
+    /// asynchronously (parallel mode, [`Cvm::step_async`](crate::Cvm::step_async)). Default:
+    /// `run`, already finished.
+    ///
+    /// Users write `impl RunAsync for MyOp { async fn run(…) }` and let `#[operator]` (or
+    /// [`run_async_boxed`]) write this method.
+    fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
+        let result = self.run(cx);
+        Box::pin(std::future::ready(result))
+    }
+
+    /// The operator type's default timeout and retries; a net's instance settings override
+    /// them field by field. Default: none.
+    fn settings(&self) -> OpSettings {
+        OpSettings::NONE
+    }
 
     /// A copy of the internal state, taken before and after each firing of a stateful operator,
     /// so a backward step restores it and a replay re-applies it. Default: `None` (stateless).
@@ -284,6 +417,49 @@ pub trait Operator: StdAny + Send {
             self.restore_state(s);
         }
     }
+}
+
+/// The user-facing form of an async operator: `#[operator(…, exec = async)]` structs implement
+/// it with an `async fn`, and the macro writes the [`Operator`] glue
+/// ([`run_async_boxed`], [`run_async_blocking`], `execution() -> Execution::Async`).
+///
+/// ```
+/// use cameleon::prelude::*;
+/// use cameleon::RunAsync;
+///
+/// /// Waits, then passes its input on.
+/// struct Pause;
+///
+/// impl RunAsync for Pause {
+///     async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+///         tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+///         let v = cx.value_at(0).cloned().ok_or("no input")?;
+///         cx.emit_at(0, v);
+///         Ok(())
+///     }
+/// }
+/// ```
+pub trait RunAsync: Send + Sized + 'static {
+    /// Fires: read inputs from `cx`, await what you need, emit outputs to `cx`. An error (or a
+    /// panic) applies nothing.
+    fn run(
+        &mut self,
+        cx: &mut Firing<'_, Self>,
+    ) -> impl Future<Output = Result<(), OpError>> + Send;
+}
+
+/// [`Operator::run_async`] for an operator implementing [`RunAsync`]: its `run`, boxed.
+pub fn run_async_boxed<'a, O: RunAsync>(op: &'a mut O, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
+    Box::pin(async move {
+        let mut typed = cx.typed::<O>();
+        RunAsync::run(op, &mut typed).await
+    })
+}
+
+/// [`Operator::run`] for an operator implementing [`RunAsync`]: drives its `run` to completion
+/// on the engine's runtime (see [`block_on`](crate::engine::block_on)).
+pub fn run_async_blocking<O: RunAsync>(op: &mut O, cx: &mut Firing<'_>) -> Result<(), OpError> {
+    crate::engine::block_on(run_async_boxed(op, cx))
 }
 
 /// Why a firing failed. `Display` is the operator's message.

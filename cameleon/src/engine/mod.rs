@@ -29,12 +29,20 @@ use serde::Serialize;
 use crate::connection::{ConnId, ConnState, OpId, Token};
 use crate::history::{Branch, BranchId, FiringRec, History, NONE, SavedStates, Store, Written};
 use crate::net::{Mode, Net};
-use crate::operator::{Firing, InputSlot, OpError};
-use crate::policy::{Enabling, Policy};
+use crate::operator::{
+    Execution, Firing, InputSet, InputSlot, OpError, OpSettings, OpSpec, OpState,
+};
+use crate::policy::{Enabling, Family, Policy};
 
+mod events;
+mod parallel;
 mod rules;
+mod runtime;
 use crate::types::Value;
+pub use events::{Event, Observer};
+pub use parallel::CancelToken;
 pub(crate) use rules::{Bits, Scratch, Topo, evaluate, gather};
+pub use runtime::block_on;
 
 /// How a run ended (SPEC §6).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -244,12 +252,25 @@ impl PartialEq for Marking {
 }
 
 /// Options for a [`Cvm`].
-#[derive(Debug)]
 pub struct CvmBuilder {
     net: Net,
     max_loop_iterations: Option<u32>,
     max_steps: Option<u64>,
     mode: Option<Mode>,
+    observer: Option<Observer>,
+    cancel: Option<CancelToken>,
+}
+
+impl fmt::Debug for CvmBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CvmBuilder")
+            .field("net", &self.net.name)
+            .field("max_loop_iterations", &self.max_loop_iterations)
+            .field("max_steps", &self.max_steps)
+            .field("mode", &self.mode)
+            .field("observer", &self.observer.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl CvmBuilder {
@@ -265,9 +286,22 @@ impl CvmBuilder {
         self
     }
 
-    /// Overrides the net's mode.
+    /// Overrides the net's mode (`config.mode`).
     pub fn mode(mut self, mode: Mode) -> Self {
         self.mode = Some(mode);
+        self
+    }
+
+    /// Sends every [`Event`] to `f` (see [`Cvm::on_event`]).
+    pub fn on_event(mut self, f: impl FnMut(&Event) + Send + 'static) -> Self {
+        self.observer = Some(Box::new(f));
+        self
+    }
+
+    /// Uses `token` to cancel runs (see [`Cvm::cancel_token`]), e.g. one token shared by
+    /// several engines.
+    pub fn cancel_token(mut self, token: CancelToken) -> Self {
+        self.cancel = Some(token);
         self
     }
 
@@ -280,6 +314,10 @@ impl CvmBuilder {
         cvm.max_steps = self.max_steps;
         if let Some(m) = self.mode {
             cvm.mode = m;
+        }
+        cvm.observer = self.observer;
+        if let Some(t) = self.cancel {
+            cvm.cancel = t;
         }
         cvm
     }
@@ -299,6 +337,17 @@ pub struct Cvm {
     max_steps: Option<u64>,
     mode: Mode,
     s: Scratch,
+    /// Per op: how parallel mode runs it (structural: inline).
+    exec: Vec<Execution>,
+    /// Per op: effective timeout and retries.
+    settings: Vec<OpSettings>,
+    /// Per op: whether it has settings, so even sequential mode drives it asynchronously.
+    guarded: Vec<bool>,
+    observer: Option<Observer>,
+    cancel: CancelToken,
+    /// States to restore before anything else: the operators of an async step whose future was
+    /// dropped before it finished.
+    pending: Vec<(u32, Option<OpState>)>,
 }
 
 impl fmt::Debug for Cvm {
@@ -318,6 +367,15 @@ impl Cvm {
         let topo = Topo::new(&net);
         let n_conns = net.conns.len();
         let n_ops = net.ops.len();
+        let exec = net
+            .ops
+            .iter()
+            .map(|n| match n.spec.family {
+                Family::Structural => Execution::Inline,
+                Family::Behavioral => n.op.execution(),
+            })
+            .collect();
+        let settings: Vec<OpSettings> = net.ops.iter().map(|n| n.effective_settings()).collect();
         let mut cvm = Cvm {
             max_loop: net.config.max_loop_iterations,
             mode: net.config.mode,
@@ -330,6 +388,12 @@ impl Cvm {
             fire_count: vec![0; n_ops],
             hist: Store::default(),
             s: Scratch::default(),
+            exec,
+            guarded: settings.iter().map(|s| !s.is_none()).collect(),
+            settings,
+            observer: None,
+            cancel: CancelToken::new(),
+            pending: Vec::new(),
             net,
         };
         for o in 0..n_ops {
@@ -338,13 +402,15 @@ impl Cvm {
         cvm
     }
 
-    /// Options: loop bound, step budget, mode.
+    /// Options: loop bound, step budget, mode, observer, cancellation token.
     pub fn builder(net: Net) -> CvmBuilder {
         CvmBuilder {
             net,
             max_loop_iterations: None,
             max_steps: None,
             mode: None,
+            observer: None,
+            cancel: None,
         }
     }
 
@@ -573,19 +639,28 @@ impl Cvm {
     }
 
     /// Fires one step forward: replays the next recorded step if the history has one (after a
-    /// backward step), else executes the first enabled operator (sequential mode).
+    /// backward step), else executes the first enabled operator (sequential mode) or every
+    /// enabled operator (parallel mode, on Caméléon's runtime; from async code prefer
+    /// [`step_async`](Self::step_async)).
     ///
     /// Returns [`Step::Ended`] when nothing can fire. On `Err`, nothing changed.
     pub fn step(&mut self) -> Result<Step, StepError> {
+        if !self.pending.is_empty() {
+            self.restore_pending();
+        }
         if let Some(&node) = self.hist.redo.last() {
             return self.replay_next(node);
         }
         self.execute_next()
     }
 
-    /// Executes the first enabled operator anew, even if the history has a recorded step here.
-    /// The recorded future is kept as a branch (see [`branches`](Self::branches)).
+    /// Executes the next step anew (as [`step`](Self::step) would without history), even if the
+    /// history has a recorded step here. The recorded future is kept as a branch (see
+    /// [`branches`](Self::branches)).
     pub fn refire(&mut self) -> Result<Step, StepError> {
+        if !self.pending.is_empty() {
+            self.restore_pending();
+        }
         let redo = std::mem::take(&mut self.hist.redo);
         match self.execute_next() {
             Ok(s @ Step::Fired { .. }) => Ok(s),
@@ -597,21 +672,32 @@ impl Cvm {
     }
 
     /// Runs forward until an end state: [`EndState::Error`] when an operator fails (its firing
-    /// not applied).
+    /// not applied), [`EndState::Cancelled`] when the [`cancel_token`](Self::cancel_token) is
+    /// cancelled (checked between steps, and during a parallel step).
+    ///
+    /// In parallel mode this drives [`run_async`](Self::run_async) on Caméléon's runtime.
     pub fn run(&mut self) -> Result<EndState, RunError> {
-        loop {
+        if self.mode == Mode::Parallel {
+            return block_on(self.run_async());
+        }
+        let end = loop {
+            if self.cancel.take() {
+                break EndState::Cancelled;
+            }
             match self.step() {
                 Ok(Step::Fired { .. }) => {}
-                Ok(Step::Ended(end)) => return Ok(end),
+                Ok(Step::Ended(end)) => break end,
                 Err(StepError::Operator { op, error }) => {
-                    return Ok(EndState::Error {
+                    break EndState::Error {
                         op,
                         error: error.to_string(),
-                    });
+                    };
                 }
                 Err(e) => return Err(e.into()),
             }
-        }
+        };
+        self.notify(|_| Event::Ended { end: end.clone() });
+        Ok(end)
     }
 
     fn limit_before(&self, o: usize) -> Option<EndState> {
@@ -630,6 +716,9 @@ impl Cvm {
     }
 
     fn execute_next(&mut self) -> Result<Step, StepError> {
+        if self.mode == Mode::Parallel {
+            return block_on(self.execute_step());
+        }
         let Some(o) = self.enabled.first() else {
             return Ok(Step::Ended(
                 self.terminal_state().unwrap_or(EndState::Completed),
@@ -638,16 +727,83 @@ impl Cvm {
         if let Some(end) = self.limit_before(o) {
             return Ok(Step::Ended(end));
         }
+        if self.guarded[o] {
+            // A timeout or retries: the async path implements them.
+            return block_on(self.execute_step());
+        }
         let step = self.hist.path.len() as u32 + 1;
-        let (before, after) = self.execute(o, step)?;
+        if self.observed() {
+            self.notify_started(&[o], step);
+        }
+        let (before, after) = match self.execute(o, step) {
+            Ok(states) => states,
+            Err(e) => {
+                if self.observed() {
+                    self.notify_failed(o, step, &e);
+                }
+                return Err(e);
+            }
+        };
         let node = self.hist.open_node();
         self.apply_fresh(o, step, before, after);
         self.hist.path.push(node);
+        if self.observed() {
+            self.notify_finished(o, step);
+        }
         Ok(Step::Fired {
             ops: vec![OpId(o as u32)],
             step,
             replayed: false,
         })
+    }
+
+    #[cold]
+    fn notify_started(&mut self, ops: &[usize], step: u32) {
+        self.notify(|cvm| Event::StepStarted {
+            step,
+            ops: cvm.names(ops.iter().copied()),
+        });
+        for &o in ops {
+            self.notify(|cvm| Event::FiringStarted {
+                step,
+                op: cvm.net.ops[o].name.clone(),
+            });
+        }
+    }
+
+    #[cold]
+    fn notify_failed(&mut self, o: usize, step: u32, e: &StepError) {
+        let error = match e {
+            StepError::Operator { error, .. } => error.to_string(),
+            other => other.to_string(),
+        };
+        self.notify(|cvm| Event::FiringFinished {
+            step,
+            op: cvm.net.ops[o].name.clone(),
+            error: Some(error),
+            attempts: 1,
+            elapsed_ms: 0,
+        });
+        self.notify(|_| Event::StepDiscarded {
+            step,
+            reason: "ERROR".into(),
+        });
+    }
+
+    #[cold]
+    fn notify_finished(&mut self, o: usize, step: u32) {
+        self.notify(|cvm| Event::FiringFinished {
+            step,
+            op: cvm.net.ops[o].name.clone(),
+            error: None,
+            attempts: 1,
+            elapsed_ms: 0,
+        });
+        self.notify(|cvm| Event::StepCommitted {
+            step,
+            ops: vec![cvm.net.ops[o].name.clone()],
+            replayed: false,
+        });
     }
 
     /// Runs operator `o` against the current marking; on success its emissions are in
@@ -696,7 +852,7 @@ impl Cvm {
             catch_unwind(AssertUnwindSafe(|| op.run(&mut cx)))
         };
         let failure = match result {
-            Ok(Ok(())) => check_emissions(&self.s.emitted, topo, o, node),
+            Ok(Ok(())) => check_emissions(&self.s.emitted, topo, o, &node.spec),
             Ok(Err(e)) => Some(e),
             Err(panic) => Some(OpError::new(format!(
                 "panicked: {}",
@@ -723,12 +879,35 @@ impl Cvm {
 
     /// Applies a fresh firing of `o` (emissions in `self.s.emitted`) to the marking and records
     /// it in the open node.
+    #[inline]
     fn apply_fresh(
         &mut self,
         o: usize,
         step: u32,
         before: Option<crate::operator::OpState>,
         after: Option<crate::operator::OpState>,
+    ) {
+        gather(
+            &self.topo,
+            &self.state,
+            o,
+            &mut self.s.ins,
+            &mut self.s.outs,
+        );
+        let consumes = self.net.ops[o].op.consumes(&self.s.ins);
+        self.apply_firing(o, step, before, after, consumes);
+    }
+
+    /// Applies a firing of `o` that consumes the NEW inputs in `consumes` and emits
+    /// `self.s.emitted`, and records it in the open node.
+    #[inline]
+    fn apply_firing(
+        &mut self,
+        o: usize,
+        step: u32,
+        before: Option<crate::operator::OpState>,
+        after: Option<crate::operator::OpState>,
+        consumes: InputSet,
     ) {
         let firing = self.hist.firings.len() as u32;
         self.hist.firings.push(FiringRec {
@@ -746,14 +925,6 @@ impl Cvm {
         self.s.affected.clear();
         self.s.affected.push(o as u32);
         // Consumption first (NEW -> OLD) ...
-        gather(
-            &self.topo,
-            &self.state,
-            o,
-            &mut self.s.ins,
-            &mut self.s.outs,
-        );
-        let consumes = self.net.ops[o].op.consumes(&self.s.ins);
         for (p, &c) in self.topo.ins(o).iter().enumerate() {
             if c != NONE && consumes.contains(p) && self.state[c as usize] == ConnState::New {
                 self.state[c as usize] = ConnState::Old;
@@ -813,6 +984,13 @@ impl Cvm {
             self.redo_firing(f);
         }
         self.hist.path.push(node);
+        if self.observed() {
+            self.notify(|cvm| Event::StepCommitted {
+                step,
+                ops: cvm.names(ops.iter().map(|o| o.index())),
+                replayed: true,
+            });
+        }
         Ok(Step::Fired {
             ops,
             step,
@@ -862,6 +1040,9 @@ impl Cvm {
     /// Undoes the last step exactly: the marking, the operators' states and firing counts are
     /// as they were before it. The step stays recorded: the next [`step`](Self::step) replays it.
     pub fn back(&mut self) -> Result<(), BackError> {
+        if !self.pending.is_empty() {
+            self.restore_pending();
+        }
         let node = self.hist.path.pop().ok_or(BackError::AtStart)?;
         for f in self.hist.firing_range(node).rev() {
             self.undo_firing(f);
@@ -948,7 +1129,7 @@ fn check_emissions(
     emitted: &[(u16, Value)],
     topo: &Topo,
     o: usize,
-    node: &crate::net::OpNode,
+    spec: &OpSpec,
 ) -> Option<OpError> {
     let n = topo.n_outputs(o);
     let mut seen = 0u64;
@@ -959,7 +1140,7 @@ fn check_emissions(
                 "emitted on output #{p}, but the operator has {n} output(s)"
             )));
         }
-        let name = &node.spec.outputs[p].name;
+        let name = &spec.outputs[p].name;
         if p < 64 {
             if seen & (1 << p) != 0 {
                 return Some(OpError::new(format!(

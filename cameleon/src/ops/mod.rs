@@ -5,8 +5,11 @@
 //! | `std-io` | [`Source`] (`source`), [`Const`] (`const`), [`Sink`] (`sink`), [`FileLoader`] (`file_loader`), [`TextFile`] (`text_file`), [`JsonFile`] (`json_file`) |
 //! | `std-struct` | [`Fork`] (`fork`), [`Join`] (`join`), [`Merge`] (`merge`), [`Gate`] (`gate`, alias `switch`), [`Barrier`] (`barrier`, alias `sync`), [`Guard`] (`guard`), [`Accumulator`] (`accumulator`) |
 //! | `std-data` | [`Transform`] (`transform`), [`Format`] (`format`), [`JsonParse`] (`json_parse`), [`JsonStringify`] (`json_stringify`), [`Template`] (`template`), [`BinaryToString`] (`binary_to_string`), [`JsonGet`] (`json_get`), [`Predicate`] (`predicate`), [`Chunker`] (`chunker`), [`Counter`] (`counter`) |
+//!
+//! Plus [`Delay`] (`delay`), an async pass-through for demos and tests of parallel mode.
 
 mod data;
+mod delay;
 mod io;
 mod registry;
 mod structural;
@@ -16,6 +19,7 @@ pub use data::{
     BinaryToString, Chunker, Counter, Format, JsonGet, JsonParse, JsonStringify, Predicate,
     Template, Transform, chunk_text, fill_template, json_path, text_of,
 };
+pub use delay::Delay;
 pub use io::{Const, FileAccess, FileLoader, JsonFile, Sink, Source, TextFile};
 pub use structural::{
     Accumulator, Barrier, Fork, Gate, Guard, Join, MAX_ARITY, Merge, letter_port,

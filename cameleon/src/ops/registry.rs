@@ -207,3 +207,10 @@ entry!("counter", aliases: [], "Counter", Behavioral, Any,
     params: [],
     spec: Counter,
     build: |r, cx| Counter);
+
+// parallel mode
+entry!("delay", aliases: [], "Delay", Behavioral, Any,
+    doc: "Waits `ms` milliseconds without blocking a thread, then passes `in_data` to `out_data` unchanged (same type: a type variable). Async: in parallel mode the delays of one step overlap.",
+    params: [param("ms", "u64", Some("100"), "milliseconds to wait")],
+    spec: Delay::default(),
+    build: |r, cx| Delay::new(r.get("ms")?));

@@ -1,0 +1,958 @@
+//! Parallel (maximal-step) mode, async operators, timeouts, retries, cancellation and events
+//! (SPEC §7).
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use cameleon::ops::{Delay, Fork, Join, Merge, Sink, Source, Transform};
+use cameleon::prelude::*;
+use cameleon::{Catalogue, Event, Marking, OpSettings, Params, Policy, ProblemKind, Retry};
+use common::{Probe, marking_json, trace};
+
+/// The example of the issue: source → fork(8) → 8 delays → join(8) → sink.
+fn fan_out(ms: u64, mode: Mode) -> Cvm {
+    let mut b = Net::builder("fan-out");
+    b.add("src", Source::new("payload"));
+    b.add("fork", Fork::new(8).unwrap());
+    for i in 0..8 {
+        b.add(format!("wait_{i}"), Delay::new(ms));
+    }
+    b.add("join", Join::new(8).unwrap());
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "fork.in_data");
+    for i in 0..8 {
+        let l = (b'a' + i as u8) as char;
+        b.connect(format!("fork.out_{l}"), format!("wait_{i}.in_data"));
+        b.connect(format!("wait_{i}.out_data"), format!("join.in_{l}"));
+    }
+    b.connect("join.out_data", "out.in_data");
+    Cvm::builder(b.build().unwrap()).mode(mode).build()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fan_out_to_eight_delays_waits_for_them_at_once() {
+    let mut cvm = fan_out(100, Mode::Parallel);
+    let t = Instant::now();
+    assert_eq!(cvm.run_async().await.unwrap(), EndState::Completed);
+    let took = t.elapsed();
+    assert!(
+        took < Duration::from_millis(400),
+        "took {took:?}; 8 × 100 ms in sequence would be 800 ms"
+    );
+    assert_eq!(cvm.received("out")[0].to_json(), "payload");
+    // src, fork, the 8 delays as one step, join, out.
+    assert_eq!(cvm.depth(), 5);
+    let entries = cvm.history().entries();
+    let names: Vec<&str> = entries[2]
+        .firings
+        .iter()
+        .map(|f| cvm.net().op(f.op).name.as_str())
+        .collect();
+    assert_eq!(
+        names,
+        (0..8).map(|i| format!("wait_{i}")).collect::<Vec<_>>()
+    );
+    // every firing of the maximal step got the step's number
+    for f in &entries[2].firings {
+        assert_eq!(cvm.token(f.written[0].1).unwrap().step, 3);
+    }
+}
+
+#[test]
+fn sequential_and_parallel_modes_agree_on_the_fan_out() {
+    let mut seq = fan_out(1, Mode::Sequential);
+    let mut par = fan_out(1, Mode::Parallel);
+    assert_eq!(seq.run().unwrap(), EndState::Completed);
+    assert_eq!(par.run().unwrap(), EndState::Completed);
+    assert_eq!(marking_json(&seq), marking_json(&par));
+    assert_eq!(seq.depth(), 12);
+    assert_eq!(par.depth(), 5);
+}
+
+#[test]
+fn sync_step_in_parallel_mode_fires_every_enabled_operator() {
+    let mut cvm = fan_out(1, Mode::Parallel);
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    assert_eq!(cvm.fireable().len(), 8);
+    match cvm.step().unwrap() {
+        Step::Fired {
+            ops,
+            step,
+            replayed,
+        } => {
+            assert_eq!(ops.len(), 8);
+            assert_eq!(step, 3);
+            assert!(!replayed);
+        }
+        other => panic!("expected a step, got {other:?}"),
+    }
+    assert_eq!(cvm.fireable(), ["join"]);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn sync_run_in_parallel_mode_works_inside_a_runtime() {
+    let mut cvm = fan_out(5, Mode::Parallel);
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(cvm.depth(), 5);
+}
+
+#[test]
+fn parallel_mode_comes_from_the_net_config() {
+    let mut net = fan_out(1, Mode::Sequential).into_net_for_test();
+    net.config_mut().mode = Mode::Parallel;
+    let mut cvm = Cvm::new(net);
+    assert_eq!(cvm.mode(), Mode::Parallel);
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(cvm.depth(), 5);
+}
+
+trait IntoNet {
+    fn into_net_for_test(self) -> Net;
+}
+impl IntoNet for Cvm {
+    fn into_net_for_test(self) -> Net {
+        // Rebuild the same description: a Cvm does not give its net back.
+        let _ = self;
+        let mut b = Net::builder("fan-out");
+        b.add("src", Source::new("payload"));
+        b.add("fork", Fork::new(8).unwrap());
+        for i in 0..8 {
+            b.add(format!("wait_{i}"), Delay::new(1));
+        }
+        b.add("join", Join::new(8).unwrap());
+        b.add("out", Sink::new());
+        b.connect("src.out_data", "fork.in_data");
+        for i in 0..8 {
+            let l = (b'a' + i as u8) as char;
+            b.connect(format!("fork.out_{l}"), format!("wait_{i}.in_data"));
+            b.connect(format!("wait_{i}.out_data"), format!("join.in_{l}"));
+        }
+        b.connect("join.out_data", "out.in_data");
+        b.build().unwrap()
+    }
+}
+
+/// `t` writes `m.in_a` in the same step in which `m` consumes `m.in_b`: `m` must consume what
+/// was NEW at the start of the step (`in_b`), and `in_a` must stay NEW after it.
+#[test]
+fn a_connection_written_in_a_step_is_not_consumed_in_that_step() {
+    let mut b = Net::builder("same-step");
+    b.add("s1", Source::new("one"));
+    b.add("s2", Source::new("two"));
+    b.add("t", Transform::new());
+    b.add("m", Merge::default());
+    b.add("out", Sink::new());
+    b.connect("s1.out_data", "t.in_data")
+        .connect("s2.out_data", "m.in_b")
+        .connect("t.out_data", "m.in_a")
+        .connect("m.out_data", "out.in_data");
+    let mut cvm = Cvm::builder(b.build().unwrap())
+        .mode(Mode::Parallel)
+        .build();
+    cvm.step().unwrap(); // s1, s2
+    assert_eq!(cvm.fireable(), ["t", "m"]);
+    cvm.step().unwrap(); // t and m together
+    assert_eq!(
+        cvm.state_of("t.out_data -> m.in_a").unwrap().state,
+        ConnState::New
+    );
+    assert_eq!(
+        cvm.state_of("s2.out_data -> m.in_b").unwrap().state,
+        ConnState::Old
+    );
+    let entry = cvm.history().entries().pop().unwrap();
+    let m = cvm.net().op_id("m").unwrap();
+    let m_firing = entry.firings.iter().find(|f| f.op == m).unwrap();
+    assert_eq!(
+        m_firing.consumed,
+        [cvm.net().conn_id("s2.out_data -> m.in_b").unwrap()]
+    );
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let got: Vec<_> = cvm.received("out").iter().map(|v| v.to_json()).collect();
+    assert_eq!(got, ["two", "one"]);
+}
+
+/// src → fork(3) → [a: probe, bad: failing probe, c: probe] → sinks.
+fn three_way(bad: Probe, a: Probe, c: Probe) -> Cvm {
+    let mut b = Net::builder("three");
+    b.add("src", Source::new("x"));
+    b.add("fork", Fork::new(3).unwrap());
+    b.add("a", a);
+    b.add("bad", bad);
+    b.add("c", c);
+    for (i, n) in ["a", "bad", "c"].iter().enumerate() {
+        let l = (b'a' + i as u8) as char;
+        b.add(format!("out_{n}"), Sink::new());
+        b.connect(format!("fork.out_{l}"), format!("{n}.in_0"));
+        b.connect(format!("{n}.out_0"), format!("out_{n}.in_data"));
+    }
+    b.connect("src.out_data", "fork.in_data");
+    Cvm::builder(b.build().unwrap())
+        .mode(Mode::Parallel)
+        .build()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_firing_discards_the_whole_step() {
+    let a = Probe::new(1, 1, Execution::Inline);
+    let a_rollbacks = Arc::clone(&a.rollbacks);
+    let c = Probe::new(1, 1, Execution::Blocking).sleep(10);
+    let c_rollbacks = Arc::clone(&c.rollbacks);
+    let bad = Probe::new(1, 1, Execution::Async).sleep(30).failing(1);
+    let mut cvm = three_way(bad, a, c);
+    cvm.step_async().await.unwrap();
+    cvm.step_async().await.unwrap();
+    let before = cvm.marking();
+    let depth = cvm.depth();
+    let recorded = cvm.history().recorded_firings();
+
+    let end = cvm.run_async().await.unwrap();
+    assert_eq!(
+        end,
+        EndState::Error {
+            op: "bad".into(),
+            error: "transient failure #1".into()
+        }
+    );
+    assert_eq!(
+        cvm.marking(),
+        before,
+        "the marking is as before the failed step"
+    );
+    assert_eq!(cvm.depth(), depth);
+    assert_eq!(
+        cvm.history().recorded_firings(),
+        recorded,
+        "nothing of the step recorded"
+    );
+    // the firings that succeeded were rolled back, and every state is as before
+    assert_eq!(a_rollbacks.load(Ordering::SeqCst), 1);
+    assert_eq!(c_rollbacks.load(Ordering::SeqCst), 1);
+    for name in ["a", "bad", "c"] {
+        let op = cvm
+            .net()
+            .operators()
+            .iter()
+            .find(|o| o.name == name)
+            .unwrap();
+        assert_eq!(
+            op.downcast_ref::<Probe>().unwrap().state,
+            0,
+            "state of `{name}`"
+        );
+    }
+    assert_eq!(cvm.fireable(), ["a", "bad", "c"]);
+}
+
+#[test]
+fn the_error_names_the_first_failing_operator_in_declaration_order() {
+    for _ in 0..3 {
+        // `a` (declared first) fails late; `bad` fails at once.
+        let a = Probe::new(1, 1, Execution::Async).sleep(60).failing(1);
+        let bad = Probe::new(1, 1, Execution::Async).failing(1);
+        let c = Probe::new(1, 1, Execution::Async);
+        let mut cvm = three_way(bad, a, c);
+        match cvm.run().unwrap() {
+            EndState::Error { op, .. } => assert_eq!(op, "a"),
+            other => panic!("expected ERROR, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_panic_in_an_async_operator_is_an_error() {
+    let bad = Probe::new(1, 1, Execution::Async).panicking();
+    let mut cvm = three_way(
+        bad,
+        Probe::new(1, 1, Execution::Inline),
+        Probe::new(1, 1, Execution::Inline),
+    );
+    assert_eq!(
+        cvm.run().unwrap(),
+        EndState::Error {
+            op: "bad".into(),
+            error: "panicked: boom".into()
+        }
+    );
+}
+
+#[test]
+fn a_panic_in_a_blocking_operator_is_an_error_and_the_operator_comes_back() {
+    let bad = Probe::new(1, 1, Execution::Blocking).panicking();
+    let mut cvm = three_way(
+        bad,
+        Probe::new(1, 1, Execution::Inline),
+        Probe::new(1, 1, Execution::Inline),
+    );
+    assert_eq!(
+        cvm.run().unwrap(),
+        EndState::Error {
+            op: "bad".into(),
+            error: "panicked: boom".into()
+        }
+    );
+    let bad = cvm
+        .net()
+        .operators()
+        .iter()
+        .find(|o| o.name == "bad")
+        .unwrap();
+    assert!(bad.downcast_ref::<Probe>().is_some());
+}
+
+#[test]
+fn back_undoes_a_maximal_step_and_forward_replays_it_without_running() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut b = Net::builder("replay");
+    b.add("src", Source::new("x"));
+    b.add("fork", Fork::new(3).unwrap());
+    for i in 0..3 {
+        b.add(
+            format!("p{i}"),
+            Probe::new(1, 1, Execution::Async).sleep(5).counting(&calls),
+        );
+        b.add(format!("out{i}"), Sink::new());
+        let l = (b'a' + i as u8) as char;
+        b.connect(format!("fork.out_{l}"), format!("p{i}.in_0"));
+        b.connect(format!("p{i}.out_0"), format!("out{i}.in_data"));
+    }
+    b.connect("src.out_data", "fork.in_data");
+    let mut cvm = Cvm::builder(b.build().unwrap())
+        .mode(Mode::Parallel)
+        .build();
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    let before_step: Marking = cvm.marking();
+    assert!(matches!(cvm.step().unwrap(), Step::Fired { ref ops, .. } if ops.len() == 3));
+    let after_step = cvm.marking();
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+
+    cvm.back().unwrap();
+    assert_eq!(
+        cvm.marking(),
+        before_step,
+        "back undoes all three firings at once"
+    );
+    assert_eq!(cvm.depth(), 2);
+    for i in 0..3 {
+        let op = cvm
+            .net()
+            .operators()
+            .iter()
+            .find(|o| o.name == format!("p{i}"))
+            .unwrap();
+        assert_eq!(op.downcast_ref::<Probe>().unwrap().state, 0);
+    }
+
+    match cvm.step().unwrap() {
+        Step::Fired {
+            ops,
+            replayed,
+            step,
+        } => {
+            assert!(replayed);
+            assert_eq!(ops.len(), 3);
+            assert_eq!(step, 3);
+        }
+        other => panic!("expected a replay, got {other:?}"),
+    }
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        3,
+        "replay does not run the operators"
+    );
+    assert_eq!(cvm.marking(), after_step, "replay is bit-identical");
+    for i in 0..3 {
+        let op = cvm
+            .net()
+            .operators()
+            .iter()
+            .find(|o| o.name == format!("p{i}"))
+            .unwrap();
+        assert_eq!(op.downcast_ref::<Probe>().unwrap().state, 1);
+    }
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+
+    // refire executes the step anew and keeps the old future as a branch
+    cvm.rewind();
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    assert!(matches!(
+        cvm.refire().unwrap(),
+        Step::Fired {
+            replayed: false,
+            ..
+        }
+    ));
+    assert_eq!(calls.load(Ordering::SeqCst), 6);
+    assert_eq!(cvm.branches().len(), 2);
+}
+
+fn slow_chain(kind: Execution, ms: u64, settings: OpSettings, mode: Mode) -> Cvm {
+    let mut b = Net::builder("slow");
+    b.add("src", Source::new("x"));
+    b.add("slow", Probe::new(1, 1, kind).sleep(ms))
+        .settings(settings);
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "slow.in_0")
+        .connect("slow.out_0", "out.in_data");
+    Cvm::builder(b.build().unwrap()).mode(mode).build()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_ends_the_run_in_cancelled_with_the_marking_of_the_last_step() {
+    let mut cvm = slow_chain(Execution::Async, 30_000, OpSettings::NONE, Mode::Parallel);
+    cvm.step_async().await.unwrap();
+    let before = cvm.marking();
+    let token = cvm.cancel_token();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        token.cancel();
+    });
+    let t = Instant::now();
+    assert_eq!(cvm.run_async().await.unwrap(), EndState::Cancelled);
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "the async firing was dropped"
+    );
+    assert_eq!(cvm.marking(), before);
+    assert_eq!(cvm.depth(), 1);
+    assert!(
+        !cvm.cancel_token().is_cancelled(),
+        "the cancellation was consumed"
+    );
+    assert_eq!(cvm.fireable(), ["slow"]);
+    let slow = cvm
+        .net()
+        .operators()
+        .iter()
+        .find(|o| o.name == "slow")
+        .unwrap();
+    assert_eq!(slow.downcast_ref::<Probe>().unwrap().state, 0);
+}
+
+#[test]
+fn cancelling_a_sync_run_from_another_thread_waits_for_a_blocking_firing_then_discards_it() {
+    let mut cvm = slow_chain(Execution::Blocking, 200, OpSettings::NONE, Mode::Parallel);
+    cvm.step().unwrap();
+    let before = cvm.marking();
+    let token = cvm.cancel_token();
+    let canceller = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(50));
+        token.cancel();
+    });
+    assert_eq!(cvm.run().unwrap(), EndState::Cancelled);
+    canceller.join().unwrap();
+    assert_eq!(cvm.marking(), before);
+    let slow = cvm
+        .net()
+        .operators()
+        .iter()
+        .find(|o| o.name == "slow")
+        .unwrap();
+    assert_eq!(
+        slow.downcast_ref::<Probe>().unwrap().state,
+        0,
+        "operator back, state restored"
+    );
+}
+
+#[test]
+fn a_cancelled_token_stops_a_sequential_run_before_the_next_step() {
+    let mut cvm = slow_chain(Execution::Inline, 0, OpSettings::NONE, Mode::Sequential);
+    cvm.cancel_token().cancel();
+    assert_eq!(cvm.run().unwrap(), EndState::Cancelled);
+    assert_eq!(cvm.depth(), 0);
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+}
+
+#[test]
+fn an_async_firing_past_its_timeout_fails_at_the_deadline() {
+    for mode in [Mode::Parallel, Mode::Sequential] {
+        let settings = OpSettings {
+            timeout_ms: Some(50),
+            retry: None,
+        };
+        let mut cvm = slow_chain(Execution::Async, 30_000, settings, mode);
+        let t = Instant::now();
+        match cvm.run().unwrap() {
+            EndState::Error { op, error } => {
+                assert_eq!(op, "slow");
+                assert!(error.contains("timed out after 50 ms"), "{error}");
+            }
+            other => panic!("expected ERROR, got {other:?} ({mode})"),
+        }
+        assert!(t.elapsed() < Duration::from_secs(5));
+        assert_eq!(cvm.depth(), 1);
+    }
+}
+
+#[test]
+fn a_blocking_firing_past_its_timeout_fails_when_it_returns() {
+    let settings = OpSettings {
+        timeout_ms: Some(20),
+        retry: None,
+    };
+    let mut cvm = slow_chain(Execution::Blocking, 100, settings, Mode::Parallel);
+    match cvm.run().unwrap() {
+        EndState::Error { op, error } => {
+            assert_eq!(op, "slow");
+            assert!(error.contains("over its timeout of 20 ms"), "{error}");
+        }
+        other => panic!("expected ERROR, got {other:?}"),
+    }
+}
+
+fn flaky(
+    fail_first: usize,
+    declared: OpSettings,
+    instance: OpSettings,
+    calls: &Arc<AtomicUsize>,
+) -> Cvm {
+    let mut p = Probe::new(1, 1, Execution::Async)
+        .failing(fail_first)
+        .counting(calls);
+    p.declared = declared;
+    let mut b = Net::builder("flaky");
+    b.add("src", Source::new("x"));
+    b.add("flaky", p).settings(instance);
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "flaky.in_0")
+        .connect("flaky.out_0", "out.in_data");
+    Cvm::builder(b.build().unwrap())
+        .mode(Mode::Parallel)
+        .build()
+}
+
+fn retry(max: u32, backoff_ms: u64) -> OpSettings {
+    OpSettings {
+        timeout_ms: None,
+        retry: Some(Retry { max, backoff_ms }),
+    }
+}
+
+#[test]
+fn retries_absorb_transient_failures_with_backoff() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut cvm = flaky(2, OpSettings::NONE, retry(2, 20), &calls);
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&events);
+    cvm.on_event(move |e| sink.lock().unwrap().push(e.clone()));
+    let t = Instant::now();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert!(
+        t.elapsed() >= Duration::from_millis(60),
+        "waits 20 then 40 ms"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 3);
+    let flaky = cvm
+        .net()
+        .operators()
+        .iter()
+        .find(|o| o.name == "flaky")
+        .unwrap();
+    assert_eq!(
+        flaky.downcast_ref::<Probe>().unwrap().state,
+        1,
+        "one applied firing"
+    );
+    let retries: Vec<(u32, u64)> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            Event::FiringRetrying {
+                attempt,
+                backoff_ms,
+                ..
+            } => Some((*attempt, *backoff_ms)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries, [(1, 20), (2, 40)]);
+    assert!(events.lock().unwrap().iter().any(|e| matches!(
+        e,
+        Event::FiringFinished {
+            attempts: 3,
+            error: None,
+            ..
+        }
+    )));
+}
+
+#[test]
+fn a_failure_counts_once_the_retries_are_used_up() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut cvm = flaky(2, OpSettings::NONE, retry(1, 0), &calls);
+    assert_eq!(
+        cvm.run().unwrap(),
+        EndState::Error {
+            op: "flaky".into(),
+            error: "transient failure #2".into()
+        }
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+}
+
+#[test]
+fn instance_settings_override_the_declared_ones() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    // declared: 5 retries; the instance says none
+    let mut cvm = flaky(1, retry(5, 0), retry(0, 0), &calls);
+    assert!(matches!(cvm.run().unwrap(), EndState::Error { .. }));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    // declared retries apply when the instance sets nothing
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut cvm = flaky(1, retry(5, 0), OpSettings::NONE, &calls);
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let node = &cvm.net().operators()[1];
+    assert_eq!(node.effective_settings(), retry(5, 0));
+}
+
+#[test]
+fn retries_apply_in_sequential_mode_too() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut p = Probe::new(1, 1, Execution::Inline)
+        .failing(1)
+        .counting(&calls);
+    p.declared = retry(1, 0);
+    let mut b = Net::builder("flaky");
+    b.add("src", Source::new("x"));
+    b.add("flaky", p);
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "flaky.in_0")
+        .connect("flaky.out_0", "out.in_data");
+    let mut cvm = Cvm::new(b.build().unwrap());
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert_eq!(cvm.depth(), 3);
+}
+
+#[test]
+fn a_zero_timeout_is_rejected_when_the_net_is_built() {
+    let mut b = Net::builder("bad");
+    b.add("src", Source::new("x"));
+    b.add("slow", Delay::new(1)).timeout_ms(0);
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "slow.in_data")
+        .connect("slow.out_data", "out.in_data");
+    let err = b.build().unwrap_err();
+    assert_eq!(err.problems.len(), 1);
+    assert_eq!(err.problems[0].kind, ProblemKind::BadOperator);
+    assert!(
+        err.problems[0].message.contains("`slow`"),
+        "{}",
+        err.problems[0].message
+    );
+}
+
+#[test]
+fn nets_differing_only_in_instance_settings_are_different() {
+    let build = |t: Option<u64>| {
+        let mut b = Net::builder("n");
+        b.add("src", Source::new("x"));
+        let o = b.add("wait", Delay::new(1));
+        if let Some(t) = t {
+            o.timeout_ms(t);
+        }
+        b.add("out", Sink::new());
+        b.connect("src.out_data", "wait.in_data")
+            .connect("wait.out_data", "out.in_data");
+        b.build().unwrap()
+    };
+    assert_eq!(build(Some(5)), build(Some(5)));
+    assert_ne!(build(Some(5)), build(None));
+}
+
+#[test]
+fn blocking_operators_of_a_step_run_at_the_same_time() {
+    let mut b = Net::builder("blocking");
+    b.add("src", Source::new("x"));
+    b.add("fork", Fork::new(4).unwrap());
+    for i in 0..4 {
+        b.add(
+            format!("p{i}"),
+            Probe::new(1, 1, Execution::Blocking).sleep(150),
+        );
+        b.add(format!("out{i}"), Sink::new());
+        let l = (b'a' + i as u8) as char;
+        b.connect(format!("fork.out_{l}"), format!("p{i}.in_0"));
+        b.connect(format!("p{i}.out_0"), format!("out{i}.in_data"));
+    }
+    b.connect("src.out_data", "fork.in_data");
+    let mut cvm = Cvm::builder(b.build().unwrap())
+        .mode(Mode::Parallel)
+        .build();
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    let t = Instant::now();
+    cvm.step().unwrap();
+    let took = t.elapsed();
+    assert!(
+        took < Duration::from_millis(450),
+        "took {took:?}; 4 × 150 ms in sequence is 600 ms"
+    );
+}
+
+#[test]
+fn the_loop_limit_names_the_first_operator_over_it_in_declaration_order() {
+    let mut cvm = fan_out(1, Mode::Parallel);
+    cvm.set_max_loop_iterations(0);
+    assert_eq!(
+        cvm.run().unwrap(),
+        EndState::LoopLimit {
+            op: "src".into(),
+            limit: 0
+        }
+    );
+}
+
+#[test]
+fn events_report_each_firing_and_each_committed_step() {
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&events);
+    let mut cvm = fan_out(5, Mode::Parallel);
+    cvm.on_event(move |e| sink.lock().unwrap().push(e.clone()));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let events = events.lock().unwrap();
+    let committed: Vec<Vec<String>> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::StepCommitted {
+                ops,
+                replayed: false,
+                ..
+            } => Some(ops.clone()),
+            _ => None,
+        })
+        .collect();
+    let waits: Vec<String> = (0..8).map(|i| format!("wait_{i}")).collect();
+    assert_eq!(
+        committed,
+        [
+            vec!["src".to_string()],
+            vec!["fork".into()],
+            waits.clone(),
+            vec!["join".into()],
+            vec!["out".into()]
+        ]
+    );
+    // the delays' step: started in declaration order, each finished once, then committed
+    let step3: Vec<&Event> = events.iter().filter(|e| event_step(e) == Some(3)).collect();
+    assert_eq!(
+        step3[0],
+        &Event::StepStarted {
+            step: 3,
+            ops: waits.clone()
+        }
+    );
+    let started: Vec<&str> = step3
+        .iter()
+        .filter_map(|e| match e {
+            Event::FiringStarted { op, .. } => Some(op.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, waits);
+    let mut finished: Vec<&str> = step3
+        .iter()
+        .filter_map(|e| match e {
+            Event::FiringFinished {
+                op, error: None, ..
+            } => Some(op.as_str()),
+            _ => None,
+        })
+        .collect();
+    finished.sort();
+    assert_eq!(finished, waits);
+    assert!(matches!(step3.last(), Some(Event::StepCommitted { .. })));
+    assert_eq!(
+        events.last(),
+        Some(&Event::Ended {
+            end: EndState::Completed
+        })
+    );
+    assert_eq!(
+        serde_json::to_value(events.last().unwrap()).unwrap(),
+        serde_json::json!({"event": "ended", "end": "COMPLETED"})
+    );
+}
+
+fn event_step(e: &Event) -> Option<u32> {
+    match e {
+        Event::StepStarted { step, .. }
+        | Event::FiringStarted { step, .. }
+        | Event::FiringRetrying { step, .. }
+        | Event::FiringFinished { step, .. }
+        | Event::StepCommitted { step, .. }
+        | Event::StepDiscarded { step, .. } => Some(*step),
+        Event::Ended { .. } => None,
+    }
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn the_event_channel_streams_sequential_runs_too() {
+    let mut cvm = fan_out(1, Mode::Sequential);
+    let mut rx = cvm.events();
+    assert_eq!(cvm.run_async().await.unwrap(), EndState::Completed);
+    let mut commits = 0;
+    while let Ok(e) = rx.try_recv() {
+        if matches!(e, Event::StepCommitted { .. }) {
+            commits += 1;
+        }
+    }
+    assert_eq!(commits, 12);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn dropping_a_step_future_mid_way_leaves_the_engine_consistent() {
+    let mut b = Net::builder("drop");
+    b.add("src", Source::new("x"));
+    b.add("fork", Fork::new(2).unwrap());
+    b.add(
+        "slow_async",
+        Probe::new(1, 1, Execution::Async).sleep(10_000),
+    );
+    b.add(
+        "slow_blocking",
+        Probe::new(1, 1, Execution::Blocking).sleep(100),
+    );
+    b.add("o1", Sink::new());
+    b.add("o2", Sink::new());
+    b.connect("src.out_data", "fork.in_data")
+        .connect("fork.out_a", "slow_async.in_0")
+        .connect("fork.out_b", "slow_blocking.in_0")
+        .connect("slow_async.out_0", "o1.in_data")
+        .connect("slow_blocking.out_0", "o2.in_data");
+    let mut cvm = Cvm::builder(b.build().unwrap())
+        .mode(Mode::Parallel)
+        .build();
+    cvm.step_async().await.unwrap();
+    cvm.step_async().await.unwrap();
+    let before = cvm.marking();
+    let r = tokio::time::timeout(Duration::from_millis(30), cvm.step_async()).await;
+    assert!(r.is_err(), "the step was still running");
+    // Both operators are back in the net, with their states as before the step.
+    assert_eq!(cvm.marking(), before);
+    for name in ["slow_async", "slow_blocking"] {
+        let op = cvm
+            .net()
+            .operators()
+            .iter()
+            .find(|o| o.name == name)
+            .unwrap();
+        assert!(op.downcast_ref::<Probe>().is_some(), "`{name}` is back");
+    }
+    assert_eq!(cvm.fireable(), ["slow_async", "slow_blocking"]);
+    cvm.back().unwrap();
+    assert_eq!(cvm.depth(), 1);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn step_async_in_sequential_mode_gives_the_sync_trace() {
+    let make = || {
+        let mut b = Net::builder("seq");
+        b.add("src", Source::new("x"));
+        b.add("fork", Fork::new(2).unwrap());
+        b.add("p", Probe::new(1, 1, Execution::Async).sleep(2));
+        b.add("q", Probe::new(1, 1, Execution::Blocking).sleep(1));
+        b.add("j", Join::new(2).unwrap());
+        b.add("out", Sink::new());
+        b.connect("src.out_data", "fork.in_data")
+            .connect("fork.out_a", "p.in_0")
+            .connect("fork.out_b", "q.in_0")
+            .connect("p.out_0", "j.in_a")
+            .connect("q.out_0", "j.in_b")
+            .connect("j.out_data", "out.in_data");
+        Cvm::new(b.build().unwrap())
+    };
+    let mut a = make();
+    let end_a = a.run_async().await.unwrap();
+    let mut b = make();
+    let end_b = tokio::task::spawn_blocking(move || {
+        let end = b.run().unwrap();
+        (b, end)
+    })
+    .await
+    .unwrap();
+    assert_eq!(trace(&a, &end_a), trace(&end_b.0, &end_b.1));
+    assert_eq!(a.depth(), 6);
+}
+
+#[test]
+fn delay_is_in_the_catalogue_as_a_behavioral_async_pass_through() {
+    let cat = Catalogue::global();
+    let e = cat.get("delay").expect("delay registered");
+    assert_eq!(e.family, Family::Behavioral);
+    assert_eq!(e.policy, Policy::Any);
+    assert_eq!(e.params.len(), 1);
+    assert_eq!(e.params[0].name, "ms");
+    assert_eq!(
+        e.params[0].default,
+        Some(Delay::DEFAULT_MS.to_string().as_str())
+    );
+    let spec = (e.spec)();
+    assert_eq!(spec.inputs[0].name, "in_data");
+    assert_eq!(spec.outputs[0].name, "out_data");
+    assert_eq!(spec.inputs[0].ty, spec.outputs[0].ty, "one type variable");
+
+    let mut params = Params::new();
+    params.insert("ms".into(), serde_json::json!(7));
+    let op = cat.build("delay", &params, &Default::default()).unwrap();
+    assert_eq!(op.params(), params);
+    assert_eq!(op.execution(), Execution::Async);
+    let defaulted = cat
+        .build("delay", &Params::new(), &Default::default())
+        .unwrap();
+    assert_eq!(
+        defaulted.params()["ms"],
+        serde_json::json!(Delay::DEFAULT_MS)
+    );
+}
+
+#[test]
+fn delay_keeps_the_type_of_what_it_delays() {
+    use cameleon::ops::Format;
+    // DataString through a delay into format's DataString input: valid.
+    let mut b = Net::builder("typed");
+    b.add("a", Source::new("x"));
+    b.add("b", Source::new("y"));
+    b.add("wait", Delay::new(1));
+    b.add("fmt", Format::default());
+    b.add("out", Sink::new());
+    b.connect("a.out_data", "wait.in_data")
+        .connect("wait.out_data", "fmt.in_main")
+        .connect("b.out_data", "fmt.in_meta")
+        .connect("fmt.out_data", "out.in_data");
+    let mut cvm = Cvm::new(b.build().unwrap());
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(cvm.received("out")[0].to_json(), "x y");
+    // DataJSON through a delay into a DataString input: rejected.
+    let mut b = Net::builder("mistyped");
+    b.add("a", cameleon::ops::Const::new(serde_json::json!(1)));
+    b.add("b", Source::new("y"));
+    b.add("wait", Delay::new(1));
+    b.add("fmt", Format::default());
+    b.add("out", Sink::new());
+    b.connect("a.out_data", "wait.in_data")
+        .connect("wait.out_data", "fmt.in_main")
+        .connect("b.out_data", "fmt.in_meta")
+        .connect("fmt.out_data", "out.in_data");
+    let err = b.build().unwrap_err();
+    assert_eq!(err.problems[0].kind, ProblemKind::TypeMismatch);
+}
+
+#[test]
+fn the_engine_and_its_step_futures_can_move_between_threads() {
+    fn is_send<T: Send>(_: &T) {}
+    let mut cvm = fan_out(1, Mode::Parallel);
+    is_send(&cvm);
+    is_send(&cvm.step_async());
+    is_send(&cvm.run_async());
+}
