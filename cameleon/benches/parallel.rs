@@ -1,35 +1,196 @@
-use cameleon::ops::{Const, Counter, Guard, Merge, Sink, Test};
+//! Parallel mode: wall time of fork → 8 × (await 10 ms) → join, beside sequential mode; engine
+//! overhead of parallel mode on trivial operators; and the sequential hot path, which parallel
+//! mode must not slow down.
+//!
+//! `cargo bench -p cameleon --bench parallel -- --warm-up-time 1 --measurement-time 3`
+
+use std::time::Duration;
+
+use cameleon::ops::{Const, Counter, Delay, Fork, Guard, Join, Merge, Sink, Source, Test};
 use cameleon::prelude::*;
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
 
-fn count_loop(n: i64) -> Net {
+/// source → fork(width) → width × op → join(width) → sink.
+fn fan_out(width: usize, mode: Mode, op: impl Fn() -> Box<dyn Operator>) -> Cvm {
+    let mut b = Net::builder("fan-out");
+    b.add("src", Source::new("payload"));
+    b.add("fork", Fork::new(width).expect("arity"));
+    for i in 0..width {
+        b.add_boxed(format!("work_{i}"), op());
+    }
+    b.add("join", Join::new(width).expect("arity"));
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "fork.in_data");
+    for i in 0..width {
+        let l = (b'a' + i as u8) as char;
+        b.connect(format!("fork.out_{l}"), format!("work_{i}.in_data"));
+        b.connect(format!("work_{i}.out_data"), format!("join.in_{l}"));
+    }
+    b.connect("join.out_data", "out.in_data");
+    Cvm::builder(b.build().expect("valid net"))
+        .mode(mode)
+        .build()
+}
+
+/// A pass-through that does nothing else, run as `kind` in parallel mode.
+struct Pass(Execution);
+
+impl Operator for Pass {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("pass", "Pass", Family::Behavioral, Policy::Any)
+            .input("in_data", TypeRef::Var(0))
+            .output("out_data", TypeRef::Var(0))
+    }
+    fn execution(&self) -> Execution {
+        self.0
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        let v = cx.value_at(0).cloned().ok_or("no input")?;
+        cx.emit_at(0, v);
+        Ok(())
+    }
+}
+
+/// source → fork(8) → 8 chains of `depth` pass-throughs → join(8) → sink: 4 + 8 × depth firings,
+/// 4 + depth maximal steps.
+fn ladder(depth: usize, mode: Mode, kind: Execution) -> Cvm {
+    let mut b = Net::builder("ladder");
+    b.add("src", Source::new("payload"));
+    b.add("fork", Fork::new(8).expect("arity"));
+    b.add("join", Join::new(8).expect("arity"));
+    b.add("out", Sink::new());
+    for i in 0..8 {
+        let l = (b'a' + i as u8) as char;
+        let mut from = format!("fork.out_{l}");
+        for d in 0..depth {
+            let name = format!("p{i}_{d}");
+            b.add(name.clone(), Pass(kind));
+            b.connect(from, format!("{name}.in_data"));
+            from = format!("{name}.out_data");
+        }
+        b.connect(from, format!("join.in_{l}"));
+    }
+    b.connect("src.out_data", "fork.in_data");
+    b.connect("join.out_data", "out.in_data");
+    Cvm::builder(b.build().expect("valid net"))
+        .mode(mode)
+        .build()
+}
+
+fn count_loop(n: i64) -> Cvm {
     let mut b = Net::builder("count");
     b.add("zero", Const::new(json!(0)));
     b.add("loop", Merge::default());
     b.add("inc", Counter::new());
-    b.add("check", Guard::new(Test::parse(&json!({"lt": n})).unwrap()));
+    b.add(
+        "check",
+        Guard::new(Test::parse(&json!({"lt": n})).expect("test")),
+    );
     b.add("out", Sink::new());
     b.connect("zero.out_data", "loop.in_a")
         .connect("loop.out_data", "inc.in_data")
         .connect("inc.out_data", "check.in_data")
         .connect("check.out_continue", "loop.in_b")
         .connect("check.out_exit", "out.in_data");
-    b.build().unwrap()
+    Cvm::builder(b.build().expect("valid net"))
+        .max_loop_iterations(1_000_000)
+        .build()
 }
 
-fn seq(c: &mut Criterion) {
-    c.bench_function("sequential count loop 3000 firings", |b| {
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn fan_out_delays(c: &mut Criterion) {
+    let rt = runtime();
+    let delay = || Box::new(Delay::new(10)) as Box<dyn Operator>;
+    let mut g = c.benchmark_group("fork → 8 × await 10 ms → join");
+    g.sample_size(30);
+    g.bench_function("parallel, run_async", |b| {
         b.iter_batched(
-            || {
-                Cvm::builder(count_loop(1000))
-                    .max_loop_iterations(1_000_000)
-                    .build()
+            || fan_out(8, Mode::Parallel, delay),
+            |mut cvm| {
+                rt.block_on(cvm.run_async()).expect("run");
+                cvm // dropped outside the measurement
             },
-            |mut cvm| cvm.run().unwrap(),
-            criterion::BatchSize::LargeInput,
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("parallel, sync run", |b| {
+        b.iter_batched(
+            || fan_out(8, Mode::Parallel, delay),
+            |mut cvm| {
+                cvm.run().expect("run");
+                cvm
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.bench_function("reference: one bare tokio sleep of 10 ms", |b| {
+        b.iter(|| rt.block_on(async { tokio::time::sleep(Duration::from_millis(10)).await }))
+    });
+    g.sample_size(10);
+    g.bench_function("sequential, sync run", |b| {
+        b.iter_batched(
+            || fan_out(8, Mode::Sequential, delay),
+            |mut cvm| {
+                cvm.run().expect("run");
+                cvm
+            },
+            BatchSize::PerIteration,
+        )
+    });
+    g.finish();
+}
+
+fn overhead(c: &mut Criterion) {
+    let rt = runtime();
+    let mut g = c.benchmark_group("ladder 8 × 10 pass-throughs (84 firings)");
+    g.bench_function("sequential", |b| {
+        b.iter_batched(
+            || ladder(10, Mode::Sequential, Execution::Inline),
+            |mut cvm| {
+                cvm.run().expect("run");
+                cvm
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    for kind in [Execution::Inline, Execution::Async, Execution::Blocking] {
+        g.bench_function(format!("parallel, {} operators", kind.as_str()), |b| {
+            b.iter_batched(
+                || ladder(10, Mode::Parallel, kind),
+                |mut cvm| {
+                    rt.block_on(cvm.run_async()).expect("run");
+                    cvm // dropped outside the measurement
+                },
+                BatchSize::SmallInput,
+            )
+        });
+    }
+    g.finish();
+}
+
+fn sequential_hot_path(c: &mut Criterion) {
+    c.bench_function("sequential count loop (3000 firings)", |b| {
+        b.iter_batched(
+            || count_loop(1000),
+            |mut cvm| {
+                cvm.run().expect("run");
+                cvm
+            },
+            BatchSize::LargeInput,
         )
     });
 }
-criterion_group!(benches, seq);
+
+criterion_group! {
+    name = benches;
+    config = Criterion::default().warm_up_time(Duration::from_secs(1));
+    targets = fan_out_delays, overhead, sequential_hot_path
+}
 criterion_main!(benches);

@@ -264,6 +264,30 @@ fn the_error_names_the_first_failing_operator_in_declaration_order() {
 }
 
 #[test]
+fn an_all_inline_step_stops_at_its_first_failure_in_declaration_order() {
+    let a = Probe::new(1, 1, Execution::Inline);
+    let a_rollbacks = Arc::clone(&a.rollbacks);
+    let c_calls = Arc::new(AtomicUsize::new(0));
+    let c = Probe::new(1, 1, Execution::Inline).counting(&c_calls);
+    let bad = Probe::new(1, 1, Execution::Inline).failing(1);
+    let mut cvm = three_way(bad, a, c);
+    assert_eq!(
+        cvm.run().unwrap(),
+        EndState::Error {
+            op: "bad".into(),
+            error: "transient failure #1".into()
+        }
+    );
+    assert_eq!(cvm.depth(), 2);
+    assert_eq!(
+        a_rollbacks.load(Ordering::SeqCst),
+        1,
+        "`a` ran and was rolled back"
+    );
+    assert_eq!(c_calls.load(Ordering::SeqCst), 0, "`c` was not needed");
+}
+
+#[test]
 fn a_panic_in_an_async_operator_is_an_error() {
     let bad = Probe::new(1, 1, Execution::Async).panicking();
     let mut cvm = three_way(

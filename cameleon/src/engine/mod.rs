@@ -900,7 +900,8 @@ impl Cvm {
 
     /// Applies a firing of `o` that consumes the NEW inputs in `consumes` and emits
     /// `self.s.emitted`, and records it in the open node.
-    #[inline]
+    // Always inlined: it is the sequential hot path (see benches/parallel.rs).
+    #[inline(always)]
     fn apply_firing(
         &mut self,
         o: usize,
@@ -1125,6 +1126,7 @@ impl Cvm {
     }
 }
 
+#[inline]
 fn check_emissions(
     emitted: &[(u16, Value)],
     topo: &Topo,

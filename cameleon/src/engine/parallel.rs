@@ -270,6 +270,14 @@ impl Cvm {
         } else {
             Vec::new()
         };
+        if ops
+            .iter()
+            .all(|&o| self.exec[o] == Execution::Inline && !self.guarded[o])
+        {
+            // Nothing to wait for: run the firings one after the other, without futures.
+            let ran = self.run_inline(step, &ops, &plan, &names);
+            return self.finish_step(step, &ops, &plan, ran);
+        }
         let Cvm {
             net,
             tokens,
@@ -297,6 +305,56 @@ impl Cvm {
         )
         .await;
         self.finish_step(step, &ops, &plan, ran)
+    }
+
+    /// Runs a step whose firings are all inline, in declaration order, up to the first failure
+    /// (later firings are not needed: the step is discarded).
+    fn run_inline(&mut self, step: u32, ops: &[usize], plan: &Plan, names: &[String]) -> Ran {
+        let Cvm {
+            net,
+            tokens,
+            topo,
+            observer,
+            ..
+        } = self;
+        let stop = AtomicBool::new(false);
+        let mut outcomes = Vec::with_capacity(ops.len());
+        for (j, &o) in ops.iter().enumerate() {
+            let t0 = observer.is_some().then(Instant::now);
+            let cx = FiringCx {
+                o,
+                kind: Execution::Inline,
+                settings: OpSettings::NONE,
+                inputs: &plan.slots[plan.slot_start[j]..plan.slot_start[j + 1]],
+                tokens,
+                topo,
+                n_outputs: topo.n_outputs(o) as u16,
+                step,
+                stop: &stop,
+                events: None,
+                name_for_events: "",
+            };
+            let OpNode { name, spec, op, .. } = &mut net.ops[o];
+            let result = attempt_inline(&mut **op, name, &cx).and_then(|e| checked(e, &cx, spec));
+            let failed = result.is_err();
+            let out = Outcome {
+                result,
+                attempts: 1,
+                elapsed: t0.map(|t| t.elapsed()).unwrap_or_default(),
+            };
+            if let Some(obs) = observer.as_mut() {
+                obs(&finished(step, names.get(j), &out));
+            }
+            outcomes.push(Some(out));
+            if failed {
+                break;
+            }
+        }
+        outcomes.resize_with(ops.len(), || None);
+        Ran {
+            outcomes,
+            cancelled: false,
+        }
     }
 
     /// What each firing of the step reads: its inputs and what it consumes, at the start.
@@ -550,13 +608,7 @@ async fn run_firings(
                     drop_after(&mut futures, j + 1);
                 }
                 if let Some(obs) = observer.as_mut() {
-                    obs(&Event::FiringFinished {
-                        step: b.step,
-                        op: b.names.get(j).cloned().unwrap_or_default(),
-                        error: out.result.as_ref().err().map(ToString::to_string),
-                        attempts: out.attempts,
-                        elapsed_ms: out.elapsed.as_millis() as u64,
-                    });
+                    obs(&finished(b.step, b.names.get(j), &out));
                 }
                 outcomes[j] = Some(out);
             }
@@ -577,6 +629,16 @@ async fn run_firings(
     Ran {
         outcomes,
         cancelled,
+    }
+}
+
+fn finished(step: u32, name: Option<&String>, out: &Outcome) -> Event {
+    Event::FiringFinished {
+        step,
+        op: name.cloned().unwrap_or_default(),
+        error: out.result.as_ref().err().map(ToString::to_string),
+        attempts: out.attempts,
+        elapsed_ms: out.elapsed.as_millis() as u64,
     }
 }
 

@@ -4,7 +4,7 @@ use serde_json::{Value as Json, json};
 
 use super::io::params;
 use super::test_expr::Test;
-use crate::operator::{Firing, OpError, OpSpec, Operator, Params, TypeRef};
+use crate::operator::{Execution, Firing, OpError, OpSpec, Operator, Params, TypeRef};
 use crate::policy::{Family, Policy};
 use crate::types::{Any, Binary, DataBool, DataChunk, DataJSON, DataString, DataType, Value};
 
@@ -57,6 +57,9 @@ macro_rules! unary {
                 OpSpec::new($id, $label, Family::Behavioral, $policy)
                     .input("in_data", TypeRef::of::<$in_ty>())
                     .output("out_data", TypeRef::of::<$out_ty>())
+            }
+            fn execution(&self) -> Execution {
+                Execution::Inline // quick and non-blocking: no thread hand-off in parallel mode
             }
             fn run(&mut $self_, cx: &mut Firing<'_>) -> Result<(), OpError> {
                 let $v = input(cx, 0, "in_data")?;
@@ -145,6 +148,9 @@ impl Operator for JsonStringify {
     fn params(&self) -> Params {
         params([("pretty", json!(self.pretty))])
     }
+    fn execution(&self) -> Execution {
+        Execution::Inline // quick and non-blocking: no thread hand-off in parallel mode
+    }
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
         let v = &typed::<DataJSON>(cx, 0, "in_data")?.0;
         let s = if self.pretty {
@@ -202,6 +208,9 @@ impl Operator for JsonGet {
     fn params(&self) -> Params {
         params([("path", json!(self.path))])
     }
+    fn execution(&self) -> Execution {
+        Execution::Inline // quick and non-blocking: no thread hand-off in parallel mode
+    }
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
         let v = &typed::<DataJSON>(cx, 0, "in_data")?.0;
         let found = json_path(v, &self.path)
@@ -233,6 +242,9 @@ impl Operator for Predicate {
     }
     fn params(&self) -> Params {
         params([("test", self.test.to_json())])
+    }
+    fn execution(&self) -> Execution {
+        Execution::Inline // quick and non-blocking: no thread hand-off in parallel mode
     }
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
         let v = input(cx, 0, "in_data")?;
@@ -266,6 +278,9 @@ impl Operator for Format {
     }
     fn params(&self) -> Params {
         params([("separator", json!(self.separator))])
+    }
+    fn execution(&self) -> Execution {
+        Execution::Inline // quick and non-blocking: no thread hand-off in parallel mode
     }
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
         let main = &typed::<DataString>(cx, 0, "in_main")?.0;
@@ -313,6 +328,9 @@ impl Operator for Template {
             .input("in_template", TypeRef::of::<DataString>())
             .input("in_data", TypeRef::of::<DataJSON>())
             .output("out_data", TypeRef::of::<DataString>())
+    }
+    fn execution(&self) -> Execution {
+        Execution::Inline // quick and non-blocking: no thread hand-off in parallel mode
     }
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
         let t = &typed::<DataString>(cx, 0, "in_template")?.0;
@@ -373,6 +391,9 @@ impl Operator for Chunker {
     }
     fn params(&self) -> Params {
         params([("size", json!(self.size)), ("overlap", json!(self.overlap))])
+    }
+    fn execution(&self) -> Execution {
+        Execution::Inline // quick and non-blocking: no thread hand-off in parallel mode
     }
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
         let t = &typed::<DataString>(cx, 0, "in_data")?.0;

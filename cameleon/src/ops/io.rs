@@ -5,7 +5,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::json;
 
 use crate::connection::ConnState;
-use crate::operator::{Firing, OpError, OpSpec, Operator, Params, TypeRef};
+use crate::operator::{Execution, Firing, OpError, OpSpec, Operator, Params, TypeRef};
 use crate::policy::{Family, Policy};
 use crate::types::{Any, Binary, DataJSON, DataString};
 
@@ -32,6 +32,9 @@ impl Operator for Source {
     }
     fn params(&self) -> Params {
         params([("value", json!(self.value))])
+    }
+    fn execution(&self) -> Execution {
+        Execution::Inline // quick and non-blocking: no thread hand-off in parallel mode
     }
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
         cx.emit_at(0, DataString(self.value.clone()));
@@ -61,6 +64,9 @@ impl Operator for Const {
     fn params(&self) -> Params {
         params([("value", self.value.clone())])
     }
+    fn execution(&self) -> Execution {
+        Execution::Inline // quick and non-blocking: no thread hand-off in parallel mode
+    }
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
         cx.emit_at(0, DataJSON(self.value.clone()));
         Ok(())
@@ -83,6 +89,9 @@ impl Operator for Sink {
     fn spec(&self) -> OpSpec {
         OpSpec::new("sink", "Sink", Family::Behavioral, Policy::Any)
             .input("in_data", TypeRef::of::<Any>())
+    }
+    fn execution(&self) -> Execution {
+        Execution::Inline // quick and non-blocking: no thread hand-off in parallel mode
     }
     fn run(&mut self, _cx: &mut Firing<'_>) -> Result<(), OpError> {
         Ok(())

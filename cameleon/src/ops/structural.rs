@@ -6,7 +6,9 @@ use serde_json::json;
 use super::io::{is_new, params};
 use super::test_expr::Test;
 use crate::connection::ConnState;
-use crate::operator::{Firing, InputSet, OpError, OpSpec, OpState, Operator, Params, TypeRef};
+use crate::operator::{
+    Execution, Firing, InputSet, OpError, OpSpec, OpState, Operator, Params, TypeRef,
+};
 use crate::policy::{Enabling, Family, Policy};
 use crate::types::{Any, DataBool, DataJSON, Value};
 
@@ -294,6 +296,9 @@ impl Operator for Accumulator {
     }
     fn params(&self) -> Params {
         params([("n", json!(self.n))])
+    }
+    fn execution(&self) -> Execution {
+        Execution::Inline // quick and non-blocking: no thread hand-off in parallel mode
     }
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
         if is_new(cx, 0) {
