@@ -839,10 +839,9 @@ async fn dropping_a_step_future_mid_way_leaves_the_engine_consistent() {
     let mut b = Net::builder("drop");
     b.add("src", Source::new("x"));
     b.add("fork", Fork::new(2).unwrap());
-    b.add(
-        "slow_async",
-        Probe::new(1, 1, Execution::Async).sleep(10_000),
-    );
+    let mut slow_async = Probe::new(1, 1, Execution::Async).sleep(10_000);
+    slow_async.dirty_before_wait = true;
+    b.add("slow_async", slow_async);
     b.add(
         "slow_blocking",
         Probe::new(1, 1, Execution::Blocking).sleep(100),
@@ -862,7 +861,7 @@ async fn dropping_a_step_future_mid_way_leaves_the_engine_consistent() {
     let before = cvm.marking();
     let r = tokio::time::timeout(Duration::from_millis(30), cvm.step_async()).await;
     assert!(r.is_err(), "the step was still running");
-    // Both operators are back in the net, with their states as before the step.
+    // Both operators are back in the net; the marking is as before the step.
     assert_eq!(cvm.marking(), before);
     for name in ["slow_async", "slow_blocking"] {
         let op = cvm
@@ -874,7 +873,17 @@ async fn dropping_a_step_future_mid_way_leaves_the_engine_consistent() {
         assert!(op.downcast_ref::<Probe>().is_some(), "`{name}` is back");
     }
     assert_eq!(cvm.fireable(), ["slow_async", "slow_blocking"]);
+    let state = |cvm: &Cvm| {
+        let op = cvm
+            .net()
+            .operators()
+            .iter()
+            .find(|o| o.name == "slow_async");
+        op.unwrap().downcast_ref::<Probe>().unwrap().state
+    };
+    assert_eq!(state(&cvm), 100, "the dropped firing changed the state");
     cvm.back().unwrap();
+    assert_eq!(state(&cvm), 0, "restored before the engine went on");
     assert_eq!(cvm.depth(), 1);
 }
 

@@ -146,9 +146,13 @@ impl Cvm {
     /// on cancellation, nothing changed: marking, history and operator states are as before.
     ///
     /// Must be polled inside a tokio runtime with timers enabled (`#[tokio::main]`,
-    /// `#[tokio::test]`). Dropping the future before it finishes discards the step as a
-    /// cancellation would; a blocking firing in flight is waited for when the future is
-    /// dropped, since its thread cannot be interrupted.
+    /// `#[tokio::test]`). Dropping the future before it finishes (a `select!`, a
+    /// `tokio::time::timeout`) discards the step: marking and history are untouched, a blocking
+    /// firing in flight is waited for (its thread cannot be interrupted) so its operator is
+    /// back in the net when the drop returns, and the internal states of the step's operators
+    /// are restored by the engine's next `step`, `refire` or `back` (until then
+    /// [`net`](Self::net) may show a half-fired operator's state). Prefer the
+    /// [`cancel_token`](Self::cancel_token), which restores everything before returning.
     pub async fn step_async(&mut self) -> Result<Step, StepError> {
         if !self.pending.is_empty() {
             self.restore_pending();

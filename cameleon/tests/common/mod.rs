@@ -28,6 +28,8 @@ pub struct Probe {
     pub declared: OpSettings,
     /// Internal state: firings applied.
     pub state: u64,
+    /// Async firings add 100 to the state before waiting (a change a dropped firing leaves).
+    pub dirty_before_wait: bool,
 }
 
 impl Probe {
@@ -45,6 +47,7 @@ impl Probe {
             panics: false,
             declared: OpSettings::NONE,
             state: 0,
+            dirty_before_wait: false,
         }
     }
     pub fn policy(mut self, p: Policy) -> Self {
@@ -142,6 +145,9 @@ impl Operator for Probe {
     }
     fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
         Box::pin(async move {
+            if self.dirty_before_wait {
+                self.state += 100;
+            }
             tokio::time::sleep(self.wait()).await;
             self.compute(cx)
         })
