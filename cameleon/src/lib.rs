@@ -51,6 +51,10 @@
 //! ```
 #![deny(missing_docs)]
 
+// Lets `#[operator]`'s generated `::cameleon::…` paths resolve inside this crate too (the
+// standard operators are declared with it).
+extern crate self as cameleon;
+
 pub mod catalogue;
 pub mod connection;
 pub mod dsl;
@@ -62,7 +66,11 @@ pub mod ops;
 pub mod policy;
 pub mod types;
 
-pub use catalogue::{BuildContext, BuildError, Catalogue, CatalogueEntry, ParamError, ParamInfo};
+pub use catalogue::{
+    BuildContext, BuildError, Catalogue, CatalogueEntry, Catalogued, FromContext, ParamError,
+    ParamInfo, ParamType,
+};
+pub use cameleon_macros::operator;
 pub use connection::{ConnId, ConnState, Connection, OpId, PortRef, Token};
 pub use engine::{
     BackError, CheckoutError, ConnView, Cvm, CvmBuilder, EndState, Marking, RunError, Step,
@@ -71,8 +79,8 @@ pub use engine::{
 pub use history::{Branch, BranchId, Entry, FiringView, History};
 pub use net::{Mode, Net, NetBuilder, NetConfig, NetError, OpNode, Problem, ProblemKind};
 pub use operator::{
-    AnyInPort, Firing, In, InPort, InputHandle, InputSet, OpError, OpSpec, OpState, Operator, Out,
-    OutPort, Params, PortSpec, TypeRef,
+    AnyInPort, CanFire, Emitted, Firing, In, InPort, InputHandle, InputSet, OpError, OpSpec,
+    OpState, Operator, Out, OutPort, Params, PortSpec, Run, TypeRef,
 };
 pub use policy::{Enabling, Family, Policy};
 pub use types::{
@@ -82,12 +90,15 @@ pub use types::{
 
 /// Everything a pipeline author needs, in one import.
 pub mod prelude {
+    pub use crate::catalogue::{Catalogue, ParamError};
     pub use crate::connection::{ConnState, OpId};
     pub use crate::engine::{Cvm, EndState, Step};
     pub use crate::net::{Mode, Net, NetBuilder};
     pub use crate::operator::{
-        Firing, In, InPort, OpError, OpSpec, Operator, Out, OutPort, TypeRef,
+        AnyInPort, CanFire, Emitted, Firing, In, InPort, InputSet, OpError, OpSpec, Operator, Out,
+        OutPort, Run, TypeRef,
     };
+    pub use cameleon_macros::operator;
     pub use crate::policy::{Enabling, Family, Policy};
     pub use crate::types::{
         Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, Value,
@@ -101,4 +112,59 @@ pub mod __private {
     pub use serde_json;
 
     pub use crate::dsl::{HasPorts, Receives, SameType, check_connection, ports_of};
+
+    // For `#[operator]`.
+    pub use crate::catalogue::{
+        BuildContext, CatalogueEntry, Catalogued, FromContext, ParamError, ParamInfo, ParamReader,
+        ParamType,
+    };
+    pub use crate::connection::ConnState;
+    pub use crate::operator::{
+        AnyInPort, CanFire, Emitted, Firing, InPort, InputSet, OpError, OpSpec, OpState, Operator,
+        OutPort, Params, Run, TypeRef,
+    };
+    pub use crate::policy::{Enabling, Family, Policy};
+    pub use crate::types::{Any, PortType, Value};
+    pub use ::core::clone::Clone;
+    pub use ::core::default::Default;
+    pub use ::core::marker::PhantomData;
+    pub use ::core::option::Option::{self, None, Some};
+    pub use ::core::result::Result::{self, Err, Ok};
+    pub use ::std::borrow::ToOwned;
+    pub use ::std::boxed::Box;
+    pub use ::std::vec::Vec;
+
+    /// Most ports a variadic port group (`in_a`, `in_b`, …) can have.
+    pub const MAX_VARIADIC: usize = 26;
+
+    /// The name of port `i` of a variadic group: `in_a`, `in_b`, … `in_z`.
+    pub fn letter_port(prefix: &str, i: usize) -> ::std::string::String {
+        crate::ops::letter_port(prefix, i)
+    }
+
+    /// The number of ports of a variadic group whose size param is `n`, at most
+    /// [`MAX_VARIADIC`].
+    pub fn variadic_count(n: usize) -> usize {
+        n.min(MAX_VARIADIC)
+    }
+
+    /// A copy of an internal-state field, taken before and after each firing.
+    pub fn save_state<T: State>(field: &T) -> T {
+        field.clone()
+    }
+
+    /// The value of an internal-state field when the catalogue builds the operator.
+    pub fn initial_state<T: State>() -> T {
+        T::default()
+    }
+
+    /// What an internal-state field must be: cloned for rollback, defaulted when the catalogue
+    /// builds the operator, moved across threads.
+    #[diagnostic::on_unimplemented(
+        message = "internal state `{Self}` must be `Clone + Default + Send + 'static`",
+        label = "a field without `#[param]`, `#[input]`, `#[output]` or `#[context]` is internal state",
+        note = "internal state is cloned before each firing so a backward step restores it exactly, and defaulted when the operator is built from `.cm`; wrap it (`Arc<Mutex<…>>`) or make it a `#[param]` or a `#[context]` field"
+    )]
+    pub trait State: Clone + Default + Send + 'static {}
+    impl<T: Clone + Default + Send + 'static> State for T {}
 }
