@@ -74,7 +74,10 @@ pub fn list(symbols: &[Symbol]) -> String {
 }
 
 /// The closest name to `word` among `candidates`, if it is close enough to be a typo.
-pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
     candidates
         .into_iter()
         .map(|c| (levenshtein(word, c), c))

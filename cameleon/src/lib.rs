@@ -30,9 +30,9 @@
 //! // const 0 -> merge -> counter -> guard(lt 3) -> back to merge, or exit to a sink.
 //! let mut b = Net::builder("count-to-3");
 //! b.add("zero", Const::new(json!(0)));
-//! b.add("loop", Merge::default());
+//! b.add("loop", Merge::<DataJSON>::default());      // generic operators: say the type, or
 //! b.add("inc", Counter::new());
-//! b.add("check", Guard::new(Test::parse(&json!({"lt": 3})).unwrap()));
+//! b.add("check", Guard::<Any>::new(Test::parse(&json!({"lt": 3})).unwrap())); // let the net infer it
 //! b.add("out", Sink::new());
 //! b.connect("zero.out_data", "loop.in_a")
 //!     .connect("loop.out_data", "inc.in_data")
@@ -66,11 +66,11 @@ pub mod ops;
 pub mod policy;
 pub mod types;
 
+pub use cameleon_macros::operator;
 pub use catalogue::{
     BuildContext, BuildError, Catalogue, CatalogueEntry, Catalogued, FromContext, ParamError,
     ParamInfo, ParamType,
 };
-pub use cameleon_macros::operator;
 pub use connection::{ConnId, ConnState, Connection, OpId, PortRef, Token};
 pub use engine::{
     BackError, CheckoutError, ConnView, Cvm, CvmBuilder, EndState, Marking, RunError, Step,
@@ -98,11 +98,11 @@ pub mod prelude {
         AnyInPort, CanFire, Emitted, Firing, In, InPort, InputSet, OpError, OpSpec, Operator, Out,
         OutPort, Run, TypeRef,
     };
-    pub use cameleon_macros::operator;
     pub use crate::policy::{Enabling, Family, Policy};
     pub use crate::types::{
         Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, Value,
     };
+    pub use cameleon_macros::operator;
 }
 
 /// Support for generated code. Not a public API.
@@ -148,14 +148,50 @@ pub mod __private {
         n.min(MAX_VARIADIC)
     }
 
-    /// A copy of an internal-state field, taken before and after each firing.
-    pub fn save_state<T: State>(field: &T) -> T {
-        field.clone()
+    /// How generated code saves and initialises an internal-state field of type `T`. Every use
+    /// goes through [`state`], so a field that is not [`State`] is reported once.
+    #[derive(Debug)]
+    pub struct StateOf<T> {
+        /// A copy of the field, taken before and after each firing.
+        pub save: fn(&T) -> T,
+        /// The field's value when the catalogue builds the operator.
+        pub initial: fn() -> T,
     }
 
-    /// The value of an internal-state field when the catalogue builds the operator.
-    pub fn initial_state<T: State>() -> T {
-        T::default()
+    /// The state operations of `T`.
+    pub fn state<T: State>() -> StateOf<T> {
+        StateOf {
+            save: T::clone,
+            initial: T::default,
+        }
+    }
+
+    /// How generated code reads, writes and names a `#[param]` of type `T`. Every use goes
+    /// through [`param`], so a type that is not [`ParamType`] is reported once.
+    #[derive(Debug)]
+    pub struct ParamOf<T> {
+        /// The type's name in the catalogue.
+        pub name: &'static str,
+        /// The default of a param declared without one.
+        pub implicit_default: Option<&'static str>,
+        /// Reads the param from `.cm` params.
+        pub read: for<'r, 'n> fn(&ParamReader<'r>, &'n str) -> Result<T, ParamError>,
+        /// Writes the param back.
+        pub write: fn(&T) -> serde_json::Value,
+    }
+
+    fn read_param<T: ParamType>(r: &ParamReader<'_>, name: &str) -> Result<T, ParamError> {
+        r.read(name)
+    }
+
+    /// The param operations of `T`.
+    pub const fn param<T: ParamType>() -> ParamOf<T> {
+        ParamOf {
+            name: T::NAME,
+            implicit_default: T::IMPLICIT_DEFAULT,
+            read: read_param::<T>,
+            write: T::to_param,
+        }
     }
 
     /// What an internal-state field must be: cloned for rollback, defaulted when the catalogue

@@ -54,6 +54,8 @@ pub struct Port {
     pub dir: Dir,
     /// The port's name (the field's, unless `name = "…"`).
     pub name: Ident,
+    /// The field declaring it.
+    pub field: Ident,
     /// The data type `T` of `In<T>` / `Out<T>`.
     pub ty: Type,
     /// The field's type as written (`In<T>`).
@@ -283,6 +285,7 @@ impl Operator {
             name,
             ty,
             field_ty: field.ty.clone(),
+            field: ident.clone(),
             optional: args.optional,
             variadic,
             doc: doc.to_vec(),
@@ -326,7 +329,10 @@ impl Port {
             Some(v) => (v.start..26)
                 .map(|i| {
                     let name = format!("{}_{}", v.prefix, (b'a' + i as u8) as char);
-                    (first_index + i - v.start, Ident::new(&name, self.name.span()))
+                    (
+                        first_index + i - v.start,
+                        Ident::new(&name, self.name.span()),
+                    )
                 })
                 .collect(),
         }

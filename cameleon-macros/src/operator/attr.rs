@@ -41,6 +41,8 @@ const POLICIES: &[Symbol] = &[
 #[derive(Default)]
 pub struct OperatorArgs {
     pub id: Option<LitStr>,
+    /// Whether `id` was written at all (even with a bad value).
+    pub id_given: bool,
     pub label: Option<LitStr>,
     pub family: Option<(Family, Span)>,
     /// The policy and the span of its value (`custom` is where a missing `CanFire` is reported).
@@ -127,13 +129,24 @@ fn name_value<'m>(cx: &Ctxt, attr: &str, meta: &'m Meta) -> Option<&'m Expr> {
     }
 }
 
-fn lit_str(cx: &Ctxt, key: Symbol, e: &Expr) -> Option<LitStr> {
+/// `e` without the invisible groups a `macro_rules!` fragment (`$id:literal`) is wrapped in.
+fn ungroup(e: &Expr) -> &Expr {
     match e {
+        Expr::Group(g) => ungroup(&g.expr),
+        other => other,
+    }
+}
+
+fn lit_str(cx: &Ctxt, key: Symbol, e: &Expr) -> Option<LitStr> {
+    match ungroup(e) {
         Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..
         }) => Some(s.clone()),
         _ => {
-            cx.error_spanned_by(e, format!("`{key}` takes a string literal: `{key} = \"…\"`"));
+            cx.error_spanned_by(
+                e,
+                format!("`{key}` takes a string literal: `{key} = \"…\"`"),
+            );
             None
         }
     }
@@ -141,7 +154,7 @@ fn lit_str(cx: &Ctxt, key: Symbol, e: &Expr) -> Option<LitStr> {
 
 /// An identifier value (`family = structural`), or the same as a string (`family = "structural"`).
 fn word(e: &Expr) -> Option<Ident> {
-    match e {
+    match ungroup(e) {
         Expr::Path(p) if p.qself.is_none() => p.path.get_ident().cloned(),
         Expr::Lit(ExprLit {
             lit: Lit::Str(s), ..
@@ -186,6 +199,7 @@ impl OperatorArgs {
             // A duplicate is still parsed, so a mistake in its value is reported too.
             match key {
                 symbol::ID => {
+                    out.id_given = true;
                     let v = lit_str(cx, key, value);
                     if first {
                         out.id = v;
@@ -249,7 +263,7 @@ impl OperatorArgs {
 /// `emits = [[out_a], [out_b, out_c], []]`: the emission sets, by output port name.
 fn parse_emits(cx: &Ctxt, e: &Expr) -> Option<Vec<Vec<Ident>>> {
     const SHAPE: &str = "`emits` is a list of emission sets, each a list of output ports: `emits = [[out_true], [out_false]]`";
-    let Expr::Array(sets) = e else {
+    let Expr::Array(sets) = ungroup(e) else {
         cx.error_spanned_by(e, SHAPE);
         return None;
     };
@@ -263,7 +277,10 @@ fn parse_emits(cx: &Ctxt, e: &Expr) -> Option<Vec<Vec<Ident>>> {
         for p in &ports.elems {
             match word(p) {
                 Some(id) => names.push(id),
-                None => cx.error_spanned_by(p, "an emission set lists output port names: `[out_a, out_b]`"),
+                None => cx.error_spanned_by(
+                    p,
+                    "an emission set lists output port names: `[out_a, out_b]`",
+                ),
             }
         }
         out.push(names);
@@ -273,7 +290,7 @@ fn parse_emits(cx: &Ctxt, e: &Expr) -> Option<Vec<Vec<Ident>>> {
 
 /// `aliases = ["switch"]` or `aliases = "switch"`.
 fn parse_aliases(cx: &Ctxt, e: &Expr) -> Vec<LitStr> {
-    match e {
+    match ungroup(e) {
         Expr::Array(a) => a
             .elems
             .iter()
@@ -479,7 +496,7 @@ pub fn doc_lines(attrs: &[Attribute]) -> Vec<String> {
             _ => None,
         })
         .flat_map(|s| {
-            s.lines()
+            s.split('\n')
                 .map(|l| l.strip_prefix(' ').unwrap_or(l).trim_end().to_owned())
                 .collect::<Vec<_>>()
         })

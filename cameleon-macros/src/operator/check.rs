@@ -23,6 +23,9 @@ pub fn check(cx: &Ctxt, op: &Operator) {
 /// a letter.
 fn check_id(cx: &Ctxt, op: &Operator) {
     let Some(id) = &op.args.id else {
+        if op.args.id_given {
+            return; // its value is wrong, and reported
+        }
         cx.error_at(
             Span::call_site(),
             format!(
@@ -75,9 +78,15 @@ fn check_generics(cx: &Ctxt, op: &Operator) {
 fn check_port_names_unique(cx: &Ctxt, op: &Operator) {
     let mut seen: Vec<(String, String)> = Vec::new(); // (name, who declared it)
     for port in op.ports() {
-        let who = match &port.variadic {
-            Some(_) => format!("the variadic group `{}`, …", port.name),
-            None => format!("port `{}`", port.name),
+        let dir = if port.dir == Dir::In {
+            "input"
+        } else {
+            "output"
+        };
+        let who = match (&port.variadic, port.name == port.field) {
+            (Some(_), _) => format!("the variadic {dir} group `{}`, …", port.name),
+            (None, true) => format!("{dir} `{}`", port.name),
+            (None, false) => format!("{dir} `{}` (field `{}`)", port.name, port.field),
         };
         for (_, name) in port.names(0) {
             let n = name.to_string();
@@ -211,7 +220,10 @@ fn check_emits(cx: &Ctxt, op: &Operator) {
             } else {
                 hint
             };
-            cx.error_spanned_by(name, format!("`emits` names `{n}`, which is not an output{why}"));
+            cx.error_spanned_by(
+                name,
+                format!("`emits` names `{n}`, which is not an output{why}"),
+            );
         }
     }
 }

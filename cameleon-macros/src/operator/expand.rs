@@ -136,7 +136,11 @@ fn port_doc(op: &Operator, port: &Port, name: &Ident) -> String {
     if !port.doc.is_empty() && *name == port.name {
         return port.doc.join("\n");
     }
-    let dir = if port.dir == Dir::In { "Input" } else { "Output" };
+    let dir = if port.dir == Dir::In {
+        "Input"
+    } else {
+        "Output"
+    };
     let ty = &port.ty;
     let ty = quote!(#ty).to_string().replace(' ', "");
     let opt = if port.optional { " (optional)" } else { "" };
@@ -158,28 +162,34 @@ fn port_handles(op: &Operator) -> TokenStream {
     let vis = &op.vis;
     let g = bounded_generics(op);
     let (impl_g, ty_g, where_c) = g.split_for_impl();
-    let consts = handles(op, &quote!(Self)).into_iter().map(|(name, index, handle, first)| {
-        let port = op
-            .ports()
-            .find(|port| port.names(0).iter().any(|(_, n)| *n == name))
-            .map(|port| port_doc(op, port, &name))
-            .unwrap_or_default();
-        let hidden = (!first).then(|| quote!(#[doc(hidden)]));
-        let index = index as u16;
-        let ctor = if handle.to_string().contains("AnyInPort") {
-            quote!(#p::AnyInPort::new)
-        } else if op.inputs.iter().any(|i| i.names(0).iter().any(|(_, n)| *n == name)) {
-            quote!(#p::InPort::new)
-        } else {
-            quote!(#p::OutPort::new)
-        };
-        let text = name.to_string();
-        quote! {
-            #[doc = #port]
-            #hidden
-            #vis const #name: #handle = #ctor(#index, #text);
-        }
-    });
+    let consts = handles(op, &quote!(Self))
+        .into_iter()
+        .map(|(name, index, handle, first)| {
+            let port = op
+                .ports()
+                .find(|port| port.names(0).iter().any(|(_, n)| *n == name))
+                .map(|port| port_doc(op, port, &name))
+                .unwrap_or_default();
+            let hidden = (!first).then(|| quote!(#[doc(hidden)]));
+            let index = index as u16;
+            let ctor = if handle.to_string().contains("AnyInPort") {
+                quote!(#p::AnyInPort::new)
+            } else if op
+                .inputs
+                .iter()
+                .any(|i| i.names(0).iter().any(|(_, n)| *n == name))
+            {
+                quote!(#p::InPort::new)
+            } else {
+                quote!(#p::OutPort::new)
+            };
+            let text = name.to_string();
+            quote! {
+                #[doc = #port]
+                #hidden
+                #vis const #name: #handle = #ctor(#index, #text);
+            }
+        });
     let _ = p;
     quote! {
         // Port handles are named after their ports (`Chunker::in_data`), like fields.
@@ -311,10 +321,6 @@ fn spec_fn(op: &Operator) -> TokenStream {
     let mut steps = Vec::new();
     for port in op.ports() {
         let tr = type_ref(op, port);
-        // The declaration as written: checks it is well-formed (`In<T>` needs a data type) and
-        // keeps the user's `use cameleon::{In, Out}` from looking unused.
-        let field_ty = &port.field_ty;
-        steps.push(quote_spanned!(field_ty.span()=> let _: #p::PhantomData<#field_ty>;));
         let method = match (port.dir, port.optional) {
             (Dir::In, false) => quote!(input),
             (Dir::In, true) => quote!(optional_input),
@@ -382,7 +388,8 @@ fn operator_impl(op: &Operator) -> TokenStream {
     } else {
         let inserts = op.params.iter().map(|prm| {
             let (field, name, ty) = (&prm.field, &prm.name, &prm.ty);
-            let write = quote_spanned!(ty.span()=> <#ty as #p::ParamType>::to_param(&self.#field));
+            let param = quote_spanned!(ty.span()=> #p::param::<#ty>());
+            let write = quote!((#param.write)(&self.#field));
             quote!(__params.insert(#p::ToOwned::to_owned(#name), #write);)
         });
         quote! {
@@ -411,17 +418,26 @@ fn operator_impl(op: &Operator) -> TokenStream {
     } else {
         let fields: Vec<&Ident> = op.state.iter().map(|(f, _)| f).collect();
         let tys: Vec<&syn::Type> = op.state.iter().map(|(_, t)| t).collect();
-        let saves = op.state.iter().map(|(f, t)| {
-            quote_spanned!(t.span()=> #p::save_state::<#t>(&self.#f))
+        let ops: Vec<TokenStream> = op
+            .state
+            .iter()
+            .map(|(_, t)| quote_spanned!(t.span()=> #p::state::<#t>()))
+            .collect();
+        let saves = fields
+            .iter()
+            .zip(&ops)
+            .map(|(f, o)| quote!((#o.save)(&self.#f)));
+        let restores = fields.iter().zip(&ops).enumerate().map(|(i, (f, o))| {
+            let i = syn::Index::from(i);
+            quote!(self.#f = (#o.save)(&__saved.#i);)
         });
-        let idx = (0..fields.len()).map(syn::Index::from);
         quote! {
             fn save_state(&self) -> #p::Option<#p::OpState> {
                 #p::Some(#p::OpState::new((#(#saves,)*)))
             }
             fn restore_state(&mut self, state: &#p::OpState) {
                 if let #p::Some(__saved) = state.get::<(#(#tys,)*)>() {
-                    #(self.#fields = #p::Clone::clone(&__saved.#idx);)*
+                    #(#restores)*
                 }
             }
         }
@@ -471,11 +487,11 @@ fn catalogue(op: &Operator) -> TokenStream {
 
     let infos = op.params.iter().map(|prm| {
         let (name, ty, pdoc) = (&prm.name, &prm.ty, &prm.doc);
-        let span = ty.span();
-        let ty_name = quote_spanned!(span=> <#ty as #p::ParamType>::NAME);
+        let param = quote_spanned!(ty.span()=> #p::param::<#ty>());
+        let ty_name = quote!(#param.name);
         let default = match prm.default.as_ref().and_then(default_json) {
             Some(json) => quote!(#p::Some(#json)),
-            None => quote_spanned!(span=> <#ty as #p::ParamType>::IMPLICIT_DEFAULT),
+            None => quote!(#param.implicit_default),
         };
         quote! {
             #p::ParamInfo { name: #name, ty: #ty_name, default: #default, doc: #pdoc }
@@ -492,16 +508,16 @@ fn catalogue(op: &Operator) -> TokenStream {
 
     let param_inits = op.params.iter().map(|prm| {
         let (field, name, ty) = (&prm.field, &prm.name, &prm.ty);
-        let read = quote_spanned!(ty.span()=> __reader.read::<#ty>(#name));
-        quote!(#field: #read?,)
+        let param = quote_spanned!(ty.span()=> #p::param::<#ty>());
+        quote!(#field: (#param.read)(&__reader, #name)?,)
     });
     let context_inits = op
         .context
         .iter()
         .map(|f| quote!(#f: #p::FromContext::from_context(__cx),));
     let state_inits = op.state.iter().map(|(f, t)| {
-        let init = quote_spanned!(t.span()=> #p::initial_state::<#t>());
-        quote!(#f: #init,)
+        let ops = quote_spanned!(t.span()=> #p::state::<#t>());
+        quote!(#f: (#ops.initial)(),)
     });
     let phantom = (!op.type_params.is_empty()).then(|| quote!(__cameleon_ports: #p::PhantomData,));
     let reader = if op.params.is_empty() {
@@ -558,7 +574,20 @@ fn catalogue(op: &Operator) -> TokenStream {
     }
 }
 
+/// The port fields' types as written, in a type alias: it keeps the user's
+/// `use cameleon::{In, Out}` from looking unused without checking anything twice (an alias does
+/// not check bounds; the port types are checked once, by the spec).
+fn declarations(op: &Operator) -> TokenStream {
+    let tps = &op.type_params;
+    let tys = op.ports().map(|p| &p.field_ty);
+    quote! {
+        #[allow(dead_code)] // only names the declared types
+        type __CameleonDeclaredPorts<#(#tps),*> = (#(#tys,)*);
+    }
+}
+
 fn generate(op: &Operator) -> TokenStream {
+    let declarations = declarations(op);
     let item = cleaned_struct(op);
     let handles = port_handles(op);
     let ports = ports_struct(op);
@@ -569,6 +598,7 @@ fn generate(op: &Operator) -> TokenStream {
         #item
         #handles
         const _: () = {
+            #declarations
             #ports
             #spec
             #operator

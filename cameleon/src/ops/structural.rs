@@ -239,7 +239,11 @@ impl<T: PortType> CanFire for Gate<T> {
 impl<T: PortType> Run for Gate<T> {
     fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         let cond = cx.get(Self::in_condition)?.0;
-        let out = if cond { Self::out_true } else { Self::out_false };
+        let out = if cond {
+            Self::out_true
+        } else {
+            Self::out_false
+        };
         cx.forward(Self::in_data, out)
     }
 }
