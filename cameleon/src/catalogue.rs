@@ -94,6 +94,9 @@ pub struct ParamInfo {
     pub doc: &'static str,
 }
 
+/// The factory of a [`CatalogueEntry`]: builds an instance from `.cm` params.
+pub type BuildFn = fn(&Params, &BuildContext) -> Result<Box<dyn Operator>, ParamError>;
+
 /// An operator type in the catalogue.
 #[derive(Clone, Copy)]
 pub struct CatalogueEntry {
@@ -114,7 +117,7 @@ pub struct CatalogueEntry {
     /// The spec of an instance built with default params (ports, types, emission sets).
     pub spec: fn() -> OpSpec,
     /// Builds an instance from `.cm` params.
-    pub build: fn(&Params, &BuildContext) -> Result<Box<dyn Operator>, ParamError>,
+    pub build: BuildFn,
 }
 
 impl fmt::Debug for CatalogueEntry {
@@ -1008,8 +1011,7 @@ mod tests {
         cat.register::<crate::ops::Gate>().unwrap();
         let e = cat
             .register::<crate::ops::Gate<crate::types::DataString>>()
-            .err()
-            .expect("an error");
+            .expect_err("`gate` is registered twice");
         assert_eq!(e.id, "gate");
         assert!(cat.get("switch").is_some());
     }

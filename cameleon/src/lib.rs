@@ -49,6 +49,65 @@
 //! cvm.step()?;                       // replayed, not re-run
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! ## Declaring an operator
+//!
+//! An operator type is a struct marked [`#[operator]`](operator): its fields declare the ports
+//! (`#[input]`, `#[output]`, taken out of the struct), the `.cm` params (`#[param]`) and the
+//! internal state (every other field). [`Run`] says what a firing does. The macro writes the
+//! [`Operator`] glue, typed port handles (`MyChunker::text`) and a [`CatalogueEntry`] that it
+//! submits to the global [`Catalogue`], so `.cm` files, the CLI and LLMs can name the operator.
+//!
+//! ```
+//! use cameleon::prelude::*;
+//! use cameleon::{BuildContext, Params};
+//!
+//! /// Splits a text into chunks of `size` characters.
+//! #[operator(id = "my_chunker", label = "My chunker", family = behavioral)]
+//! pub struct MyChunker {
+//!     /// characters per chunk
+//!     #[param(default = 512)]
+//!     size: usize,
+//!     #[input]
+//!     text: In<DataString>,
+//!     #[output]
+//!     chunks: Out<DataChunk>,
+//! }
+//!
+//! impl Run for MyChunker {
+//!     fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+//!         let chars: Vec<char> = cx.get(Self::text)?.0.chars().collect();
+//!         let chunks = chars.chunks(self.size.max(1)).map(|c| c.iter().collect()).collect();
+//!         cx.emit(Self::chunks, DataChunk(chunks));
+//!         Ok(())
+//!     }
+//! }
+//!
+//! // A value is its params and state alone: the ports are declarations.
+//! let mut b = Net::builder("chunks");
+//! b.add("src", cameleon::ops::Source::new("abcde"));
+//! b.add("chunk", MyChunker { size: 2 });
+//! b.add("out", cameleon::ops::Sink::new());
+//! b.connect("src.out_data", "chunk.text").connect("chunk.chunks", "out.in_data");
+//! let mut cvm = Cvm::new(b.build()?);
+//! cvm.run()?;
+//! assert_eq!(cvm.received("out")[0].to_json(), serde_json::json!(["ab", "cd", "e"]));
+//!
+//! // The catalogue lists it beside the standard operators, sorted by id…
+//! let catalogue = Catalogue::global();
+//! for entry in catalogue.iter() {
+//!     println!("{:<18} {:<12} {}", entry.id, entry.policy, entry.summary());
+//! }
+//! let entry = catalogue.get("my_chunker").expect("submitted by #[operator]");
+//! assert_eq!(entry.summary(), "Splits a text into chunks of `size` characters.");
+//! assert_eq!(entry.params[0].default, Some("512"));
+//! // …builds it from `.cm` params, with the defaults filled in…
+//! let op = catalogue.build("my_chunker", &Params::new(), &BuildContext::default())?;
+//! assert_eq!(op.params()["size"], 512);
+//! // …and exports it for an LLM writing `.cm` files.
+//! assert!(catalogue.to_markdown().contains("### `my_chunker` — My chunker"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
 // Lets `#[operator]`'s generated `::cameleon::…` paths resolve inside this crate too (the
@@ -66,6 +125,7 @@ pub mod ops;
 pub mod policy;
 pub mod types;
 
+#[doc = include_str!("operator_macro.md")]
 pub use cameleon_macros::operator;
 pub use catalogue::{
     BuildContext, BuildError, Catalogue, CatalogueEntry, Catalogued, FromContext, ParamError,

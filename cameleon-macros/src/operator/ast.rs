@@ -161,12 +161,12 @@ impl Operator {
             };
             match role {
                 Role::Input(p) => {
-                    if let Some(port) = op.port(cx, Dir::In, &ident, field, p, role_span, &doc) {
+                    if let Some(port) = op.port(cx, Dir::In, field, p, role_span, &doc) {
                         op.inputs.push(port);
                     }
                 }
                 Role::Output(p) => {
-                    if let Some(port) = op.port(cx, Dir::Out, &ident, field, p, role_span, &doc) {
+                    if let Some(port) = op.port(cx, Dir::Out, field, p, role_span, &doc) {
                         op.outputs.push(port);
                     }
                 }
@@ -208,12 +208,12 @@ impl Operator {
         &self,
         cx: &Ctxt,
         dir: Dir,
-        ident: &Ident,
         field: &Field,
         args: PortArgs,
         role_span: Span,
         doc: &[String],
     ) -> Option<Port> {
+        let ident = field.ident.as_ref()?;
         let (wrapper, attr) = match dir {
             Dir::In => ("In", "input"),
             Dir::Out => ("Out", "output"),

@@ -200,14 +200,12 @@ fn check_any_ports(cx: &Ctxt, op: &Operator) {
 /// Every port an emission set names is an output.
 fn check_emits(cx: &Ctxt, op: &Operator) {
     let Some(sets) = &op.args.emits else { return };
-    let mut outputs = Vec::new();
-    let mut index = 0;
-    for p in &op.outputs {
-        for (_, n) in p.names(index) {
-            outputs.push(n.to_string());
-        }
-        index += 1;
-    }
+    let outputs: Vec<String> = op
+        .outputs
+        .iter()
+        .flat_map(|p| p.names(0))
+        .map(|(_, n)| n.to_string())
+        .collect();
     for name in sets.iter().flatten() {
         let n = name.to_string();
         if !outputs.contains(&n) {
