@@ -571,7 +571,7 @@ impl<'a> ParamReader<'a> {
 /// by [`Operator::params`], and named in the catalogue.
 ///
 /// Implemented for the integers, `f32`, `f64`, `bool`, `String`, `serde_json::Value` (any YAML
-/// value), [`Test`](crate::ops::Test), and `Vec` and `Option` of each of them. Implement it for a
+/// value), [`Test`], and `Vec` and `Option` of each of them. Implement it for a
 /// type of your own to use it as a param.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be read from `.cm` params",

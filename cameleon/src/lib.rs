@@ -13,7 +13,7 @@
 //! |---|---|
 //! | [`types`] | data types and values (SPEC §9) |
 //! | [`connection`] | connections, their states, tokens (§2) |
-//! | [`operator`] | operators: spec, `can_fire`, `run`, `rollback` (§3–§5) |
+//! | [`operator`](mod@operator) | operators: spec, `can_fire`, `run`, `rollback` (§3–§5) |
 //! | [`policy`] | the built-in firing policies (§3) |
 //! | [`net`] | the validated net (§1) |
 //! | [`engine`] | the CVM: forward, backward, replay, end states (§4–§6) |
@@ -52,7 +52,7 @@
 //!
 //! ## Declaring an operator
 //!
-//! An operator type is a struct marked [`#[operator]`](operator): its fields declare the ports
+//! An operator type is a struct marked [`#[operator]`](macro@operator): its fields declare the ports
 //! (`#[input]`, `#[output]`, taken out of the struct), the `.cm` params (`#[param]`) and the
 //! internal state (every other field). [`Run`] says what a firing does. The macro writes the
 //! [`Operator`] glue, typed port handles (`MyChunker::text`) and a [`CatalogueEntry`] that it

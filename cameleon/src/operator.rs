@@ -2,7 +2,7 @@
 //! (SPEC §3–§5).
 //!
 //! [`Operator`] is the object-safe trait the engine calls. Users normally declare operators with
-//! `#[operator]` and implement [`Run`](crate::Run); the macro writes the `Operator` glue.
+//! `#[operator]` and implement [`Run`]; the macro writes the `Operator` glue.
 
 use std::any::Any as StdAny;
 use std::borrow::Cow;
@@ -33,7 +33,7 @@ impl TypeRef {
     }
 
     /// For a generic structural operator: `T` itself, or the type variable `var` when `T` is
-    /// [`Any`] (the operator was built without a concrete type, as the `.cm` loader does).
+    /// [`Any`](crate::types::Any) (the operator was built without a concrete type, as the `.cm` loader does).
     pub fn var_or<T: PortType>(var: u8) -> Self {
         if T::INFO.is_any() {
             TypeRef::Var(var)
@@ -231,7 +231,7 @@ impl InputSet {
     }
 }
 
-/// The object-safe operator interface the engine calls. See [`Run`](crate::Run) for the
+/// The object-safe operator interface the engine calls. See [`Run`] for the
 /// user-facing typed form.
 ///
 /// The engine knows nothing of any particular operator: it asks [`can_fire`](Self::can_fire),

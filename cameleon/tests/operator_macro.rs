@@ -218,3 +218,30 @@ fn generic_structural_operator_is_typed_by_its_parameter() {
     let e = b.build().expect_err("DataJSON into a Relay<DataString>");
     assert!(e.to_string().contains("DataString"), "{e}");
 }
+
+#[test]
+fn generic_operators_infer_their_type_from_typed_connections() {
+    use cameleon::dsl::check_connection;
+    use cameleon::ops::{Fork, Format, Join, Merge};
+
+    // What `pipeline!` writes: each connection checked through the port handles. Nothing names
+    // the fork's, the merge's or the join's type; the connections fix it. (With `dsl.rs` as it
+    // is, a type flows from a typed input upstream to a generic output, not the other way.)
+    let src = Source::new("x");
+    let fork = Fork::new(2).expect("arity 2");
+    let merge = Merge::default();
+    let join = Join::new(3).expect("arity 3");
+    let format = Format::default();
+    let sink = Sink::new();
+    check_connection(ports_of(&src).out_data, ports_of(&fork).in_data);
+    check_connection(ports_of(&fork).out_a, ports_of(&merge).in_a);
+    check_connection(ports_of(&merge).out_data, ports_of(&format).in_main);
+    check_connection(ports_of(&fork).out_b, ports_of(&join).in_a);
+    check_connection(ports_of(&src).out_data, ports_of(&join).in_b); // any type
+    check_connection(ports_of(&join).out_data, ports_of(&format).in_meta);
+    check_connection(ports_of(&format).out_data, ports_of(&sink).in_data); // accepts any type
+    assert_eq!(fork.spec().outputs[1].ty, TypeRef::of::<DataString>());
+    assert_eq!(merge.spec().inputs[1].ty, TypeRef::of::<DataString>());
+    assert_eq!(join.spec().outputs[0].ty, TypeRef::of::<DataString>());
+    assert_eq!(join.spec().inputs[2].ty, TypeRef::Var(2));
+}

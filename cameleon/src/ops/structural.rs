@@ -406,3 +406,43 @@ impl Run for Accumulator {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::operator::Operator;
+
+    #[test]
+    fn accumulator_rollback_restores_the_collected_items() {
+        let mut acc = Accumulator::new(3);
+        acc.items = vec![json!(1)];
+        let before = acc.save_state();
+        acc.items.push(json!(2));
+        let after = acc.save_state();
+        Operator::rollback(&mut acc, before.as_ref(), &[]);
+        assert_eq!(acc.items, [json!(1)]);
+        Operator::replay(&mut acc, after.as_ref(), &[]);
+        assert_eq!(acc.items, [json!(1), json!(2)]);
+    }
+
+    #[test]
+    fn stateless_structural_operators_save_nothing() {
+        assert!(Fork::<Any>::default().save_state().is_none());
+        assert!(Merge::<DataBool>::default().save_state().is_none());
+    }
+
+    #[test]
+    fn typed_instances_keep_their_types_and_untyped_ones_are_variables() {
+        use crate::operator::TypeRef;
+        let typed = Barrier::<DataBool, DataJSON>::new(3).unwrap().spec();
+        assert_eq!(typed.inputs[0].ty, TypeRef::of::<DataBool>());
+        assert_eq!(typed.outputs[1].ty, TypeRef::of::<DataJSON>());
+        assert_eq!(typed.outputs[2].ty, TypeRef::Var(2));
+        let untyped = Gate::<Any>::new().spec();
+        assert_eq!(untyped.inputs[0].ty, TypeRef::Var(0));
+        assert_eq!(untyped.inputs[1].ty, TypeRef::of::<DataBool>());
+        assert!(Join::<Any>::new(1).is_err());
+    }
+}
