@@ -252,10 +252,11 @@ impl Operator {
                     return None;
                 }
             },
-            None => Ident::new(&unraw(ident), ident.span()),
+            // A raw field (`r#type`) keeps its raw handle; the port is named `type`.
+            None => ident.clone(),
         };
         let variadic = args.variadic.and_then(|param| {
-            let n = name.to_string();
+            let n = unraw(&name);
             let letter = n
                 .rsplit_once('_')
                 .filter(|(p, l)| !p.is_empty() && l.len() == 1 && l.as_bytes()[0].is_ascii_lowercase());

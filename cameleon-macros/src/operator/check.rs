@@ -17,6 +17,31 @@ pub fn check(cx: &Ctxt, op: &Operator) {
     check_any_ports(cx, op);
     check_emits(cx, op);
     check_param_defaults(cx, op);
+    check_param_types_are_concrete(cx, op);
+}
+
+/// A param's type does not name a type parameter: the catalogue builds a generic operator with
+/// `Any` for each, and `.cm` params are read before any type is known.
+fn check_param_types_are_concrete(cx: &Ctxt, op: &Operator) {
+    fn mentions(tokens: proc_macro2::TokenStream, names: &[syn::Ident]) -> Option<syn::Ident> {
+        tokens.into_iter().find_map(|tt| match tt {
+            proc_macro2::TokenTree::Ident(i) if names.contains(&i) => Some(i),
+            proc_macro2::TokenTree::Group(g) => mentions(g.stream(), names),
+            _ => None,
+        })
+    }
+    for p in &op.params {
+        let ty = &p.ty;
+        if let Some(t) = mentions(quote::quote!(#ty), &op.type_params) {
+            cx.error_spanned_by(
+                ty,
+                format!(
+                    "param `{}` cannot depend on the type parameter `{t}`: params are read from `.cm` for the operator built with `Any`; give it a concrete type",
+                    p.name
+                ),
+            );
+        }
+    }
 }
 
 /// `id` is given, and is a `.cm` type id: lowercase ASCII letters, digits and `_`, starting with

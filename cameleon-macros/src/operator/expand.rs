@@ -7,7 +7,7 @@ use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, Generics, Ident, parse_quote};
 
-use super::ast::{Dir, Operator, Port, PortKind};
+use super::ast::{Dir, Operator, Port, PortKind, unraw};
 use super::attr::{Family, Policy};
 use super::check::{self, default_json};
 use crate::ctxt::Ctxt;
@@ -107,24 +107,43 @@ fn cleaned_struct(op: &Operator) -> TokenStream {
     }
 }
 
-/// Each handle a port declares: `(name, index, handle type with `owner` as the operator type,
-/// shown in docs)`.
-fn handles(op: &Operator, owner: &TokenStream) -> Vec<(Ident, usize, TokenStream, bool)> {
+/// One port handle: a constant of the operator type and a field of its `Ports`.
+struct Handle {
+    name: Ident,
+    index: usize,
+    /// The handle's type, with `owner` as the operator type.
+    ty: TokenStream,
+    /// Its constructor (`InPort::new`…).
+    ctor: TokenStream,
+    /// Whether it is the declared port (not a further port of a variadic group).
+    declared: bool,
+}
+
+/// Every handle the ports declare.
+fn handles(op: &Operator, owner: &TokenStream) -> Vec<Handle> {
     let p = private();
-    let mut out: Vec<(Ident, usize, TokenStream, bool)> = Vec::new();
+    let mut out: Vec<Handle> = Vec::new();
     for (dir, ports) in [(Dir::In, &op.inputs), (Dir::Out, &op.outputs)] {
         for (i, port) in ports.iter().enumerate() {
             let ty = &port.ty;
             let accepts_any = dir == Dir::In && port.kind == PortKind::Any;
-            let handle = match dir {
-                Dir::In if accepts_any => quote!(#p::AnyInPort<#owner>),
-                Dir::In => quote!(#p::InPort<#owner, #ty>),
-                Dir::Out => quote!(#p::OutPort<#owner, #ty>),
+            let (handle, ctor) = match dir {
+                Dir::In if accepts_any => {
+                    (quote!(#p::AnyInPort<#owner>), quote!(#p::AnyInPort::new))
+                }
+                Dir::In => (quote!(#p::InPort<#owner, #ty>), quote!(#p::InPort::new)),
+                Dir::Out => (quote!(#p::OutPort<#owner, #ty>), quote!(#p::OutPort::new)),
             };
             for (k, (index, name)) in port.names(i).into_iter().enumerate() {
                 // A duplicate is an error reported by `check`; the fallback keeps the first.
-                if !out.iter().any(|(n, ..)| *n == name) {
-                    out.push((name, index, handle.clone(), k == 0));
+                if !out.iter().any(|h| h.name == name) {
+                    out.push(Handle {
+                        name,
+                        index,
+                        ty: handle.clone(),
+                        ctor: ctor.clone(),
+                        declared: k == 0,
+                    });
                 }
             }
         }
@@ -157,40 +176,32 @@ fn port_doc(op: &Operator, port: &Port, name: &Ident) -> String {
 }
 
 fn port_handles(op: &Operator) -> TokenStream {
-    let p = private();
     let ident = &op.ident;
     let vis = &op.vis;
     let g = bounded_generics(op);
     let (impl_g, ty_g, where_c) = g.split_for_impl();
-    let consts = handles(op, &quote!(Self))
-        .into_iter()
-        .map(|(name, index, handle, first)| {
-            let port = op
-                .ports()
-                .find(|port| port.names(0).iter().any(|(_, n)| *n == name))
-                .map(|port| port_doc(op, port, &name))
-                .unwrap_or_default();
-            let hidden = (!first).then(|| quote!(#[doc(hidden)]));
-            let index = index as u16;
-            let ctor = if handle.to_string().contains("AnyInPort") {
-                quote!(#p::AnyInPort::new)
-            } else if op
-                .inputs
-                .iter()
-                .any(|i| i.names(0).iter().any(|(_, n)| *n == name))
-            {
-                quote!(#p::InPort::new)
-            } else {
-                quote!(#p::OutPort::new)
-            };
-            let text = name.to_string();
-            quote! {
-                #[doc = #port]
-                #hidden
-                #vis const #name: #handle = #ctor(#index, #text);
-            }
-        });
-    let _ = p;
+    let consts = handles(op, &quote!(Self)).into_iter().map(|h| {
+        let Handle {
+            name,
+            index,
+            ty,
+            ctor,
+            declared,
+        } = h;
+        let doc = op
+            .ports()
+            .find(|port| port.names(0).iter().any(|(_, n)| *n == name))
+            .map(|port| port_doc(op, port, &name))
+            .unwrap_or_default();
+        let hidden = (!declared).then(|| quote!(#[doc(hidden)]));
+        let index = index as u16;
+        let text = unraw(&name);
+        quote! {
+            #[doc = #doc]
+            #hidden
+            #vis const #name: #ty = #ctor(#index, #text);
+        }
+    });
     quote! {
         // Port handles are named after their ports (`Chunker::in_data`), like fields.
         #[allow(non_upper_case_globals)]
@@ -209,13 +220,17 @@ fn ports_struct(op: &Operator) -> TokenStream {
     let (impl_g, ty_g, where_c) = g.split_for_impl();
     let owner = quote!(#ident #ty_g);
     let hs = handles(op, &owner);
-    let fields = hs.iter().map(|(name, _, handle, _)| {
-        let doc = format!("The handle of port `{name}`.");
-        quote!(#[doc = #doc] pub #name: #handle)
+    let fields = hs.iter().map(|h| {
+        let (name, ty) = (&h.name, &h.ty);
+        let doc = format!("The handle of port `{}`.", unraw(name));
+        quote!(#[doc = #doc] pub #name: #ty)
     });
-    let inits = hs.iter().map(|(name, ..)| quote!(#name: <#owner>::#name));
-    let debug_fields = hs.iter().map(|(name, ..)| {
-        let text = name.to_string();
+    let inits = hs.iter().map(|h| {
+        let name = &h.name;
+        quote!(#name: <#owner>::#name)
+    });
+    let debug_fields = hs.iter().map(|h| {
+        let (name, text) = (&h.name, unraw(&h.name));
         quote!(.field(#text, &self.#name))
     });
     let doc = format!("The port handles of [`{ident}`], one field per port (for `pipeline!`).");
@@ -328,7 +343,7 @@ fn spec_fn(op: &Operator) -> TokenStream {
         };
         steps.push(match &port.variadic {
             None => {
-                let name = port.name.to_string();
+                let name = unraw(&port.name);
                 quote!(let __s = __s.#method(#name, #tr);)
             }
             Some(v) => {
@@ -352,6 +367,19 @@ fn spec_fn(op: &Operator) -> TokenStream {
         });
         steps.push(quote!(let __s = __s.emits(&[#(#sets),*]);));
     }
+    let initial_state = (!op.state.is_empty()).then(|| {
+        let tys = op.state.iter().map(|(_, t)| t);
+        let inits = op.state.iter().map(|(_, t)| {
+            let ops = quote_spanned!(t.span()=> #p::state::<#t>());
+            quote!((#ops.initial)())
+        });
+        quote! {
+            #[doc(hidden)]
+            fn __cameleon_initial_state() -> (#(#tys,)*) {
+                (#(#inits,)*)
+            }
+        }
+    });
     quote! {
         impl #impl_g #ident #ty_g #where_c {
             #[doc(hidden)]
@@ -360,6 +388,7 @@ fn spec_fn(op: &Operator) -> TokenStream {
                 #(#steps)*
                 __s
             }
+            #initial_state
         }
     }
 }
@@ -515,10 +544,17 @@ fn catalogue(op: &Operator) -> TokenStream {
         .context
         .iter()
         .map(|f| quote!(#f: #p::FromContext::from_context(__cx),));
-    let state_inits = op.state.iter().map(|(f, t)| {
-        let ops = quote_spanned!(t.span()=> #p::state::<#t>());
-        quote!(#f: (#ops.initial)(),)
-    });
+    // Through the generic impl: a state type may name the type parameters, not in scope here.
+    let state_vars: Vec<Ident> = (0..op.state.len())
+        .map(|i| format_ident!("__state{}", i))
+        .collect();
+    let state_init = (!op.state.is_empty())
+        .then(|| quote!(let (#(#state_vars,)*) = <#any_ty>::__cameleon_initial_state();));
+    let state_inits = op
+        .state
+        .iter()
+        .zip(&state_vars)
+        .map(|((f, _), v)| quote!(#f: #v,));
     let phantom = (!op.type_params.is_empty()).then(|| quote!(__cameleon_ports: #p::PhantomData,));
     let reader = if op.params.is_empty() {
         quote!(#p::ParamReader::new(__params, __CAMELEON_PARAMS)?;)
@@ -544,6 +580,7 @@ fn catalogue(op: &Operator) -> TokenStream {
             #cx_name: &#p::BuildContext,
         ) -> #p::Result<#p::Box<dyn #p::Operator>, #p::ParamError> {
             #reader
+            #state_init
             let __op: #any_ty = #ident {
                 #(#param_inits)*
                 #(#context_inits)*
