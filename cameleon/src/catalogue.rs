@@ -392,7 +392,11 @@ impl Catalogue {
                     .into_iter()
                     .map(|set| {
                         let names: Vec<String> = set.iter().map(|n| format!("`{n}`")).collect();
-                        format!("{{{}}}", names.join(", "))
+                        if names.is_empty() {
+                            "nothing".to_owned()
+                        } else {
+                            format!("{{{}}}", names.join(", "))
+                        }
                     })
                     .collect();
                 let _ = writeln!(md, "- emits one of: {}", sets.join(" or "));

@@ -1,6 +1,6 @@
 //! Code generation for `#[operator]`. Everything is generated against
 //! `::cameleon::__private`, inside a `const _: () = { … };` block, except the struct itself
-//! (its port fields removed) and the port handles.
+//! (its port fields removed).
 
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
@@ -633,8 +633,8 @@ fn generate(op: &Operator) -> TokenStream {
     let catalogue = catalogue(op);
     quote! {
         #item
-        #handles
         const _: () = {
+            #handles
             #declarations
             #ports
             #spec
