@@ -790,3 +790,27 @@ fn branch_never_taken_is_unreached_not_a_deadlock() {
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(cvm.unreached(), ["g.out_false -> no.in_data"]);
 }
+
+#[test]
+fn history_costs_at_most_64_bytes_per_firing_excluding_payloads() {
+    // A chain of 1 000 transforms: every firing consumes one connection and writes one.
+    let mut b = Net::builder("chain");
+    b.add("src", Source::new("x"));
+    let mut prev = "src.out_data".to_owned();
+    for i in 0..1_000 {
+        b.add(format!("t{i}"), Transform::new());
+        b.connect(prev, format!("t{i}.in_data"));
+        prev = format!("t{i}.out_data");
+    }
+    b.add("out", Sink::new());
+    b.connect(prev, "out.in_data");
+    let mut cvm = Cvm::new(b.build().unwrap());
+    cvm.run().unwrap();
+    let h = cvm.history();
+    let per_firing = h.footprint_bytes() / h.recorded_firings();
+    assert!(per_firing <= 64, "{per_firing} bytes per firing");
+    assert!(
+        per_firing >= 40,
+        "the count must include the delta records and token handles"
+    );
+}
