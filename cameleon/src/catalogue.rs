@@ -94,7 +94,7 @@ pub struct ParamInfo {
     pub doc: &'static str,
 }
 
-/// The factory of a [`CatalogueEntry`]: builds an instance from `.cm` params.
+/// Builds an operator instance from `.cm` params.
 pub type BuildFn = fn(&Params, &BuildContext) -> Result<Box<dyn Operator>, ParamError>;
 
 /// An operator type in the catalogue.
