@@ -160,7 +160,8 @@ pub mod prelude {
     };
     pub use crate::policy::{Enabling, Family, Policy};
     pub use crate::types::{
-        Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, Value,
+        Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, PortType,
+        Value,
     };
     pub use cameleon_macros::operator;
 }

@@ -5,11 +5,11 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use cameleon::Params;
 use cameleon::catalogue::{BuildContext, Catalogue, Catalogued};
 use cameleon::dsl::{HasPorts, ports_of};
 use cameleon::ops::{Const, Sink, Source};
 use cameleon::prelude::*;
-use cameleon::{Params, PortType};
 use serde_json::json;
 
 /// Repeats a text `times` times, separated by `sep`.

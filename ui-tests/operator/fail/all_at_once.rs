@@ -18,6 +18,5 @@ impl<T: PortType> Run for Messy<T> {
     }
 }
 
-use cameleon::PortType;
 
 fn main() {}

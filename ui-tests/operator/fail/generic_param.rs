@@ -1,7 +1,6 @@
 // Asserts: a param whose type names the operator's type parameter is an error at that type:
 // the catalogue reads params for the operator built with `Any`.
 use cameleon::prelude::*;
-use cameleon::PortType;
 
 #[operator(id = "holder", family = structural)]
 pub struct Holder<T: PortType = Any> {

@@ -1,7 +1,6 @@
 // Asserts: a port declared with a raw identifier (`r#type`) is named `type` and its handle is
 // `Op::r#type`; internal state may use the type parameter and is restored by a rollback.
 use cameleon::prelude::*;
-use cameleon::PortType;
 
 /// Remembers what it passed on.
 #[operator(id = "memo", family = structural)]
