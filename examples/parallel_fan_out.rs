@@ -15,11 +15,11 @@ use cameleon::prelude::*;
 fn net() -> Result<Net, cameleon::NetError> {
     let mut b = Net::builder("fan-out");
     b.add("src", Source::new("hello"));
-    b.add("fork", Fork::new(8).expect("2..=26 outputs"));
+    b.add("fork", Fork::<Any>::new(8).expect("2..=26 outputs"));
     for i in 0..8 {
         b.add(format!("wait_{i}"), Delay::new(200));
     }
-    b.add("join", Join::new(8).expect("2..=26 inputs"));
+    b.add("join", Join::<Any>::new(8).expect("2..=26 inputs"));
     b.add("out", Sink::new());
     b.connect("src.out_data", "fork.in_data");
     for i in 0..8 {

@@ -15,11 +15,11 @@ use serde_json::json;
 fn fan_out(width: usize, mode: Mode, op: impl Fn() -> Box<dyn Operator>) -> Cvm {
     let mut b = Net::builder("fan-out");
     b.add("src", Source::new("payload"));
-    b.add("fork", Fork::new(width).expect("arity"));
+    b.add("fork", Fork::<Any>::new(width).expect("arity"));
     for i in 0..width {
         b.add_boxed(format!("work_{i}"), op());
     }
-    b.add("join", Join::new(width).expect("arity"));
+    b.add("join", Join::<Any>::new(width).expect("arity"));
     b.add("out", Sink::new());
     b.connect("src.out_data", "fork.in_data");
     for i in 0..width {
@@ -57,8 +57,8 @@ impl Operator for Pass {
 fn ladder(depth: usize, mode: Mode, kind: Execution) -> Cvm {
     let mut b = Net::builder("ladder");
     b.add("src", Source::new("payload"));
-    b.add("fork", Fork::new(8).expect("arity"));
-    b.add("join", Join::new(8).expect("arity"));
+    b.add("fork", Fork::<Any>::new(8).expect("arity"));
+    b.add("join", Join::<Any>::new(8).expect("arity"));
     b.add("out", Sink::new());
     for i in 0..8 {
         let l = (b'a' + i as u8) as char;
@@ -81,11 +81,11 @@ fn ladder(depth: usize, mode: Mode, kind: Execution) -> Cvm {
 fn count_loop(n: i64) -> Cvm {
     let mut b = Net::builder("count");
     b.add("zero", Const::new(json!(0)));
-    b.add("loop", Merge::default());
+    b.add("loop", Merge::<Any>::default());
     b.add("inc", Counter::new());
     b.add(
         "check",
-        Guard::new(Test::parse(&json!({"lt": n})).expect("test")),
+        Guard::<Any>::new(Test::parse(&json!({"lt": n})).expect("test")),
     );
     b.add("out", Sink::new());
     b.connect("zero.out_data", "loop.in_a")

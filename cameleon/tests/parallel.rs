@@ -1,7 +1,7 @@
 //! Parallel (maximal-step) mode, async operators, timeouts, retries, cancellation and events
 //! (SPEC §7).
 
-mod common;
+mod probe;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,17 +10,17 @@ use std::time::{Duration, Instant};
 use cameleon::ops::{Delay, Fork, Join, Merge, Sink, Source, Transform};
 use cameleon::prelude::*;
 use cameleon::{Catalogue, Event, Marking, OpSettings, Params, Policy, ProblemKind, Retry};
-use common::{Probe, marking_json, trace};
+use probe::{Probe, marking_json, trace};
 
 /// The example of the issue: source → fork(8) → 8 delays → join(8) → sink.
 fn fan_out(ms: u64, mode: Mode) -> Cvm {
     let mut b = Net::builder("fan-out");
     b.add("src", Source::new("payload"));
-    b.add("fork", Fork::new(8).unwrap());
+    b.add("fork", Fork::<Any>::new(8).unwrap());
     for i in 0..8 {
         b.add(format!("wait_{i}"), Delay::new(ms));
     }
-    b.add("join", Join::new(8).unwrap());
+    b.add("join", Join::<Any>::new(8).unwrap());
     b.add("out", Sink::new());
     b.connect("src.out_data", "fork.in_data");
     for i in 0..8 {
@@ -119,11 +119,11 @@ impl IntoNet for Cvm {
         let _ = self;
         let mut b = Net::builder("fan-out");
         b.add("src", Source::new("payload"));
-        b.add("fork", Fork::new(8).unwrap());
+        b.add("fork", Fork::<Any>::new(8).unwrap());
         for i in 0..8 {
             b.add(format!("wait_{i}"), Delay::new(1));
         }
-        b.add("join", Join::new(8).unwrap());
+        b.add("join", Join::<Any>::new(8).unwrap());
         b.add("out", Sink::new());
         b.connect("src.out_data", "fork.in_data");
         for i in 0..8 {
@@ -144,7 +144,7 @@ fn a_connection_written_in_a_step_is_not_consumed_in_that_step() {
     b.add("s1", Source::new("one"));
     b.add("s2", Source::new("two"));
     b.add("t", Transform::new());
-    b.add("m", Merge::default());
+    b.add("m", Merge::<Any>::default());
     b.add("out", Sink::new());
     b.connect("s1.out_data", "t.in_data")
         .connect("s2.out_data", "m.in_b")
@@ -180,7 +180,7 @@ fn a_connection_written_in_a_step_is_not_consumed_in_that_step() {
 fn three_way(bad: Probe, a: Probe, c: Probe) -> Cvm {
     let mut b = Net::builder("three");
     b.add("src", Source::new("x"));
-    b.add("fork", Fork::new(3).unwrap());
+    b.add("fork", Fork::<Any>::new(3).unwrap());
     b.add("a", a);
     b.add("bad", bad);
     b.add("c", c);
@@ -333,7 +333,7 @@ fn back_undoes_a_maximal_step_and_forward_replays_it_without_running() {
     let calls = Arc::new(AtomicUsize::new(0));
     let mut b = Net::builder("replay");
     b.add("src", Source::new("x"));
-    b.add("fork", Fork::new(3).unwrap());
+    b.add("fork", Fork::<Any>::new(3).unwrap());
     for i in 0..3 {
         b.add(
             format!("p{i}"),
@@ -698,7 +698,7 @@ fn nets_differing_only_in_instance_settings_are_different() {
 fn blocking_operators_of_a_step_run_at_the_same_time() {
     let mut b = Net::builder("blocking");
     b.add("src", Source::new("x"));
-    b.add("fork", Fork::new(4).unwrap());
+    b.add("fork", Fork::<Any>::new(4).unwrap());
     for i in 0..4 {
         b.add(
             format!("p{i}"),
@@ -838,7 +838,7 @@ async fn the_event_channel_streams_sequential_runs_too() {
 async fn dropping_a_step_future_mid_way_leaves_the_engine_consistent() {
     let mut b = Net::builder("drop");
     b.add("src", Source::new("x"));
-    b.add("fork", Fork::new(2).unwrap());
+    b.add("fork", Fork::<Any>::new(2).unwrap());
     let mut slow_async = Probe::new(1, 1, Execution::Async).sleep(10_000);
     slow_async.dirty_before_wait = true;
     b.add("slow_async", slow_async);
@@ -892,10 +892,10 @@ async fn step_async_in_sequential_mode_gives_the_sync_trace() {
     let make = || {
         let mut b = Net::builder("seq");
         b.add("src", Source::new("x"));
-        b.add("fork", Fork::new(2).unwrap());
+        b.add("fork", Fork::<Any>::new(2).unwrap());
         b.add("p", Probe::new(1, 1, Execution::Async).sleep(2));
         b.add("q", Probe::new(1, 1, Execution::Blocking).sleep(1));
-        b.add("j", Join::new(2).unwrap());
+        b.add("j", Join::<Any>::new(2).unwrap());
         b.add("out", Sink::new());
         b.connect("src.out_data", "fork.in_data")
             .connect("fork.out_a", "p.in_0")

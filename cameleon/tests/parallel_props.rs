@@ -2,7 +2,7 @@
 //! `All` nets end in the same marking in both modes, and a maximal step is "every consumption,
 //! then every emission".
 
-mod common;
+mod probe;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicU64;
 use cameleon::ops::{Const, Counter, Fork, Guard, Join, Merge, Sink, Source, Test};
 use cameleon::prelude::*;
 use cameleon::{ConnId, Marking, Policy};
-use common::{Probe, marking_json, trace};
+use probe::{Probe, marking_json, trace};
 use proptest::prelude::*;
 
 /// A random net as plain data, so the same net can be built for several runs.
@@ -154,14 +154,14 @@ fn build(shape: &Shape, mode: Mode, jitter_seed: u64) -> Cvm {
         match op {
             OpShape::Source(v) => b.add(name, Source::new(v.clone())),
             OpShape::Zero => b.add(name, Const::new(serde_json::json!(0))),
-            OpShape::Merge => b.add(name, Merge::default()),
+            OpShape::Merge => b.add(name, Merge::<Any>::default()),
             OpShape::Counter => b.add(name, Counter::new()),
             OpShape::Guard(n) => b.add(
                 name,
-                Guard::new(Test::parse(&serde_json::json!({"lt": n})).unwrap()),
+                Guard::<Any>::new(Test::parse(&serde_json::json!({"lt": n})).unwrap()),
             ),
-            OpShape::Fork => b.add(name, Fork::new(2).unwrap()),
-            OpShape::Join => b.add(name, Join::new(2).unwrap()),
+            OpShape::Fork => b.add(name, Fork::<Any>::new(2).unwrap()),
+            OpShape::Join => b.add(name, Join::<Any>::new(2).unwrap()),
             OpShape::Work {
                 n_in,
                 n_out,

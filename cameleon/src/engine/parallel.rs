@@ -35,10 +35,10 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::{
-    Cvm, EndState, Event, Observer, RunError, Step, StepError, Topo, check_emissions, gather,
+    Advance, Cvm, EndState, Event, Observer, RunError, Step, StepError, Topo, check_emissions,
     panic_message,
 };
-use crate::connection::{ConnState, OpId, Token};
+use crate::connection::{ConnState, Token};
 use crate::history::NONE;
 use crate::net::{Mode, OpNode};
 use crate::operator::{
@@ -154,6 +154,11 @@ impl Cvm {
     /// [`net`](Self::net) may show a half-fired operator's state). Prefer the
     /// [`cancel_token`](Self::cancel_token), which restores everything before returning.
     pub async fn step_async(&mut self) -> Result<Step, StepError> {
+        let advanced = self.advance_async().await?;
+        Ok(self.describe(advanced))
+    }
+
+    async fn advance_async(&mut self) -> Result<Advance, StepError> {
         if !self.pending.is_empty() {
             self.restore_pending();
         }
@@ -170,13 +175,11 @@ impl Cvm {
             self.restore_pending();
         }
         let redo = std::mem::take(&mut self.hist.redo);
-        match self.execute_step().await {
-            Ok(s @ Step::Fired { .. }) => Ok(s),
-            other => {
-                self.hist.redo = redo; // nothing fired: keep the future as it was
-                other
-            }
+        let advanced = self.execute_step().await;
+        if !matches!(advanced, Ok(Advance::Fired { .. })) {
+            self.hist.redo = redo; // nothing fired: keep the future as it was
         }
+        Ok(self.describe(advanced?))
     }
 
     /// Runs forward to an end state, asynchronously (see [`step_async`](Self::step_async)): the
@@ -190,10 +193,10 @@ impl Cvm {
     /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let mut b = Net::builder("fan-out");
     /// b.add("src", Source::new("hi"));
-    /// b.add("fork", Fork::new(2)?);
+    /// b.add("fork", Fork::<Any>::new(2)?);
     /// b.add("slow", Delay::new(30));
     /// b.add("slower", Delay::new(40));
-    /// b.add("join", Join::new(2)?);
+    /// b.add("join", Join::<Any>::new(2)?);
     /// b.add("out", Sink::new());
     /// b.connect("src.out_data", "fork.in_data")
     ///     .connect("fork.out_a", "slow.in_data")
@@ -216,9 +219,9 @@ impl Cvm {
             if self.cancel.take() {
                 break EndState::Cancelled;
             }
-            match self.step_async().await {
-                Ok(Step::Fired { .. }) => {}
-                Ok(Step::Ended(end)) => break end,
+            match self.advance_async().await {
+                Ok(Advance::Fired { .. }) => {}
+                Ok(Advance::Ended(end)) => break end,
                 Err(StepError::Operator { op, error }) => {
                     break EndState::Error {
                         op,
@@ -242,21 +245,21 @@ impl Cvm {
     }
 
     /// Executes one step anew: every enabled operator (parallel) or the first (sequential).
-    pub(super) async fn execute_step(&mut self) -> Result<Step, StepError> {
+    pub(super) async fn execute_step(&mut self) -> Result<Advance, StepError> {
         let ops: Vec<usize> = match self.mode {
             Mode::Parallel => self.enabled.iter().collect(),
             Mode::Sequential => self.enabled.first().into_iter().collect(),
         };
         if ops.is_empty() {
-            return Ok(Step::Ended(
+            return Ok(Advance::Ended(
                 self.terminal_state().unwrap_or(EndState::Completed),
             ));
         }
         if let Some(end) = ops.iter().find_map(|&o| self.limit_before(o)) {
-            return Ok(Step::Ended(end));
+            return Ok(Advance::Ended(end));
         }
         if self.cancel.take() {
-            return Ok(Step::Ended(EndState::Cancelled));
+            return Ok(Advance::Ended(EndState::Cancelled));
         }
         let step = self.hist.path.len() as u32 + 1;
         let plan = self.plan(&ops);
@@ -338,7 +341,8 @@ impl Cvm {
                 events: None,
                 name_for_events: "",
             };
-            let OpNode { name, spec, op, .. } = &mut net.ops[o];
+            let OpNode { meta, op } = &mut net.ops[o];
+            let (name, spec) = (&meta.name, &meta.spec);
             let result = attempt_inline(&mut **op, name, &cx).and_then(|e| checked(e, &cx, spec));
             let failed = result.is_err();
             let out = Outcome {
@@ -365,17 +369,11 @@ impl Cvm {
     fn plan(&mut self, ops: &[usize]) -> Plan {
         let mut plan = Plan::default();
         for &o in ops {
-            gather(
-                &self.topo,
-                &self.state,
-                o,
-                &mut self.s.ins,
-                &mut self.s.outs,
-            );
             // Only inputs NEW now are consumed: a connection another firing of the step writes
             // is not NEW now, and must stay NEW after the step.
-            let new = InputSet::new_inputs(&self.s.ins);
-            let consumes = self.net.ops[o].op.consumes(&self.s.ins);
+            let ins = &self.ports.inputs[self.topo.in_range(o)];
+            let new = InputSet::new_inputs(ins);
+            let consumes = self.net.ops[o].op.consumes(ins);
             plan.consumes.push(InputSet(consumes.0 & new.0));
             plan.slot_start.push(plan.slots.len());
             plan.slots.extend(self.topo.ins(o).iter().map(|&c| {
@@ -403,7 +401,7 @@ impl Cvm {
         ops: &[usize],
         plan: &Plan,
         ran: Ran,
-    ) -> Result<Step, StepError> {
+    ) -> Result<Advance, StepError> {
         let pending = std::mem::take(&mut self.pending);
         let failed = ran
             .outcomes
@@ -431,7 +429,7 @@ impl Cvm {
             });
             if ran.cancelled {
                 self.cancel.take();
-                return Ok(Step::Ended(EndState::Cancelled));
+                return Ok(Advance::Ended(EndState::Cancelled));
             }
             let j = failed.unwrap_or_default();
             let error = match ran.outcomes.into_iter().nth(j).flatten() {
@@ -470,11 +468,7 @@ impl Cvm {
                 replayed: false,
             });
         }
-        Ok(Step::Fired {
-            ops: ops.iter().map(|&o| OpId(o as u32)).collect(),
-            step,
-            replayed: false,
-        })
+        Ok(Advance::Fired { replayed: false })
     }
 }
 
@@ -648,7 +642,8 @@ fn finished(step: u32, name: Option<&String>, out: &Outcome) -> Event {
 
 /// One firing: attempts (with retries) until success, final failure, or `stop`.
 async fn fire(node: &mut OpNode, cx: FiringCx<'_>) -> Outcome {
-    let OpNode { name, spec, op, .. } = node;
+    let OpNode { meta, op } = node;
+    let (name, spec) = (&meta.name, &meta.spec);
     let started = Instant::now();
     let retry = cx.settings.retry;
     // Restored before each retry, so every attempt starts from the same state.

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::io::params;
+use crate::catalogue::{BuildContext, CatalogueEntry, ParamError, ParamInfo, ParamReader};
 use crate::operator::{
     Execution, Firing, OpError, OpFuture, OpSpec, Operator, Params, RunAsync, TypeRef,
     run_async_blocking, run_async_boxed,
@@ -60,7 +60,9 @@ impl Operator for Delay {
             .output("out_data", TypeRef::Var(0))
     }
     fn params(&self) -> Params {
-        params([("ms", json!(self.ms))])
+        let mut p = Params::new();
+        p.insert("ms".into(), json!(self.ms));
+        p
     }
     fn execution(&self) -> Execution {
         Execution::Async
@@ -72,3 +74,28 @@ impl Operator for Delay {
         run_async_boxed(self, cx)
     }
 }
+
+const PARAMS: &[ParamInfo] = &[ParamInfo {
+    name: "ms",
+    ty: "u64",
+    default: Some("100"), // Delay::DEFAULT_MS
+    doc: "milliseconds to wait",
+}];
+
+fn build(params: &Params, _cx: &BuildContext) -> Result<Box<dyn Operator>, ParamError> {
+    let r = ParamReader::new(params, PARAMS)?;
+    Ok(Box::new(Delay::new(r.read::<u64>("ms")?)))
+}
+
+// What `#[operator]` submits for it.
+crate::submit_operator!(CatalogueEntry {
+    id: "delay",
+    aliases: &[],
+    label: "Delay",
+    family: Family::Behavioral,
+    policy: Policy::Any,
+    doc: "Waits `ms` milliseconds without blocking a thread, then passes `in_data` to `out_data` unchanged.\n\nIts ports carry one type variable: `out_data` has the type of whatever feeds `in_data`. Async: in parallel mode the delays of one step overlap.",
+    params: PARAMS,
+    spec: || Operator::spec(&Delay::default()),
+    build,
+});

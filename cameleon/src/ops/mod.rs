@@ -11,7 +11,6 @@
 mod data;
 mod delay;
 mod io;
-mod registry;
 mod structural;
 pub mod test_expr;
 

@@ -1,218 +1,242 @@
-//! Test operators and helpers shared by the parallel-mode tests.
-#![allow(dead_code)] // each test binary uses its own subset of the helpers
+//! Test-only operators and helpers shared by the engine's integration tests.
+#![allow(dead_code)] // each test binary uses a different subset
 
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cameleon::prelude::*;
-use cameleon::{ConnId, OpFuture, OpSettings, OpState, Params, Policy};
+use cameleon::{InputSet, OpState, Params};
 
-/// A configurable behavioral test operator. Each firing counts a call, optionally fails or
-/// panics, waits, bumps its internal state, and emits on every output a string naming itself,
-/// its state and a hash of its inputs (values and which were NEW).
-pub struct Probe {
-    pub n_in: usize,
-    pub n_out: usize,
-    pub policy: Policy,
-    pub kind: Execution,
-    /// Wait per firing (ms). With `jitter`, a random wait in `0..=sleep_ms` instead.
-    pub sleep_ms: u64,
-    pub jitter: Option<Arc<AtomicU64>>,
-    pub calls: Arc<AtomicUsize>,
-    pub rollbacks: Arc<AtomicUsize>,
-    /// The first `fail_first` calls fail.
-    pub fail_first: usize,
-    pub panics: bool,
-    pub declared: OpSettings,
-    /// Internal state: firings applied.
-    pub state: u64,
-    /// Async firings add 100 to the state before waiting (a change a dropped firing leaves).
-    pub dirty_before_wait: bool,
+/// Emits a configured `DataBool` once.
+#[derive(Debug)]
+pub struct BoolSource(pub bool);
+
+impl Operator for BoolSource {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new(
+            "bool_source",
+            "Bool source",
+            Family::Behavioral,
+            Policy::Source,
+        )
+        .output("out_data", TypeRef::of::<DataBool>())
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        cx.emit_at(0, DataBool(self.0));
+        Ok(())
+    }
 }
 
-impl Probe {
-    pub fn new(n_in: usize, n_out: usize, kind: Execution) -> Self {
-        Probe {
-            n_in,
-            n_out,
-            policy: Policy::Any,
-            kind,
-            sleep_ms: 0,
-            jitter: None,
-            calls: Arc::default(),
-            rollbacks: Arc::default(),
-            fail_first: 0,
-            panics: false,
-            declared: OpSettings::NONE,
-            state: 0,
-            dirty_before_wait: false,
+/// Passes a `DataString` through, recording what it saw (value and state of its input).
+#[derive(Debug, Default)]
+pub struct Probe {
+    pub seen: Vec<(String, ConnState)>,
+}
+
+impl Operator for Probe {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("probe", "Probe", Family::Behavioral, Policy::Any)
+            .input("in_data", TypeRef::of::<DataString>())
+            .output("out_data", TypeRef::of::<DataString>())
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        let v = cx.value_at(0).cloned().ok_or("no input")?;
+        let s = v
+            .downcast_ref::<DataString>()
+            .map(|s| s.0.clone())
+            .unwrap_or_default();
+        self.seen.push((s, cx.state_at(0)));
+        cx.emit_at(0, v);
+        Ok(())
+    }
+    fn save_state(&self) -> Option<OpState> {
+        Some(OpState::new(self.seen.clone()))
+    }
+    fn restore_state(&mut self, s: &OpState) {
+        if let Some(v) = s.get::<Vec<(String, ConnState)>>() {
+            self.seen.clone_from(v);
         }
     }
-    pub fn policy(mut self, p: Policy) -> Self {
-        self.policy = p;
-        self
-    }
-    pub fn sleep(mut self, ms: u64) -> Self {
-        self.sleep_ms = ms;
-        self
-    }
-    pub fn jitter(mut self, rng: Arc<AtomicU64>) -> Self {
-        self.jitter = Some(rng);
-        self
-    }
-    pub fn failing(mut self, first: usize) -> Self {
-        self.fail_first = first;
-        self
-    }
-    pub fn panicking(mut self) -> Self {
-        self.panics = true;
-        self
-    }
-    pub fn counting(mut self, calls: &Arc<AtomicUsize>) -> Self {
-        self.calls = Arc::clone(calls);
-        self
-    }
+}
 
-    fn wait(&self) -> Duration {
-        let ms = match &self.jitter {
-            Some(rng) if self.sleep_ms > 0 => next_random(rng) % (self.sleep_ms + 1),
-            _ => self.sleep_ms,
+/// Two `DataString` inputs with a chosen policy; records the states it was fired with and
+/// emits `in_a`'s value.
+#[derive(Debug)]
+pub struct Pair {
+    pub policy: Policy,
+    pub log: Arc<std::sync::Mutex<Vec<[ConnState; 2]>>>,
+}
+
+impl Pair {
+    pub fn new(policy: Policy) -> Self {
+        Pair {
+            policy,
+            log: Arc::default(),
+        }
+    }
+}
+
+impl Operator for Pair {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("pair", "Pair", Family::Behavioral, self.policy)
+            .input("in_a", TypeRef::of::<DataString>())
+            .input("in_b", TypeRef::of::<DataString>())
+            .output("out_data", TypeRef::of::<DataString>())
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        self.log
+            .lock()
+            .unwrap()
+            .push([cx.state_at(0), cx.state_at(1)]);
+        let v = cx
+            .value_at(0)
+            .or(cx.value_at(1))
+            .cloned()
+            .ok_or("no input")?;
+        cx.emit_at(0, v);
+        Ok(())
+    }
+}
+
+/// Fails (or panics) when it fires.
+#[derive(Debug)]
+pub struct Failing {
+    pub panic: bool,
+}
+
+impl Operator for Failing {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("failing", "Failing", Family::Behavioral, Policy::Any)
+            .input("in_data", TypeRef::of::<Any>())
+            .output("out_data", TypeRef::of::<DataString>())
+    }
+    fn run(&mut self, _cx: &mut Firing<'_>) -> Result<(), OpError> {
+        if self.panic {
+            panic!("boom (expected by the test)");
+        }
+        Err(OpError::new("the model is unavailable"))
+    }
+}
+
+/// Emits a `DataBool` on a `DataString` port: a bug the engine must catch.
+#[derive(Debug)]
+pub struct WrongType;
+
+impl Operator for WrongType {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("wrong_type", "Wrong type", Family::Behavioral, Policy::Any)
+            .input("in_data", TypeRef::of::<Any>())
+            .output("out_data", TypeRef::of::<DataString>())
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        cx.emit_at(0, DataBool(true));
+        Ok(())
+    }
+}
+
+/// A countdown on a self-loop: `in_start` (a JSON number n) starts it; each firing on
+/// `in_self` emits n-1 back on `out_self` (its own input) until 0, which goes to `out_done`.
+#[derive(Debug)]
+pub struct Countdown;
+
+impl Operator for Countdown {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new(
+            "countdown",
+            "Countdown",
+            Family::Behavioral,
+            Policy::AnyNoGuard,
+        )
+        .input("in_start", TypeRef::of::<DataJSON>())
+        .input("in_self", TypeRef::of::<DataJSON>())
+        .output("out_self", TypeRef::of::<DataJSON>())
+        .output("out_done", TypeRef::of::<DataJSON>())
+    }
+    fn consumes(&self, inputs: &[ConnState]) -> InputSet {
+        InputSet::first_new(inputs)
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        let i = if cx.state_at(0) == ConnState::New {
+            0
+        } else {
+            1
         };
-        Duration::from_millis(ms)
-    }
-
-    fn compute(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
-        if call <= self.fail_first {
-            return Err(OpError::new(format!("transient failure #{call}")));
-        }
-        if self.panics {
-            panic!("boom");
-        }
-        self.state += 1;
-        let mut h = DefaultHasher::new();
-        for i in 0..cx.input_count() {
-            cx.value_at(i).map(|v| v.to_json().to_string()).hash(&mut h);
-            (cx.state_at(i) == ConnState::New).hash(&mut h);
-        }
-        let out = format!("{}#{}:{:x}", cx.instance(), self.state, h.finish() & 0xffff);
-        for p in 0..self.n_out {
-            cx.emit_at(p, DataString(out.clone()));
+        let n = cx
+            .value_at(i)
+            .and_then(|v| v.to_json().as_i64())
+            .ok_or("no number")?;
+        if n > 0 {
+            cx.emit_at(0, DataJSON((n - 1).into()));
+        } else {
+            cx.emit_at(1, DataJSON(n.into()));
         }
         Ok(())
     }
 }
 
-impl Operator for Probe {
+/// Wraps an operator and counts its `run` calls.
+pub struct Counting {
+    pub inner: Box<dyn Operator>,
+    pub calls: Arc<AtomicUsize>,
+}
+
+impl Counting {
+    pub fn wrap(inner: impl Operator, calls: &Arc<AtomicUsize>) -> Self {
+        Counting {
+            inner: Box::new(inner),
+            calls: calls.clone(),
+        }
+    }
+}
+
+impl Operator for Counting {
     fn spec(&self) -> OpSpec {
-        let mut s = OpSpec::new("probe", "Probe", Family::Behavioral, self.policy);
-        for i in 0..self.n_in {
-            s = s.input(format!("in_{i}"), TypeRef::of::<Any>());
-        }
-        for i in 0..self.n_out {
-            s = s.output(format!("out_{i}"), TypeRef::of::<DataString>());
-        }
-        s
+        self.inner.spec()
     }
     fn params(&self) -> Params {
-        Params::new()
+        self.inner.params()
     }
-    fn execution(&self) -> Execution {
-        self.kind
+    fn can_fire(&self, e: &Enabling<'_>) -> bool {
+        self.inner.can_fire(e)
     }
-    fn settings(&self) -> OpSettings {
-        self.declared
-    }
-    fn save_state(&self) -> Option<OpState> {
-        Some(OpState::new(self.state))
-    }
-    fn restore_state(&mut self, s: &OpState) {
-        if let Some(v) = s.get::<u64>() {
-            self.state = *v;
-        }
-    }
-    fn rollback(&mut self, before: Option<&OpState>, _emitted: &[(u16, Value)]) {
-        self.rollbacks.fetch_add(1, Ordering::SeqCst);
-        if let Some(s) = before {
-            self.restore_state(s);
-        }
+    fn consumes(&self, inputs: &[ConnState]) -> InputSet {
+        self.inner.consumes(inputs)
     }
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        std::thread::sleep(self.wait());
-        self.compute(cx)
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        self.inner.run(cx)
     }
-    fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
-        Box::pin(async move {
-            if self.dirty_before_wait {
-                self.state += 100;
-            }
-            tokio::time::sleep(self.wait()).await;
-            self.compute(cx)
-        })
+    fn save_state(&self) -> Option<OpState> {
+        self.inner.save_state()
+    }
+    fn restore_state(&mut self, s: &OpState) {
+        self.inner.restore_state(s)
+    }
+    fn rollback(&mut self, before: Option<&OpState>, emitted: &[(u16, Value)]) {
+        self.inner.rollback(before, emitted)
+    }
+    fn replay(&mut self, after: Option<&OpState>, emitted: &[(u16, Value)]) {
+        self.inner.replay(after, emitted)
     }
 }
 
-/// xorshift64*, shared by the probes of one run.
-pub fn next_random(state: &AtomicU64) -> u64 {
-    let mut x = state.load(Ordering::Relaxed) | 1;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    state.store(x, Ordering::Relaxed);
-    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
-}
-
-/// The applied history as text: one line per firing (step, operator, consumed connections,
-/// written connections with the value, the token's step and emitter), then the end state.
-pub fn trace(cvm: &Cvm, end: &EndState) -> Vec<String> {
-    let net = cvm.net();
-    let mut lines = Vec::new();
-    for e in cvm.history().entries() {
-        for f in &e.firings {
-            let consumed: Vec<&str> = f
-                .consumed
-                .iter()
-                .map(|c| net.connections()[c.index()].name.as_str())
-                .collect();
-            let written: Vec<String> = f
-                .written
-                .iter()
-                .map(|(c, t)| {
-                    let tok = cvm.token(*t).expect("written token");
-                    format!(
-                        "{}={}@{}/{}",
-                        net.connections()[c.index()].name,
-                        tok.value.to_json(),
-                        tok.step,
-                        net.op(tok.op).name
-                    )
-                })
-                .collect();
-            lines.push(format!(
-                "{} {} consumed={:?} written={:?}",
-                e.step,
-                net.op(f.op).name,
-                consumed,
-                written
-            ));
-        }
-    }
-    lines.push(format!("end {end:?}"));
-    lines
-}
-
-/// Each connection's state and value (as JSON), for comparing markings across engines.
-pub fn marking_json(cvm: &Cvm) -> Vec<(String, ConnState, Option<serde_json::Value>)> {
-    (0..cvm.net().connections().len())
-        .map(|c| {
-            let v = cvm.conn(ConnId(c as u32));
-            (
-                cvm.net().connections()[c].name.clone(),
-                v.state,
-                v.value().map(Value::to_json),
-            )
-        })
+/// The names of the operators fired along the current history, in order.
+pub fn fired(cvm: &Cvm) -> Vec<String> {
+    cvm.history()
+        .entries()
+        .iter()
+        .flat_map(|e| e.firings.iter().map(|f| cvm.net().op(f.op).name.clone()))
         .collect()
+}
+
+/// The JSON values a sink received.
+pub fn received(cvm: &Cvm, sink: &str) -> Vec<serde_json::Value> {
+    cvm.received(sink).into_iter().map(Value::to_json).collect()
+}
+
+/// The state of a connection (panics if the test names a wrong one).
+pub fn st(cvm: &Cvm, conn: &str) -> ConnState {
+    cvm.state_of(conn)
+        .unwrap_or_else(|| panic!("no connection `{conn}`"))
+        .state
 }

@@ -1,0 +1,218 @@
+//! Test operators and helpers shared by the parallel-mode tests.
+#![allow(dead_code)] // each test binary uses its own subset of the helpers
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use cameleon::prelude::*;
+use cameleon::{ConnId, OpFuture, OpSettings, OpState, Params, Policy};
+
+/// A configurable behavioral test operator. Each firing counts a call, optionally fails or
+/// panics, waits, bumps its internal state, and emits on every output a string naming itself,
+/// its state and a hash of its inputs (values and which were NEW).
+pub struct Probe {
+    pub n_in: usize,
+    pub n_out: usize,
+    pub policy: Policy,
+    pub kind: Execution,
+    /// Wait per firing (ms). With `jitter`, a random wait in `0..=sleep_ms` instead.
+    pub sleep_ms: u64,
+    pub jitter: Option<Arc<AtomicU64>>,
+    pub calls: Arc<AtomicUsize>,
+    pub rollbacks: Arc<AtomicUsize>,
+    /// The first `fail_first` calls fail.
+    pub fail_first: usize,
+    pub panics: bool,
+    pub declared: OpSettings,
+    /// Internal state: firings applied.
+    pub state: u64,
+    /// Async firings add 100 to the state before waiting (a change a dropped firing leaves).
+    pub dirty_before_wait: bool,
+}
+
+impl Probe {
+    pub fn new(n_in: usize, n_out: usize, kind: Execution) -> Self {
+        Probe {
+            n_in,
+            n_out,
+            policy: Policy::Any,
+            kind,
+            sleep_ms: 0,
+            jitter: None,
+            calls: Arc::default(),
+            rollbacks: Arc::default(),
+            fail_first: 0,
+            panics: false,
+            declared: OpSettings::NONE,
+            state: 0,
+            dirty_before_wait: false,
+        }
+    }
+    pub fn policy(mut self, p: Policy) -> Self {
+        self.policy = p;
+        self
+    }
+    pub fn sleep(mut self, ms: u64) -> Self {
+        self.sleep_ms = ms;
+        self
+    }
+    pub fn jitter(mut self, rng: Arc<AtomicU64>) -> Self {
+        self.jitter = Some(rng);
+        self
+    }
+    pub fn failing(mut self, first: usize) -> Self {
+        self.fail_first = first;
+        self
+    }
+    pub fn panicking(mut self) -> Self {
+        self.panics = true;
+        self
+    }
+    pub fn counting(mut self, calls: &Arc<AtomicUsize>) -> Self {
+        self.calls = Arc::clone(calls);
+        self
+    }
+
+    fn wait(&self) -> Duration {
+        let ms = match &self.jitter {
+            Some(rng) if self.sleep_ms > 0 => next_random(rng) % (self.sleep_ms + 1),
+            _ => self.sleep_ms,
+        };
+        Duration::from_millis(ms)
+    }
+
+    fn compute(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        if call <= self.fail_first {
+            return Err(OpError::new(format!("transient failure #{call}")));
+        }
+        if self.panics {
+            panic!("boom");
+        }
+        self.state += 1;
+        let mut h = DefaultHasher::new();
+        for i in 0..cx.input_count() {
+            cx.value_at(i).map(|v| v.to_json().to_string()).hash(&mut h);
+            (cx.state_at(i) == ConnState::New).hash(&mut h);
+        }
+        let out = format!("{}#{}:{:x}", cx.instance(), self.state, h.finish() & 0xffff);
+        for p in 0..self.n_out {
+            cx.emit_at(p, DataString(out.clone()));
+        }
+        Ok(())
+    }
+}
+
+impl Operator for Probe {
+    fn spec(&self) -> OpSpec {
+        let mut s = OpSpec::new("probe", "Probe", Family::Behavioral, self.policy);
+        for i in 0..self.n_in {
+            s = s.input(format!("in_{i}"), TypeRef::of::<Any>());
+        }
+        for i in 0..self.n_out {
+            s = s.output(format!("out_{i}"), TypeRef::of::<DataString>());
+        }
+        s
+    }
+    fn params(&self) -> Params {
+        Params::new()
+    }
+    fn execution(&self) -> Execution {
+        self.kind
+    }
+    fn settings(&self) -> OpSettings {
+        self.declared
+    }
+    fn save_state(&self) -> Option<OpState> {
+        Some(OpState::new(self.state))
+    }
+    fn restore_state(&mut self, s: &OpState) {
+        if let Some(v) = s.get::<u64>() {
+            self.state = *v;
+        }
+    }
+    fn rollback(&mut self, before: Option<&OpState>, _emitted: &[(u16, Value)]) {
+        self.rollbacks.fetch_add(1, Ordering::SeqCst);
+        if let Some(s) = before {
+            self.restore_state(s);
+        }
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        std::thread::sleep(self.wait());
+        self.compute(cx)
+    }
+    fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
+        Box::pin(async move {
+            if self.dirty_before_wait {
+                self.state += 100;
+            }
+            tokio::time::sleep(self.wait()).await;
+            self.compute(cx)
+        })
+    }
+}
+
+/// xorshift64*, shared by the probes of one run.
+pub fn next_random(state: &AtomicU64) -> u64 {
+    let mut x = state.load(Ordering::Relaxed) | 1;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    state.store(x, Ordering::Relaxed);
+    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+}
+
+/// The applied history as text: one line per firing (step, operator, consumed connections,
+/// written connections with the value, the token's step and emitter), then the end state.
+pub fn trace(cvm: &Cvm, end: &EndState) -> Vec<String> {
+    let net = cvm.net();
+    let mut lines = Vec::new();
+    for e in cvm.history().entries() {
+        for f in &e.firings {
+            let consumed: Vec<&str> = f
+                .consumed
+                .iter()
+                .map(|c| net.connections()[c.index()].name.as_str())
+                .collect();
+            let written: Vec<String> = f
+                .written
+                .iter()
+                .map(|(c, t)| {
+                    let tok = cvm.token(*t).expect("written token");
+                    format!(
+                        "{}={}@{}/{}",
+                        net.connections()[c.index()].name,
+                        tok.value.to_json(),
+                        tok.step,
+                        net.op(tok.op).name
+                    )
+                })
+                .collect();
+            lines.push(format!(
+                "{} {} consumed={:?} written={:?}",
+                e.step,
+                net.op(f.op).name,
+                consumed,
+                written
+            ));
+        }
+    }
+    lines.push(format!("end {end:?}"));
+    lines
+}
+
+/// Each connection's state and value (as JSON), for comparing markings across engines.
+pub fn marking_json(cvm: &Cvm) -> Vec<(String, ConnState, Option<serde_json::Value>)> {
+    (0..cvm.net().connections().len())
+        .map(|c| {
+            let v = cvm.conn(ConnId(c as u32));
+            (
+                cvm.net().connections()[c].name.clone(),
+                v.state,
+                v.value().map(Value::to_json),
+            )
+        })
+        .collect()
+}
