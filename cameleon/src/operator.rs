@@ -419,13 +419,16 @@ pub trait Operator: StdAny + Send {
     }
 }
 
-/// The user-facing form of an async operator: `#[operator(…, exec = async)]` structs implement
-/// it with an `async fn`, and the macro writes the [`Operator`] glue
-/// ([`run_async_boxed`], [`run_async_blocking`], `execution() -> Execution::Async`).
+/// The user-facing form of an **async** operator: the counterpart of [`Run`] whose `run` is an
+/// `async fn`. In parallel mode (and in [`Cvm::step_async`](crate::Cvm::step_async)) the engine
+/// awaits it concurrently with the step's other firings; a timeout or a cancellation drops it.
+/// Sequential mode's synchronous API drives it to completion with
+/// [`block_on`](crate::engine::block_on).
+///
+/// The optional methods mean what they mean on [`Run`].
 ///
 /// ```
 /// use cameleon::prelude::*;
-/// use cameleon::RunAsync;
 ///
 /// /// Waits, then passes its input on.
 /// struct Pause;
@@ -439,17 +442,64 @@ pub trait Operator: StdAny + Send {
 ///     }
 /// }
 /// ```
-pub trait RunAsync: Send + Sized + 'static {
+///
+/// # What `#[operator(…)]` generates for an async operator
+///
+/// [`ops::Delay`](crate::ops::Delay) is written by hand exactly so. A declaration that says it is
+/// async (proposed: `exec = async`; `async` is a keyword, so the attribute parser must accept
+/// that token or a string `"async"`) gets the same `impl Operator` as a sync one, with
+/// `<Self as RunAsync>` in place of `<Self as Run>` for `consumes`, `rollback` and the factory's
+/// `validate`, and these three methods instead of `run`:
+///
+/// ```ignore
+/// fn execution(&self) -> Execution { Execution::Async }
+/// fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+///     ::cameleon::__private::run_async_blocking(self, cx)
+/// }
+/// fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
+///     ::cameleon::__private::run_async_boxed(self, cx)
+/// }
+/// ```
+///
+/// A sync operator may also say how parallel mode runs it: `exec = inline` (quick and
+/// non-blocking: stays on the engine's task, no thread hand-off) or `exec = blocking` (the
+/// default: tokio's blocking pool) generate `fn execution(&self) -> Execution { … }`.
+/// Per-type timeouts and retries (`timeout_ms = 5000`, `retry(max = 3, backoff_ms = 200)`)
+/// generate `fn settings(&self) -> OpSettings { … }`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is declared async with `#[operator]` but does not implement `RunAsync`",
+    label = "this async operator has no `run`",
+    note = "add `impl RunAsync for {Self} {{ async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {{ … }} }}`"
+)]
+pub trait RunAsync: Send {
     /// Fires: read inputs from `cx`, await what you need, emit outputs to `cx`. An error (or a
-    /// panic) applies nothing.
+    /// panic) applies nothing: the marking and the internal state stay as they were.
     fn run(
         &mut self,
         cx: &mut Firing<'_, Self>,
     ) -> impl Future<Output = Result<(), OpError>> + Send;
+
+    /// Compensation for side effects when a firing is undone (see [`Run::rollback`]).
+    fn rollback(&mut self, emitted: &Emitted<'_, Self>) {
+        let _ = emitted;
+    }
+
+    /// Which inputs a firing consumes (see [`Run::consumes`]). Default: every NEW input.
+    fn consumes(&self, inputs: &[ConnState]) -> InputSet {
+        InputSet::new_inputs(inputs)
+    }
+
+    /// Checks an instance built from `.cm` params (see [`Run::validate`]).
+    fn validate(&self) -> Result<(), crate::catalogue::ParamError> {
+        Ok(())
+    }
 }
 
 /// [`Operator::run_async`] for an operator implementing [`RunAsync`]: its `run`, boxed.
-pub fn run_async_boxed<'a, O: RunAsync>(op: &'a mut O, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
+pub fn run_async_boxed<'a, O: RunAsync + 'a>(
+    op: &'a mut O,
+    cx: &'a mut Firing<'_>,
+) -> OpFuture<'a> {
     Box::pin(async move {
         let mut typed = cx.typed::<O>();
         RunAsync::run(op, &mut typed).await

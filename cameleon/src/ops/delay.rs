@@ -6,11 +6,13 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::catalogue::{BuildContext, CatalogueEntry, ParamError, ParamInfo, ParamReader};
+use crate::connection::ConnState;
 use crate::operator::{
-    Execution, Firing, OpError, OpFuture, OpSpec, Operator, Params, RunAsync, TypeRef,
-    run_async_blocking, run_async_boxed,
+    Emitted, Execution, Firing, InputSet, OpError, OpFuture, OpSpec, OpState, Operator, Params,
+    RunAsync, TypeRef, run_async_blocking, run_async_boxed,
 };
 use crate::policy::{Family, Policy};
+use crate::types::Value;
 
 /// Waits `ms` milliseconds without blocking a thread, then passes `in_data` to `out_data`
 /// unchanged (the same shared value). Behavioral, `any` policy, async: in parallel mode the
@@ -64,6 +66,9 @@ impl Operator for Delay {
         p.insert("ms".into(), json!(self.ms));
         p
     }
+    fn consumes(&self, inputs: &[ConnState]) -> InputSet {
+        <Self as RunAsync>::consumes(self, inputs)
+    }
     fn execution(&self) -> Execution {
         Execution::Async
     }
@@ -72,6 +77,12 @@ impl Operator for Delay {
     }
     fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
         run_async_boxed(self, cx)
+    }
+    fn rollback(&mut self, before: Option<&OpState>, emitted: &[(u16, Value)]) {
+        <Self as RunAsync>::rollback(self, &Emitted::new(emitted));
+        if let Some(b) = before {
+            self.restore_state(b);
+        }
     }
 }
 
@@ -84,7 +95,9 @@ const PARAMS: &[ParamInfo] = &[ParamInfo {
 
 fn build(params: &Params, _cx: &BuildContext) -> Result<Box<dyn Operator>, ParamError> {
     let r = ParamReader::new(params, PARAMS)?;
-    Ok(Box::new(Delay::new(r.read::<u64>("ms")?)))
+    let op = Delay::new(r.read::<u64>("ms")?);
+    <Delay as RunAsync>::validate(&op)?;
+    Ok(Box::new(op))
 }
 
 // What `#[operator]` submits for it.
