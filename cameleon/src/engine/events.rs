@@ -121,6 +121,7 @@ impl Cvm {
     /// ([`events`](Self::events) does).
     pub fn on_event(&mut self, f: impl FnMut(&Event) + Send + 'static) {
         self.observer = Some(Box::new(f));
+        self.update_slow();
     }
 
     /// A channel receiving every later [`Event`] (replacing any previous observer). It is
@@ -136,6 +137,7 @@ impl Cvm {
     /// Removes the observer.
     pub fn clear_observer(&mut self) {
         self.observer = None;
+        self.update_slow();
     }
 
     /// Whether an observer is installed.

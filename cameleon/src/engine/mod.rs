@@ -325,6 +325,7 @@ impl CvmBuilder {
         if let Some(t) = self.cancel {
             cvm.cancel = t;
         }
+        cvm.update_slow();
         cvm
     }
 }
@@ -355,6 +356,10 @@ pub struct Cvm {
     /// States to restore before anything else: the operators of an async step whose future was
     /// dropped before it finished.
     pending: Vec<(u32, Option<OpState>)>,
+    /// Whether a step needs more than the plain sequential path: parallel mode, an observer,
+    /// an operator with settings, or states to restore (see [`Cvm::update_slow`]). One flag, so
+    /// the sequential hot path pays one branch for all of it.
+    slow: bool,
 }
 
 impl fmt::Debug for Cvm {
@@ -403,8 +408,10 @@ impl Cvm {
             observer: None,
             cancel: CancelToken::new(),
             pending: Vec::new(),
+            slow: false,
             net,
         };
+        cvm.update_slow();
         for o in 0..n_ops {
             cvm.refresh(o);
         }
@@ -677,7 +684,11 @@ impl Cvm {
             self.restore_pending();
         }
         let redo = std::mem::take(&mut self.hist.redo);
-        let advanced = self.execute_next();
+        let advanced = if self.slow {
+            self.execute_next_slow()
+        } else {
+            self.execute_next()
+        };
         if !matches!(advanced, Ok(Advance::Fired { .. })) {
             self.hist.redo = redo; // nothing fired: keep the future as it was
         }
@@ -716,13 +727,33 @@ impl Cvm {
     /// One step forward, without building the public description (the hot path of `run`).
     #[inline]
     fn advance(&mut self) -> Result<Advance, StepError> {
+        if self.slow {
+            return self.advance_slow();
+        }
+        if let Some(&node) = self.hist.redo.last() {
+            return self.replay_next(node);
+        }
+        self.execute_next()
+    }
+
+    /// [`advance`](Self::advance) when [`slow`](Self::update_slow).
+    #[inline(never)]
+    fn advance_slow(&mut self) -> Result<Advance, StepError> {
         if !self.pending.is_empty() {
             self.restore_pending();
         }
         if let Some(&node) = self.hist.redo.last() {
             return self.replay_next(node);
         }
-        self.execute_next()
+        self.execute_next_slow()
+    }
+
+    /// Recomputes whether steps need the slow path.
+    pub(super) fn update_slow(&mut self) {
+        self.slow = self.mode == Mode::Parallel
+            || self.observer.is_some()
+            || !self.pending.is_empty()
+            || self.guarded.contains(&true);
     }
 
     fn describe(&self, a: Advance) -> Step {
@@ -759,6 +790,25 @@ impl Cvm {
     }
 
     fn execute_next(&mut self) -> Result<Advance, StepError> {
+        let Some(o) = self.enabled.first() else {
+            return Ok(Advance::Ended(
+                self.terminal_state().unwrap_or(EndState::Completed),
+            ));
+        };
+        if let Some(end) = self.limit_before(o) {
+            return Ok(Advance::Ended(end));
+        }
+        let step = self.hist.path.len() as u32 + 1;
+        let (before, after) = self.execute(o, step)?;
+        let node = self.hist.open_node();
+        self.apply_fresh(o, step, before, after);
+        self.hist.path.push(node);
+        Ok(Advance::Fired { replayed: false })
+    }
+
+    /// [`execute_next`](Self::execute_next) when [`slow`](Self::update_slow): a parallel step,
+    /// an operator with a timeout or retries (both on the async path), or events.
+    fn execute_next_slow(&mut self) -> Result<Advance, StepError> {
         if self.mode == Mode::Parallel {
             return block_on(self.execute_step());
         }
@@ -775,25 +825,19 @@ impl Cvm {
             return block_on(self.execute_step());
         }
         let step = self.hist.path.len() as u32 + 1;
-        if self.observed() {
-            self.notify_started(&[o], step);
+        if !self.observed() {
+            return self.execute_next();
         }
-        let (before, after) = match self.execute(o, step) {
-            Ok(states) => states,
-            Err(e) => {
-                if self.observed() {
-                    self.notify_failed(o, step, &e);
-                }
-                return Err(e);
-            }
-        };
-        let node = self.hist.open_node();
-        self.apply_fresh(o, step, before, after);
-        self.hist.path.push(node);
-        if self.observed() {
-            self.notify_finished(o, step);
+        self.notify_started(&[o], step);
+        // The plain path fires `o` (the same first enabled operator); it stays the only caller
+        // of `execute` and `apply_fresh`, so they stay inlined there.
+        let advanced = self.execute_next();
+        match &advanced {
+            Ok(Advance::Fired { .. }) => self.notify_finished(o, step),
+            Err(e) => self.notify_failed(o, step, e),
+            Ok(Advance::Ended(_)) => {}
         }
-        Ok(Advance::Fired { replayed: false })
+        advanced
     }
 
     #[cold]

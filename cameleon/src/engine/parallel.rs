@@ -242,6 +242,7 @@ impl Cvm {
                 self.net.ops[o as usize].op.restore_state(s);
             }
         }
+        self.update_slow();
     }
 
     /// Executes one step anew: every enabled operator (parallel) or the first (sequential).
@@ -269,6 +270,7 @@ impl Cvm {
             .iter()
             .map(|&o| (o as u32, self.net.ops[o].op.save_state()))
             .collect();
+        self.slow = true; // until the step is finished (see `restore_pending`)
         if self.observed() {
             self.notify_started(&ops, step);
         }
@@ -403,6 +405,7 @@ impl Cvm {
         ran: Ran,
     ) -> Result<Advance, StepError> {
         let pending = std::mem::take(&mut self.pending);
+        self.update_slow();
         let failed = ran
             .outcomes
             .iter()
