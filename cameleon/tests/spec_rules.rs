@@ -245,6 +245,32 @@ fn every_problem_is_reported_at_once() {
     }
 }
 
+#[test]
+fn typed_and_type_variable_forms_of_a_net_are_equal() {
+    fn build<T: cameleon::PortType>(fork: Fork<T>) -> Net {
+        let mut b = Net::builder("n");
+        b.add("src", Source::new("s"));
+        b.add("fork", fork);
+        b.add("x", Sink::new());
+        b.add("y", Sink::new());
+        b.connect("src.out_data", "fork.in_data");
+        b.connect("fork.out_a", "x.in_data");
+        b.connect("fork.out_b", "y.in_data");
+        b.build().unwrap()
+    }
+    let typed = build(Fork::<DataString>::default());
+    let variable = build(Fork::<Any>::default());
+    assert_eq!(
+        typed, variable,
+        "the same net, whether the fork's type is named or inferred"
+    );
+    assert_ne!(
+        typed,
+        build(Fork::<DataString>::new(3).unwrap()),
+        "params differ"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // §2 Connection state
 
