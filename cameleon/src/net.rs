@@ -235,8 +235,8 @@ impl Net {
     /// A comparable description of the net: name, config, operators (name, type, label, instance,
     /// position, params, timeout and retries, port names) and connections with their types. Two
     /// nets with equal descriptions are the same net, whichever way they were built: declared port
-    /// types are left out on purpose, since `Merge<DataJSON>` built in Rust and the `merge` a `.cm` file loads
-    /// (type variables) carry the same data once connected.
+    /// types are left out on purpose, since `Merge<DataJSON>` built in Rust and the `merge` a
+    /// `.cm` file loads (type variables) carry the same data once connected.
     fn description(&self) -> impl PartialEq + '_ {
         let ops: Vec<_> = self
             .ops
