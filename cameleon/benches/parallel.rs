@@ -52,14 +52,38 @@ impl Operator for Pass {
     }
 }
 
-/// source → fork(8) → 8 chains of `depth` pass-throughs → join(8) → sink: 4 + 8 × depth firings,
-/// 4 + depth maximal steps.
+/// Emits one string, or swallows its input: the ends of the ladder, run as `kind`.
+struct End(Execution, bool);
+
+impl Operator for End {
+    fn spec(&self) -> OpSpec {
+        if self.1 {
+            OpSpec::new("emit", "Emit", Family::Behavioral, Policy::Source)
+                .output("out_data", TypeRef::of::<DataString>())
+        } else {
+            OpSpec::new("drop", "Drop", Family::Behavioral, Policy::Any)
+                .input("in_data", TypeRef::of::<Any>())
+        }
+    }
+    fn execution(&self) -> Execution {
+        self.0
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        if self.1 {
+            cx.emit_at(0, DataString("payload".into()));
+        }
+        Ok(())
+    }
+}
+
+/// source → fork(8) → 8 chains of `depth` pass-throughs → join(8) → sink, every behavioral
+/// operator run as `kind`: 4 + 8 × depth firings, 4 + depth maximal steps.
 fn ladder(depth: usize, mode: Mode, kind: Execution) -> Cvm {
     let mut b = Net::builder("ladder");
-    b.add("src", Source::new("payload"));
+    b.add("src", End(kind, true));
     b.add("fork", Fork::<Any>::new(8).expect("arity"));
     b.add("join", Join::<Any>::new(8).expect("arity"));
-    b.add("out", Sink::new());
+    b.add("out", End(kind, false));
     for i in 0..8 {
         let l = (b'a' + i as u8) as char;
         let mut from = format!("fork.out_{l}");
