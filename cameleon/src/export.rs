@@ -133,8 +133,71 @@ fn box_height(inputs: usize, outputs: usize) -> f64 {
     (inputs.max(outputs) as f64 * PORT_STEP + 24.0).max(48.0)
 }
 
+/// The layer of each operator: the longest path to it from a source, loops left out (an edge
+/// back to an operator on the current depth-first path is a loop's back edge).
+fn layers(net: &Net) -> Vec<usize> {
+    let n = net.operators().len();
+    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
+    for c in net.connections() {
+        succ[c.from.op.index()].push(c.to.op.index());
+    }
+    // Depth-first search from the sources (then from anything left), marking back edges.
+    let (mut state, mut back) = (vec![0u8; n], std::collections::HashSet::new());
+    let roots = (0..n)
+        .filter(|&i| net.operators()[i].spec.inputs.is_empty())
+        .chain(0..n);
+    for root in roots {
+        if state[root] != 0 {
+            continue;
+        }
+        let mut stack = vec![(root, 0usize)];
+        state[root] = 1;
+        while let Some((v, next)) = stack.pop() {
+            if let Some(&w) = succ[v].get(next) {
+                stack.push((v, next + 1));
+                match state[w] {
+                    0 => {
+                        state[w] = 1;
+                        stack.push((w, 0));
+                    }
+                    1 => {
+                        back.insert((v, w));
+                    }
+                    _ => {}
+                }
+            } else {
+                state[v] = 2;
+            }
+        }
+    }
+    // Longest path over the remaining acyclic edges (Kahn's order).
+    let mut indeg = vec![0usize; n];
+    for (v, ws) in succ.iter().enumerate() {
+        for &w in ws {
+            if !back.contains(&(v, w)) {
+                indeg[w] += 1;
+            }
+        }
+    }
+    let mut layer = vec![0usize; n];
+    let mut queue: VecDeque<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
+    while let Some(v) = queue.pop_front() {
+        for &w in &succ[v] {
+            if back.contains(&(v, w)) {
+                continue;
+            }
+            layer[w] = layer[w].max(layer[v] + 1);
+            indeg[w] -= 1;
+            if indeg[w] == 0 {
+                queue.push_back(w);
+            }
+        }
+    }
+    layer
+}
+
 /// Top-left corner of each operator: its `x`/`y` when every operator has one, else a layered
-/// layout (layer = distance from the sources, in declaration order within a layer).
+/// layout (layer = longest path from the sources, declaration order within a layer).
 fn layout(net: &Net) -> Vec<(f64, f64)> {
     let ops = net.operators();
     if !ops.is_empty() && ops.iter().all(|o| o.pos.is_some()) {
@@ -147,28 +210,7 @@ fn layout(net: &Net) -> Vec<(f64, f64)> {
             .collect();
     }
     let n = ops.len();
-    let mut layer = vec![usize::MAX; n];
-    let mut queue = VecDeque::new();
-    for (i, o) in ops.iter().enumerate() {
-        if o.spec.inputs.is_empty() {
-            layer[i] = 0;
-            queue.push_back(i);
-        }
-    }
-    while let Some(i) = queue.pop_front() {
-        for c in net.connections() {
-            let (f, t) = (c.from.op.index(), c.to.op.index());
-            if f == i && layer[t] == usize::MAX {
-                layer[t] = layer[i] + 1;
-                queue.push_back(t);
-            }
-        }
-    }
-    for l in &mut layer {
-        if *l == usize::MAX {
-            *l = 0;
-        }
-    }
+    let layer = layers(net);
     let mut next_y = vec![MARGIN; n.max(1)];
     ops.iter()
         .enumerate()
@@ -194,11 +236,18 @@ pub fn svg(net: &Net) -> String {
         .iter()
         .map(|p| p.0 + BOX_W + MARGIN)
         .fold(200.0, f64::max);
-    let height = pos
+    let bottom = pos
         .iter()
         .zip(&heights)
-        .map(|(p, h)| p.1 + h + MARGIN)
-        .fold(100.0, f64::max);
+        .map(|(p, h)| p.1 + h)
+        .fold(0.0, f64::max);
+    let back_edges = net
+        .connections()
+        .iter()
+        .filter(|c| pos[c.to.op.index()].0 <= pos[c.from.op.index()].0 + BOX_W + 20.0)
+        .count();
+    let mut lane_y = bottom + 20.0;
+    let height = (bottom + 20.0 + back_edges as f64 * 8.0 + MARGIN).max(100.0);
     let port_y = |op: usize, i: usize, n: usize| {
         let h = heights[op];
         pos[op].1 + h / 2.0 + (i as f64 - (n as f64 - 1.0) / 2.0) * PORT_STEP
@@ -221,12 +270,31 @@ pub fn svg(net: &Net) -> String {
             pos[t].0,
             port_y(t, c.to.port as usize, ops[t].spec.inputs.len()),
         );
-        let bend = ((x2 - x1).abs() / 2.0).max(60.0);
+        let d = if x2 > x1 + 20.0 {
+            let bend = ((x2 - x1) / 2.0).max(40.0);
+            format!(
+                "M {x1:.1} {y1:.1} C {:.1} {y1:.1}, {:.1} {y2:.1}, {x2:.1} {y2:.1}",
+                x1 + bend,
+                x2 - bend
+            )
+        } else {
+            // A loop's back edge: out to the right, along a lane under the drawing, in from the
+            // left.
+            let lane = lane_y;
+            lane_y += 8.0;
+            format!(
+                "M {x1:.1} {y1:.1} C {:.1} {y1:.1}, {:.1} {lane:.1}, {:.1} {lane:.1} L {:.1} {lane:.1} C {:.1} {lane:.1}, {:.1} {y2:.1}, {x2:.1} {y2:.1}",
+                x1 + 40.0,
+                x1 + 40.0,
+                x1,
+                x2,
+                x2 - 40.0,
+                x2 - 40.0
+            )
+        };
         let _ = writeln!(
             s,
-            "  <path d=\"M {x1:.1} {y1:.1} C {:.1} {y1:.1}, {:.1} {y2:.1}, {x2:.1} {y2:.1}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" marker-end=\"url(#arrow)\"><title>{} ({})</title></path>",
-            x1 + bend,
-            x2 - bend,
+            "  <path d=\"{d}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" marker-end=\"url(#arrow)\"><title>{} ({})</title></path>",
             color(c.ty),
             xml_escape(&c.name),
             xml_escape(c.ty.name),

@@ -32,7 +32,10 @@ pub(super) fn fmt(a: &FmtArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             return Ok(exit::INVALID);
         }
     };
-    let canonical = net.to_cm();
+    // The leading comment block (what the file is) is kept; other comments are not part of
+    // the canonical form.
+    let header = leading_comments(&text);
+    let canonical = format!("{header}{}", net.to_cm());
     let name = if stdin {
         "<stdin>".to_owned()
     } else {
@@ -51,7 +54,7 @@ pub(super) fn fmt(a: &FmtArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         )?;
         return Ok(exit::DIFFERS);
     }
-    if has_comment(&text) {
+    if has_comment(&text[header.len()..]) {
         writeln!(
             io.stderr,
             "note: comments are not part of the canonical form; {name} no longer has them"
@@ -63,6 +66,19 @@ pub(super) fn fmt(a: &FmtArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         std::fs::write(&a.file, &canonical)?;
     }
     Ok(exit::OK)
+}
+
+/// The lines before the first YAML line: comments and blank lines, verbatim.
+fn leading_comments(text: &str) -> &str {
+    let mut end = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if !(t.is_empty() || t.starts_with('#')) {
+            break;
+        }
+        end += line.len();
+    }
+    &text[..end]
 }
 
 /// The first line (1-based) where `a` and `b` differ.
@@ -108,6 +124,15 @@ mod tests {
         assert!(!has_comment(
             "name: \"a # b\"\nvalue: 'c # d'\ncolor: x#y\n"
         ));
+    }
+
+    #[test]
+    fn the_leading_comment_block_is_kept() {
+        assert_eq!(
+            leading_comments("# a\n\n# b\nname: x # c\n"),
+            "# a\n\n# b\n"
+        );
+        assert_eq!(leading_comments("name: x\n# c\n"), "");
     }
 
     #[test]

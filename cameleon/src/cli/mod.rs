@@ -90,7 +90,8 @@ Examples:
     /// Rewrite a .cm file in canonical form (in place; `-` reads stdin and writes stdout).
     #[command(after_help = "\
 The canonical form has the keys in the documented order, operators and connections in
-declaration order, `type:` always written, default params left out. Comments are not kept.
+declaration order, `type:` always written, default params left out. The comment block at the
+top of the file is kept; other comments are not.
 
 Exit codes: 0 done (or already canonical), 1 `--check` found a difference, 2 invalid.
 
@@ -202,21 +203,22 @@ pub struct CatalogueArgs {
 
 /// `cameleon export`.
 #[derive(Debug, Args)]
-#[group(id = "format", required = true, multiple = false, args = ["dot", "mermaid", "svg", "pnml"])]
+#[group(skip)]
+#[command(group(clap::ArgGroup::new("format").required(true).multiple(false)))]
 pub struct ExportArgs {
     /// The .cm file.
     pub file: PathBuf,
     /// Graphviz DOT.
-    #[arg(long)]
+    #[arg(long, group = "format")]
     pub dot: bool,
     /// Mermaid flowchart.
-    #[arg(long)]
+    #[arg(long, group = "format")]
     pub mermaid: bool,
     /// SVG drawing (uses the operators' `x`/`y` when every operator has one).
-    #[arg(long)]
+    #[arg(long, group = "format")]
     pub svg: bool,
     /// The PNML place/transition net of SPEC §8.
-    #[arg(long)]
+    #[arg(long, group = "format")]
     pub pnml: bool,
 }
 

@@ -118,7 +118,7 @@ impl RunReport {
                 if values.is_empty() { "" } else { ":" }
             ));
             for v in values {
-                s.push_str(&format!("  {v}\n"));
+                s.push_str(&format!("  {}\n", show_value(v)));
             }
         }
         if !self.unreached.is_empty() {
@@ -129,6 +129,17 @@ impl RunReport {
         }
         s
     }
+}
+
+/// A value as compact JSON, or indented JSON when that would be longer than a line.
+fn show_value(v: &Json) -> String {
+    let compact = v.to_string();
+    if compact.chars().count() <= 100 || !(v.is_array() || v.is_object()) {
+        return compact;
+    }
+    serde_json::to_string_pretty(v)
+        .unwrap_or(compact)
+        .replace('\n', "\n  ")
 }
 
 /// The trace of a run as JSON Lines: one object per firing, in history order —

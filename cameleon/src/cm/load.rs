@@ -169,7 +169,7 @@ impl<'c> Loader<'c> {
                         CmProblemKind::Schema,
                         span,
                         format!("operator `{}` has `{have}` but no `{missing}`", decl.id),
-                        Some(format!("give both `x` and `y`, or neither")),
+                        Some("give both `x` and `y`, or neither".to_owned()),
                     );
                     None
                 }
@@ -249,8 +249,7 @@ impl<'c> Loader<'c> {
             }
         }
 
-        let built = b.build();
-        let net = match built {
+        match b.build() {
             Ok(net) => Some(net),
             Err(e) => {
                 for p in e.problems {
@@ -262,8 +261,7 @@ impl<'c> Loader<'c> {
                 }
                 None
             }
-        };
-        net
+        }
     }
 
     /// Where a net problem is in the file, or `None` when it only follows from a problem

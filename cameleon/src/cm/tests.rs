@@ -23,7 +23,7 @@ operators:
     x: 90
     y: 150.5
     params:
-      value: {\"n\": 0, tags: [a, b c, \"true\"], nested: {deep: [1, 2.5, null]}}
+      value: {n: 0, tags: [a, b c, \"true\"], nested: {deep: [1, 2.5, null]}}
   - id: loop
     type: merge
   - id: check

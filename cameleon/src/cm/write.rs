@@ -223,8 +223,9 @@ fn is_plain_safe(s: &str) -> bool {
     if !s.chars().all(ok_char) {
         return false;
     }
-    // Words YAML 1.1 or 1.2 read as null or booleans.
-    const RESERVED: &[&str] = &["null", "true", "false", "yes", "no", "on", "off", "y", "n"];
+    // Words YAML 1.2 or common YAML 1.1 readers take for null or booleans (`y`/`n` are in
+    // the 1.1 spec but not in its implementations, and read as strings here).
+    const RESERVED: &[&str] = &["null", "true", "false", "yes", "no", "on", "off"];
     if RESERVED.iter().any(|r| r.eq_ignore_ascii_case(s)) {
         return false;
     }
@@ -268,13 +269,15 @@ mod tests {
     #[test]
     fn ambiguous_strings_are_quoted_and_others_plain() {
         for s in [
-            "", "true", "No", "null", "~", "12", "0x1F", "1e3", "1_000", "-x", " a", "a: b",
+            "", "true", "No", "off", "null", "~", "12", "0x1F", "1e3", "1_000", "-x", " a", "a: b",
             "a #b", "[x]", "é\n",
         ] {
             assert!(scalar(s).starts_with('"'), "{s:?} should be quoted");
         }
         for s in [
             "hello",
+            "n",
+            "y",
             "loader.out_data",
             "hello world",
             "12 apples",
