@@ -252,10 +252,32 @@ impl<'c> Loader<'c> {
         match b.build() {
             Ok(net) => Some(net),
             Err(e) => {
+                // Operators with a connection meant for one of their inputs whose port is
+                // wrong: "input not connected" would only repeat that problem.
+                let broken_targets: HashSet<String> = e
+                    .problems
+                    .iter()
+                    .filter_map(|p| match p.at {
+                        Location::Connection {
+                            index,
+                            end: Some(End::To),
+                        } => {
+                            let (_, c) = decls.connections.get(*conns.get(index)?)?;
+                            endpoint_op(&c.as_ref()?.to).map(str::to_owned)
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let map = Mapping {
+                    decls: &decls,
+                    ops: &ops,
+                    conns: &conns,
+                    placeholders: &placeholders,
+                    failed: &failed,
+                    broken_targets: &broken_targets,
+                };
                 for p in e.problems {
-                    if let Some(span) =
-                        self.locate(&p, &decls, &ops, &conns, &placeholders, &failed)
-                    {
+                    if let Some(span) = map.locate(&p) {
                         cx.push(CmProblemKind::Net(p.kind), span, p.message, p.hint);
                     }
                 }
@@ -263,18 +285,35 @@ impl<'c> Loader<'c> {
             }
         }
     }
+}
 
+/// How the builder's operators and connections map back to the declarations, and what was
+/// already reported.
+struct Mapping<'a, 't> {
+    decls: &'a Decls<'t>,
+    /// `ops[i]`: the declaration index of the builder's i-th operator.
+    ops: &'a [usize],
+    /// `conns[i]`: the declaration index of the builder's i-th connection.
+    conns: &'a [usize],
+    /// Builder indices of operators standing in for ones with bad params.
+    placeholders: &'a HashSet<usize>,
+    /// Names of operators that could not be built (unknown type, unreadable declaration).
+    failed: &'a HashSet<String>,
+    /// Names of operators a connection with a wrong input port was meant for.
+    broken_targets: &'a HashSet<String>,
+}
+
+impl Mapping<'_, '_> {
     /// Where a net problem is in the file, or `None` when it only follows from a problem
     /// already reported (a connection to an operator whose type is unknown).
-    fn locate(
-        &self,
-        p: &crate::net::Problem,
-        decls: &Decls<'_>,
-        ops: &[usize],
-        conns: &[usize],
-        placeholders: &HashSet<usize>,
-        failed: &HashSet<String>,
-    ) -> Option<Span> {
+    fn locate(&self, p: &crate::net::Problem) -> Option<Span> {
+        let (decls, ops, conns, placeholders, failed) = (
+            self.decls,
+            self.ops,
+            self.conns,
+            self.placeholders,
+            self.failed,
+        );
         let top = Span {
             line: 1,
             column: 1,
@@ -294,7 +333,8 @@ impl<'c> Loader<'c> {
                                 && endpoint_op(&c.from).is_some_and(|o| failed.contains(o))
                         })
                     });
-                    if placeholders.contains(&i) || fed_by_failed {
+                    let broken = name.is_some_and(|n| self.broken_targets.contains(n));
+                    if placeholders.contains(&i) || fed_by_failed || broken {
                         return None;
                     }
                 }

@@ -247,6 +247,20 @@ connections:
 }
 
 #[test]
+fn a_wrong_input_port_is_reported_once_not_also_as_an_unconnected_input() {
+    let ps = problems(
+        "operators:\n  - {id: s, type: source, params: {value: x}}\n  - {id: o, type: sink}\nconnections:\n  - {from: s.out_data, to: o.in_dat}\n",
+    );
+    let kinds: Vec<_> = ps.iter().map(|p| p.kind).collect();
+    assert_eq!(
+        kinds,
+        [CmProblemKind::Net(ProblemKind::UnknownPort)],
+        "{ps:#?}"
+    );
+    assert_eq!(ps[0].hint.as_deref(), Some("did you mean `in_data`?"));
+}
+
+#[test]
 fn type_mismatch_and_unconnected_inputs_are_located() {
     let text = "\
 operators:
