@@ -26,8 +26,8 @@ pub struct RunReport {
 impl RunReport {
     /// Gathers the report of `cvm` after its run ended in `end`.
     pub fn new(cvm: &Cvm, end: EndState) -> Self {
-        let entries = cvm.history().entries();
-        let firings = entries.iter().map(|e| e.firings.len()).sum();
+        // A CLI run never steps back, so every recorded firing is on the current path.
+        let firings = cvm.history().recorded_firings();
         let net = cvm.net();
         let sinks = net
             .operators()
@@ -40,7 +40,7 @@ impl RunReport {
             .collect();
         RunReport {
             end,
-            steps: entries.len(),
+            steps: cvm.depth(),
             firings,
             sinks,
             unreached: cvm.unreached().into_iter().map(str::to_owned).collect(),
@@ -105,10 +105,14 @@ impl RunReport {
                     s.push_str(&format!("  - {}\n", st.message));
                 }
             }
-            other => {
-                let text = other.to_string();
-                let detail = text.split_once(": ").map_or(text.as_str(), |(_, d)| d);
-                s.push_str(&format!("  {detail}\n"));
+            EndState::LoopLimit { op, limit } => s.push_str(&format!(
+                "  `{op}` has fired {limit} times (max_loop_iterations)\n"
+            )),
+            EndState::StepLimit { limit } => s.push_str(&format!(
+                "  the step budget of {limit} is used (--max-steps)\n"
+            )),
+            EndState::Error { op, error } => {
+                s.push_str(&format!("  `{op}` failed: {error}\n"));
             }
         }
         for (sink, values) in &self.sinks {

@@ -25,7 +25,7 @@
 //!   problem of the file in one [`CmError`], each with its line, column, snippet and hint.
 //!   Unknown keys are errors.
 //! - **Writing** ([`Net::to_cm`], [`CmFile::to_cm_string`]) gives the canonical form described
-//!   in [`write`]; canonical text round-trips byte for byte.
+//!   in [`write`](mod@write); canonical text round-trips byte for byte.
 //! - **Schema**: [`schema::schema_json`] is the JSON Schema of the format, shipped as
 //!   `cameleon/cm.schema.json`.
 //! - **Hostile input**: loading never panics, refuses oversized or explosive input quickly (see

@@ -1,4 +1,4 @@
-//! The JSON Schema of the `.cm` format, generated from the [format types](super::format).
+//! The JSON Schema of the `.cm` format, generated from the format types ([`CmFile`] and its parts).
 //!
 //! The same schema is shipped as `cameleon/cm.schema.json` (a test keeps the file equal to what
 //! [`schema_json`] generates) for editors (`# yaml-language-server: $schema=…`) and for LLMs
@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings, json_schema};
 
-use super::format::CmFile;
+use super::CmFile;
 use crate::net::Mode;
 
 impl JsonSchema for Mode {
