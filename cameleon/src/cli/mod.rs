@@ -78,7 +78,10 @@ Examples:
   cameleon run examples/counter.cm --max-steps 100 --json
   cameleon run examples/digest.cm --trace trace.jsonl
   cameleon run examples/digest.cm --trace - | jq -c .op")]
-    Run(RunArgs),
+    // Not `Run`: rustc would then print the operator trait `cameleon::Run` with its full path
+    // in users' compile errors (two public items named `Run`).
+    #[command(name = "run")]
+    RunNet(RunArgs),
     /// Validate a net: every problem, with its line, column and a hint.
     #[command(after_help = "\
 Exit codes: 0 valid, 2 invalid, 3 a verified property fails.
@@ -287,7 +290,7 @@ where
         }
     };
     let r = match cli.command {
-        Command::Run(a) => run::run(&a, io),
+        Command::RunNet(a) => run::run(&a, io),
         Command::Check(a) => check::check(&a, io),
         Command::Fmt(a) => fmt::fmt(&a, io),
         Command::Catalogue(a) => catalogue::catalogue(&a, io),

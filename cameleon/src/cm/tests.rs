@@ -76,7 +76,7 @@ fn a_net_built_in_code_writes_and_reads_back_equal() {
         .at(10.0, -20.25)
         .label("Text");
     b.add("n", Const::new(json!({"k": [1, 2.0, "x, y", {"": null}]})));
-    b.add("fork", Fork::new(3).unwrap());
+    b.add("fork", Fork::<crate::types::Any>::new(3).unwrap());
     b.add(
         "fmt",
         Format {
@@ -99,7 +99,7 @@ fn a_net_built_in_code_writes_and_reads_back_equal() {
         .at(10.0, -20.25)
         .label("Text");
     b2.add("n", Const::new(json!({"k": [1, 2.0, "x, y", {"": null}]})));
-    b2.add("fork", Fork::new(3).unwrap());
+    b2.add("fork", Fork::<crate::types::Any>::new(3).unwrap());
     b2.add(
         "fmt",
         Format {
@@ -107,7 +107,7 @@ fn a_net_built_in_code_writes_and_reads_back_equal() {
         },
     );
     b2.add("t", Transform::new());
-    b2.add("m", Merge::new(2).unwrap());
+    b2.add("m", Merge::<crate::types::Any>::new(2).unwrap());
     b2.add("out", Sink::new());
     b2.add("out2", Sink::new()).instance(7);
     b2.connect("text.out_data", "fork.in_data")
@@ -589,7 +589,7 @@ proptest! {
         let (x, y) = if whole { (x.trunc(), y.trunc()) } else { (x, y) };
         let mut b = Net::builder("p");
         b.add("c", Const::new(json!(n))).at(x, y);
-        b.add("g", Guard::new(Test::parse(&json!({"all": [{"gt": n}, {"not": {"eq": "x"}}]})).unwrap()));
+        b.add("g", Guard::<crate::types::Any>::new(Test::parse(&json!({"all": [{"gt": n}, {"not": {"eq": "x"}}]})).unwrap()));
         b.add("a", Sink::new());
         b.add("z", Sink::new());
         b.connect("c.out_data", "g.in_data").connect("g.out_continue", "a.in_data").connect("g.out_exit", "z.in_data");
