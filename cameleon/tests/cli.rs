@@ -475,10 +475,8 @@ fn catalogue_lists_every_operator_with_ports_params_and_docs() {
     let gate = ops.iter().find(|e| e["id"] == "gate").unwrap();
     assert_eq!(gate["aliases"], json!(["switch"]));
     assert_eq!(gate["policy"], "custom");
-    assert_eq!(
-        gate["inputs"][1],
-        json!({"name": "in_condition", "type": "DataBool"})
-    );
+    assert_eq!(gate["inputs"][1]["name"], "in_condition");
+    assert_eq!(gate["inputs"][1]["type"], "DataBool");
     assert_eq!(gate["emits"], json!([["out_true"], ["out_false"]]));
     let chunker = ops.iter().find(|e| e["id"] == "chunker").unwrap();
     assert_eq!(chunker["params"][0]["name"], "size");
@@ -489,13 +487,12 @@ fn catalogue_lists_every_operator_with_ports_params_and_docs() {
         v["types"]
             .as_array()
             .unwrap()
-            .iter()
-            .any(|t| t["name"] == "DataString" && t["color"] == "#4f8aff")
+            .contains(&json!("DataString"))
     );
 
     let md = stdout(&cameleon(&["catalogue", "--markdown"]));
     assert!(md.starts_with("# Caméléon operator catalogue"));
-    assert!(md.contains("## `gate` — Gate"));
+    assert!(md.contains("### `gate` — Gate"));
     let text = stdout(&cameleon(&["catalogue"]));
     assert!(text.contains("gate (alias switch) — Gate"), "{text}");
     let both = cameleon(&["catalogue", "--json", "--markdown"]);

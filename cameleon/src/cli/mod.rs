@@ -28,7 +28,7 @@ mod export;
 mod fmt;
 mod run;
 
-pub use catalogue::{catalogue_json, catalogue_markdown, catalogue_text};
+pub use catalogue::catalogue_text;
 pub use run::{RunReport, trace_jsonl};
 
 /// Exit codes (API.md, "The command line").
