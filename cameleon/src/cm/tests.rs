@@ -468,6 +468,26 @@ fn huge_files_are_refused_before_parsing() {
 }
 
 #[test]
+fn problems_on_very_long_lines_render_cropped() {
+    // miette cannot draw a label past column 65 535; the CLI crops the line instead.
+    let text = format!(
+        "x: [{}]\noperators: []\n",
+        vec!["1"; limits::MAX_NODES + 10].join(",")
+    );
+    let e = Net::from_cm(&text).unwrap_err();
+    assert!(e.problems()[0].snippet.chars().count() < 200);
+    let r = e.render(false);
+    assert!(r.contains("…1,1,1"), "{r}");
+    assert!(r.lines().all(|l| l.chars().count() < 250), "{r}");
+    // The miette report of the error itself leaves such snippets out instead of panicking.
+    let mut out = String::new();
+    miette::GraphicalReportHandler::new_themed(miette::GraphicalTheme::unicode_nocolor())
+        .render_report(&mut out, &e)
+        .unwrap();
+    assert!(out.contains("50000"), "{out}");
+}
+
+#[test]
 fn many_values_are_refused() {
     let mut text = String::from("operators: []\nname: x\nconfig: {}\n");
     text.insert_str(
@@ -551,7 +571,11 @@ proptest! {
         )
     ) {
         let text: String = parts.concat();
-        let _ = Net::from_cm(&text);
+        if let Err(e) = Net::from_cm(&text) {
+            // Every error renders, with its snippet.
+            prop_assert!(!e.problems().is_empty());
+            prop_assert!(e.render(false).contains("problem"));
+        }
         let _ = Loader::new().parse_str(&text);
     }
 

@@ -329,11 +329,9 @@ fn parse_error(text: &str, e: &serde_saphyr::Error) -> ParseError {
         };
     }
     let is_limit = message.contains("recursion limit");
-    let hint = if message.contains("recursion limit") {
-        Some(format!(
-            "values may nest at most {} levels deep",
-            limits::MAX_DEPTH
-        ))
+    let hint = if is_limit {
+        message = format!("values nest more than {} levels deep", limits::MAX_DEPTH);
+        Some("a .cm file is shallow: operators, connections and small params".into())
     } else if message.contains("duplicate mapping key") {
         message = message
             .split(", set DuplicateKeyPolicy")
