@@ -989,3 +989,105 @@ fn the_engine_and_its_step_futures_can_move_between_threads() {
     is_send(&cvm.step_async());
     is_send(&cvm.run_async());
 }
+
+// ---------------------------------------------------------------------------------------------
+// `.cm`: mode, per-instance settings, the fan-out example
+
+const FLAKY_CM: &str = "\
+cameleon: 1
+name: settings
+config:
+  mode: parallel
+operators:
+  - id: src
+    type: source
+    params:
+      value: hi
+  - id: wait
+    type: delay
+    params:
+      ms: 500
+    timeout_ms: 50
+    retry: {max: 1, backoff_ms: 10}
+  - id: out
+    type: sink
+connections:
+  - from: src.out_data
+    to: wait.in_data
+  - from: wait.out_data
+    to: out.in_data
+";
+
+#[test]
+fn cm_instance_settings_load_apply_and_write_back() {
+    let net = Net::from_cm(FLAKY_CM).unwrap();
+    assert_eq!(net.config().mode, Mode::Parallel);
+    let wait = &net.operators()[1];
+    assert_eq!(
+        wait.settings,
+        OpSettings {
+            timeout_ms: Some(50),
+            retry: Some(Retry {
+                max: 1,
+                backoff_ms: 10
+            })
+        }
+    );
+    assert_eq!(net.to_cm(), FLAKY_CM, "canonical text round-trips");
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&events);
+    let mut cvm = Cvm::builder(net)
+        .on_event(move |e| sink.lock().unwrap().push(e.clone()))
+        .build();
+    let t = Instant::now();
+    match cvm.run().unwrap() {
+        EndState::Error { op, error } => {
+            assert_eq!(op, "wait");
+            assert!(error.contains("timed out after 50 ms"), "{error}");
+        }
+        other => panic!("expected ERROR, got {other:?}"),
+    }
+    assert!(
+        t.elapsed() < Duration::from_millis(450),
+        "cut short, not 2 × 500 ms"
+    );
+    let retried = events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|e| matches!(e, Event::FiringRetrying { .. }))
+        .count();
+    assert_eq!(retried, 1);
+}
+
+#[test]
+fn a_zero_timeout_in_cm_is_reported_at_the_key() {
+    let text = FLAKY_CM.replace("timeout_ms: 50", "timeout_ms: 0");
+    let e = Net::from_cm(&text).unwrap_err().to_string();
+    assert!(e.starts_with("<input>:14:17:"), "{e}"); // the value of `timeout_ms`
+    assert!(e.contains("`wait` has `timeout_ms: 0`"), "{e}");
+}
+
+#[test]
+fn an_unknown_retry_key_in_cm_is_refused() {
+    let text = FLAKY_CM.replace("backoff_ms: 10", "backof_ms: 10");
+    let e = Net::from_cm(&text).unwrap_err().to_string();
+    assert!(e.contains("unknown key `backof_ms`"), "{e}");
+}
+
+#[test]
+fn the_fan_out_example_runs_its_delays_in_one_step() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/fan_out_delays.cm");
+    let net = Net::from_cm_file(path).unwrap();
+    assert_eq!(net.config().mode, Mode::Parallel);
+    let mut cvm = Cvm::new(net);
+    let t = Instant::now();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert!(
+        t.elapsed() < Duration::from_millis(1_000),
+        "8 × 200 ms overlapped"
+    );
+    assert_eq!(cvm.depth(), 5);
+    assert_eq!(cvm.history().entries()[2].firings.len(), 8);
+    assert_eq!(cvm.received("out")[0].to_json(), "hello");
+}

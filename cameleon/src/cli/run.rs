@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::{Map, Value as Json, json};
 
 use super::{Io, RunArgs, display_name, exit, load};
-use crate::engine::{Cvm, EndState, Step, StepError};
+use crate::engine::{Cvm, EndState, Event, Step, StepError};
 
 /// What a run did: the facts `run` prints, as text or JSON.
 #[derive(Debug)]
@@ -204,6 +204,27 @@ fn drive(cvm: &mut Cvm, progress: bool) -> Result<EndState, StepError> {
     } else {
         indicatif::ProgressBar::hidden()
     };
+    if progress {
+        // The operators now running, from the engine's event stream (several in parallel mode).
+        let shown = bar.clone();
+        let mut running: Vec<String> = Vec::new();
+        cvm.on_event(move |e| match e {
+            Event::FiringStarted { op, .. } => {
+                running.push(op.clone());
+                shown.set_message(running_message(&running));
+            }
+            Event::FiringFinished { op, .. } => {
+                running.retain(|r| r != op);
+                shown.set_message(running_message(&running));
+            }
+            Event::StepCommitted { step, .. } => shown.set_position(u64::from(*step)),
+            Event::StepDiscarded { .. } => {
+                running.clear();
+                shown.set_message(String::new());
+            }
+            _ => {}
+        });
+    }
     let mut n = 0u64;
     let end = loop {
         match cvm.step() {
@@ -227,7 +248,19 @@ fn drive(cvm: &mut Cvm, progress: bool) -> Result<EndState, StepError> {
         }
     };
     bar.finish_and_clear();
+    if progress {
+        cvm.clear_observer();
+    }
     Ok(end)
+}
+
+/// `running fetch, summarize, +3` for the progress line.
+fn running_message(running: &[String]) -> String {
+    match running.len() {
+        0 => String::new(),
+        n if n <= 3 => format!("running {}", running.join(", ")),
+        n => format!("running {}, +{}", running[..3].join(", "), n - 3),
+    }
 }
 
 pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {

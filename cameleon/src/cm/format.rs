@@ -83,6 +83,26 @@ pub struct CmOperator {
     /// The operator's parameters, as its catalogue entry declares them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub params: Option<Params>,
+    /// A firing of this instance that has not finished after this many milliseconds fails
+    /// (`timed out`); overrides the operator type's timeout.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub timeout_ms: Option<u64>,
+    /// Retries of a failed firing of this instance: at most `max` more attempts, waiting
+    /// `backoff_ms` (doubling each time) in between; overrides the operator type's retries.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<CmRetry>,
+}
+
+/// `retry: {max, backoff_ms}`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CmRetry {
+    /// How many times a failed firing is tried again.
+    pub max: u32,
+    /// The wait before the first retry, in milliseconds (default 0); it doubles at each retry.
+    #[serde(default)]
+    pub backoff_ms: u64,
 }
 
 /// One connection.

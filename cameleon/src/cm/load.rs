@@ -235,7 +235,26 @@ impl<'c> Loader<'c> {
                 o = o.label(l.clone());
             }
             if let Some(n) = decl.instance {
-                o.instance(n);
+                o = o.instance(n);
+            }
+            match decl.timeout_ms {
+                Some(0) => {
+                    let span = node.entry("timeout_ms").map_or(node.span, |(_, v)| v.span);
+                    cx.push(
+                        CmProblemKind::Schema,
+                        span,
+                        format!(
+                            "operator `{}` has `timeout_ms: 0`; no firing can finish in 0 ms",
+                            decl.id
+                        ),
+                        Some("give a timeout of at least 1 ms, or remove `timeout_ms`".to_owned()),
+                    );
+                }
+                Some(ms) => o = o.timeout_ms(ms),
+                None => {}
+            }
+            if let Some(r) = decl.retry {
+                o.retry(r.max, r.backoff_ms);
             }
             ops.push(i);
         }

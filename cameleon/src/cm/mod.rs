@@ -66,7 +66,7 @@ pub mod write;
 use std::path::Path;
 
 pub use error::{CmError, CmProblem, CmProblemKind};
-pub use format::{CmConfig, CmConnection, CmFile, CmOperator, FORMAT_VERSION};
+pub use format::{CmConfig, CmConnection, CmFile, CmOperator, CmRetry, FORMAT_VERSION};
 pub use load::Loader;
 
 use crate::catalogue::Catalogue;

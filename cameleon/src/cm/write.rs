@@ -3,7 +3,8 @@
 //! The canonical form is what `cameleon fmt` writes and [`Net::to_cm`] returns:
 //!
 //! - keys in the order of the format (`cameleon`, `name`, `config`, `operators`,
-//!   `connections`; in an operator `id`, `type`, `label`, `instance`, `x`, `y`, `params`), and
+//!   `connections`; in an operator `id`, `type`, `label`, `instance`, `x`, `y`, `params`,
+//!   `timeout_ms`, `retry`), and
 //!   operators and connections in declaration order;
 //! - two-space indentation, one key per line; param values that are lists or mappings in flow
 //!   style (`{lt: 10}`);
@@ -18,7 +19,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value as Json;
 
-use super::format::{CmConfig, CmConnection, CmFile, CmOperator, FORMAT_VERSION};
+use super::format::{CmConfig, CmConnection, CmFile, CmOperator, CmRetry, FORMAT_VERSION};
 use crate::catalogue::Catalogue;
 use crate::net::{Net, NetConfig};
 use crate::operator::Params;
@@ -56,6 +57,11 @@ impl Net {
                     x: pos.map(|p| p.0),
                     y: pos.map(|p| p.1),
                     params: (!params.is_empty()).then_some(params),
+                    timeout_ms: o.settings.timeout_ms,
+                    retry: o.settings.retry.map(|r| CmRetry {
+                        max: r.max,
+                        backoff_ms: r.backoff_ms,
+                    }),
                 }
             })
             .collect();
@@ -147,6 +153,16 @@ impl CmFile {
                         let _ = writeln!(out, "      {}: {}", scalar(k), flow(v));
                     }
                 }
+            }
+            if let Some(ms) = o.timeout_ms {
+                let _ = writeln!(out, "    timeout_ms: {ms}");
+            }
+            if let Some(r) = o.retry {
+                let _ = writeln!(
+                    out,
+                    "    retry: {{max: {}, backoff_ms: {}}}",
+                    r.max, r.backoff_ms
+                );
             }
         }
         if self.connections.is_empty() {
