@@ -18,6 +18,7 @@
 //! | [`net`] | the validated net (§1) |
 //! | [`engine`] | the CVM: forward, backward, replay, end states (§4–§6) |
 //! | [`history`] | the history tree of deltas (§5) |
+//! | [`verify`] | state-space exploration of the control abstraction, PNML export (§8) |
 //! | [`catalogue`] | operator types by id, for `.cm` files, the CLI and LLMs |
 //! | [`dsl`] | compile-time typed connections for `pipeline!` |
 //! | [`ops`] | the standard operators |
@@ -61,6 +62,7 @@ pub mod operator;
 pub mod ops;
 pub mod policy;
 pub mod types;
+pub mod verify;
 
 pub use catalogue::{BuildContext, BuildError, Catalogue, CatalogueEntry, ParamError, ParamInfo};
 pub use connection::{ConnId, ConnState, Connection, OpId, PortRef, Token};

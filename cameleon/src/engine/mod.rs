@@ -34,7 +34,7 @@ use crate::policy::{Enabling, Policy};
 
 mod rules;
 use crate::types::Value;
-pub(crate) use rules::{Bits, Scratch, Topo, evaluate, gather};
+pub(crate) use rules::{Bits, Scratch, Topo, back_pressure_ok_on, evaluate, gather};
 
 /// How a run ended (SPEC §6).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

@@ -1,0 +1,411 @@
+//! Breadth-first exploration of the control abstraction, and the graph analyses on its result.
+//!
+//! States are numbered in discovery order, so a state's number never decreases with its depth
+//! and the BFS tree gives shortest witnesses. Each state is stored once, packed, in one arena;
+//! a hash table of state numbers (open addressing, linear probing, a 32-bit tag per slot)
+//! finds them; successors are kept as a compressed adjacency list for the analyses that need
+//! the whole graph (option to complete, cycles).
+
+use super::model::Model;
+use crate::history::NONE;
+
+/// A snapshot of a running exploration, for progress reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// States stored so far.
+    pub states: u64,
+    /// States whose successors have been computed.
+    pub expanded: u64,
+    /// Edges found so far.
+    pub edges: u64,
+    /// The state budget.
+    pub max_states: u64,
+}
+
+/// The hash set of states: slots hold a state number (low 32 bits) and a hash tag (high 32).
+struct Table {
+    slots: Vec<u64>,
+    mask: usize,
+}
+
+const FREE: u64 = u64::MAX;
+
+#[inline]
+fn hash(s: &[u64]) -> u64 {
+    let mut h: u64 = 0x243f_6a88_85a3_08d3;
+    for &w in s {
+        h = (h.rotate_left(5) ^ w).wrapping_mul(0x51_7cc1_b727_220a_95);
+    }
+    // Final avalanche (murmur3 fmix64) so the low bits used as an index are well mixed.
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+impl Table {
+    fn with_capacity(n: usize) -> Self {
+        let cap = (n * 2).next_power_of_two().max(1024);
+        Table {
+            slots: vec![FREE; cap],
+            mask: cap - 1,
+        }
+    }
+
+    fn grow(&mut self, arena: &[u64], words: usize, len: usize) {
+        let cap = self.slots.len() * 2;
+        self.slots = vec![FREE; cap];
+        self.mask = cap - 1;
+        for id in 0..len {
+            let h = hash(&arena[id * words..(id + 1) * words]);
+            let mut i = h as usize & self.mask;
+            while self.slots[i] != FREE {
+                i = (i + 1) & self.mask;
+            }
+            self.slots[i] = (h & 0xffff_ffff_0000_0000) | id as u64;
+        }
+    }
+}
+
+/// The explored reachability graph.
+pub(crate) struct Graph {
+    pub(crate) words: usize,
+    /// States, `words` words each, in discovery order.
+    pub(crate) arena: Vec<u64>,
+    /// BFS-tree parent of each state (`NONE` for the initial state).
+    pub(crate) parent: Vec<u32>,
+    /// Per expanded state, where its successors start in `succ` (one more entry at the end).
+    pub(crate) succ_start: Vec<u64>,
+    pub(crate) succ: Vec<u32>,
+    /// Per expanded state: no operator enabled.
+    pub(crate) terminal: Vec<bool>,
+    /// Every operator enabled in some explored state.
+    pub(crate) op_enabled: Vec<bool>,
+    /// Per word: the connection fields that were NEW in some stored state.
+    pub(crate) ever_new: Vec<u64>,
+    /// The first firing found that overwrites a NEW token: (state, outcome).
+    pub(crate) overwrite: Option<(u32, usize)>,
+    /// Whether the state budget stopped the exploration.
+    pub(crate) budget_hit: bool,
+    table_bytes: usize,
+}
+
+impl Graph {
+    pub(crate) fn len(&self) -> usize {
+        self.parent.len()
+    }
+
+    pub(crate) fn expanded(&self) -> usize {
+        self.terminal.len()
+    }
+
+    pub(crate) fn edges(&self) -> u64 {
+        self.succ.len() as u64
+    }
+
+    pub(crate) fn state(&self, id: u32) -> &[u64] {
+        let i = id as usize * self.words;
+        &self.arena[i..i + self.words]
+    }
+
+    pub(crate) fn successors(&self, id: u32) -> &[u32] {
+        let id = id as usize;
+        if id >= self.expanded() {
+            return &[];
+        }
+        &self.succ[self.succ_start[id] as usize..self.succ_start[id + 1] as usize]
+    }
+
+    /// Bytes held by the exploration's data structures (allocated capacity).
+    pub(crate) fn bytes(&self) -> usize {
+        self.arena.capacity() * 8
+            + self.parent.capacity() * 4
+            + self.succ_start.capacity() * 8
+            + self.succ.capacity() * 4
+            + self.terminal.capacity()
+            + self.table_bytes
+    }
+
+    /// The BFS-tree path from the initial state to `id`, as state numbers (initial first).
+    pub(crate) fn path_to(&self, id: u32) -> Vec<u32> {
+        let mut path = vec![id];
+        let mut cur = id;
+        while self.parent[cur as usize] != NONE {
+            cur = self.parent[cur as usize];
+            path.push(cur);
+        }
+        path.reverse();
+        path
+    }
+
+    /// Depth of state `id` (firings from the initial state).
+    pub(crate) fn depth(&self, id: u32) -> usize {
+        self.path_to(id).len() - 1
+    }
+}
+
+/// Explores breadth-first from the initial state, storing at most `max_states` states.
+pub(crate) fn explore(
+    model: &mut Model<'_>,
+    max_states: u64,
+    progress: &mut dyn FnMut(&Progress),
+) -> Graph {
+    let words = model.words;
+    let max_states = max_states.clamp(1, u32::MAX as u64 - 1) as usize;
+    let mut table = Table::with_capacity(max_states.min(1 << 16));
+    let mut g = Graph {
+        words,
+        arena: Vec::new(),
+        parent: Vec::new(),
+        succ_start: vec![0],
+        succ: Vec::new(),
+        terminal: Vec::new(),
+        op_enabled: vec![false; model.ops.len()],
+        ever_new: vec![0; words],
+        overwrite: None,
+        budget_hit: false,
+        table_bytes: 0,
+    };
+    let initial = model.initial.clone();
+    insert(&mut g, &mut table, model, &initial, NONE, max_states);
+
+    let mut cur = vec![0u64; words];
+    let mut next = vec![0u64; words];
+    let mut id = 0usize;
+    'states: while id < g.len() {
+        cur.copy_from_slice(&g.arena[id * words..(id + 1) * words]);
+        let edges_before = g.succ.len();
+        let mut any = false;
+        for o in 0..model.ops.len() {
+            let (start, len) = model.outcomes_in(o, &cur);
+            if len > 0 {
+                any = true;
+                g.op_enabled[o] = true;
+            }
+            for k in start..start + len {
+                next.copy_from_slice(&cur);
+                model.apply(k, &mut next);
+                let Some(to) = insert(&mut g, &mut table, model, &next, id as u32, max_states)
+                else {
+                    // Budget used: this state's successors are incomplete; it stays unexpanded.
+                    g.succ.truncate(edges_before);
+                    g.budget_hit = true;
+                    break 'states;
+                };
+                g.succ.push(to);
+                if g.overwrite.is_none() && model.outcomes[k].overwrites != NONE {
+                    g.overwrite = Some((id as u32, k));
+                }
+            }
+        }
+        g.terminal.push(!any);
+        g.succ_start.push(g.succ.len() as u64);
+        id += 1;
+        if id & 0xffff == 0 {
+            progress(&Progress {
+                states: g.len() as u64,
+                expanded: id as u64,
+                edges: g.succ.len() as u64,
+                max_states: max_states as u64,
+            });
+        }
+    }
+    g.table_bytes = table.slots.capacity() * 8;
+    progress(&Progress {
+        states: g.len() as u64,
+        expanded: g.expanded() as u64,
+        edges: g.succ.len() as u64,
+        max_states: max_states as u64,
+    });
+    g
+}
+
+/// Finds `s` or stores it; `None` when it is new and the budget is used.
+#[inline]
+fn insert(
+    g: &mut Graph,
+    table: &mut Table,
+    model: &Model<'_>,
+    s: &[u64],
+    parent: u32,
+    max_states: usize,
+) -> Option<u32> {
+    let words = g.words;
+    let h = hash(s);
+    let tag = h & 0xffff_ffff_0000_0000;
+    let mut i = h as usize & table.mask;
+    loop {
+        let slot = table.slots[i];
+        if slot == FREE {
+            break;
+        }
+        if slot & 0xffff_ffff_0000_0000 == tag {
+            let id = (slot & 0xffff_ffff) as usize;
+            if &g.arena[id * words..(id + 1) * words] == s {
+                return Some(id as u32);
+            }
+        }
+        i = (i + 1) & table.mask;
+    }
+    let id = g.len();
+    if id >= max_states {
+        return None;
+    }
+    table.slots[i] = tag | id as u64;
+    g.arena.extend_from_slice(s);
+    g.parent.push(parent);
+    for (e, (&w, &m)) in g.ever_new.iter_mut().zip(s.iter().zip(&model.new_mask)) {
+        *e |= w & !(w >> 1) & m;
+    }
+    if (id + 1) * 8 > table.slots.len() * 5 {
+        table.grow(&g.arena, words, id + 1);
+    }
+    Some(id as u32)
+}
+
+/// Which states can reach one of `targets` (reverse reachability over the explored graph).
+pub(crate) fn coreachable(g: &Graph, targets: impl Iterator<Item = u32>) -> Vec<bool> {
+    let n = g.len();
+    // Reverse adjacency in compressed form.
+    let mut start = vec![0u32; n + 1];
+    for &t in &g.succ {
+        start[t as usize + 1] += 1;
+    }
+    for i in 0..n {
+        start[i + 1] += start[i];
+    }
+    let mut fill = start.clone();
+    let mut pred = vec![0u32; g.succ.len()];
+    for v in 0..g.expanded() {
+        for &t in g.successors(v as u32) {
+            pred[fill[t as usize] as usize] = v as u32;
+            fill[t as usize] += 1;
+        }
+    }
+    drop(fill);
+    let mut seen = vec![false; n];
+    let mut queue: Vec<u32> = Vec::new();
+    for t in targets {
+        if !seen[t as usize] {
+            seen[t as usize] = true;
+            queue.push(t);
+        }
+    }
+    let mut head = 0;
+    while head < queue.len() {
+        let v = queue[head] as usize;
+        head += 1;
+        for &p in &pred[start[v] as usize..start[v + 1] as usize] {
+            if !seen[p as usize] {
+                seen[p as usize] = true;
+                queue.push(p);
+            }
+        }
+    }
+    seen
+}
+
+/// Which states lie on a cycle: members of a strongly connected component with more than one
+/// state, or with an edge to itself (iterative Tarjan).
+pub(crate) fn on_cycle(g: &Graph) -> Vec<bool> {
+    let n = g.len();
+    let mut index = vec![NONE; n];
+    let mut low = vec![0u32; n];
+    let mut on_stack = vec![false; n];
+    let mut stack: Vec<u32> = Vec::new();
+    let mut cyclic = vec![false; n];
+    let mut calls: Vec<(u32, usize)> = Vec::new();
+    let mut counter = 0u32;
+    for root in 0..n as u32 {
+        if index[root as usize] != NONE {
+            continue;
+        }
+        calls.push((root, 0));
+        index[root as usize] = counter;
+        low[root as usize] = counter;
+        counter += 1;
+        stack.push(root);
+        on_stack[root as usize] = true;
+        while let Some(&mut (v, ref mut pos)) = calls.last_mut() {
+            let succ = g.successors(v);
+            if *pos < succ.len() {
+                let w = succ[*pos];
+                *pos += 1;
+                if w == v {
+                    cyclic[v as usize] = true;
+                }
+                if index[w as usize] == NONE {
+                    index[w as usize] = counter;
+                    low[w as usize] = counter;
+                    counter += 1;
+                    stack.push(w);
+                    on_stack[w as usize] = true;
+                    calls.push((w, 0));
+                } else if on_stack[w as usize] {
+                    low[v as usize] = low[v as usize].min(index[w as usize]);
+                }
+                continue;
+            }
+            calls.pop();
+            if let Some(&(parent, _)) = calls.last() {
+                low[parent as usize] = low[parent as usize].min(low[v as usize]);
+            }
+            if low[v as usize] == index[v as usize] {
+                let mut members = Vec::new();
+                while let Some(w) = stack.pop() {
+                    on_stack[w as usize] = false;
+                    members.push(w);
+                    if w == v {
+                        break;
+                    }
+                }
+                if members.len() > 1 {
+                    for w in members {
+                        cyclic[w as usize] = true;
+                    }
+                }
+            }
+        }
+    }
+    cyclic
+}
+
+/// A shortest non-empty path from `from` back to itself, as state numbers (`from` first and
+/// last), if there is one.
+pub(crate) fn shortest_cycle(g: &Graph, from: u32) -> Option<Vec<u32>> {
+    let mut parent: std::collections::HashMap<u32, u32> = std::collections::HashMap::new();
+    let mut queue = std::collections::VecDeque::new();
+    for &w in g.successors(from) {
+        if w == from {
+            return Some(vec![from, from]);
+        }
+        if let std::collections::hash_map::Entry::Vacant(e) = parent.entry(w) {
+            e.insert(from);
+            queue.push_back(w);
+        }
+    }
+    while let Some(v) = queue.pop_front() {
+        for &w in g.successors(v) {
+            if w == from {
+                // Walk back from `v` to `from`, then reverse: from, ..., v, from.
+                let mut rev = vec![from, v];
+                let mut cur = v;
+                while let Some(&p) = parent.get(&cur) {
+                    rev.push(p);
+                    if p == from {
+                        break;
+                    }
+                    cur = p;
+                }
+                rev.reverse();
+                return Some(rev);
+            }
+            if let std::collections::hash_map::Entry::Vacant(e) = parent.entry(w) {
+                e.insert(v);
+                queue.push_back(w);
+            }
+        }
+    }
+    None
+}
