@@ -1,0 +1,385 @@
+//! The PNML export (SPEC §8) checked by an independent explorer: a small PNML reader and a
+//! brute-force place/transition-net explorer that know nothing of Caméléon, agreeing with the
+//! verifier on state counts, edge counts and deadlocks — for every example net and for random
+//! nets.
+
+mod common;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+
+use cameleon::ops::{
+    Accumulator, Barrier, Fork, Gate, Guard, Join, Merge, Predicate, Sink, Source, Test, Transform,
+};
+use cameleon::prelude::*;
+use cameleon::verify::{VerifyOptions, to_pnml, verify};
+use proptest::prelude::*;
+use serde_json::json;
+
+/// A P/T net as read from PNML: places (ids), initial marking, transitions as pre/post places.
+#[derive(Debug, Default)]
+struct PtNet {
+    places: Vec<String>,
+    initial: Vec<u8>,
+    pre: Vec<Vec<usize>>,
+    post: Vec<Vec<usize>>,
+}
+
+fn attr<'a>(tag: &'a str, key: &str) -> Option<&'a str> {
+    let at = tag.find(&format!(" {key}=\""))? + key.len() + 3;
+    let end = tag[at..].find('"')? + at;
+    Some(&tag[at..end])
+}
+
+/// Reads places, initial markings, transitions and arcs — the P/T core of PNML — with a
+/// hand-written tag scanner.
+fn read_pnml(xml: &str) -> PtNet {
+    let mut net = PtNet::default();
+    let mut place_of: HashMap<String, usize> = HashMap::new();
+    let mut trans_of: HashMap<String, usize> = HashMap::new();
+    let mut arcs: Vec<(String, String)> = Vec::new();
+    let mut open: Vec<String> = Vec::new();
+    let mut rest = xml;
+    while let Some(lt) = rest.find('<') {
+        let text = &rest[..lt];
+        let gt = lt + rest[lt..].find('>').expect("tag closed");
+        let tag = &rest[lt + 1..gt];
+        rest = &rest[gt + 1..];
+        if tag.starts_with('?') || tag.starts_with('!') {
+            continue;
+        }
+        if let Some(name) = tag.strip_prefix('/') {
+            if name == "text" && open.iter().any(|t| t == "initialMarking") {
+                let n: u8 = text.trim().parse().expect("a number of tokens");
+                *net.initial.last_mut().expect("inside a place") = n;
+            }
+            assert_eq!(open.pop().as_deref(), Some(name), "well nested");
+            continue;
+        }
+        let self_closing = tag.ends_with('/');
+        let tag = tag.trim_end_matches('/');
+        let name = tag.split_whitespace().next().unwrap_or("");
+        match name {
+            "place" => {
+                let id = attr(tag, "id").expect("place id").to_owned();
+                place_of.insert(id.clone(), net.places.len());
+                net.places.push(id);
+                net.initial.push(0);
+            }
+            "transition" => {
+                let id = attr(tag, "id").expect("transition id").to_owned();
+                trans_of.insert(id, net.pre.len());
+                net.pre.push(Vec::new());
+                net.post.push(Vec::new());
+            }
+            "arc" => arcs.push((
+                attr(tag, "source").expect("arc source").to_owned(),
+                attr(tag, "target").expect("arc target").to_owned(),
+            )),
+            _ => {}
+        }
+        if !self_closing {
+            open.push(name.to_owned());
+        }
+    }
+    assert!(open.is_empty(), "every element closed");
+    for (s, t) in arcs {
+        match (place_of.get(&s), trans_of.get(&t)) {
+            (Some(&p), Some(&t)) => net.pre[t].push(p),
+            _ => {
+                let (t, p) = (trans_of[&s], place_of[&t]);
+                net.post[t].push(p);
+            }
+        }
+    }
+    net
+}
+
+/// What brute force finds in a P/T net's reachability graph.
+#[derive(Debug, PartialEq, Eq)]
+struct Found {
+    states: u64,
+    edges: u64,
+    /// Dead markings in which a `*_NEW` place is marked.
+    deadlocks: u64,
+}
+
+fn brute_force(net: &PtNet) -> Found {
+    let new_places: Vec<usize> = (0..net.places.len())
+        .filter(|&p| net.places[p].ends_with("_NEW"))
+        .collect();
+    let mut seen: HashSet<Vec<u8>> = HashSet::new();
+    let mut queue = VecDeque::new();
+    seen.insert(net.initial.clone());
+    queue.push_back(net.initial.clone());
+    let (mut edges, mut deadlocks) = (0, 0);
+    while let Some(m) = queue.pop_front() {
+        let mut any = false;
+        for t in 0..net.pre.len() {
+            let mut next = m.clone();
+            let mut enabled = true;
+            for &p in &net.pre[t] {
+                if next[p] == 0 {
+                    enabled = false;
+                    break;
+                }
+                next[p] -= 1;
+            }
+            if !enabled {
+                continue;
+            }
+            for &p in &net.post[t] {
+                next[p] += 1;
+                assert!(next[p] <= 1, "the PNML net is 1-safe");
+            }
+            any = true;
+            edges += 1;
+            if seen.insert(next.clone()) {
+                queue.push_back(next);
+            }
+        }
+        if !any && new_places.iter().any(|&p| m[p] > 0) {
+            deadlocks += 1;
+        }
+    }
+    Found {
+        states: seen.len() as u64,
+        edges,
+        deadlocks,
+    }
+}
+
+/// The verifier and brute force on the exported PNML agree on `net`.
+fn agree(net: &Net) -> Result<(), TestCaseError> {
+    let r = verify(net, &VerifyOptions::default().max_states(20_000));
+    if !r.complete {
+        return Ok(()); // too large to compare by brute force
+    }
+    let xml = to_pnml(net).map_err(|e| TestCaseError::fail(e.to_string()))?;
+    let found = brute_force(&read_pnml(&xml));
+    prop_assert_eq!(found.states, r.states, "states of {}", net.name());
+    prop_assert_eq!(found.edges, r.edges, "edges of {}", net.name());
+    prop_assert_eq!(found.deadlocks == 0, r.deadlock_free == Some(true));
+    Ok(())
+}
+
+#[test]
+fn pnml_of_every_example_has_the_verifiers_state_space() {
+    let mut nets: Vec<Net> = common::wcp_nets().into_iter().map(|(_, n)| n).collect();
+    nets.push(common::bad_xor_split_and_join());
+    nets.push(common::bad_loop_without_exit());
+    nets.push(common::bad_accumulator_never_done());
+    nets.push(common::parallel_split(3));
+    for net in &nets {
+        agree(net).unwrap_or_else(|e| panic!("{}: {e}", net.name()));
+    }
+}
+
+#[test]
+fn pnml_counts_deadlocks_like_the_verifier() {
+    // Two deadlocks: one per branch the gate can take.
+    let xml = to_pnml(&common::bad_xor_split_and_join()).unwrap();
+    assert_eq!(brute_force(&read_pnml(&xml)).deadlocks, 2);
+}
+
+#[test]
+fn pnml_is_a_well_formed_pt_net_document() {
+    let xml = to_pnml(&common::wcp4_exclusive_choice()).unwrap();
+    assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"));
+    assert!(xml.contains("<pnml xmlns=\"http://www.pnml.org/version-2009/grammar/pnml\">"));
+    assert!(xml.contains("type=\"http://www.pnml.org/version-2009/grammar/ptnet\""));
+    // Connection names are escaped (`->`), never raw.
+    assert!(xml.contains("src.out_data -&gt; split.in_data EMPTY"));
+    assert!(!xml.contains("-> "));
+    let pt = read_pnml(&xml);
+    // Three places per connection, one marked: every connection starts EMPTY.
+    let conns = common::wcp4_exclusive_choice().connections().len();
+    assert_eq!(pt.places.len(), 3 * conns);
+    assert_eq!(pt.initial.iter().map(|&n| n as usize).sum::<usize>(), conns);
+    // The gate contributes one transition per emission set for its one enabling combination
+    // of (data NEW, condition NEW, outputs EMPTY) — among others.
+    assert!(xml.contains("choose:out_true when"));
+    assert!(xml.contains("choose:out_false when"));
+}
+
+#[test]
+fn accumulator_control_is_exported_as_places() {
+    let mut b = Net::builder("acc");
+    b.add("src", Source::new("x"));
+    b.add("split", Fork::default());
+    b.add("both", Merge::default());
+    b.add("collect", Accumulator::new(2));
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "split.in_data")
+        .connect("split.out_a", "both.in_a")
+        .connect("split.out_b", "both.in_b")
+        .connect("both.out_data", "collect.in_data")
+        .connect("collect.out_data", "out.in_data");
+    let net = b.build().unwrap();
+    let xml = to_pnml(&net).unwrap();
+    assert!(xml.contains("<place id=\"q3_0\">"));
+    assert!(xml.contains("<place id=\"q3_1\">"));
+    agree(&net).unwrap();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random nets
+
+/// Operator kinds of random nets. Data flows as `DataString` except the predicate's `DataBool`
+/// (only into gate conditions) and the accumulator's `DataJSON` (only into `Any` inputs).
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Transform,
+    Fork,
+    Join,
+    Merge,
+    Barrier,
+    Gate,
+    Guard,
+    Sink,
+    Accumulator(usize),
+}
+
+fn kind() -> impl Strategy<Value = Kind> {
+    prop_oneof![
+        Just(Kind::Transform),
+        Just(Kind::Fork),
+        Just(Kind::Join),
+        Just(Kind::Merge),
+        Just(Kind::Barrier),
+        Just(Kind::Gate),
+        Just(Kind::Guard),
+        Just(Kind::Sink),
+        (0usize..3).prop_map(Kind::Accumulator),
+    ]
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Class {
+    Str,
+    Bool,
+    Json,
+}
+
+/// Builds a random valid net: `sources` string sources, the operators `kinds`, each input fed
+/// by an output of a compatible class chosen by `picks`; a source nobody reads feeds a sink.
+fn random_net(sources: usize, kinds: &[Kind], picks: &[usize]) -> Net {
+    let mut b = Net::builder("random");
+    // (instance.port, class) of every output; inputs as (instance.port, accepts).
+    let mut outputs: Vec<(String, Class)> = Vec::new();
+    let mut inputs: Vec<(String, &'static [Class], usize)> = Vec::new();
+    const ANY: &[Class] = &[Class::Str, Class::Bool, Class::Json];
+    const STR: &[Class] = &[Class::Str];
+    const BOOL: &[Class] = &[Class::Bool];
+    for s in 0..sources {
+        b.add(format!("s{s}"), Source::new("x"));
+        outputs.push((format!("s{s}.out_data"), Class::Str));
+    }
+    let test = || Test::parse(&json!({"eq": "x"})).unwrap();
+    for (i, k) in kinds.iter().enumerate() {
+        let n = format!("o{i}");
+        let (ins, outs): (Vec<(&str, &'static [Class])>, Vec<(&str, Class)>) = match k {
+            Kind::Transform => {
+                b.add(&n, Transform::new());
+                (vec![("in_data", ANY)], vec![("out_data", Class::Str)])
+            }
+            Kind::Fork => {
+                b.add(&n, Fork::default());
+                (
+                    vec![("in_data", STR)],
+                    vec![("out_a", Class::Str), ("out_b", Class::Str)],
+                )
+            }
+            Kind::Join => {
+                b.add(&n, Join::default());
+                (
+                    vec![("in_a", STR), ("in_b", STR)],
+                    vec![("out_data", Class::Str)],
+                )
+            }
+            Kind::Merge => {
+                b.add(&n, Merge::default());
+                (
+                    vec![("in_a", STR), ("in_b", STR)],
+                    vec![("out_data", Class::Str)],
+                )
+            }
+            Kind::Barrier => {
+                b.add(&n, Barrier::default());
+                (
+                    vec![("in_a", STR), ("in_b", STR)],
+                    vec![("out_a", Class::Str), ("out_b", Class::Str)],
+                )
+            }
+            Kind::Gate => {
+                b.add(&n, Gate);
+                let p = format!("{n}_test");
+                b.add(&p, Predicate::new(test()));
+                inputs.push((format!("{p}.in_data"), ANY, outputs.len()));
+                outputs.push((format!("{p}.out_data"), Class::Bool));
+                (
+                    vec![("in_data", STR), ("in_condition", BOOL)],
+                    vec![("out_true", Class::Str), ("out_false", Class::Str)],
+                )
+            }
+            Kind::Guard => {
+                b.add(&n, Guard::new(test()));
+                (
+                    vec![("in_data", STR)],
+                    vec![("out_continue", Class::Str), ("out_exit", Class::Str)],
+                )
+            }
+            Kind::Sink => {
+                b.add(&n, Sink::new());
+                (vec![("in_data", ANY)], vec![])
+            }
+            Kind::Accumulator(size) => {
+                b.add(&n, Accumulator::new(*size));
+                (vec![("in_data", ANY)], vec![("out_data", Class::Json)])
+            }
+        };
+        let before = outputs.len();
+        inputs.extend(ins.into_iter().map(|(p, c)| (format!("{n}.{p}"), c, before)));
+        outputs.extend(outs.into_iter().map(|(p, c)| (format!("{n}.{p}"), c)));
+    }
+    let mut used = vec![false; outputs.len()];
+    for (j, (input, accepts, before)) in inputs.iter().enumerate() {
+        // Mostly feed-forward (from outputs declared earlier), so tokens flow; sometimes any
+        // output, so loops and self-loops appear too.
+        let pick = picks[j % picks.len()];
+        let upstream: Vec<usize> = (0..*before)
+            .filter(|&o| accepts.contains(&outputs[o].1))
+            .collect();
+        let candidates: Vec<usize> = if pick % 4 != 0 && !upstream.is_empty() {
+            upstream
+        } else {
+            (0..outputs.len())
+                .filter(|&o| accepts.contains(&outputs[o].1))
+                .collect()
+        };
+        let o = candidates[pick / 4 % candidates.len()];
+        used[o] = true;
+        b.connect(outputs[o].0.clone(), input.clone());
+    }
+    for (o, (out, _)) in outputs.iter().enumerate() {
+        if !used[o] && out.starts_with('s') {
+            b.add(format!("{}_sink", out.split('.').next().unwrap()), Sink::new());
+            b.connect(out.clone(), format!("{}_sink.in_data", out.split('.').next().unwrap()));
+        }
+    }
+    b.build().expect("random nets are valid by construction")
+}
+
+proptest! {
+    // No failure file: a failing case is printed, minimal, in the test output.
+    #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn pnml_agrees_with_the_verifier_on_random_nets(
+        sources in 1usize..=2,
+        kinds in proptest::collection::vec(kind(), 1..=10),
+        picks in proptest::collection::vec(0usize..64, 1..=32),
+    ) {
+        let net = random_net(sources, &kinds, &picks);
+        agree(&net)?;
+    }
+}
