@@ -22,10 +22,14 @@ pub struct Progress {
     pub max_states: u64,
 }
 
-/// The hash set of states: slots hold a state number (low 32 bits) and a hash tag (high 32).
+/// The hash set of states, open addressing with linear probing. A slot is `1 + words` words:
+/// the state number (or `FREE`), then the state itself, so a lookup that finds its state reads
+/// one slot and nothing else.
 struct Table {
     slots: Vec<u64>,
+    stride: usize,
     mask: usize,
+    len: usize,
 }
 
 const FREE: u64 = u64::MAX;
@@ -45,25 +49,79 @@ fn hash(s: &[u64]) -> u64 {
 }
 
 impl Table {
-    fn with_capacity(n: usize) -> Self {
-        let cap = (n * 2).next_power_of_two().max(1024);
+    fn new(words: usize, expected: usize) -> Self {
+        let cap = (expected * 2).next_power_of_two().max(1024);
+        let stride = words + 1;
+        let mut slots = vec![0; cap * stride];
+        for i in 0..cap {
+            slots[i * stride] = FREE;
+        }
         Table {
-            slots: vec![FREE; cap],
+            slots,
+            stride,
             mask: cap - 1,
+            len: 0,
         }
     }
 
-    fn grow(&mut self, arena: &[u64], words: usize, len: usize) {
-        let cap = self.slots.len() * 2;
-        self.slots = vec![FREE; cap];
-        self.mask = cap - 1;
-        for id in 0..len {
-            let h = hash(&arena[id * words..(id + 1) * words]);
-            let mut i = h as usize & self.mask;
-            while self.slots[i] != FREE {
-                i = (i + 1) & self.mask;
+    /// Loads the slot where a lookup of hash `h` starts, so that the lookups of a state's
+    /// successors wait for memory together rather than one after the other.
+    #[inline]
+    fn touch(&self, h: u64) -> u64 {
+        self.slots[(h as usize & self.mask) * self.stride]
+    }
+
+    /// The number of state `s` (hash `h`), or the slot where it would go.
+    #[inline]
+    fn find(&self, s: &[u64], h: u64) -> Result<u32, usize> {
+        let mut i = h as usize & self.mask;
+        loop {
+            let at = i * self.stride;
+            let meta = self.slots[at];
+            if meta == FREE {
+                return Err(i);
             }
-            self.slots[i] = (h & 0xffff_ffff_0000_0000) | id as u64;
+            // Word by word: for a few words this beats a call to `memcmp`.
+            if self.slots[at + 1..at + self.stride]
+                .iter()
+                .zip(s)
+                .all(|(a, b)| a == b)
+            {
+                return Ok(meta as u32);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    #[inline]
+    fn put(&mut self, slot: usize, s: &[u64], id: u32) {
+        let at = slot * self.stride;
+        self.slots[at] = id as u64;
+        self.slots[at + 1..at + self.stride].copy_from_slice(s);
+        self.len += 1;
+        if self.len * 8 > (self.mask + 1) * 5 {
+            self.grow();
+        }
+    }
+
+    fn grow(&mut self) {
+        let old = std::mem::take(&mut self.slots);
+        let cap = (self.mask + 1) * 2;
+        self.slots = vec![0; cap * self.stride];
+        for i in 0..cap {
+            self.slots[i * self.stride] = FREE;
+        }
+        self.mask = cap - 1;
+        for slot in old.chunks_exact(self.stride) {
+            if slot[0] != FREE {
+                let key = &slot[1..];
+                let mut i = hash(key) as usize & self.mask;
+                while self.slots[i * self.stride] != FREE {
+                    i = (i + 1) & self.mask;
+                }
+                let at = i * self.stride;
+                self.slots[at..at + self.stride].copy_from_slice(slot);
+            }
         }
     }
 }
@@ -88,6 +146,8 @@ pub(crate) struct Graph {
     pub(crate) overwrite: Option<(u32, usize)>,
     /// Whether the state budget stopped the exploration.
     pub(crate) budget_hit: bool,
+    /// Every edge found strictly increases the potential (see `Outcome::grows`): no cycle.
+    pub(crate) all_grow: bool,
     table_bytes: usize,
 }
 
@@ -153,7 +213,7 @@ pub(crate) fn explore(
 ) -> Graph {
     let words = model.words;
     let max_states = max_states.clamp(1, u32::MAX as u64 - 1) as usize;
-    let mut table = Table::with_capacity(max_states.min(1 << 16));
+    let mut table = Table::new(words, max_states.min(1 << 16));
     let mut g = Graph {
         words,
         arena: Vec::new(),
@@ -165,41 +225,60 @@ pub(crate) fn explore(
         ever_new: vec![0; words],
         overwrite: None,
         budget_hit: false,
+        all_grow: true,
         table_bytes: 0,
     };
     let initial = model.initial.clone();
-    insert(&mut g, &mut table, model, &initial, NONE, max_states);
+    insert(&mut g, &mut table, model, &initial, hash(&initial), NONE, max_states);
 
     let mut cur = vec![0u64; words];
-    let mut next = vec![0u64; words];
+    // The successors of the state being expanded: states, hashes, outcomes.
+    let mut next: Vec<u64> = Vec::new();
+    let mut hashes: Vec<u64> = Vec::new();
+    let mut which: Vec<u32> = Vec::new();
     let mut id = 0usize;
     'states: while id < g.len() {
         cur.copy_from_slice(&g.arena[id * words..(id + 1) * words]);
-        let edges_before = g.succ.len();
-        let mut any = false;
+        next.clear();
+        hashes.clear();
+        which.clear();
         for o in 0..model.ops.len() {
             let (start, len) = model.outcomes_in(o, &cur);
             if len > 0 {
-                any = true;
                 g.op_enabled[o] = true;
             }
             for k in start..start + len {
-                next.copy_from_slice(&cur);
-                model.apply(k, &mut next);
-                let Some(to) = insert(&mut g, &mut table, model, &next, id as u32, max_states)
-                else {
-                    // Budget used: this state's successors are incomplete; it stays unexpanded.
-                    g.succ.truncate(edges_before);
-                    g.budget_hit = true;
-                    break 'states;
-                };
-                g.succ.push(to);
-                if g.overwrite.is_none() && model.outcomes[k].overwrites != NONE {
-                    g.overwrite = Some((id as u32, k));
-                }
+                let at = next.len();
+                next.extend_from_slice(&cur);
+                model.apply(k, &mut next[at..]);
+                let h = hash(&next[at..]);
+                hashes.push(h);
+                which.push(k as u32);
             }
         }
-        g.terminal.push(!any);
+        let mut touched = 0u64;
+        for &h in &hashes {
+            touched ^= table.touch(h);
+        }
+        std::hint::black_box(touched);
+        let edges_before = g.succ.len();
+        for (j, &h) in hashes.iter().enumerate() {
+            let s = &next[j * words..(j + 1) * words];
+            let Some(to) = insert(&mut g, &mut table, model, s, h, id as u32, max_states) else {
+                // Budget used: this state's successors are incomplete; it stays unexpanded.
+                g.succ.truncate(edges_before);
+                g.budget_hit = true;
+                break 'states;
+            };
+            g.succ.push(to);
+            let k = which[j] as usize;
+            let oc = &model.outcomes[k];
+            g.all_grow &= oc.grows;
+            if g.overwrite.is_none() && oc.overwrites != NONE {
+                g.overwrite = Some((id as u32, k));
+            }
+        }
+        g.terminal.push(hashes.is_empty());
         g.succ_start.push(g.succ.len() as u64);
         id += 1;
         if id & 0xffff == 0 {
@@ -221,51 +300,76 @@ pub(crate) fn explore(
     g
 }
 
-/// Finds `s` or stores it; `None` when it is new and the budget is used.
+/// Finds `s` (hash `h`) or stores it; `None` when it is new and the budget is used.
 #[inline]
 fn insert(
     g: &mut Graph,
     table: &mut Table,
     model: &Model<'_>,
     s: &[u64],
+    h: u64,
     parent: u32,
     max_states: usize,
 ) -> Option<u32> {
-    let words = g.words;
-    let h = hash(s);
-    let tag = h & 0xffff_ffff_0000_0000;
-    let mut i = h as usize & table.mask;
-    loop {
-        let slot = table.slots[i];
-        if slot == FREE {
-            break;
-        }
-        if slot & 0xffff_ffff_0000_0000 == tag {
-            let id = (slot & 0xffff_ffff) as usize;
-            if &g.arena[id * words..(id + 1) * words] == s {
-                return Some(id as u32);
-            }
-        }
-        i = (i + 1) & table.mask;
-    }
+    let slot = match table.find(s, h) {
+        Ok(id) => return Some(id),
+        Err(slot) => slot,
+    };
     let id = g.len();
     if id >= max_states {
         return None;
     }
-    table.slots[i] = tag | id as u64;
     g.arena.extend_from_slice(s);
     g.parent.push(parent);
     for (e, (&w, &m)) in g.ever_new.iter_mut().zip(s.iter().zip(&model.new_mask)) {
         *e |= w & !(w >> 1) & m;
     }
-    if (id + 1) * 8 > table.slots.len() * 5 {
-        table.grow(&g.arena, words, id + 1);
-    }
+    table.put(slot, s, id as u32);
     Some(id as u32)
 }
 
-/// Which states can reach one of `targets` (reverse reachability over the explored graph).
-pub(crate) fn coreachable(g: &Graph, targets: impl Iterator<Item = u32>) -> Vec<bool> {
+/// Which states can reach a state `is_target` holds for.
+pub(crate) fn coreachable(
+    g: &Graph,
+    model: &Model<'_>,
+    is_target: impl Fn(u32) -> bool,
+) -> Vec<bool> {
+    if g.all_grow {
+        coreachable_acyclic(g, model, is_target)
+    } else {
+        coreachable_by_predecessors(g, (0..g.len() as u32).filter(|&v| is_target(v)))
+    }
+}
+
+/// On a graph whose every edge increases the potential, one pass in descending potential
+/// order sees each state's successors before the state itself.
+fn coreachable_acyclic(g: &Graph, model: &Model<'_>, is_target: impl Fn(u32) -> bool) -> Vec<bool> {
+    let n = g.len();
+    let pot: Vec<u32> = (0..n as u32).map(|v| model.potential(g.state(v))).collect();
+    let max = pot.iter().copied().max().unwrap_or(0) as usize;
+    // Counting sort of the states by potential.
+    let mut start = vec![0u32; max + 2];
+    for &p in &pot {
+        start[p as usize + 1] += 1;
+    }
+    for i in 0..=max {
+        start[i + 1] += start[i];
+    }
+    let mut order = vec![0u32; n];
+    for (v, &p) in pot.iter().enumerate() {
+        order[start[p as usize] as usize] = v as u32;
+        start[p as usize] += 1;
+    }
+    drop(pot);
+    let mut can = vec![false; n];
+    for &v in order.iter().rev() {
+        can[v as usize] = is_target(v) || g.successors(v).iter().any(|&w| can[w as usize]);
+    }
+    can
+}
+
+/// Reverse reachability from `targets` over the explored graph's predecessor lists.
+fn coreachable_by_predecessors(g: &Graph, targets: impl Iterator<Item = u32>) -> Vec<bool> {
     let n = g.len();
     // Reverse adjacency in compressed form.
     let mut start = vec![0u32; n + 1];
@@ -310,6 +414,9 @@ pub(crate) fn coreachable(g: &Graph, targets: impl Iterator<Item = u32>) -> Vec<
 /// state, or with an edge to itself (iterative Tarjan).
 pub(crate) fn on_cycle(g: &Graph) -> Vec<bool> {
     let n = g.len();
+    if g.all_grow {
+        return vec![false; n];
+    }
     let mut index = vec![NONE; n];
     let mut low = vec![0u32; n];
     let mut on_stack = vec![false; n];

@@ -385,10 +385,10 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
 
     // Option to complete: every state reaches a COMPLETED one (terminal, nothing NEW).
     props.option_to_complete = if complete {
-        let completed = (0..g.expanded())
-            .filter(|&id| g.terminal[id] && !model.any_new(g.state(id as u32)))
-            .map(|id| id as u32);
-        let can = explore::coreachable(g, completed);
+        let can = explore::coreachable(g, model, |v| {
+            let v = v as usize;
+            v < g.expanded() && g.terminal[v] && !deadlocked[v]
+        });
         match (0..n).find(|&id| !can[id]) {
             Some(id) => {
                 let reaches_deadlock = forward_reaches(g, id as u32, |v| deadlock_of(v as usize));

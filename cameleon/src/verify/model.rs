@@ -18,10 +18,33 @@ use crate::operator::Operator;
 use crate::policy::Enabling;
 use crate::verify::FiniteControl;
 
-/// Local combinations up to this many get a dense table; larger operators a hash map.
-const DENSE_MAX: u64 = 1 << 16;
-/// A cell of the dense table not computed yet.
-const UNKNOWN: u64 = u64::MAX;
+/// Local combinations up to this many get a dense table (zeroed memory: the pages of combinations
+/// never met are never touched, so cost nothing); larger operators a hash map.
+const DENSE_MAX: u64 = 1 << 22;
+/// A cell not computed yet (computed cells carry `KNOWN`).
+const UNKNOWN: u64 = 0;
+const KNOWN: u64 = 1 << 63;
+
+/// A multiplicative hasher for the memo's `u128` keys (mixed-radix indices, already spread).
+#[derive(Default)]
+pub(crate) struct IndexHasher(u64);
+
+impl std::hash::Hasher for IndexHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7cc1_b727_220a_95);
+        }
+    }
+    fn write_u128(&mut self, i: u128) {
+        let h = (i as u64 ^ (i >> 64) as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = h ^ (h >> 29);
+    }
+}
+
+type Memo = HashMap<u128, u64, std::hash::BuildHasherDefault<IndexHasher>>;
 
 /// Where a field lives in the packed state.
 #[derive(Clone, Copy, Debug)]
@@ -61,6 +84,10 @@ pub(crate) struct Outcome {
     pub(crate) action: u32,
     /// A connection the firing writes while it is still NEW (a 1-safety violation), or `NONE`.
     pub(crate) overwrites: u32,
+    /// The firing strictly increases the potential Σ state (EMPTY 0, NEW 1, OLD 2) over the
+    /// connections. A graph whose every edge does so has no cycle, and descending potential
+    /// is a reverse topological order of it.
+    pub(crate) grows: bool,
     pub(crate) writes_start: u32,
     pub(crate) writes_end: u32,
 }
@@ -79,7 +106,8 @@ pub(crate) struct OpModel<'n> {
     pub(crate) sets: Vec<Vec<u16>>,
     pub(crate) first_action: u32,
     table: Vec<u64>,
-    memo: HashMap<Box<[u32]>, u64>,
+    /// For operators too large for a dense table whose combinations still fit a `u128`.
+    memo: Memo,
 }
 
 /// A net's control abstraction: fields, operators, and memoised outcomes.
@@ -191,7 +219,7 @@ impl<'n> Model<'n> {
                 } else {
                     Vec::new()
                 },
-                memo: HashMap::new(),
+                memo: Memo::default(),
             });
         }
         let words = (bit as usize).div_ceil(64).max(1);
@@ -222,6 +250,15 @@ impl<'n> Model<'n> {
         }
     }
 
+    /// The potential of state `s`: Σ over connections of EMPTY 0, NEW 1, OLD 2.
+    #[inline]
+    pub(crate) fn potential(&self, s: &[u64]) -> u32 {
+        s.iter()
+            .zip(&self.new_mask)
+            .map(|(&w, &m)| (w & m).count_ones() + 2 * ((w >> 1) & m).count_ones())
+            .sum()
+    }
+
     /// Whether some connection is NEW in state `s`.
     #[inline]
     pub(crate) fn any_new(&self, s: &[u64]) -> bool {
@@ -234,36 +271,40 @@ impl<'n> Model<'n> {
     #[inline]
     pub(crate) fn outcomes_in(&mut self, o: usize, s: &[u64]) -> (usize, usize) {
         let om = &self.ops[o];
-        if !om.table.is_empty() {
-            let mut idx = 0usize;
+        let mut idx = 0u128;
+        let dense = !om.table.is_empty();
+        if dense {
+            let mut i = 0usize;
             for &f in &om.reads {
                 let field = &self.fields[f as usize];
-                idx = idx * field.radix as usize + field.get(s) as usize;
+                i = i * field.radix as usize + field.get(s) as usize;
             }
-            let cell = om.table[idx];
+            let cell = om.table[i];
             if cell != UNKNOWN {
                 return unpack(cell);
             }
-            self.vals.clear();
-            let reads = &self.ops[o].reads;
-            self.vals
-                .extend(reads.iter().map(|&f| self.fields[f as usize].get(s)));
-            let vals = std::mem::take(&mut self.vals);
-            let cell = self.compute(o, &vals);
-            self.vals = vals;
-            self.ops[o].table[idx] = cell;
-            return unpack(cell);
+            idx = i as u128;
+        } else if om.size < u64::MAX {
+            // Saturated sizes (more than 2^64 combinations) are never memoised.
+            for &f in &om.reads {
+                let field = &self.fields[f as usize];
+                idx = idx * field.radix as u128 + field.get(s) as u128;
+            }
+            if let Some(&cell) = om.memo.get(&idx) {
+                return unpack(cell);
+            }
         }
-        self.vals.clear();
-        self.vals
-            .extend(om.reads.iter().map(|&f| self.fields[f as usize].get(s)));
-        if let Some(&cell) = self.ops[o].memo.get(self.vals.as_slice()) {
-            return unpack(cell);
-        }
-        let vals = std::mem::take(&mut self.vals);
+        let mut vals = std::mem::take(&mut self.vals);
+        vals.clear();
+        vals.extend(om.reads.iter().map(|&f| self.fields[f as usize].get(s)));
         let cell = self.compute(o, &vals);
-        self.ops[o].memo.insert(vals.clone().into_boxed_slice(), cell);
         self.vals = vals;
+        let om = &mut self.ops[o];
+        if dense {
+            om.table[idx as usize] = cell;
+        } else if om.size < u64::MAX {
+            om.memo.insert(idx, cell);
+        }
         unpack(cell)
     }
 
@@ -334,9 +375,12 @@ impl<'n> Model<'n> {
                 }
             }
             let writes_start = self.writes.len() as u32;
+            let mut delta = 0i64;
             for (&f, &v) in om.reads.iter().zip(vals) {
                 let now = if (f as usize) < n_conns {
-                    self.syn[f as usize] as u32
+                    let now = self.syn[f as usize] as u32;
+                    delta += now as i64 - v as i64;
+                    now
                 } else {
                     next
                 };
@@ -347,6 +391,7 @@ impl<'n> Model<'n> {
             self.outcomes.push(Outcome {
                 action: om.first_action + set as u32,
                 overwrites,
+                grows: delta > 0,
                 writes_start,
                 writes_end: self.writes.len() as u32,
             });
@@ -383,6 +428,36 @@ impl<'n> Model<'n> {
         }
     }
 
+    /// The local combinations of operator `o` met so far (mixed-radix indices, sorted), or
+    /// `None` if they are not recorded (more than 2^64 combinations).
+    pub(crate) fn met_combinations(&self, o: usize) -> Option<Vec<u128>> {
+        let om = &self.ops[o];
+        let mut met: Vec<u128> = if !om.table.is_empty() {
+            (0..om.table.len())
+                .filter(|&i| om.table[i] != UNKNOWN)
+                .map(|i| i as u128)
+                .collect()
+        } else if om.size < u64::MAX {
+            om.memo.keys().copied().collect()
+        } else {
+            return None;
+        };
+        met.sort_unstable();
+        Some(met)
+    }
+
+    /// The local values of combination `idx` of operator `o` (inverse of the mixed radix).
+    pub(crate) fn decode(&self, o: usize, mut idx: u128, vals: &mut Vec<u32>) {
+        let reads = &self.ops[o].reads;
+        vals.clear();
+        vals.resize(reads.len(), 0);
+        for i in (0..reads.len()).rev() {
+            let r = self.fields[reads[i] as usize].radix as u128;
+            vals[i] = (idx % r) as u32;
+            idx /= r;
+        }
+    }
+
     /// The operator owning control field `f`.
     pub(crate) fn control_owner(&self, f: usize) -> usize {
         self.ops
@@ -409,11 +484,11 @@ impl<'n> Model<'n> {
 }
 
 #[inline]
-fn pack(start: usize, len: usize) -> u64 {
-    ((start as u64) << 24) | len as u64
+pub(crate) fn pack(start: usize, len: usize) -> u64 {
+    KNOWN | ((start as u64) << 24) | len as u64
 }
 
 #[inline]
-fn unpack(cell: u64) -> (usize, usize) {
-    ((cell >> 24) as usize, (cell & 0xff_ffff) as usize)
+pub(crate) fn unpack(cell: u64) -> (usize, usize) {
+    (((cell & !KNOWN) >> 24) as usize, (cell & 0xff_ffff) as usize)
 }

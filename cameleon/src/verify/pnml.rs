@@ -12,10 +12,19 @@
 //!
 //! Exactly one place of each connection is marked in every reachable marking, so the net is
 //! 1-safe, and its reachability graph is the verifier's, state for state and edge for edge.
+//!
+//! The combinations of an operator are enumerated exhaustively, so the export does not depend
+//! on the verifier's exploration — except for an operator reading so many connections that it
+//! has more than 2^20 combinations (a source or fork with a fan-out of 13 or more, a join of 13
+//! inputs): its transitions are those of the combinations met while exploring the state space
+//! from the initial marking. A combination never met is never enabled in a reachable marking,
+//! so the reachability graph is the same.
 
 use std::fmt::Write;
 
-use super::model::Model;
+use super::DEFAULT_MAX_STATES;
+use super::explore::explore;
+use super::model::{Model, unpack};
 use crate::net::Net;
 
 /// Most local combinations enumerated for one operator.
@@ -26,19 +35,31 @@ const MAX_TRANSITIONS: usize = 1 << 22;
 /// Why a net cannot be exported to PNML.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PnmlError {
-    /// An operator reads so many connections that its transitions cannot be enumerated.
+    /// An operator reads so many connections that its transitions can be neither enumerated
+    /// nor collected from the state space.
     #[error(
-        "operator `{op}` reads {conns} connections ({combinations} state combinations, at most {max}); split its fan-out or fan-in with fork/merge operators to export it"
+        "operator `{op}` reads {conns} connections, too many to export; split its fan-out or fan-in with fork/merge operators"
     )]
     TooManyCombinations {
         /// The operator.
         op: String,
         /// How many connections it reads.
         conns: usize,
-        /// How many combinations that makes (saturating).
+    },
+    /// An operator has too many combinations to enumerate, and the state space, explored to
+    /// collect the combinations met, is larger than the state budget.
+    #[error(
+        "operator `{op}` has {combinations} state combinations (more than {max} to enumerate), and the state space explored to find those that occur exceeds {max_states} states"
+    )]
+    StateBudget {
+        /// The operator.
+        op: String,
+        /// Its number of combinations (saturating).
         combinations: u64,
-        /// The limit.
+        /// The enumeration limit.
         max: u64,
+        /// The state budget used.
+        max_states: u64,
     },
     /// The net as a whole has too many transitions.
     #[error("the PNML net would have more than {max} transitions")]
@@ -93,14 +114,29 @@ fn place_id(model: &Model<'_>, f: usize, v: u32) -> String {
 /// ```
 pub fn to_pnml(net: &Net) -> Result<String, PnmlError> {
     let mut model = Model::new(net);
-    for (o, om) in model.ops.iter().enumerate() {
-        if om.size > MAX_COMBINATIONS {
-            return Err(PnmlError::TooManyCombinations {
-                op: net.ops[o].name.clone(),
-                conns: om.reads.len(),
-                combinations: om.size,
+    // Operators too large to enumerate: collect the combinations met in the state space.
+    let large: Vec<usize> = (0..model.ops.len())
+        .filter(|&o| model.ops[o].size > MAX_COMBINATIONS)
+        .collect();
+    let mut met: Vec<Option<Vec<u128>>> = vec![None; model.ops.len()];
+    if let Some(&first) = large.first() {
+        let max_states = DEFAULT_MAX_STATES;
+        let g = explore(&mut model, max_states, &mut |_| {});
+        if g.budget_hit {
+            return Err(PnmlError::StateBudget {
+                op: net.ops[first].name.clone(),
+                combinations: model.ops[first].size,
                 max: MAX_COMBINATIONS,
+                max_states,
             });
+        }
+        for &o in &large {
+            met[o] = Some(model.met_combinations(o).ok_or_else(|| {
+                PnmlError::TooManyCombinations {
+                    op: net.ops[o].name.clone(),
+                    conns: model.ops[o].reads.len(),
+                }
+            })?);
         }
     }
     let mut xml = String::new();
@@ -139,15 +175,14 @@ pub fn to_pnml(net: &Net) -> Result<String, PnmlError> {
     let mut post: Vec<u32> = Vec::new();
     for o in 0..model.ops.len() {
         let reads = model.ops[o].reads.clone();
-        let radices: Vec<u32> = reads
-            .iter()
-            .map(|&f| model.fields[f as usize].radix)
-            .collect();
-        vals.clear();
-        vals.resize(reads.len(), 0);
-        for _ in 0..model.ops[o].size {
+        let combinations: Box<dyn Iterator<Item = u128>> = match met[o].take() {
+            Some(list) => Box::new(list.into_iter()),
+            None => Box::new(0..model.ops[o].size as u128),
+        };
+        for idx in combinations {
+            model.decode(o, idx, &mut vals);
             let cell = model.compute(o, &vals);
-            let (start, len) = ((cell >> 24) as usize, (cell & 0xff_ffff) as usize);
+            let (start, len) = unpack(cell);
             for k in start..start + len {
                 transitions += 1;
                 if transitions > MAX_TRANSITIONS {
@@ -189,14 +224,6 @@ pub fn to_pnml(net: &Net) -> Result<String, PnmlError> {
                     );
                     arcs += 2;
                 }
-            }
-            // Next combination, mixed radix, last read field fastest.
-            for i in (0..vals.len()).rev() {
-                vals[i] += 1;
-                if vals[i] < radices[i] {
-                    break;
-                }
-                vals[i] = 0;
             }
         }
     }

@@ -1,0 +1,62 @@
+//! Exploration throughput of the verifier (SPEC §8) on the parallel-split family: `n` branches
+//! of 3 transforms between a fork and a join — 4^n + 4 reachable states.
+//!
+//! `cargo bench -p cameleon --bench verify` first prints one line per `n` (states, edges,
+//! seconds, states per second, bytes per stored state) up to the first `n` taking about a
+//! second, then runs criterion on a few sizes.
+
+use std::time::Instant;
+
+use criterion::{BenchmarkId, Criterion, Throughput};
+
+#[path = "../tests/common/mod.rs"]
+#[allow(dead_code)] // the benchmark uses only the parallel-split family
+mod common;
+
+use cameleon::verify::{VerifyOptions, verify};
+
+fn table() {
+    println!(
+        "{:>3} {:>10} {:>10} {:>9} {:>12} {:>12}",
+        "n", "states", "edges", "seconds", "states/s", "bytes/state"
+    );
+    for n in 2..=12 {
+        let net = common::parallel_split(n);
+        let opts = VerifyOptions::default().max_states(u32::MAX as u64 - 1);
+        let t0 = Instant::now();
+        let r = verify(&net, &opts);
+        let secs = t0.elapsed().as_secs_f64();
+        assert!(r.complete && r.deadlock_free == Some(true));
+        println!(
+            "{n:>3} {:>10} {:>10} {secs:>9.3} {:>12.0} {:>12.1}",
+            r.states,
+            r.edges,
+            r.states as f64 / secs,
+            r.stats.bytes as f64 / r.states as f64
+        );
+        if secs > 1.0 {
+            break;
+        }
+    }
+}
+
+fn bench(c: &mut Criterion) {
+    let mut g = c.benchmark_group("verify/parallel-split");
+    g.sample_size(10);
+    for n in [6, 8, 10] {
+        let net = common::parallel_split(n);
+        let states = verify(&net, &VerifyOptions::default()).states;
+        g.throughput(Throughput::Elements(states));
+        g.bench_with_input(BenchmarkId::from_parameter(n), &net, |b, net| {
+            b.iter(|| verify(net, &VerifyOptions::default().max_states(10_000_000)))
+        });
+    }
+    g.finish();
+}
+
+fn main() {
+    table();
+    let mut c = Criterion::default().configure_from_args();
+    bench(&mut c);
+    c.final_summary();
+}
