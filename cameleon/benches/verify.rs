@@ -9,9 +9,9 @@ use std::time::Instant;
 
 use criterion::{BenchmarkId, Criterion, Throughput};
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/nets/mod.rs"]
 #[allow(dead_code)] // the benchmark uses only the parallel-split family
-mod common;
+mod nets;
 
 use cameleon::verify::{VerifyOptions, verify};
 
@@ -21,7 +21,7 @@ fn table() {
         "n", "states", "edges", "seconds", "states/s", "bytes/state"
     );
     for n in 2..=12 {
-        let net = common::parallel_split(n);
+        let net = nets::parallel_split(n);
         let opts = VerifyOptions::default().max_states(u32::MAX as u64 - 1);
         let t0 = Instant::now();
         let r = verify(&net, &opts);
@@ -44,7 +44,7 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("verify/parallel-split");
     g.sample_size(10);
     for n in [6, 8, 10] {
-        let net = common::parallel_split(n);
+        let net = nets::parallel_split(n);
         let states = verify(&net, &VerifyOptions::default()).states;
         g.throughput(Throughput::Elements(states));
         g.bench_with_input(BenchmarkId::from_parameter(n), &net, |b, net| {

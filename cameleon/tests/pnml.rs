@@ -3,9 +3,9 @@
 //! verifier on state counts, edge counts and deadlocks — for every example net and for random
 //! nets.
 
-mod common;
+mod nets;
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::HashMap;
 
 use cameleon::ops::{
     Accumulator, Barrier, Fork, Gate, Guard, Join, Merge, Predicate, Sink, Source, Test, Transform,
@@ -216,12 +216,12 @@ fn agree(net: &Net) -> Result<(), TestCaseError> {
 
 #[test]
 fn pnml_of_every_example_has_the_verifiers_state_space() {
-    let mut nets: Vec<Net> = common::wcp_nets().into_iter().map(|(_, n)| n).collect();
-    nets.push(common::bad_xor_split_and_join());
-    nets.push(common::bad_loop_without_exit());
-    nets.push(common::bad_accumulator_never_done());
-    nets.push(common::parallel_split(3));
-    for net in &nets {
+    let mut all: Vec<Net> = nets::wcp_nets().into_iter().map(|(_, n)| n).collect();
+    all.push(nets::bad_xor_split_and_join());
+    all.push(nets::bad_loop_without_exit());
+    all.push(nets::bad_accumulator_never_done());
+    all.push(nets::parallel_split(3));
+    for net in &all {
         agree(net).unwrap_or_else(|e| panic!("{}: {e}", net.name()));
     }
 }
@@ -229,13 +229,13 @@ fn pnml_of_every_example_has_the_verifiers_state_space() {
 #[test]
 fn pnml_counts_deadlocks_like_the_verifier() {
     // Two deadlocks: one per branch the gate can take.
-    let xml = to_pnml(&common::bad_xor_split_and_join()).unwrap();
+    let xml = to_pnml(&nets::bad_xor_split_and_join()).unwrap();
     assert_eq!(brute_force(&read_pnml(&xml)).deadlocks, 2);
 }
 
 #[test]
 fn pnml_is_a_well_formed_pt_net_document() {
-    let xml = to_pnml(&common::wcp4_exclusive_choice()).unwrap();
+    let xml = to_pnml(&nets::wcp4_exclusive_choice()).unwrap();
     assert!(xml.starts_with("<?xml version=\"1.0\" encoding=\"UTF-8\"?>"));
     assert!(xml.contains("<pnml xmlns=\"http://www.pnml.org/version-2009/grammar/pnml\">"));
     assert!(xml.contains("type=\"http://www.pnml.org/version-2009/grammar/ptnet\""));
@@ -244,7 +244,7 @@ fn pnml_is_a_well_formed_pt_net_document() {
     assert!(!xml.contains("-> "));
     let pt = read_pnml(&xml);
     // Three places per connection, one marked: every connection starts EMPTY.
-    let conns = common::wcp4_exclusive_choice().connections().len();
+    let conns = nets::wcp4_exclusive_choice().connections().len();
     assert_eq!(pt.places.len(), 3 * conns);
     assert_eq!(pt.initial.iter().map(|&n| n as usize).sum::<usize>(), conns);
     // The gate contributes one transition per emission set for its one enabling combination

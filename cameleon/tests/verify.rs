@@ -1,7 +1,7 @@
 //! The verifier (SPEC §8) on the workflow patterns, on known-bad nets, and on its own edges:
 //! witnesses, budget, replay, JSON.
 
-mod common;
+mod nets;
 
 use std::cell::Cell;
 
@@ -11,7 +11,7 @@ use cameleon::verify::{
     FollowError, Report, TraceEnd, Verdict, VerifyOptions, follow, verify, verify_with,
 };
 use cameleon::{InputSet, Params};
-use common::*;
+use nets::*;
 
 fn check(net: &Net) -> Report {
     verify(net, &VerifyOptions::default())

@@ -28,7 +28,7 @@
 //! let report = verify(&b.build()?, &VerifyOptions::default());
 //!
 //! assert_eq!(report.verdict, Verdict::Holds);
-//! assert_eq!(report.states, 9); // a and b interleave
+//! assert_eq!(report.states, 8); // src, split, a and b in either order (4), both, out
 //! assert_eq!(report.deadlock_free, Some(true));
 //! # Ok::<(), cameleon::NetError>(())
 //! ```
