@@ -10,7 +10,6 @@ use std::time::Instant;
 use criterion::{BenchmarkId, Criterion, Throughput};
 
 #[path = "../tests/nets/mod.rs"]
-#[allow(dead_code)] // the benchmark uses only the parallel-split family
 mod nets;
 
 use cameleon::verify::{VerifyOptions, verify};

@@ -91,7 +91,10 @@ fn xor_split_closed_by_and_join_deadlocks_with_shortest_witness() {
     assert!(c.message.as_deref().unwrap_or("").contains("trap"), "{r}");
     assert_eq!(r.dead_operators, ["both", "out"]);
     let reason = &r.properties.no_dead_operators.dead[1].reason;
-    assert!(reason.contains("`both.out_data -> out.in_data`"), "{reason}");
+    assert!(
+        reason.contains("`both.out_data -> out.in_data`"),
+        "{reason}"
+    );
     // The witness replays to the deadlock it claims.
     let trace = follow(&net, r.witness.as_deref().unwrap_or_default()).expect("replayable");
     assert_eq!(
@@ -113,7 +116,10 @@ fn loop_without_exit_is_a_livelock_trap() {
         c.witness.as_deref(),
         Some(&["src", "split", "test", "choose:out_false"].map(String::from)[..])
     );
-    assert!(c.message.as_deref().unwrap_or("").contains("livelock"), "{r}");
+    assert!(
+        c.message.as_deref().unwrap_or("").contains("livelock"),
+        "{r}"
+    );
     assert_eq!(r.witness, c.witness);
     assert_eq!(r.no_dead_operators, Some(true));
     assert_eq!(
@@ -196,7 +202,7 @@ impl Operator for Liar {
     fn consumes(&self, inputs: &[ConnState]) -> InputSet {
         let n = self.calls.get() + 1;
         self.calls.set(n);
-        if n % 2 == 0 {
+        if n.is_multiple_of(2) {
             InputSet::new_inputs(inputs)
         } else {
             InputSet(0)
@@ -278,7 +284,10 @@ fn json_report_has_the_documented_shape() {
     assert_eq!(j["verdict"], "fails");
     assert_eq!(j["dead_operators"][0], "both");
     assert_eq!(j["properties"]["deadlock_free"]["holds"], false);
-    assert_eq!(j["properties"]["no_dead_operators"]["dead"][0]["op"], "both");
+    assert_eq!(
+        j["properties"]["no_dead_operators"]["dead"][0]["op"],
+        "both"
+    );
     assert_eq!(j["exploration"]["budget_hit"], false);
     let ok = check(&wcp1_sequence()).to_json();
     assert_eq!(ok["witness"], serde_json::Value::Null);
@@ -309,10 +318,11 @@ fn follow_explains_what_cannot_be_replayed() {
     let t = follow(&net, &["src", "split", "test", "choose:out_false"]).unwrap();
     let last = &t.steps[3];
     assert_eq!(last.fired, "choose:out_false");
-    assert!(last
-        .changes
-        .iter()
-        .any(|c| c.conn == "choose.out_false -> b.in_data" && c.to == "NEW"));
+    assert!(
+        last.changes
+            .iter()
+            .any(|c| c.conn == "choose.out_false -> b.in_data" && c.to == "NEW")
+    );
     assert_eq!(
         t.end,
         TraceEnd::Running {
@@ -334,5 +344,107 @@ fn human_report_names_every_property() {
         "verdict: a property fails",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+    }
+}
+
+/// Runs the real engine on `net()` and checks every firing against the abstraction: after each
+/// step the engine's marking is the abstract state reached by the same firing (with the emission
+/// set the data chose), and the run ends where the abstraction says it can.
+fn engine_run_is_a_path_of_the_abstraction(net: impl Fn() -> Net) -> Result<(), String> {
+    let model_net = net();
+    let mut cvm = Cvm::builder(net()).max_steps(60).build();
+    let mut labels: Vec<String> = Vec::new();
+    loop {
+        match cvm.step() {
+            Ok(Step::Fired { ops, .. }) => {
+                let name = model_net.op(ops[0]).name.clone();
+                let real: Vec<ConnState> = cvm.marking().0.iter().map(|(s, _)| *s).collect();
+                let mut tried = vec![name.clone()];
+                let mut found = None;
+                while let Some(label) = tried.pop() {
+                    let mut w = labels.clone();
+                    w.push(label);
+                    match follow(&model_net, &w) {
+                        Ok(t) => {
+                            let abs: Vec<ConnState> = t.marking.iter().map(|(_, s)| *s).collect();
+                            if abs == real {
+                                found = Some(w);
+                                break;
+                            }
+                        }
+                        Err(FollowError::Ambiguous { choices, .. }) => tried.extend(choices),
+                        Err(e) => {
+                            return Err(format!(
+                                "{}: engine fired `{name}`: {e}",
+                                model_net.name()
+                            ));
+                        }
+                    }
+                }
+                labels = found.ok_or_else(|| {
+                    format!("{}: no abstract firing of `{name}` gives the engine's marking after {labels:?}", model_net.name())
+                })?;
+            }
+            Ok(Step::Ended(end)) => {
+                let t = follow(&model_net, &labels).map_err(|e| e.to_string())?;
+                let agrees = matches!(
+                    (&end, &t.end),
+                    (EndState::Completed, TraceEnd::Completed)
+                        | (EndState::Deadlock { .. }, TraceEnd::Deadlock { .. })
+                        | (
+                            EndState::StepLimit { .. } | EndState::LoopLimit { .. },
+                            TraceEnd::Running { .. }
+                        )
+                );
+                return if agrees {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "{}: engine ended {end:?}, abstraction {:?}",
+                        model_net.name(),
+                        t.end
+                    ))
+                };
+            }
+            Err(_) => return Ok(()), // an operator failed on its data: outside the abstraction
+        }
+    }
+}
+
+#[test]
+fn engine_runs_of_the_examples_are_paths_of_the_abstraction() {
+    let nets: [fn() -> Net; 11] = [
+        wcp1_sequence,
+        wcp2_parallel_split,
+        wcp3_synchronization,
+        wcp4_exclusive_choice,
+        wcp5_simple_merge,
+        wcp10_arbitrary_cycles,
+        wcp11_implicit_termination,
+        wcp21_structured_loop,
+        bad_xor_split_and_join,
+        bad_loop_without_exit,
+        bad_accumulator_never_done,
+    ];
+    for net in nets {
+        engine_run_is_a_path_of_the_abstraction(net).unwrap();
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig {
+        cases: 128,
+        failure_persistence: None,
+        ..proptest::prelude::ProptestConfig::default()
+    })]
+
+    #[test]
+    fn engine_runs_of_random_nets_are_paths_of_the_abstraction(
+        sources in 1usize..=2,
+        kinds in proptest::collection::vec(kind(), 1..=10),
+        picks in proptest::collection::vec(0usize..64, 1..=32),
+    ) {
+        engine_run_is_a_path_of_the_abstraction(|| random_net(sources, &kinds, &picks))
+            .map_err(proptest::test_runner::TestCaseError::fail)?;
     }
 }

@@ -38,7 +38,7 @@ const FREE: u64 = u64::MAX;
 fn hash(s: &[u64]) -> u64 {
     let mut h: u64 = 0x243f_6a88_85a3_08d3;
     for &w in s {
-        h = (h.rotate_left(5) ^ w).wrapping_mul(0x51_7cc1_b727_220a_95);
+        h = (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
     // Final avalanche (murmur3 fmix64) so the low bits used as an index are well mixed.
     h ^= h >> 33;
@@ -229,7 +229,15 @@ pub(crate) fn explore(
         table_bytes: 0,
     };
     let initial = model.initial.clone();
-    insert(&mut g, &mut table, model, &initial, hash(&initial), NONE, max_states);
+    insert(
+        &mut g,
+        &mut table,
+        model,
+        &initial,
+        hash(&initial),
+        NONE,
+        max_states,
+    );
 
     let mut cur = vec![0u64; words];
     // The successors of the state being expanded: states, hashes, outcomes.

@@ -85,7 +85,10 @@ pub enum FollowError {
         enabled: Vec<String>,
     },
     /// The operator can fire in several ways here; the label must say which outputs.
-    #[error("step {step}: `{label}` can fire in several ways here; write one of {}", list(choices))]
+    #[error(
+        "step {step}: `{label}` can fire in several ways here; write one of {}",
+        list(choices)
+    )]
     Ambiguous {
         /// 1-based position in the witness.
         step: usize,
@@ -284,7 +287,9 @@ impl fmt::Display for Trace {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            TraceEnd::Running { enabled } => write!(f, "not terminal; possible next: {}", list(enabled)),
+            TraceEnd::Running { enabled } => {
+                write!(f, "not terminal; possible next: {}", list(enabled))
+            }
         }
     }
 }

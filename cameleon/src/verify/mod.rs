@@ -278,11 +278,7 @@ pub fn verify(net: &Net, opts: &VerifyOptions) -> Report {
 
 /// [`verify`], calling `progress` now and then (every 65 536 expanded states, and at the end) —
 /// for a progress bar.
-pub fn verify_with(
-    net: &Net,
-    opts: &VerifyOptions,
-    progress: &mut dyn FnMut(&Progress),
-) -> Report {
+pub fn verify_with(net: &Net, opts: &VerifyOptions, progress: &mut dyn FnMut(&Progress)) -> Report {
     let t0 = Instant::now();
     let mut model = Model::new(net);
     let g = explore::explore(&mut model, opts.max_states, progress);
@@ -325,10 +321,9 @@ fn new_conns(model: &Model<'_>, s: &[u64]) -> Vec<String> {
 fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
     let complete = !g.budget_hit;
     let n = g.len();
-    let mut props = Properties::default();
 
     // 1-safety: a firing that writes a connection still NEW.
-    props.one_safe = match g.overwrite {
+    let one_safe = match g.overwrite {
         Some((state, k)) => {
             let mut witness = labels(model, g, &g.path_to(state));
             let oc = model.outcomes[k];
@@ -357,7 +352,7 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
         .collect();
     let deadlock_of = |id: usize| deadlocked.get(id).copied().unwrap_or(false);
     let first_deadlock = (0..g.expanded()).find(|&id| deadlock_of(id));
-    props.deadlock_free = match first_deadlock {
+    let deadlock_free = match first_deadlock {
         Some(id) => {
             let s = g.state(id as u32).to_vec();
             let stuck = new_conns(model, &s);
@@ -384,7 +379,7 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
     };
 
     // Option to complete: every state reaches a COMPLETED one (terminal, nothing NEW).
-    props.option_to_complete = if complete {
+    let option_to_complete = if complete {
         let can = explore::coreachable(g, model, |v| {
             let v = v as usize;
             v < g.expanded() && g.terminal[v] && !deadlocked[v]
@@ -416,11 +411,11 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
                 ..Check::default()
             },
         }
-    } else if let Some(d) = &props.deadlock_free.witness {
+    } else if let Some(d) = &deadlock_free.witness {
         Check {
             holds: Some(false),
             witness: Some(d.clone()),
-            new: props.deadlock_free.new.clone(),
+            new: deadlock_free.new.clone(),
             message: Some("the run ends in DEADLOCK, not COMPLETED".to_owned()),
         }
     } else {
@@ -467,7 +462,7 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
             reason,
         });
     }
-    props.no_dead_operators = DeadCheck {
+    let no_dead_operators = DeadCheck {
         holds: if dead.is_empty() {
             complete.then_some(true)
         } else if complete {
@@ -484,7 +479,7 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
 
     // Cycles.
     let cyclic = explore::on_cycle(g);
-    props.may_loop = match (0..n).find(|&id| cyclic[id]) {
+    let may_loop = match (0..n).find(|&id| cyclic[id]) {
         Some(id) => {
             let prefix = labels(model, g, &g.path_to(id as u32));
             let cycle = explore::shortest_cycle(g, id as u32)
@@ -502,6 +497,13 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
         },
     };
 
+    let props = Properties {
+        deadlock_free,
+        option_to_complete,
+        no_dead_operators,
+        one_safe,
+        may_loop,
+    };
     let checks = [
         props.one_safe.holds,
         props.deadlock_free.holds,
@@ -522,7 +524,11 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
     ]
     .into_iter()
     .find_map(|c| c.witness.clone());
-    let depth = if n == 0 { 0 } else { g.depth(n as u32 - 1) as u64 };
+    let depth = if n == 0 {
+        0
+    } else {
+        g.depth(n as u32 - 1) as u64
+    };
     Report {
         valid: true,
         net: model.net.name.clone(),
@@ -599,9 +605,7 @@ impl fmt::Display for Report {
         write!(
             f,
             "net `{}`: {} reachable states, {} edges",
-            self.net,
-            self.states,
-            self.edges
+            self.net, self.states, self.edges
         )?;
         if self.complete {
             writeln!(f, " (state space explored completely)")?;
@@ -637,7 +641,10 @@ impl fmt::Display for Report {
         check(f, "1-safe", &p.one_safe)?;
         match p.may_loop.may_loop {
             Some(true) => {
-                writeln!(f, "  [info] may loop (runs that only max_loop_iterations stops)")?;
+                writeln!(
+                    f,
+                    "  [info] may loop (runs that only max_loop_iterations stops)"
+                )?;
                 if let (Some(pre), Some(cyc)) = (&p.may_loop.prefix, &p.may_loop.cycle) {
                     writeln!(f, "         after: {}", seq(pre))?;
                     writeln!(f, "         cycle: {}", seq(cyc))?;

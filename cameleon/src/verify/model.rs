@@ -35,7 +35,7 @@ impl std::hash::Hasher for IndexHasher {
     }
     fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
-            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x51_7cc1_b727_220a_95);
+            self.0 = (self.0.rotate_left(5) ^ b as u64).wrapping_mul(0x517c_c1b7_2722_0a95);
         }
     }
     fn write_u128(&mut self, i: u128) {
@@ -332,8 +332,7 @@ impl<'n> Model<'n> {
             Some(c) => c.can_fire(q, &e),
             None => om.op.can_fire(&e),
         };
-        if !rule || !back_pressure_ok_on(om.op, &self.topo, &self.syn, o, &self.ins, &om.writes)
-        {
+        if !rule || !back_pressure_ok_on(om.op, &self.topo, &self.syn, o, &self.ins, &om.writes) {
             return pack(start, 0);
         }
         // Consumption first (NEW -> OLD), as the engine applies a firing (SPEC §4.5) ...
@@ -490,5 +489,8 @@ pub(crate) fn pack(start: usize, len: usize) -> u64 {
 
 #[inline]
 pub(crate) fn unpack(cell: u64) -> (usize, usize) {
-    (((cell & !KNOWN) >> 24) as usize, (cell & 0xff_ffff) as usize)
+    (
+        ((cell & !KNOWN) >> 24) as usize,
+        (cell & 0xff_ffff) as usize,
+    )
 }

@@ -131,12 +131,15 @@ pub fn to_pnml(net: &Net) -> Result<String, PnmlError> {
             });
         }
         for &o in &large {
-            met[o] = Some(model.met_combinations(o).ok_or_else(|| {
-                PnmlError::TooManyCombinations {
-                    op: net.ops[o].name.clone(),
-                    conns: model.ops[o].reads.len(),
-                }
-            })?);
+            met[o] =
+                Some(
+                    model
+                        .met_combinations(o)
+                        .ok_or_else(|| PnmlError::TooManyCombinations {
+                            op: net.ops[o].name.clone(),
+                            conns: model.ops[o].reads.len(),
+                        })?,
+                );
         }
     }
     let mut xml = String::new();
@@ -173,9 +176,9 @@ pub fn to_pnml(net: &Net) -> Result<String, PnmlError> {
     let mut arcs = 0usize;
     let mut vals: Vec<u32> = Vec::new();
     let mut post: Vec<u32> = Vec::new();
-    for o in 0..model.ops.len() {
+    for (o, met) in met.iter_mut().enumerate() {
         let reads = model.ops[o].reads.clone();
-        let combinations: Box<dyn Iterator<Item = u128>> = match met[o].take() {
+        let combinations: Box<dyn Iterator<Item = u128>> = match met.take() {
             Some(list) => Box::new(list.into_iter()),
             None => Box::new(0..model.ops[o].size as u128),
         };
@@ -201,7 +204,9 @@ pub fn to_pnml(net: &Net) -> Result<String, PnmlError> {
                     .iter()
                     .zip(&vals)
                     .filter(|&(&f, _)| (f as usize) < model.n_conns)
-                    .map(|(&f, &v)| format!("{}={}", net.conns[f as usize].name, STATES[v as usize]))
+                    .map(|(&f, &v)| {
+                        format!("{}={}", net.conns[f as usize].name, STATES[v as usize])
+                    })
                     .collect();
                 let tid = format!("t{}", transitions - 1);
                 let _ = write!(

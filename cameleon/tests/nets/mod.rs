@@ -3,10 +3,11 @@
 #![allow(dead_code)] // each test binary uses a different subset of these nets
 
 use cameleon::ops::{
-    Accumulator, Const, Counter, Fork, Gate, Guard, Join, Merge, Predicate, Sink, Source, Test,
-    Transform,
+    Accumulator, Barrier, Const, Counter, Fork, Gate, Guard, Join, Merge, Predicate, Sink, Source,
+    Test, Transform,
 };
 use cameleon::{Net, NetBuilder};
+use proptest::prelude::*;
 use serde_json::json;
 
 fn test(j: serde_json::Value) -> Test {
@@ -249,4 +250,164 @@ pub fn parallel_split(n: usize) -> Net {
         b.connect(format!("t{i}_2.out_data"), format!("sync.in_{letter}"));
     }
     build(b)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Random nets
+
+/// Operator kinds of random nets. Data flows as `DataString` except the predicate's `DataBool`
+/// (only into gate conditions) and the accumulator's `DataJSON` (only into `Any` inputs).
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    Transform,
+    Fork,
+    Join,
+    Merge,
+    Barrier,
+    Gate,
+    Guard,
+    Sink,
+    Accumulator(usize),
+}
+
+pub fn kind() -> impl Strategy<Value = Kind> {
+    prop_oneof![
+        Just(Kind::Transform),
+        Just(Kind::Fork),
+        Just(Kind::Join),
+        Just(Kind::Merge),
+        Just(Kind::Barrier),
+        Just(Kind::Gate),
+        Just(Kind::Guard),
+        Just(Kind::Sink),
+        (0usize..3).prop_map(Kind::Accumulator),
+    ]
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub enum Class {
+    Str,
+    Bool,
+    Json,
+}
+
+/// An input port and the classes it accepts.
+type PortClass = (&'static str, &'static [Class]);
+
+/// Builds a random valid net: `sources` string sources, the operators `kinds`, each input fed
+/// by an output of a compatible class chosen by `picks`; a source nobody reads feeds a sink.
+pub fn random_net(sources: usize, kinds: &[Kind], picks: &[usize]) -> Net {
+    let mut b = Net::builder("random");
+    // (instance.port, class) of every output; inputs as (instance.port, accepts).
+    let mut outputs: Vec<(String, Class)> = Vec::new();
+    let mut inputs: Vec<(String, &'static [Class], usize)> = Vec::new();
+    const ANY: &[Class] = &[Class::Str, Class::Bool, Class::Json];
+    const STR: &[Class] = &[Class::Str];
+    const BOOL: &[Class] = &[Class::Bool];
+    for s in 0..sources {
+        b.add(format!("s{s}"), Source::new("x"));
+        outputs.push((format!("s{s}.out_data"), Class::Str));
+    }
+    let test = || Test::parse(&json!({"eq": "x"})).unwrap();
+    for (i, k) in kinds.iter().enumerate() {
+        let n = format!("o{i}");
+        let (ins, outs): (Vec<PortClass>, Vec<(&str, Class)>) = match k {
+            Kind::Transform => {
+                b.add(&n, Transform::new());
+                (vec![("in_data", ANY)], vec![("out_data", Class::Str)])
+            }
+            Kind::Fork => {
+                b.add(&n, Fork::default());
+                (
+                    vec![("in_data", STR)],
+                    vec![("out_a", Class::Str), ("out_b", Class::Str)],
+                )
+            }
+            Kind::Join => {
+                b.add(&n, Join::default());
+                (
+                    vec![("in_a", STR), ("in_b", STR)],
+                    vec![("out_data", Class::Str)],
+                )
+            }
+            Kind::Merge => {
+                b.add(&n, Merge::default());
+                (
+                    vec![("in_a", STR), ("in_b", STR)],
+                    vec![("out_data", Class::Str)],
+                )
+            }
+            Kind::Barrier => {
+                b.add(&n, Barrier::default());
+                (
+                    vec![("in_a", STR), ("in_b", STR)],
+                    vec![("out_a", Class::Str), ("out_b", Class::Str)],
+                )
+            }
+            Kind::Gate => {
+                b.add(&n, Gate);
+                let p = format!("{n}_test");
+                b.add(&p, Predicate::new(test()));
+                inputs.push((format!("{p}.in_data"), ANY, outputs.len()));
+                outputs.push((format!("{p}.out_data"), Class::Bool));
+                (
+                    vec![("in_data", STR), ("in_condition", BOOL)],
+                    vec![("out_true", Class::Str), ("out_false", Class::Str)],
+                )
+            }
+            Kind::Guard => {
+                b.add(&n, Guard::new(test()));
+                (
+                    vec![("in_data", STR)],
+                    vec![("out_continue", Class::Str), ("out_exit", Class::Str)],
+                )
+            }
+            Kind::Sink => {
+                b.add(&n, Sink::new());
+                (vec![("in_data", ANY)], vec![])
+            }
+            Kind::Accumulator(size) => {
+                b.add(&n, Accumulator::new(*size));
+                (vec![("in_data", ANY)], vec![("out_data", Class::Json)])
+            }
+        };
+        let before = outputs.len();
+        inputs.extend(
+            ins.into_iter()
+                .map(|(p, c)| (format!("{n}.{p}"), c, before)),
+        );
+        outputs.extend(outs.into_iter().map(|(p, c)| (format!("{n}.{p}"), c)));
+    }
+    let mut used = vec![false; outputs.len()];
+    for (j, (input, accepts, before)) in inputs.iter().enumerate() {
+        // Mostly feed-forward (from outputs declared earlier), so tokens flow; sometimes any
+        // output, so loops and self-loops appear too.
+        let pick = picks[j % picks.len()];
+        let upstream: Vec<usize> = (0..*before)
+            .filter(|&o| accepts.contains(&outputs[o].1))
+            .collect();
+        let candidates: Vec<usize> = if !pick.is_multiple_of(4) && !upstream.is_empty() {
+            upstream
+        } else {
+            (0..outputs.len())
+                .filter(|&o| accepts.contains(&outputs[o].1))
+                .collect()
+        };
+        let o = candidates[pick / 4 % candidates.len()];
+        used[o] = true;
+        b.connect(outputs[o].0.clone(), input.clone());
+    }
+    for (o, (out, _)) in outputs.iter().enumerate() {
+        if !used[o] && out.starts_with('s') {
+            b.add(
+                format!("{}_sink", out.split('.').next().unwrap()),
+                Sink::new(),
+            );
+            b.connect(
+                out.clone(),
+                format!("{}_sink.in_data", out.split('.').next().unwrap()),
+            );
+        }
+    }
+    b.build().expect("random nets are valid by construction")
 }
