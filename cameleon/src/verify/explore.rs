@@ -34,6 +34,9 @@ struct Table {
 
 const FREE: u64 = u64::MAX;
 
+/// States expanded together (see `explore`).
+const BATCH: usize = 16;
+
 #[inline]
 fn hash(s: &[u64]) -> u64 {
     let mut h: u64 = 0x243f_6a88_85a3_08d3;
@@ -68,7 +71,9 @@ impl Table {
     /// successors wait for memory together rather than one after the other.
     #[inline]
     fn touch(&self, h: u64) -> u64 {
-        self.slots[(h as usize & self.mask) * self.stride]
+        let at = (h as usize & self.mask) * self.stride;
+        // First and last word: a slot may straddle two cache lines.
+        self.slots[at] ^ self.slots[at + self.stride - 1]
     }
 
     /// The number of state `s` (hash `h`), or the slot where it would go.
@@ -240,62 +245,76 @@ pub(crate) fn explore(
     );
 
     let mut cur = vec![0u64; words];
-    // The successors of the state being expanded: states, hashes, outcomes.
+    // The successors of a batch of states being expanded: states, hashes, outcomes, and where
+    // each state's successors end. Computing a whole batch before looking any of them up lets
+    // the hash-table loads of all of them be in flight at once.
     let mut next: Vec<u64> = Vec::new();
     let mut hashes: Vec<u64> = Vec::new();
     let mut which: Vec<u32> = Vec::new();
+    let mut ends: Vec<usize> = Vec::new();
     let mut id = 0usize;
     'states: while id < g.len() {
-        cur.copy_from_slice(&g.arena[id * words..(id + 1) * words]);
+        let batch_end = g.len().min(id + BATCH);
         next.clear();
         hashes.clear();
         which.clear();
-        for o in 0..model.ops.len() {
-            let (start, len) = model.outcomes_in(o, &cur);
-            if len > 0 {
-                g.op_enabled[o] = true;
+        ends.clear();
+        for b in id..batch_end {
+            cur.copy_from_slice(&g.arena[b * words..(b + 1) * words]);
+            for o in 0..model.ops.len() {
+                let (start, len) = model.outcomes_in(o, &cur);
+                if len > 0 {
+                    g.op_enabled[o] = true;
+                }
+                for k in start..start + len {
+                    let at = next.len();
+                    next.extend_from_slice(&cur);
+                    model.apply(k, &mut next[at..]);
+                    hashes.push(hash(&next[at..]));
+                    which.push(k as u32);
+                }
             }
-            for k in start..start + len {
-                let at = next.len();
-                next.extend_from_slice(&cur);
-                model.apply(k, &mut next[at..]);
-                let h = hash(&next[at..]);
-                hashes.push(h);
-                which.push(k as u32);
-            }
+            ends.push(hashes.len());
         }
         let mut touched = 0u64;
         for &h in &hashes {
             touched ^= table.touch(h);
         }
         std::hint::black_box(touched);
-        let edges_before = g.succ.len();
-        for (j, &h) in hashes.iter().enumerate() {
-            let s = &next[j * words..(j + 1) * words];
-            let Some(to) = insert(&mut g, &mut table, model, s, h, id as u32, max_states) else {
-                // Budget used: this state's successors are incomplete; it stays unexpanded.
-                g.succ.truncate(edges_before);
-                g.budget_hit = true;
-                break 'states;
-            };
-            g.succ.push(to);
-            let k = which[j] as usize;
-            let oc = &model.outcomes[k];
-            g.all_grow &= oc.grows;
-            if g.overwrite.is_none() && oc.overwrites != NONE {
-                g.overwrite = Some((id as u32, k));
+        let mut j = 0;
+        for &end in &ends {
+            let edges_before = g.succ.len();
+            let first = j;
+            while j < end {
+                let s = &next[j * words..(j + 1) * words];
+                let Some(to) = insert(
+                    &mut g, &mut table, model, s, hashes[j], id as u32, max_states,
+                ) else {
+                    // Budget used: this state's successors are incomplete; it stays unexpanded.
+                    g.succ.truncate(edges_before);
+                    g.budget_hit = true;
+                    break 'states;
+                };
+                g.succ.push(to);
+                let k = which[j] as usize;
+                let oc = &model.outcomes[k];
+                g.all_grow &= oc.grows;
+                if g.overwrite.is_none() && oc.overwrites != NONE {
+                    g.overwrite = Some((id as u32, k));
+                }
+                j += 1;
             }
-        }
-        g.terminal.push(hashes.is_empty());
-        g.succ_start.push(g.succ.len() as u64);
-        id += 1;
-        if id & 0xffff == 0 {
-            progress(&Progress {
-                states: g.len() as u64,
-                expanded: id as u64,
-                edges: g.succ.len() as u64,
-                max_states: max_states as u64,
-            });
+            g.terminal.push(end == first);
+            g.succ_start.push(g.succ.len() as u64);
+            id += 1;
+            if id & 0xffff == 0 {
+                progress(&Progress {
+                    states: g.len() as u64,
+                    expanded: id as u64,
+                    edges: g.succ.len() as u64,
+                    max_states: max_states as u64,
+                });
+            }
         }
     }
     g.table_bytes = table.slots.capacity() * 8;
