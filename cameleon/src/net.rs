@@ -224,22 +224,31 @@ impl Net {
     }
 
     /// A comparable description of the net: name, config, operators (name, type, label, instance,
-    /// position, params, resolved port types) and connections. Two nets with equal descriptions
-    /// are the same net, whichever way they were built.
+    /// position, params, port names) and connections with their types. Two nets with equal
+    /// descriptions are the same net, whichever way they were built: declared port types are left
+    /// out on purpose, since `Merge<DataJSON>` built in Rust and the `merge` a `.cm` file loads
+    /// (type variables) carry the same data once connected.
     fn description(&self) -> impl PartialEq + '_ {
         let ops: Vec<_> = self
             .ops
             .iter()
             .map(|o| {
+                let names = |ports: &'_ [crate::operator::PortSpec]| -> Vec<(String, bool)> {
+                    ports
+                        .iter()
+                        .map(|p| (p.name.to_string(), p.optional))
+                        .collect()
+                };
                 (
-                    &o.name,
-                    &o.spec,
-                    &o.label,
-                    o.instance,
-                    o.pos,
-                    o.op.params(),
-                    &o.in_types,
-                    &o.out_types,
+                    (
+                        &o.name,
+                        &o.spec.type_id,
+                        &o.spec.label,
+                        o.spec.family,
+                        o.spec.policy,
+                    ),
+                    (&o.label, o.instance, o.pos, o.op.params()),
+                    (names(&o.spec.inputs), names(&o.spec.outputs), &o.spec.emits),
                 )
             })
             .collect();

@@ -254,8 +254,8 @@ fn pnml_is_a_well_formed_pt_net_document() {
 fn accumulator_control_is_exported_as_places() {
     let mut b = Net::builder("acc");
     b.add("src", Source::new("x"));
-    b.add("split", Fork::default());
-    b.add("both", Merge::default());
+    b.add("split", Fork::<Any>::default());
+    b.add("both", Merge::<Any>::default());
     b.add("collect", Accumulator::new(2));
     b.add("out", Sink::new());
     b.connect("src.out_data", "split.in_data")

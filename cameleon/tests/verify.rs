@@ -147,8 +147,8 @@ fn accumulator_control_counts_values_exactly() {
     // Two values reach an accumulator of n = 2: it emits once, on the second.
     let mut b = Net::builder("acc");
     b.add("src", Source::new("x"));
-    b.add("split", Fork::default());
-    b.add("both", Merge::default());
+    b.add("split", Fork::<Any>::default());
+    b.add("both", Merge::<Any>::default());
     b.add("collect", Accumulator::new(2));
     b.add("out", Sink::new());
     b.connect("src.out_data", "split.in_data")
@@ -170,8 +170,8 @@ fn accumulator_control_counts_values_exactly() {
     // With n = 3 it never gets its third value: `out` is dead.
     let mut b = Net::builder("acc3");
     b.add("src", Source::new("x"));
-    b.add("split", Fork::default());
-    b.add("both", Merge::default());
+    b.add("split", Fork::<Any>::default());
+    b.add("both", Merge::<Any>::default());
     b.add("collect", Accumulator::new(3));
     b.add("out", Sink::new());
     b.connect("src.out_data", "split.in_data")

@@ -8,7 +8,6 @@
 
 mod data;
 mod io;
-mod registry;
 mod structural;
 pub mod test_expr;
 

@@ -14,10 +14,10 @@
 //!
 //! let mut b = Net::builder("sync");
 //! b.add("src", Source::new("x"));
-//! b.add("split", Fork::default());
+//! b.add("split", Fork::<Any>::default());
 //! b.add("a", Transform::new());
 //! b.add("b", Transform::new());
-//! b.add("both", Join::default());
+//! b.add("both", Join::<Any>::default());
 //! b.add("out", Sink::new());
 //! b.connect("src.out_data", "split.in_data")
 //!     .connect("split.out_a", "a.in_data")

@@ -6,7 +6,7 @@ use cameleon::ops::{
     Accumulator, Barrier, Const, Counter, Fork, Gate, Guard, Join, Merge, Predicate, Sink, Source,
     Test, Transform,
 };
-use cameleon::{Net, NetBuilder};
+use cameleon::{Any, Net, NetBuilder};
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -22,9 +22,9 @@ fn build(b: NetBuilder) -> Net {
 /// predicate deciding the branch (`choose.out_true`, `choose.out_false`).
 fn choice(b: &mut NetBuilder) {
     b.add("src", Source::new("x"));
-    b.add("split", Fork::default());
+    b.add("split", Fork::<Any>::default());
     b.add("test", Predicate::new(test(json!({"eq": "x"}))));
-    b.add("choose", Gate);
+    b.add("choose", Gate::<Any>::new());
     b.connect("src.out_data", "split.in_data")
         .connect("split.out_a", "choose.in_data")
         .connect("split.out_b", "test.in_data")
@@ -48,7 +48,7 @@ pub fn wcp1_sequence() -> Net {
 pub fn wcp2_parallel_split() -> Net {
     let mut b = Net::builder("wcp-2-parallel-split");
     b.add("src", Source::new("x"));
-    b.add("split", Fork::default());
+    b.add("split", Fork::<Any>::default());
     b.add("a", Transform::new());
     b.add("b", Transform::new());
     b.add("out_a", Sink::new());
@@ -65,10 +65,10 @@ pub fn wcp2_parallel_split() -> Net {
 pub fn wcp3_synchronization() -> Net {
     let mut b = Net::builder("wcp-3-synchronization");
     b.add("src", Source::new("x"));
-    b.add("split", Fork::default());
+    b.add("split", Fork::<Any>::default());
     b.add("a", Transform::new());
     b.add("b", Transform::new());
-    b.add("both", Join::default());
+    b.add("both", Join::<Any>::default());
     b.add("out", Sink::new());
     b.connect("src.out_data", "split.in_data")
         .connect("split.out_a", "a.in_data")
@@ -100,7 +100,7 @@ pub fn wcp5_simple_merge() -> Net {
     choice(&mut b);
     b.add("a", Transform::new());
     b.add("b", Transform::new());
-    b.add("either", Merge::default());
+    b.add("either", Merge::<Any>::default());
     b.add("out", Sink::new());
     b.connect("choose.out_true", "a.in_data")
         .connect("choose.out_false", "b.in_data")
@@ -115,12 +115,12 @@ pub fn wcp5_simple_merge() -> Net {
 pub fn wcp10_arbitrary_cycles() -> Net {
     let mut b = Net::builder("wcp-10-arbitrary-cycles");
     b.add("src", Const::new(json!(0)));
-    b.add("enter_a", Merge::default());
+    b.add("enter_a", Merge::<Any>::default());
     b.add("step_a", Counter::new());
-    b.add("enter_b", Merge::default());
+    b.add("enter_b", Merge::<Any>::default());
     b.add("step_b", Counter::new());
-    b.add("again_a", Guard::new(test(json!({"lt": 3}))));
-    b.add("again_b", Guard::new(test(json!({"lt": 6}))));
+    b.add("again_a", Guard::<Any>::new(test(json!({"lt": 3}))));
+    b.add("again_b", Guard::<Any>::new(test(json!({"lt": 6}))));
     b.add("out", Sink::new());
     b.connect("src.out_data", "enter_a.in_a")
         .connect("enter_a.out_data", "step_a.in_data")
@@ -139,11 +139,11 @@ pub fn wcp10_arbitrary_cycles() -> Net {
 pub fn wcp11_implicit_termination() -> Net {
     let mut b = Net::builder("wcp-11-implicit-termination");
     b.add("src", Source::new("x"));
-    b.add("split", Fork::new(3).expect("arity 3"));
+    b.add("split", Fork::<Any>::new(3).expect("arity 3"));
     b.add("a", Transform::new());
     b.add("out_a", Sink::new());
     b.add("test", Predicate::new(test(json!({"eq": "x"}))));
-    b.add("choose", Gate);
+    b.add("choose", Gate::<Any>::new());
     b.add("b", Transform::new());
     b.add("out_b", Sink::new());
     b.connect("src.out_data", "split.in_data")
@@ -161,9 +161,9 @@ pub fn wcp11_implicit_termination() -> Net {
 pub fn wcp21_structured_loop() -> Net {
     let mut b = Net::builder("wcp-21-structured-loop");
     b.add("zero", Const::new(json!(0)));
-    b.add("loop", Merge::default());
+    b.add("loop", Merge::<Any>::default());
     b.add("inc", Counter::new());
-    b.add("check", Guard::new(test(json!({"lt": 3}))));
+    b.add("check", Guard::<Any>::new(test(json!({"lt": 3}))));
     b.add("out", Sink::new());
     b.connect("zero.out_data", "loop.in_a")
         .connect("loop.out_data", "inc.in_data")
@@ -194,7 +194,7 @@ pub fn bad_xor_split_and_join() -> Net {
     choice(&mut b);
     b.add("a", Transform::new());
     b.add("b", Transform::new());
-    b.add("both", Join::default());
+    b.add("both", Join::<Any>::default());
     b.add("out", Sink::new());
     b.connect("choose.out_true", "a.in_data")
         .connect("choose.out_false", "b.in_data")
@@ -209,7 +209,7 @@ pub fn bad_loop_without_exit() -> Net {
     let mut b = Net::builder("bad-loop-without-exit");
     choice(&mut b);
     b.add("out", Sink::new());
-    b.add("spin", Merge::default());
+    b.add("spin", Merge::<Any>::default());
     b.add("body", Transform::new());
     b.connect("choose.out_true", "out.in_data")
         .connect("choose.out_false", "spin.in_a")
@@ -234,8 +234,8 @@ pub fn bad_accumulator_never_done() -> Net {
 pub fn parallel_split(n: usize) -> Net {
     let mut b = Net::builder(format!("parallel-split-{n}"));
     b.add("src", Source::new("x"));
-    b.add("split", Fork::new(n).expect("arity 2..=26"));
-    b.add("sync", Join::new(n).expect("arity 2..=26"));
+    b.add("split", Fork::<Any>::new(n).expect("arity 2..=26"));
+    b.add("sync", Join::<Any>::new(n).expect("arity 2..=26"));
     b.add("out", Sink::new());
     b.connect("src.out_data", "split.in_data");
     b.connect("sync.out_data", "out.in_data");
@@ -317,35 +317,35 @@ pub fn random_net(sources: usize, kinds: &[Kind], picks: &[usize]) -> Net {
                 (vec![("in_data", ANY)], vec![("out_data", Class::Str)])
             }
             Kind::Fork => {
-                b.add(&n, Fork::default());
+                b.add(&n, Fork::<Any>::default());
                 (
                     vec![("in_data", STR)],
                     vec![("out_a", Class::Str), ("out_b", Class::Str)],
                 )
             }
             Kind::Join => {
-                b.add(&n, Join::default());
+                b.add(&n, Join::<Any>::default());
                 (
                     vec![("in_a", STR), ("in_b", STR)],
                     vec![("out_data", Class::Str)],
                 )
             }
             Kind::Merge => {
-                b.add(&n, Merge::default());
+                b.add(&n, Merge::<Any>::default());
                 (
                     vec![("in_a", STR), ("in_b", STR)],
                     vec![("out_data", Class::Str)],
                 )
             }
             Kind::Barrier => {
-                b.add(&n, Barrier::default());
+                b.add(&n, Barrier::<Any, Any>::default());
                 (
                     vec![("in_a", STR), ("in_b", STR)],
                     vec![("out_a", Class::Str), ("out_b", Class::Str)],
                 )
             }
             Kind::Gate => {
-                b.add(&n, Gate);
+                b.add(&n, Gate::<Any>::new());
                 let p = format!("{n}_test");
                 b.add(&p, Predicate::new(test()));
                 inputs.push((format!("{p}.in_data"), ANY, outputs.len()));
@@ -356,7 +356,7 @@ pub fn random_net(sources: usize, kinds: &[Kind], picks: &[usize]) -> Net {
                 )
             }
             Kind::Guard => {
-                b.add(&n, Guard::new(test()));
+                b.add(&n, Guard::<Any>::new(test()));
                 (
                     vec![("in_data", STR)],
                     vec![("out_continue", Class::Str), ("out_exit", Class::Str)],
