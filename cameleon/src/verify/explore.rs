@@ -25,7 +25,7 @@ pub struct Progress {
 /// The hash set of states, open addressing with linear probing. A slot is `1 + words` words:
 /// the state number (or `FREE`), then the state itself, so a lookup that finds its state reads
 /// one slot and nothing else.
-struct Table {
+pub(crate) struct Table {
     slots: Vec<u64>,
     stride: usize,
     mask: usize,
@@ -38,7 +38,7 @@ const FREE: u64 = u64::MAX;
 const BATCH: usize = 16;
 
 #[inline]
-fn hash(s: &[u64]) -> u64 {
+pub(crate) fn hash(s: &[u64]) -> u64 {
     let mut h: u64 = 0x243f_6a88_85a3_08d3;
     for &w in s {
         h = (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
@@ -52,7 +52,7 @@ fn hash(s: &[u64]) -> u64 {
 }
 
 impl Table {
-    fn new(words: usize, expected: usize) -> Self {
+    pub(crate) fn new(words: usize, expected: usize) -> Self {
         let cap = (expected * 2).next_power_of_two().max(1024);
         let stride = words + 1;
         let mut slots = vec![0; cap * stride];
@@ -78,7 +78,7 @@ impl Table {
 
     /// The number of state `s` (hash `h`), or the slot where it would go.
     #[inline]
-    fn find(&self, s: &[u64], h: u64) -> Result<u32, usize> {
+    pub(crate) fn find(&self, s: &[u64], h: u64) -> Result<u32, usize> {
         let mut i = h as usize & self.mask;
         loop {
             let at = i * self.stride;
@@ -99,7 +99,7 @@ impl Table {
     }
 
     #[inline]
-    fn put(&mut self, slot: usize, s: &[u64], id: u32) {
+    pub(crate) fn put(&mut self, slot: usize, s: &[u64], id: u32) {
         let at = slot * self.stride;
         self.slots[at] = id as u64;
         self.slots[at + 1..at + self.stride].copy_from_slice(s);
