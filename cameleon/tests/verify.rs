@@ -448,3 +448,18 @@ proptest::proptest! {
             .map_err(proptest::test_runner::TestCaseError::fail)?;
     }
 }
+
+#[test]
+fn a_replayed_trace_serializes_its_marking_and_end_flat() {
+    let t = follow(
+        &bad_xor_split_and_join(),
+        &["src", "split", "test", "choose:out_true", "a"],
+    )
+    .unwrap();
+    let j = serde_json::to_value(&t).unwrap();
+    assert_eq!(j["end"], "DEADLOCK");
+    assert_eq!(j["stuck"][0], "a.out_data -> both.in_a");
+    assert_eq!(j["marking"]["a.out_data -> both.in_a"], "NEW");
+    assert_eq!(j["marking"]["b.out_data -> both.in_b"], "EMPTY");
+    assert_eq!(j["steps"][4]["fired"], "a");
+}

@@ -53,7 +53,7 @@ pub(crate) fn hash(s: &[u64]) -> u64 {
 
 impl Table {
     pub(crate) fn new(words: usize, expected: usize) -> Self {
-        let cap = (expected * 2).next_power_of_two().max(1024);
+        let cap = (expected * 2).next_power_of_two().max(64);
         let stride = words + 1;
         let mut slots = vec![0; cap * stride];
         for i in 0..cap {
@@ -218,7 +218,7 @@ pub(crate) fn explore(
 ) -> Graph {
     let words = model.words;
     let max_states = max_states.clamp(1, u32::MAX as u64 - 1) as usize;
-    let mut table = Table::new(words, max_states.min(1 << 16));
+    let mut table = Table::new(words, max_states.min(1 << 10));
     let mut g = Graph {
         words,
         arena: Vec::new(),

@@ -55,10 +55,16 @@ pub struct Trace {
     pub net: String,
     /// Each firing and what it changed.
     pub steps: Vec<TraceStep>,
-    /// Every connection's state at the end, in declaration order.
+    /// Every connection's state at the end, in declaration order (in JSON, an object).
+    #[serde(serialize_with = "as_object")]
     pub marking: Vec<(String, ConnState)>,
-    /// Where the witness leaves the net.
+    /// Where the witness leaves the net (in JSON, flattened: `"end":"DEADLOCK","stuck":[…]`).
+    #[serde(flatten)]
     pub end: TraceEnd,
+}
+
+fn as_object<S: serde::Serializer>(m: &[(String, ConnState)], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_map(m.iter().map(|(c, st)| (c, st)))
 }
 
 /// A witness that cannot be replayed.

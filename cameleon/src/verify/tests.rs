@@ -40,7 +40,10 @@ fn connection_fields_are_two_bits_and_control_fields_never_straddle_words() {
     );
     assert!(m.any_new(&s));
     m.fields[0].set(&mut s, 2);
-    assert!(!m.any_new(&s), "a control value is never read as a NEW connection");
+    assert!(
+        !m.any_new(&s),
+        "a control value is never read as a NEW connection"
+    );
     assert_eq!(m.potential(&s), 4);
 }
 
