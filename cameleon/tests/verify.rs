@@ -61,10 +61,14 @@ fn loops_are_reported_with_a_shortest_lasso() {
     let l = &r.properties.may_loop;
     assert_eq!(
         l.prefix.as_deref(),
+        Some(&["zero", "loop", "inc", "check"].map(String::from)[..])
+    );
+    assert_eq!(
+        l.prefix_path.as_deref(),
         Some(&["zero", "loop", "inc", "check:out_continue"].map(String::from)[..])
     );
     assert_eq!(
-        l.cycle.as_deref(),
+        l.cycle_path.as_deref(),
         Some(&["loop", "inc", "check:out_continue"].map(String::from)[..])
     );
     let r = check(&wcp10_arbitrary_cycles());
@@ -77,8 +81,11 @@ fn xor_split_closed_by_and_join_deadlocks_with_shortest_witness() {
     let r = check(&net);
     assert_eq!(r.verdict, Verdict::Fails);
     assert_eq!(r.deadlock_free, Some(false));
-    let w = ["src", "split", "test", "choose:out_true", "a"];
+    // The witness names operators; its path says which way the gate went.
+    let w = ["src", "split", "test", "choose", "a"];
     assert_eq!(r.witness.as_deref(), Some(&w.map(String::from)[..]));
+    let path = ["src", "split", "test", "choose:out_true", "a"];
+    assert_eq!(r.witness_path.as_deref(), Some(&path.map(String::from)[..]));
     assert_eq!(
         r.properties.deadlock_free.new,
         ["a.out_data -> both.in_a".to_owned()]
@@ -95,14 +102,16 @@ fn xor_split_closed_by_and_join_deadlocks_with_shortest_witness() {
         reason.contains("`both.out_data -> out.in_data`"),
         "{reason}"
     );
-    // The witness replays to the deadlock it claims.
-    let trace = follow(&net, r.witness.as_deref().unwrap_or_default()).expect("replayable");
-    assert_eq!(
-        trace.end,
-        TraceEnd::Deadlock {
-            stuck: vec!["a.out_data -> both.in_a".into()]
-        }
-    );
+    // The witness replays to the deadlock it claims, by names or by path.
+    for w in [&r.witness, &r.witness_path] {
+        let trace = follow(&net, w.as_deref().unwrap_or_default()).expect("replayable");
+        assert_eq!(
+            trace.end,
+            TraceEnd::Deadlock {
+                stuck: vec!["a.out_data -> both.in_a".into()]
+            }
+        );
+    }
 }
 
 #[test]
@@ -113,8 +122,20 @@ fn loop_without_exit_is_a_livelock_trap() {
     assert_eq!(r.option_to_complete, Some(false));
     let c = &r.properties.option_to_complete;
     assert_eq!(
-        c.witness.as_deref(),
+        c.path.as_deref(),
         Some(&["src", "split", "test", "choose:out_false"].map(String::from)[..])
+    );
+    // Following the path leads into the loop.
+    let t = follow(
+        &bad_loop_without_exit(),
+        c.path.as_deref().unwrap_or_default(),
+    )
+    .unwrap();
+    assert_eq!(
+        t.end,
+        TraceEnd::Running {
+            enabled: vec!["spin".into()]
+        }
     );
     assert!(
         c.message.as_deref().unwrap_or("").contains("livelock"),
@@ -309,9 +330,15 @@ fn follow_explains_what_cannot_be_replayed() {
         }
         other => panic!("{other:?}"),
     }
-    match follow(&net, &["src", "split", "test", "choose"]) {
-        Err(FollowError::Ambiguous { choices, .. }) => {
-            assert_eq!(choices, ["choose:out_true", "choose:out_false"])
+    // A bare name fitting several firings takes the first in declared order...
+    let t = follow(&net, &["src", "split", "test", "choose"]).unwrap();
+    assert_eq!(t.steps[3].fired, "choose:out_true");
+    // ... among those that fit the whole witness: only `out_false` lets `b` fire next.
+    let t = follow(&net, &["src", "split", "test", "choose", "b"]).unwrap();
+    assert_eq!(t.steps[3].fired, "choose:out_false");
+    match follow(&net, &["src", "split", "test", "choose", "b", "a"]) {
+        Err(e @ FollowError::NotEnabled { step: 6, .. }) => {
+            assert!(e.to_string().contains("possible: `out_b`"), "{e}")
         }
         other => panic!("{other:?}"),
     }
@@ -359,26 +386,28 @@ fn engine_run_is_a_path_of_the_abstraction(net: impl Fn() -> Net) -> Result<(), 
             Ok(Step::Fired { ops, .. }) => {
                 let name = model_net.op(ops[0]).name.clone();
                 let real: Vec<ConnState> = cvm.marking().0.iter().map(|(s, _)| *s).collect();
-                let mut tried = vec![name.clone()];
+                // Every firing of that operator the abstraction allows here.
+                let here = follow(&model_net, &labels).map_err(|e| e.to_string())?;
+                let TraceEnd::Running { enabled } = here.end else {
+                    return Err(format!(
+                        "{}: engine fired `{name}` in a terminal state",
+                        model_net.name()
+                    ));
+                };
+                let mine = |l: &String| {
+                    *l == name
+                        || l.strip_prefix(name.as_str())
+                            .is_some_and(|rest| rest.starts_with(':'))
+                };
                 let mut found = None;
-                while let Some(label) = tried.pop() {
+                for label in enabled.into_iter().filter(mine) {
                     let mut w = labels.clone();
                     w.push(label);
-                    match follow(&model_net, &w) {
-                        Ok(t) => {
-                            let abs: Vec<ConnState> = t.marking.iter().map(|(_, s)| *s).collect();
-                            if abs == real {
-                                found = Some(w);
-                                break;
-                            }
-                        }
-                        Err(FollowError::Ambiguous { choices, .. }) => tried.extend(choices),
-                        Err(e) => {
-                            return Err(format!(
-                                "{}: engine fired `{name}`: {e}",
-                                model_net.name()
-                            ));
-                        }
+                    let t = follow(&model_net, &w).map_err(|e| e.to_string())?;
+                    let abs: Vec<ConnState> = t.marking.iter().map(|(_, s)| *s).collect();
+                    if abs == real {
+                        found = Some(w);
+                        break;
                     }
                 }
                 labels = found.ok_or_else(|| {

@@ -1,5 +1,6 @@
 //! Replaying a witness in the control abstraction, showing the marking along it.
 
+use std::collections::HashSet;
 use std::fmt;
 
 use serde::Serialize;
@@ -90,19 +91,6 @@ pub enum FollowError {
         /// What could fire instead.
         enabled: Vec<String>,
     },
-    /// The operator can fire in several ways here; the label must say which outputs.
-    #[error(
-        "step {step}: `{label}` can fire in several ways here; write one of {}",
-        list(choices)
-    )]
-    Ambiguous {
-        /// 1-based position in the witness.
-        step: usize,
-        /// The label given.
-        label: String,
-        /// The full labels to choose from.
-        choices: Vec<String>,
-    },
 }
 
 fn list(v: &[String]) -> String {
@@ -154,9 +142,12 @@ fn field_name(model: &Model<'_>, f: usize) -> String {
     format!("{} (control)", model.net.ops[o].name)
 }
 
-/// Replays `witness` (labels as [`verify`](super::verify) writes them) from the initial marking in
-/// the control abstraction, and shows what each firing changes. A bare operator name stands for
-/// its only possible firing at that point.
+/// Replays `witness` from the initial marking in the control abstraction, and shows what each
+/// firing changes. A step is an operator name (`gate`) or an exact label naming the outputs the
+/// operator chose (`gate:out_true`), as [`Check::witness`](super::Check::witness) and
+/// [`Check::path`](super::Check::path) write them. Names alone may fit several paths: the first
+/// that fits the whole witness is taken (operators in declaration order, emission sets in
+/// declared order); give the labels to pick another.
 ///
 /// ```
 /// use cameleon::prelude::*;
@@ -173,55 +164,28 @@ fn field_name(model: &Model<'_>, f: usize) -> String {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn follow<S: AsRef<str>>(net: &Net, witness: &[S]) -> Result<Trace, FollowError> {
+    let witness: Vec<&str> = witness.iter().map(AsRef::as_ref).collect();
+    for (i, label) in witness.iter().enumerate() {
+        let known = net.op_id(label).is_some()
+            || label
+                .rsplit_once(':')
+                .is_some_and(|(op, _)| net.op_id(op).is_some());
+        if !known {
+            let op = label.split_once(':').map_or(*label, |(op, _)| op);
+            return Err(FollowError::UnknownOperator {
+                step: i + 1,
+                op: op.to_owned(),
+                hint: did_you_mean(op, net.ops.iter().map(|o| o.name.as_str())).map(str::to_owned),
+            });
+        }
+    }
     let mut model = Model::new(net);
+    let chosen = search(&mut model, &witness)?;
+
     let mut state = model.initial.clone();
     let mut next = state.clone();
     let mut steps = Vec::new();
-    for (i, label) in witness.iter().enumerate() {
-        let label = label.as_ref();
-        let step = i + 1;
-        let op_name = label.split_once(':').map_or(label, |(op, _)| op);
-        if net.op_id(op_name).is_none() {
-            return Err(FollowError::UnknownOperator {
-                step,
-                op: op_name.to_owned(),
-                hint: did_you_mean(op_name, net.ops.iter().map(|o| o.name.as_str()))
-                    .map(str::to_owned),
-            });
-        }
-        let mut possible: Vec<(String, usize)> = Vec::new();
-        model.for_each_outcome(&state, |m, k| {
-            possible.push((m.label(m.outcomes[k].action), k));
-        });
-        let k = if let Some((_, k)) = possible.iter().find(|(l, _)| l == label) {
-            *k
-        } else {
-            let by_op: Vec<&(String, usize)> = if label.contains(':') {
-                Vec::new()
-            } else {
-                possible
-                    .iter()
-                    .filter(|(l, _)| l.split(':').next() == Some(label))
-                    .collect()
-            };
-            match by_op.as_slice() {
-                [(_, k)] => *k,
-                [] => {
-                    return Err(FollowError::NotEnabled {
-                        step,
-                        label: label.to_owned(),
-                        enabled: possible.into_iter().map(|(l, _)| l).collect(),
-                    });
-                }
-                many => {
-                    return Err(FollowError::Ambiguous {
-                        step,
-                        label: label.to_owned(),
-                        choices: many.iter().map(|(l, _)| l.clone()).collect(),
-                    });
-                }
-            }
-        };
+    for (i, &k) in chosen.iter().enumerate() {
         next.copy_from_slice(&state);
         model.apply(k, &mut next);
         let mut changes = Vec::new();
@@ -236,7 +200,7 @@ pub fn follow<S: AsRef<str>>(net: &Net, witness: &[S]) -> Result<Trace, FollowEr
             }
         }
         steps.push(TraceStep {
-            step,
+            step: i + 1,
             fired: model.label(model.outcomes[k].action),
             changes,
         });
@@ -266,6 +230,81 @@ pub fn follow<S: AsRef<str>>(net: &Net, witness: &[S]) -> Result<Trace, FollowEr
         steps,
         marking,
         end,
+    })
+}
+
+/// The outcomes (one per step) of the first path from the initial state that fits `witness`:
+/// a depth-first search that never tries the same (step, state) twice.
+fn search(model: &mut Model<'_>, witness: &[&str]) -> Result<Vec<usize>, FollowError> {
+    struct Frame {
+        state: Vec<u64>,
+        candidates: Vec<usize>,
+        next: usize,
+    }
+    let candidates = |model: &mut Model<'_>, state: &[u64], step: usize| -> Vec<usize> {
+        let mut out = Vec::new();
+        if let Some(label) = witness.get(step) {
+            model.for_each_outcome(state, |m, k| {
+                let a = m.outcomes[k].action;
+                if m.name(a) == *label || m.label(a) == *label {
+                    out.push(k);
+                }
+            });
+        }
+        out
+    };
+    let initial = model.initial.clone();
+    let first = candidates(model, &initial, 0);
+    let mut frames = vec![Frame {
+        state: initial,
+        candidates: first,
+        next: 0,
+    }];
+    let mut failed: HashSet<(usize, Vec<u64>)> = HashSet::new();
+    // The deepest step at which nothing fitted, and what could fire there.
+    let mut deepest: Option<(usize, Vec<String>)> = None;
+    while !frames.is_empty() {
+        let step = frames.len() - 1;
+        if step == witness.len() {
+            return Ok(frames[..step]
+                .iter()
+                .map(|f| f.candidates[f.next - 1])
+                .collect());
+        }
+        let top = &mut frames[step];
+        if top.next < top.candidates.len() {
+            let k = top.candidates[top.next];
+            top.next += 1;
+            let mut state = top.state.clone();
+            model.apply(k, &mut state);
+            if failed.contains(&(step + 1, state.clone())) {
+                continue;
+            }
+            let candidates = candidates(model, &state, step + 1);
+            frames.push(Frame {
+                state,
+                candidates,
+                next: 0,
+            });
+            continue;
+        }
+        if top.candidates.is_empty() && deepest.as_ref().is_none_or(|(d, _)| step > *d) {
+            let mut enabled = Vec::new();
+            let state = top.state.clone();
+            model.for_each_outcome(&state, |m, k| enabled.push(m.label(m.outcomes[k].action)));
+            deepest = Some((step, enabled));
+        }
+        if let Some(f) = frames.pop() {
+            failed.insert((step, f.state));
+        }
+    }
+    let (step, enabled) = deepest.unwrap_or_default();
+    Err(FollowError::NotEnabled {
+        step: step + 1,
+        label: witness
+            .get(step)
+            .map_or_else(String::new, |l| (*l).to_owned()),
+        enabled,
     })
 }
 

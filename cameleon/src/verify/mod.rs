@@ -142,10 +142,14 @@ impl Verdict {
 pub struct Check {
     /// `Some(true)` holds, `Some(false)` fails, `None` unknown (state budget used up).
     pub holds: Option<bool>,
-    /// When it fails: a shortest firing sequence from the initial marking (operator instance
-    /// names; `op:port` when the operator chose one of several emission sets).
+    /// When it fails: a shortest firing sequence from the initial marking, as operator instance
+    /// names.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub witness: Option<Vec<String>>,
+    /// The same firings, each naming the outputs it chose when the operator has several
+    /// emission sets (`gate:out_true`): the exact path, for [`follow`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<Vec<String>>,
     /// Connections NEW at the end of the witness (the stuck tokens of a deadlock).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub new: Vec<String>,
@@ -178,12 +182,18 @@ pub struct DeadCheck {
 pub struct LoopCheck {
     /// `Some(true)`: a cycle is reachable.
     pub may_loop: Option<bool>,
-    /// A shortest firing sequence to a state on a cycle.
+    /// A shortest firing sequence to a state on a cycle (operator names).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prefix: Option<Vec<String>>,
-    /// A shortest cycle through that state.
+    /// A shortest cycle through that state (operator names).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cycle: Option<Vec<String>>,
+    /// `prefix` with the outputs chosen (see [`Check::path`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prefix_path: Option<Vec<String>>,
+    /// `cycle` with the outputs chosen.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cycle_path: Option<Vec<String>>,
 }
 
 /// Every property, with its details.
@@ -251,9 +261,11 @@ pub struct Report {
     pub one_safe: Option<bool>,
     /// Shorthand for `properties.may_loop.may_loop`.
     pub may_loop: Option<bool>,
-    /// The witness of the first failing property among 1-safety, deadlock-freedom and option to
-    /// complete, in that order; `null` if none fails.
+    /// The witness (operator names) of the first failing property among 1-safety,
+    /// deadlock-freedom and option to complete, in that order; `null` if none fails.
     pub witness: Option<Vec<String>>,
+    /// That witness with the outputs chosen (see [`Check::path`]); `null` if none fails.
+    pub witness_path: Option<Vec<String>>,
     /// Names of the operators never enabled.
     pub dead_operators: Vec<String>,
     /// Every property with its details.
@@ -291,8 +303,8 @@ pub fn verify_with(net: &Net, opts: &VerifyOptions, progress: &mut dyn FnMut(&Pr
     report
 }
 
-/// Labels of the firings along a path of states.
-fn labels(model: &mut Model<'_>, g: &Graph, path: &[u32]) -> Vec<String> {
+/// The actions of the firings along a path of states.
+fn actions(model: &mut Model<'_>, g: &Graph, path: &[u32]) -> Vec<u32> {
     let mut out = Vec::with_capacity(path.len().saturating_sub(1));
     let mut next = vec![0u64; g.words];
     for pair in path.windows(2) {
@@ -307,9 +319,18 @@ fn labels(model: &mut Model<'_>, g: &Graph, path: &[u32]) -> Vec<String> {
                 }
             }
         });
-        out.push(found.map_or_else(|| "?".to_owned(), |a| model.label(a)));
+        // Every edge of the graph is some outcome of its source state.
+        out.extend(found);
     }
     out
+}
+
+/// A path as (operator names, exact labels).
+fn witness(model: &Model<'_>, actions: &[u32]) -> (Vec<String>, Vec<String>) {
+    (
+        actions.iter().map(|&a| model.name(a).to_owned()).collect(),
+        actions.iter().map(|&a| model.label(a)).collect(),
+    )
 }
 
 fn new_conns(model: &Model<'_>, s: &[u64]) -> Vec<String> {
@@ -326,13 +347,15 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
     // 1-safety: a firing that writes a connection still NEW.
     let one_safe = match g.overwrite {
         Some((state, k)) => {
-            let mut witness = labels(model, g, &g.path_to(state));
             let oc = model.outcomes[k];
-            witness.push(model.label(oc.action));
+            let mut acts = actions(model, g, &g.path_to(state));
+            acts.push(oc.action);
+            let (names, path) = witness(model, &acts);
             let conn = &model.net.conns[oc.overwrites as usize].name;
             Check {
                 holds: Some(false),
-                witness: Some(witness),
+                witness: Some(names),
+                path: Some(path),
                 new: vec![conn.clone()],
                 message: Some(format!(
                     "the last firing writes `{conn}` while it still holds an unconsumed token: \
@@ -357,9 +380,12 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
         Some(id) => {
             let s = g.state(id as u32).to_vec();
             let stuck = new_conns(model, &s);
+            let acts = actions(model, g, &g.path_to(id as u32));
+            let (names, path) = witness(model, &acts);
             Check {
                 holds: Some(false),
-                witness: Some(labels(model, g, &g.path_to(id as u32))),
+                witness: Some(names),
+                path: Some(path),
                 message: Some(format!(
                     "DEADLOCK: no operator is enabled but {} still hold{} a token: {}",
                     plural(stuck.len(), "connection", "connections"),
@@ -400,9 +426,12 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
                      COMPLETED is unreachable (a livelock)"
                         .to_owned()
                 };
+                let acts = actions(model, g, &g.path_to(id as u32));
+                let (names, path) = witness(model, &acts);
                 Check {
                     holds: Some(false),
-                    witness: Some(labels(model, g, &g.path_to(id as u32))),
+                    witness: Some(names),
+                    path: Some(path),
                     new: new_conns(model, &s),
                     message: Some(message),
                 }
@@ -416,6 +445,7 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
         Check {
             holds: Some(false),
             witness: Some(d.clone()),
+            path: deadlock_free.path.clone(),
             new: deadlock_free.new.clone(),
             message: Some("the run ends in DEADLOCK, not COMPLETED".to_owned()),
         }
@@ -482,14 +512,18 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
     let cyclic = explore::on_cycle(g);
     let may_loop = match (0..n).find(|&id| cyclic[id]) {
         Some(id) => {
-            let prefix = labels(model, g, &g.path_to(id as u32));
+            let prefix = actions(model, g, &g.path_to(id as u32));
             let cycle = explore::shortest_cycle(g, id as u32)
-                .map(|path| labels(model, g, &path))
+                .map(|path| actions(model, g, &path))
                 .unwrap_or_default();
+            let ((prefix, prefix_path), (cycle, cycle_path)) =
+                (witness(model, &prefix), witness(model, &cycle));
             LoopCheck {
                 may_loop: Some(true),
                 prefix: Some(prefix),
                 cycle: Some(cycle),
+                prefix_path: Some(prefix_path),
+                cycle_path: Some(cycle_path),
             }
         }
         None => LoopCheck {
@@ -518,13 +552,15 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
     } else {
         Verdict::Inconclusive
     };
-    let witness = [
+    let first_failing = [
         &props.one_safe,
         &props.deadlock_free,
         &props.option_to_complete,
     ]
     .into_iter()
-    .find_map(|c| c.witness.clone());
+    .find(|c| c.witness.is_some());
+    let witness = first_failing.and_then(|c| c.witness.clone());
+    let witness_path = first_failing.and_then(|c| c.path.clone());
     let depth = if n == 0 {
         0
     } else {
@@ -543,6 +579,7 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
         one_safe: props.one_safe.holds,
         may_loop: props.may_loop.may_loop,
         witness,
+        witness_path,
         dead_operators: props
             .no_dead_operators
             .dead
@@ -624,7 +661,7 @@ impl fmt::Display for Report {
             if let Some(m) = &c.message {
                 writeln!(f, "         {m}")?;
             }
-            if let Some(w) = &c.witness {
+            if let Some(w) = &c.path {
                 writeln!(f, "         witness: {}", seq(w))?;
             }
             Ok(())
@@ -646,7 +683,7 @@ impl fmt::Display for Report {
                     f,
                     "  [info] may loop (runs that only max_loop_iterations stops)"
                 )?;
-                if let (Some(pre), Some(cyc)) = (&p.may_loop.prefix, &p.may_loop.cycle) {
+                if let (Some(pre), Some(cyc)) = (&p.may_loop.prefix_path, &p.may_loop.cycle_path) {
                     writeln!(f, "         after: {}", seq(pre))?;
                     writeln!(f, "         cycle: {}", seq(cyc))?;
                 }

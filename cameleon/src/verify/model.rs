@@ -407,6 +407,11 @@ impl<'n> Model<'n> {
         }
     }
 
+    /// The instance name of action `a`'s operator.
+    pub(crate) fn name(&self, a: u32) -> &str {
+        &self.net.ops[self.actions[a as usize].op as usize].name
+    }
+
     /// The label of action `a`: the operator's name, followed by `:` and the emitted ports
     /// (`+`-separated, `none` for the empty set) when the operator has several emission sets.
     pub(crate) fn label(&self, a: u32) -> String {
