@@ -492,3 +492,18 @@ fn a_replayed_trace_serializes_its_marking_and_end_flat() {
     assert_eq!(j["marking"]["b.out_data -> both.in_b"], "EMPTY");
     assert_eq!(j["steps"][4]["fired"], "a");
 }
+
+#[test]
+fn the_shipped_cm_files_are_the_verified_nets() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/wcp");
+    let mut nets = wcp_nets();
+    nets.push(("bad/xor-split-and-join", bad_xor_split_and_join()));
+    nets.push(("bad/loop-without-exit", bad_loop_without_exit()));
+    nets.push(("bad/accumulator-never-done", bad_accumulator_never_done()));
+    for (stem, net) in nets {
+        let path = dir.join(format!("{stem}.cm"));
+        let loaded = Net::from_cm_file(&path).unwrap_or_else(|e| panic!("{stem}: {e}"));
+        assert_eq!(loaded, net, "{stem}");
+        assert_eq!(check(&loaded).to_json(), check(&net).to_json(), "{stem}");
+    }
+}
