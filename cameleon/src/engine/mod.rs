@@ -41,7 +41,9 @@ mod runtime;
 use crate::types::Value;
 pub use events::{Event, Observer};
 pub use parallel::CancelToken;
-pub(crate) use rules::{Bits, PortStates, Scratch, Topo, evaluate, evaluate_cached, gather};
+pub(crate) use rules::{
+    Bits, PortStates, Scratch, Topo, back_pressure_ok_on, evaluate, evaluate_cached, gather,
+};
 pub use runtime::block_on;
 
 /// How a run ended (SPEC §6).
