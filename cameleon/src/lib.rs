@@ -62,6 +62,7 @@ pub mod ops;
 pub mod policy;
 pub mod types;
 
+pub use cameleon_macros::pipeline;
 pub use catalogue::{BuildContext, BuildError, Catalogue, CatalogueEntry, ParamError, ParamInfo};
 pub use connection::{ConnId, ConnState, Connection, OpId, PortRef, Token};
 pub use engine::{
@@ -92,6 +93,7 @@ pub mod prelude {
     pub use crate::types::{
         Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, Value,
     };
+    pub use cameleon_macros::pipeline;
 }
 
 /// Support for generated code. Not a public API.
@@ -100,5 +102,9 @@ pub mod __private {
     pub use inventory;
     pub use serde_json;
 
-    pub use crate::dsl::{HasPorts, Receives, SameType, check_connection, ports_of};
+    pub use crate::dsl::{
+        Endpoint, HasPorts, InputDecl, build_net, check_source, check_target, check_wiring,
+        ports_of,
+    };
+    pub use crate::net::{Mode, Net, NetBuilder, NetConfig};
 }

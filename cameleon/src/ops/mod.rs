@@ -8,6 +8,7 @@
 
 mod data;
 mod io;
+mod ports_manual;
 mod registry;
 mod structural;
 pub mod test_expr;
