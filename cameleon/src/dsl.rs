@@ -148,17 +148,20 @@ pub fn check_source<N>(_handle: impl Output<N>) {}
 #[inline(always)]
 pub fn check_target<N>(_handle: impl Input<N>) {}
 
-/// The data type `Self`, expected by input `To`, is the type `Src` sent by output `From`.
-/// Implemented only when they are the same type, which is also what lets rustc infer a generic
-/// operator's type parameter from a connection.
+/// The input named by the marker `Self` expects `Expected`, and the output named by `From`
+/// sends `Sent`: implemented only when the two types are the same.
+///
+/// `Self` is the target's marker, a concrete type, never an inference variable: so rustc can
+/// select the one impl while a generic operator's type parameter is still unknown, which is what
+/// infers `Fork<T>`'s `T` from a connection.
 #[diagnostic::on_unimplemented(
-    message = "type mismatch: `{From}` sends `{Src}`, but `{To}` expects `{Self}`",
-    label = "`{From}` carries `{Src}`, `{To}` expects `{Self}`",
+    message = "type mismatch: `{From}` sends `{Sent}`, but `{Self}` expects `{Expected}`",
+    label = "`{From}` carries `{Sent}`, `{Self}` expects `{Expected}`",
     note = "connections never convert implicitly; put a converting operator in between (e.g. `Transform` turns any value into a `DataString`)"
 )]
-pub trait SameType<Src: ?Sized, From, To> {}
+pub trait SameType<Expected: ?Sized, Sent: ?Sized, From> {}
 
-impl<T: ?Sized, F, U> SameType<T, F, U> for T {}
+impl<T: ?Sized, From, To> SameType<T, T, From> for To {}
 
 /// One end of a connection: a port handle and the marker naming it.
 ///
@@ -173,7 +176,7 @@ pub struct Endpoint<H, N>(pub H, pub N);
 impl<O: ?Sized, S: ?Sized, FN, P: ?Sized, D: ?Sized, TN> Shr<Endpoint<InPort<P, D>, TN>>
     for Endpoint<OutPort<O, S>, FN>
 where
-    D: SameType<S, FN, TN>,
+    TN: SameType<D, S, FN>,
 {
     type Output = ();
     fn shr(self, _to: Endpoint<InPort<P, D>, TN>) {}

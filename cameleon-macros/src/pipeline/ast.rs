@@ -82,7 +82,7 @@ impl Instance {
 
 enum Statement {
     Setting(Setting),
-    Instance(Instance),
+    Instance(Box<Instance>),
     Connection(Connection),
 }
 
@@ -96,7 +96,7 @@ pub fn parse(input: TokenStream, cx: &mut Ctxt) -> Pipeline {
     for stmt in split_statements(input) {
         match parse_statement.parse2(stmt) {
             Ok(Statement::Setting(s)) => p.settings.push(s),
-            Ok(Statement::Instance(i)) => p.instances.push(i),
+            Ok(Statement::Instance(i)) => p.instances.push(*i),
             Ok(Statement::Connection(c)) => p.connections.push(c),
             Err(e) => cx.syn_error(e),
         }
@@ -126,7 +126,7 @@ fn split_statements(input: TokenStream) -> Vec<TokenStream> {
 fn parse_statement(input: ParseStream) -> syn::Result<Statement> {
     let attrs = Attribute::parse_outer(input)?;
     let stmt = if input.peek(Token![let]) {
-        Statement::Instance(parse_instance(input, attrs)?)
+        Statement::Instance(Box::new(parse_instance(input, attrs)?))
     } else if input.peek(Ident::peek_any) && input.peek2(Token![=]) {
         if let Some(a) = attrs.iter().find(|a| !is_doc(a)) {
             return Err(syn::Error::new_spanned(

@@ -63,10 +63,10 @@ fn check_settings<'a>(settings: &'a [Setting], cx: &mut Ctxt) -> HashMap<String,
                     "unknown setting `{key}`: a pipeline's settings are `name`, `mode` and `max_loop_iterations`{hint}"
                 ),
             );
-        } else if seen.contains_key(&key) {
-            cx.error_spanned(&s.key, format!("`{key}` is already set above"));
+        } else if let std::collections::hash_map::Entry::Vacant(v) = seen.entry(key.clone()) {
+            v.insert(s);
         } else {
-            seen.insert(key, s);
+            cx.error_spanned(&s.key, format!("`{key}` is already set above"));
         }
     }
     if !seen.contains_key(NAME) {
