@@ -28,7 +28,7 @@
 use std::ops::Shr;
 
 use crate::net::{Net, NetBuilder};
-use crate::operator::{AnyInPort, InPort, OutPort};
+use crate::operator::{AnyInPort, InPort, Operator, OutPort};
 use crate::policy::Policy;
 
 /// An operator type with typed port handles (implemented by `#[operator]`), so `pipeline!` can
@@ -65,7 +65,7 @@ use crate::policy::Policy;
     label = "not an operator declared with `#[operator]`",
     note = "declare the operator with `#[operator]`, which implements `HasPorts`, or add it with `Net::builder()` and `NetBuilder::add`"
 )]
-pub trait HasPorts {
+pub trait HasPorts: Operator {
     /// A struct with one public field per port, named after the port: an [`InPort`] for a typed
     /// input, an [`AnyInPort`] for a behavioral operator's `Any` input, an [`OutPort`] for an
     /// output. A generic operator's type parameters appear in the handles' data types, so
@@ -106,6 +106,12 @@ impl InputDecl {
             optional: true,
         }
     }
+}
+
+/// Adds `op` to `b` as `name` (`pipeline!` adds instances through this, so an instance that is
+/// not an operator with ports is reported once, as a missing [`HasPorts`]).
+pub fn add<'b, O: HasPorts>(b: &'b mut NetBuilder, name: &str, op: O) -> crate::net::OpOptions<'b> {
+    b.add(name, op)
 }
 
 /// The port handles of `op`'s type.

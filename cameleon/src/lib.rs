@@ -103,7 +103,7 @@ pub mod __private {
     pub use serde_json;
 
     pub use crate::dsl::{
-        Endpoint, HasPorts, InputDecl, build_net, check_source, check_target, check_wiring,
+        Endpoint, HasPorts, InputDecl, add, build_net, check_source, check_target, check_wiring,
         ports_of,
     };
     pub use crate::net::{Mode, Net, NetBuilder, NetConfig};

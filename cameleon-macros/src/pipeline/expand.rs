@@ -92,12 +92,13 @@ fn endpoint_markers(c: &Checked<'_>) -> TokenStream {
         }
     }
     let markers = seen.values();
-    quote! {
-        #(
+    let items = markers.map(|m| {
+        quote_spanned! {m.span()=>
             #[allow(non_camel_case_types)]
-            struct #markers;
-        )*
-    }
+            struct #m;
+        }
+    });
+    quote!(#(#items)*)
 }
 
 /// `check::<marker>(handle)` located on the endpoint `instance.port`: the path at the
@@ -208,7 +209,8 @@ fn config(c: &Checked<'_>) -> TokenStream {
     }
 }
 
-/// `b.add("name", name).at(x, y).label(…).instance(…);`
+/// `add(&mut b, "name", name).at(x, y).label(…).instance(…);`, the call located at the
+/// instance's name.
 fn instance_add(i: &Instance) -> TokenStream {
     let name = &i.name;
     let name_str = i.name_str();
@@ -218,8 +220,11 @@ fn instance_add(i: &Instance) -> TokenStream {
         .map(|(x, y)| quote!(.at((#x) as f64, (#y) as f64)));
     let label = i.label.as_ref().map(|l| quote!(.label(#l)));
     let number = i.number.as_ref().map(|n| quote!(.instance(#n)));
+    let add = quote_spanned!(name.span()=>
+        ::cameleon::__private::add(&mut __cameleon_b, #name_str, #name)
+    );
     quote! {
-        __cameleon_b.add(#name_str, #name) #at #label #number;
+        #add #at #label #number;
     }
 }
 
