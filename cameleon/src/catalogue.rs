@@ -65,6 +65,9 @@ pub struct ParamInfo {
     pub doc: &'static str,
 }
 
+/// Builds an operator instance from `.cm` params.
+pub type BuildFn = fn(&Params, &BuildContext) -> Result<Box<dyn Operator>, ParamError>;
+
 /// An operator type in the catalogue.
 #[derive(Clone, Copy)]
 pub struct CatalogueEntry {
@@ -85,7 +88,7 @@ pub struct CatalogueEntry {
     /// The spec of an instance built with default params (ports, types, emission sets).
     pub spec: fn() -> OpSpec,
     /// Builds an instance from `.cm` params.
-    pub build: fn(&Params, &BuildContext) -> Result<Box<dyn Operator>, ParamError>,
+    pub build: BuildFn,
 }
 
 impl fmt::Debug for CatalogueEntry {

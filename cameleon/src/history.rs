@@ -73,6 +73,19 @@ impl fmt::Debug for Store {
 }
 
 impl Store {
+    /// A store sized for a run that fires each operator about once.
+    pub(crate) fn with_capacity(ops: usize, conns: usize) -> Self {
+        Store {
+            nodes: Vec::with_capacity(ops),
+            firings: Vec::with_capacity(ops),
+            consumed: Vec::with_capacity(conns),
+            written: Vec::with_capacity(conns),
+            states: Vec::new(),
+            path: Vec::with_capacity(ops),
+            redo: Vec::new(),
+        }
+    }
+
     pub(crate) fn firing_range(&self, node: u32) -> std::ops::Range<usize> {
         let start = self.nodes[node as usize].first_firing as usize;
         let end = self
@@ -193,6 +206,7 @@ pub struct Entry {
 #[derive(Debug)]
 pub struct History<'a> {
     pub(crate) store: &'a Store,
+    pub(crate) tokens: usize,
 }
 
 impl History<'_> {
@@ -257,8 +271,9 @@ impl History<'_> {
         self.store.firings.len()
     }
 
-    /// Heap bytes used by the delta records, values excluded.
+    /// Bytes used by the history, excluding what values point to: the delta records plus the
+    /// token handles (value pointer and logical-clock metadata) of every emission.
     pub fn footprint_bytes(&self) -> usize {
-        self.store.footprint()
+        self.store.footprint() + self.tokens * std::mem::size_of::<crate::connection::Token>()
     }
 }

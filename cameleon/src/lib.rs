@@ -70,7 +70,7 @@ pub use engine::{
     StepError, Stuck, StuckReason,
 };
 pub use history::{Branch, BranchId, Entry, FiringView, History};
-pub use net::{Mode, Net, NetBuilder, NetConfig, NetError, OpNode, Problem, ProblemKind};
+pub use net::{Mode, Net, NetBuilder, NetConfig, NetError, OpMeta, OpNode, Problem, ProblemKind};
 pub use operator::{
     AnyInPort, Firing, In, InPort, InputHandle, InputSet, OpError, OpSpec, OpState, Operator, Out,
     OutPort, Params, PortSpec, TypeRef,

@@ -73,8 +73,10 @@ impl Default for NetConfig {
     }
 }
 
-/// An operator instance in a net.
-pub struct OpNode {
+/// What a net knows about an operator instance besides the operator itself. An [`OpNode`]
+/// dereferences to it, so `node.name` reads the instance name.
+#[derive(Debug)]
+pub struct OpMeta {
     /// Instance name, unique in the net (`chunk`).
     pub name: String,
     /// Label override (`.cm` `label:`); `None` means the catalogue label.
@@ -89,7 +91,26 @@ pub struct OpNode {
     pub in_types: Vec<&'static TypeInfo>,
     /// Resolved type of each output port.
     pub out_types: Vec<&'static TypeInfo>,
+}
+
+/// An operator instance in a net: the operator and its [`OpMeta`] (reachable through `Deref`).
+/// Kept small (two pointers) so the engine's hot loop walks a compact array.
+pub struct OpNode {
+    pub(crate) meta: Box<OpMeta>,
     pub(crate) op: Box<dyn Operator>,
+}
+
+impl std::ops::Deref for OpNode {
+    type Target = OpMeta;
+    fn deref(&self) -> &OpMeta {
+        &self.meta
+    }
+}
+
+impl std::ops::DerefMut for OpNode {
+    fn deref_mut(&mut self) -> &mut OpMeta {
+        &mut self.meta
+    }
 }
 
 impl OpNode {
@@ -542,13 +563,15 @@ impl Validator {
             .zip(self.specs)
             .zip(in_types.into_iter().zip(out_types))
             .map(|((p, spec), (in_types, out_types))| OpNode {
-                name: p.name,
-                label: p.label,
-                instance: p.instance,
-                pos: p.pos,
-                spec,
-                in_types,
-                out_types,
+                meta: Box::new(OpMeta {
+                    name: p.name,
+                    label: p.label,
+                    instance: p.instance,
+                    pos: p.pos,
+                    spec,
+                    in_types,
+                    out_types,
+                }),
                 op: p.op,
             })
             .collect();

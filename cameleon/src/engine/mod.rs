@@ -34,7 +34,7 @@ use crate::policy::{Enabling, Policy};
 
 mod rules;
 use crate::types::Value;
-pub(crate) use rules::{Bits, Scratch, Topo, evaluate, gather};
+pub(crate) use rules::{Bits, PortStates, Scratch, Topo, evaluate, evaluate_cached, gather};
 
 /// How a run ended (SPEC §6).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -153,6 +153,12 @@ pub enum Step {
         replayed: bool,
     },
     /// Nothing fired: the run is in this end state.
+    Ended(EndState),
+}
+
+/// What a forward step did, internally (no allocation).
+enum Advance {
+    Fired { replayed: bool },
     Ended(EndState),
 }
 
@@ -293,6 +299,7 @@ pub struct Cvm {
     tok: Vec<u32>,
     tokens: Vec<Token>,
     enabled: Bits,
+    ports: PortStates,
     fire_count: Vec<u32>,
     hist: Store,
     max_loop: u32,
@@ -316,6 +323,7 @@ impl Cvm {
     /// An engine for `net` at its initial marking, with the net's configuration.
     pub fn new(net: Net) -> Self {
         let topo = Topo::new(&net);
+        let ports = PortStates::initial(&topo);
         let n_conns = net.conns.len();
         let n_ops = net.ops.len();
         let mut cvm = Cvm {
@@ -325,10 +333,11 @@ impl Cvm {
             topo,
             state: vec![ConnState::Empty; n_conns],
             tok: vec![NONE; n_conns],
-            tokens: Vec::new(),
+            tokens: Vec::with_capacity(n_conns),
             enabled: Bits::new(n_ops),
+            ports,
             fire_count: vec![0; n_ops],
-            hist: Store::default(),
+            hist: Store::with_capacity(n_ops, n_conns),
             s: Scratch::default(),
             net,
         };
@@ -370,14 +379,22 @@ impl Cvm {
 
     #[inline]
     fn refresh(&mut self, o: usize) {
-        let on = evaluate(
-            &*self.net.ops[o].op,
-            &self.topo,
-            &self.state,
-            o,
-            &mut self.s,
+        let op = &*self.net.ops[o].op;
+        let on = evaluate_cached(op, &self.topo, &self.ports, &self.state, o);
+        // The maintained port views must agree with the rule computed from the bare marking.
+        debug_assert_eq!(
+            on,
+            evaluate(op, &self.topo, &self.state, o, &mut self.s),
+            "port views diverged from the marking at `{}`",
+            self.net.ops[o].name
         );
         self.enabled.set(o, on);
+    }
+
+    /// Sets connection `c`'s state, keeping the per-port views in step.
+    #[inline]
+    fn set(&mut self, c: usize, to: ConnState) {
+        set_state(&mut self.state, &mut self.ports, &self.topo, c, to);
     }
 
     /// The enabled operators, in declaration order.
@@ -433,7 +450,10 @@ impl Cvm {
 
     /// The history: applied entries, what a forward step would replay, memory used.
     pub fn history(&self) -> History<'_> {
-        History { store: &self.hist }
+        History {
+            store: &self.hist,
+            tokens: self.tokens.len(),
+        }
     }
 
     /// Number of applied steps.
@@ -577,32 +597,28 @@ impl Cvm {
     ///
     /// Returns [`Step::Ended`] when nothing can fire. On `Err`, nothing changed.
     pub fn step(&mut self) -> Result<Step, StepError> {
-        if let Some(&node) = self.hist.redo.last() {
-            return self.replay_next(node);
-        }
-        self.execute_next()
+        let advanced = self.advance()?;
+        Ok(self.describe(advanced))
     }
 
     /// Executes the first enabled operator anew, even if the history has a recorded step here.
     /// The recorded future is kept as a branch (see [`branches`](Self::branches)).
     pub fn refire(&mut self) -> Result<Step, StepError> {
         let redo = std::mem::take(&mut self.hist.redo);
-        match self.execute_next() {
-            Ok(s @ Step::Fired { .. }) => Ok(s),
-            other => {
-                self.hist.redo = redo; // nothing fired: keep the future as it was
-                other
-            }
+        let advanced = self.execute_next();
+        if !matches!(advanced, Ok(Advance::Fired { .. })) {
+            self.hist.redo = redo; // nothing fired: keep the future as it was
         }
+        Ok(self.describe(advanced?))
     }
 
     /// Runs forward until an end state: [`EndState::Error`] when an operator fails (its firing
     /// not applied).
     pub fn run(&mut self) -> Result<EndState, RunError> {
         loop {
-            match self.step() {
-                Ok(Step::Fired { .. }) => {}
-                Ok(Step::Ended(end)) => return Ok(end),
+            match self.advance() {
+                Ok(Advance::Fired { .. }) => {}
+                Ok(Advance::Ended(end)) => return Ok(end),
                 Err(StepError::Operator { op, error }) => {
                     return Ok(EndState::Error {
                         op,
@@ -610,6 +626,33 @@ impl Cvm {
                     });
                 }
                 Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    /// One step forward, without building the public description (the hot path of `run`).
+    #[inline]
+    fn advance(&mut self) -> Result<Advance, StepError> {
+        if let Some(&node) = self.hist.redo.last() {
+            return self.replay_next(node);
+        }
+        self.execute_next()
+    }
+
+    fn describe(&self, a: Advance) -> Step {
+        match a {
+            Advance::Ended(end) => Step::Ended(end),
+            Advance::Fired { replayed } => {
+                let node = self.hist.path.last().copied().unwrap_or(NONE);
+                Step::Fired {
+                    ops: self
+                        .hist
+                        .firing_range(node)
+                        .map(|f| OpId(self.hist.firings[f].op))
+                        .collect(),
+                    step: self.hist.path.len() as u32,
+                    replayed,
+                }
             }
         }
     }
@@ -629,25 +672,21 @@ impl Cvm {
         None
     }
 
-    fn execute_next(&mut self) -> Result<Step, StepError> {
+    fn execute_next(&mut self) -> Result<Advance, StepError> {
         let Some(o) = self.enabled.first() else {
-            return Ok(Step::Ended(
+            return Ok(Advance::Ended(
                 self.terminal_state().unwrap_or(EndState::Completed),
             ));
         };
         if let Some(end) = self.limit_before(o) {
-            return Ok(Step::Ended(end));
+            return Ok(Advance::Ended(end));
         }
         let step = self.hist.path.len() as u32 + 1;
         let (before, after) = self.execute(o, step)?;
         let node = self.hist.open_node();
         self.apply_fresh(o, step, before, after);
         self.hist.path.push(node);
-        Ok(Step::Fired {
-            ops: vec![OpId(o as u32)],
-            step,
-            replayed: false,
-        })
+        Ok(Advance::Fired { replayed: false })
     }
 
     /// Runs operator `o` against the current marking; on success its emissions are in
@@ -689,7 +728,7 @@ impl Cvm {
                 emitted: &mut self.s.emitted,
                 n_outputs,
                 step,
-                name: &node.name,
+                name: &node.meta.name,
                 _op: PhantomData,
             };
             let op = &mut node.op;
@@ -743,22 +782,20 @@ impl Cvm {
                 after,
             });
         }
-        self.s.affected.clear();
-        self.s.affected.push(o as u32);
         // Consumption first (NEW -> OLD) ...
-        gather(
-            &self.topo,
-            &self.state,
-            o,
-            &mut self.s.ins,
-            &mut self.s.outs,
-        );
-        let consumes = self.net.ops[o].op.consumes(&self.s.ins);
+        let consumes = self.net.ops[o]
+            .op
+            .consumes(&self.ports.inputs[self.topo.in_range(o)]);
         for (p, &c) in self.topo.ins(o).iter().enumerate() {
             if c != NONE && consumes.contains(p) && self.state[c as usize] == ConnState::New {
-                self.state[c as usize] = ConnState::Old;
+                set_state(
+                    &mut self.state,
+                    &mut self.ports,
+                    &self.topo,
+                    c as usize,
+                    ConnState::Old,
+                );
                 self.hist.consumed.push(c);
-                self.s.affected.push(self.topo.producer[c as usize]);
             }
         }
         // ... then emission (-> NEW), one shared token per emitted port.
@@ -775,30 +812,42 @@ impl Cvm {
                     prior_tok: self.tok[c as usize],
                     new_tok: t,
                 });
-                self.state[c as usize] = ConnState::New;
+                set_state(
+                    &mut self.state,
+                    &mut self.ports,
+                    &self.topo,
+                    c as usize,
+                    ConnState::New,
+                );
                 self.tok[c as usize] = t;
-                self.s.affected.push(self.topo.consumer[c as usize]);
             }
         }
         self.fire_count[o] += 1;
-        self.refresh_affected();
+        self.refresh_around(firing as usize);
     }
 
-    fn refresh_affected(&mut self) {
-        for i in 0..self.s.affected.len() {
-            let o = self.s.affected[i] as usize;
-            self.refresh(o);
+    /// Re-evaluates every operator whose enabling firing `f` may have changed: the operator
+    /// itself, the producers of what it consumed (back-pressure relieved) and the consumers of
+    /// what it wrote. Nothing else can change (SPEC §3 reads only an operator's own ports).
+    fn refresh_around(&mut self, f: usize) {
+        self.refresh(self.hist.firings[f].op as usize);
+        for i in self.hist.consumed_range(f) {
+            let c = self.hist.consumed[i] as usize;
+            self.refresh(self.topo.producer[c] as usize);
+        }
+        for i in self.hist.written_range(f) {
+            let c = self.hist.written[i].conn as usize;
+            self.refresh(self.topo.consumer[c] as usize);
         }
     }
 
-    fn replay_next(&mut self, node: u32) -> Result<Step, StepError> {
+    fn replay_next(&mut self, node: u32) -> Result<Advance, StepError> {
         let range = self.hist.firing_range(node);
         let step = self.hist.path.len() as u32 + 1;
-        let mut ops = Vec::with_capacity(range.len());
         for f in range.clone() {
             let o = self.hist.firings[f].op as usize;
             if let Some(end) = self.limit_before(o) {
-                return Ok(Step::Ended(end));
+                return Ok(Advance::Ended(end));
             }
             if !self.enabled.get(o) {
                 return Err(StepError::ReplayDiverged {
@@ -806,41 +855,32 @@ impl Cvm {
                     op: self.net.ops[o].name.clone(),
                 });
             }
-            ops.push(OpId(o as u32));
         }
         self.hist.redo.pop();
         for f in range {
             self.redo_firing(f);
         }
         self.hist.path.push(node);
-        Ok(Step::Fired {
-            ops,
-            step,
-            replayed: true,
-        })
+        Ok(Advance::Fired { replayed: true })
     }
 
     fn redo_firing(&mut self, f: usize) {
         let o = self.hist.firings[f].op as usize;
-        self.s.affected.clear();
-        self.s.affected.push(o as u32);
         for i in self.hist.consumed_range(f) {
             let c = self.hist.consumed[i] as usize;
-            self.state[c] = ConnState::Old;
-            self.s.affected.push(self.topo.producer[c]);
+            self.set(c, ConnState::Old);
         }
         for i in self.hist.written_range(f) {
             let w = self.hist.written[i];
-            self.state[w.conn as usize] = ConnState::New;
+            self.set(w.conn as usize, ConnState::New);
             self.tok[w.conn as usize] = w.new_tok;
-            self.s.affected.push(self.topo.consumer[w.conn as usize]);
         }
         self.collect_emitted(f);
         let after = self.hist.saved(f).and_then(|s| s.after.as_ref());
         self.net.ops[o].op.replay(after, &self.s.emitted);
         self.s.emitted.clear();
         self.fire_count[o] += 1;
-        self.refresh_affected();
+        self.refresh_around(f);
     }
 
     /// Collects firing `f`'s emissions (port, value) into `self.s.emitted`.
@@ -872,30 +912,27 @@ impl Cvm {
 
     fn undo_firing(&mut self, f: usize) {
         let o = self.hist.firings[f].op as usize;
-        self.s.affected.clear();
-        self.s.affected.push(o as u32);
         self.collect_emitted(f);
         for i in self.hist.written_range(f).rev() {
             let w = self.hist.written[i];
             let c = w.conn as usize;
-            self.state[c] = if w.prior_tok == NONE {
+            let prior = if w.prior_tok == NONE {
                 ConnState::Empty
             } else {
                 ConnState::Old
             };
+            self.set(c, prior);
             self.tok[c] = w.prior_tok;
-            self.s.affected.push(self.topo.consumer[c]);
         }
         for i in self.hist.consumed_range(f).rev() {
             let c = self.hist.consumed[i] as usize;
-            self.state[c] = ConnState::New;
-            self.s.affected.push(self.topo.producer[c]);
+            self.set(c, ConnState::New);
         }
         let before = self.hist.saved(f).and_then(|s| s.before.as_ref());
         self.net.ops[o].op.rollback(before, &self.s.emitted);
         self.s.emitted.clear();
         self.fire_count[o] -= 1;
-        self.refresh_affected();
+        self.refresh_around(f);
     }
 
     /// Goes back to the initial marking (every step stays recorded for replay).
@@ -936,12 +973,26 @@ impl Cvm {
         }
         self.hist.redo = target[common..].iter().rev().copied().collect();
         while let Some(&node) = self.hist.redo.last() {
-            if let Step::Ended(_) = self.replay_next(node)? {
+            if let Advance::Ended(_) = self.replay_next(node)? {
                 break;
             }
         }
         Ok(())
     }
+}
+
+/// Sets connection `c`'s state, keeping the per-port views in step (field-level, so callers
+/// can hold other borrows of the engine).
+#[inline]
+fn set_state(
+    state: &mut [ConnState],
+    ports: &mut PortStates,
+    topo: &Topo,
+    c: usize,
+    to: ConnState,
+) {
+    let from = std::mem::replace(&mut state[c], to);
+    ports.update(topo, c, from, to);
 }
 
 fn check_emissions(

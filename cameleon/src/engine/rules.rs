@@ -26,6 +26,10 @@ pub(crate) struct Topo {
     pub(crate) producer: Vec<u32>,
     pub(crate) consumer: Vec<u32>,
     pub(crate) consumer_port: Vec<u16>,
+    /// Per connection: its consumer's global input index (into `in_conn`).
+    pub(crate) in_slot: Vec<u32>,
+    /// Per connection: its producer's global output port index (into `port_start`).
+    pub(crate) out_port: Vec<u32>,
     pub(crate) policy: Vec<Policy>,
 }
 
@@ -61,12 +65,40 @@ impl Topo {
                 let ty = node.out_types[p];
                 t.port_type.push((!ty.is_any()).then_some(ty));
             }
-            t.policy.push(node.spec.policy);
+            // SPEC §3: an operator with zero inputs and no custom rule uses `Source`.
+            let policy = match node.spec.policy {
+                Policy::Custom => Policy::Custom,
+                _ if node.spec.inputs.is_empty() => Policy::Source,
+                p => p,
+            };
+            t.policy.push(policy);
         }
         t.in_start.push(t.in_conn.len() as u32);
         t.out_start.push(t.port_start.len() as u32);
         t.port_start.push(t.out_conns.len() as u32);
+        t.in_slot = net
+            .conns
+            .iter()
+            .map(|c| t.in_start[c.to.op.index()] + c.to.port as u32)
+            .collect();
+        t.out_port = net
+            .conns
+            .iter()
+            .map(|c| t.out_start[c.from.op.index()] + c.from.port as u32)
+            .collect();
         t
+    }
+
+    /// Op `o`'s range in per-input-port tables.
+    #[inline]
+    pub(crate) fn in_range(&self, o: usize) -> std::ops::Range<usize> {
+        self.in_start[o] as usize..self.in_start[o + 1] as usize
+    }
+
+    /// Op `o`'s range in per-output-port tables.
+    #[inline]
+    pub(crate) fn out_range(&self, o: usize) -> std::ops::Range<usize> {
+        self.out_start[o] as usize..self.out_start[o + 1] as usize
     }
 
     #[inline]
@@ -93,6 +125,95 @@ impl Topo {
         let gp = self.out_start[o] as usize + p;
         &self.out_conns[self.port_start[gp] as usize..self.port_start[gp + 1] as usize]
     }
+}
+
+/// The marking seen per port, kept up to date on every state change, so the enabling rule of an
+/// operator reads its port states as two slices instead of gathering them (the engine's hot
+/// path). [`gather`] computes the same slices from a bare state vector (the verifier's path).
+#[derive(Debug, Default)]
+pub(crate) struct PortStates {
+    /// One state per input port, flat (see [`Topo::in_range`]). Unconnected optional: OLD.
+    pub(crate) inputs: Vec<ConnState>,
+    /// One state per output port, flat (see [`Topo::out_range`]), folded as
+    /// [`Enabling::outputs`] says.
+    pub(crate) outputs: Vec<ConnState>,
+    /// Per output port, how many of its connections are NEW / OLD.
+    new_count: Vec<u32>,
+    old_count: Vec<u32>,
+    /// Per op, how many of its output connections are NEW (0: no back-pressure possible).
+    pub(crate) new_outs: Vec<u32>,
+}
+
+impl PortStates {
+    /// The views of a marking where every connection is EMPTY.
+    pub(crate) fn initial(topo: &Topo) -> Self {
+        PortStates {
+            inputs: topo
+                .in_conn
+                .iter()
+                .map(|&c| {
+                    if c == NONE {
+                        ConnState::Old
+                    } else {
+                        ConnState::Empty
+                    }
+                })
+                .collect(),
+            outputs: vec![ConnState::Empty; topo.port_type.len()],
+            new_count: vec![0; topo.port_type.len()],
+            old_count: vec![0; topo.port_type.len()],
+            new_outs: vec![0; topo.policy.len()],
+        }
+    }
+
+    /// Records that connection `c` went from `from` to `to`.
+    #[inline(always)]
+    pub(crate) fn update(&mut self, topo: &Topo, c: usize, from: ConnState, to: ConnState) {
+        self.inputs[topo.in_slot[c] as usize] = to;
+        let gp = topo.out_port[c] as usize;
+        let producer = topo.producer[c] as usize;
+        match from {
+            ConnState::New => {
+                self.new_count[gp] -= 1;
+                self.new_outs[producer] -= 1;
+            }
+            ConnState::Old => self.old_count[gp] -= 1,
+            ConnState::Empty => {}
+        }
+        match to {
+            ConnState::New => {
+                self.new_count[gp] += 1;
+                self.new_outs[producer] += 1;
+            }
+            ConnState::Old => self.old_count[gp] += 1,
+            ConnState::Empty => {}
+        }
+        self.outputs[gp] = if self.new_count[gp] > 0 {
+            ConnState::New
+        } else if self.old_count[gp] > 0 {
+            ConnState::Old
+        } else {
+            ConnState::Empty
+        };
+    }
+}
+
+/// Whether op `o` is enabled, reading the maintained port views (same rule as [`evaluate`]).
+#[inline(always)]
+pub(crate) fn evaluate_cached(
+    op: &dyn Operator,
+    topo: &Topo,
+    ports: &PortStates,
+    state: &[ConnState],
+    o: usize,
+) -> bool {
+    let inputs = &ports.inputs[topo.in_range(o)];
+    let e = Enabling {
+        inputs,
+        outputs: &ports.outputs[topo.out_range(o)],
+        policy: topo.policy[o],
+    };
+    op.can_fire(&e) && (ports.new_outs[o] == 0 || back_pressure_ok(op, topo, state, o, inputs))
 }
 
 /// A set of operators, with a summary level so the first member is found without scanning
@@ -163,7 +284,6 @@ pub(crate) struct Scratch {
     pub(crate) outs: Vec<ConnState>,
     pub(crate) slots: Vec<InputSlot>,
     pub(crate) emitted: Vec<(u16, Value)>,
-    pub(crate) affected: Vec<u32>,
 }
 
 /// Fills `ins`/`outs` with op `o`'s port states.
