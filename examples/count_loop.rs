@@ -10,25 +10,27 @@ use cameleon::ops::{Const, Counter, Guard, Merge, Sink, Test};
 use cameleon::prelude::*;
 use serde_json::json;
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let below_five = Test::parse(&json!({"lt": 5}))?;
-    let net = pipeline! {
+/// The pipeline.
+pub fn net() -> Net {
+    pipeline! {
         name = "count-loop";
         max_loop_iterations = 100;
         let zero = Const::new(json!(0)) @ (40, 100);
         #[label = "Loop entry"]
         let entry = Merge::default() @ (200, 100);
         let inc = Counter::new() @ (360, 100);
-        let check = Guard::new(below_five) @ (520, 100);
+        let check = Guard::new(Test::Lt(json!(5))) @ (520, 100);
         let done = Sink::new() @ (680, 100);
         zero.out_data -> entry.in_a;
         entry.out_data -> inc.in_data;
         inc.out_data -> check.in_data;
         check.out_continue -> entry.in_b;        // back to the loop entry
         check.out_exit -> done.in_data;
-    };
+    }
+}
 
-    let mut cvm = Cvm::new(net);
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut cvm = Cvm::new(net());
     loop {
         match cvm.step()? {
             Step::Fired { ops, step, .. } => {

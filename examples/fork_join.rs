@@ -12,9 +12,9 @@ use serde_json::json;
 
 const TEXT: &str = "Connections are places and operators are transitions of a Petri net.";
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mentions_petri = Test::parse(&json!({"contains": "Petri"}))?;
-    let net = pipeline! {
+/// The pipeline.
+pub fn net() -> Net {
+    pipeline! {
         name = "fork-join";
         let doc = Source::new(TEXT) @ (40, 150);
         let split = Fork::default() @ (200, 150);
@@ -22,7 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let chunk = Chunker { size: 24, overlap: 0 } @ (360, 80);
         let chunks_text = Transform::new() @ (520, 80);
         // branch b: a test, as text
-        let petri = Predicate::new(mentions_petri) @ (360, 220);
+        let petri = Predicate::new(Test::Contains(json!("Petri"))) @ (360, 220);
         let petri_text = Transform::new() @ (520, 220);
         let both = Join::default() @ (680, 150);
         let out = Sink::new() @ (840, 150);
@@ -36,9 +36,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         chunks_text.out_data -> both.in_a;
         petri_text.out_data -> both.in_b;
         both.out_data -> out.in_data;
-    };
+    }
+}
 
-    let mut cvm = Cvm::new(net);
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut cvm = Cvm::new(net());
     loop {
         match cvm.step()? {
             Step::Fired { ops, step, .. } => {

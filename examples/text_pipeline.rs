@@ -13,8 +13,9 @@ use cameleon::prelude::*;
 const TEXT: &str = "A Caméléon pipeline is a Petri net: connections are places that hold one typed \
                     token, operators are transitions that fire by a rule of their own.";
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let net = pipeline! {
+/// The pipeline.
+pub fn net() -> Net {
+    pipeline! {
         name = "text-pipeline";
         /// The document.
         let doc = Source::new(TEXT) @ (60, 120);
@@ -27,7 +28,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         doc.out_data -> chunk.in_data;
         chunk.out_data -> show.in_data;
         show.out_data -> out.in_data;
-    };
+    }
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let net = net();
     println!(
         "net `{}`: {} operators, {} connections",
         net.name(),

@@ -1,0 +1,111 @@
+//! The example pipelines built with `pipeline!` (`examples/*.rs`): each is the net its
+//! declarations describe, runs to completion with the expected results, and runs to the same
+//! trace every time.
+
+#[allow(dead_code)] // the examples' `main`s are not called here
+#[path = "../examples/text_pipeline.rs"]
+mod text_pipeline;
+
+#[allow(dead_code)]
+#[path = "../examples/fork_join.rs"]
+mod fork_join;
+
+#[allow(dead_code)]
+#[path = "../examples/count_loop.rs"]
+mod count_loop;
+
+use cameleon::ops::{Const, Counter, Guard, Merge, Sink, Test};
+use cameleon::prelude::*;
+use serde_json::json;
+
+/// Every example pipeline, by name.
+fn examples() -> Vec<(&'static str, fn() -> Net)> {
+    vec![
+        ("text_pipeline", text_pipeline::net),
+        ("fork_join", fork_join::net),
+        ("count_loop", count_loop::net),
+    ]
+}
+
+/// Runs `net` to its end; the trace lists each step's firings and what each wrote, as text.
+fn run_trace(net: Net) -> (EndState, Vec<String>) {
+    let mut cvm = Cvm::new(net);
+    let end = cvm
+        .run()
+        .expect("the example runs without an operator error");
+    let mut trace = Vec::new();
+    for entry in cvm.history().entries() {
+        for f in &entry.firings {
+            let mut line = format!("{} {}", entry.step, cvm.net().op(f.op).name);
+            for (conn, token) in &f.written {
+                let value = cvm.token(*token).map(|t| t.value.to_json());
+                let conn = &cvm.net().connections()[conn.index()].name;
+                line.push_str(&format!(" | {conn} = {}", value.unwrap_or_default()));
+            }
+            trace.push(line);
+        }
+    }
+    (end, trace)
+}
+
+#[test]
+fn every_example_pipeline_runs_to_completion() {
+    for (name, net) in examples() {
+        let (end, trace) = run_trace(net());
+        assert_eq!(end, EndState::Completed, "{name}");
+        assert!(!trace.is_empty(), "{name} fired nothing");
+    }
+}
+
+#[test]
+fn every_example_pipeline_runs_to_the_same_trace_twice() {
+    for (name, net) in examples() {
+        assert_eq!(run_trace(net()), run_trace(net()), "{name}");
+    }
+}
+
+#[test]
+fn count_loop_is_the_net_its_declarations_describe() {
+    let mut b = Net::builder("count-loop");
+    let mut config = cameleon::NetConfig::default();
+    config.max_loop_iterations = 100;
+    b.config(config);
+    b.add("zero", Const::new(json!(0))).at(40.0, 100.0);
+    b.add("entry", Merge::default())
+        .at(200.0, 100.0)
+        .label("Loop entry");
+    b.add("inc", Counter::new()).at(360.0, 100.0);
+    b.add("check", Guard::new(Test::Lt(json!(5))))
+        .at(520.0, 100.0);
+    b.add("done", Sink::new()).at(680.0, 100.0);
+    b.connect("zero.out_data", "entry.in_a");
+    b.connect("entry.out_data", "inc.in_data");
+    b.connect("inc.out_data", "check.in_data");
+    b.connect("check.out_continue", "entry.in_b");
+    b.connect("check.out_exit", "done.in_data");
+    assert_eq!(count_loop::net(), b.build().unwrap());
+}
+
+#[test]
+fn example_results_are_what_the_pipelines_compute() {
+    let mut cvm = Cvm::new(count_loop::net());
+    cvm.run().unwrap();
+    assert_eq!(cvm.received("done")[0].to_json(), json!(5));
+
+    let mut cvm = Cvm::new(fork_join::net());
+    cvm.run().unwrap();
+    assert_eq!(cvm.received("flag")[0].to_json(), json!(true));
+    let joined = cvm.received("out")[0].to_json();
+    let chunks: Vec<String> = serde_json::from_str(joined.as_str().unwrap()).unwrap();
+    assert_eq!(
+        chunks.concat(),
+        "Connections are places and operators are transitions of a Petri net."
+    );
+
+    let mut cvm = Cvm::new(text_pipeline::net());
+    cvm.run().unwrap();
+    let text = cvm.received("out")[0].to_json();
+    let chunks: Vec<String> = serde_json::from_str(text.as_str().unwrap()).unwrap();
+    assert!(chunks.iter().all(|c| c.chars().count() <= 48));
+    assert!(chunks.len() > 1);
+}
