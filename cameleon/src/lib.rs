@@ -49,6 +49,35 @@
 //! cvm.step()?;                       // replayed, not re-run
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! The same net written with [`pipeline!`], where the compiler checks every connection (a
+//! `DataString` output wired to the counter's `DataJSON` input would not build, and the error
+//! would be on that `->`):
+//!
+//! ```
+//! use cameleon::prelude::*;
+//! use cameleon::ops::{Const, Counter, Guard, Merge, Sink, Test};
+//! use serde_json::json;
+//!
+//! let net: Net = pipeline! {
+//!     name = "count-to-3";
+//!     let zero = Const::new(json!(0));
+//!     let r#loop = Merge::default();
+//!     let inc = Counter::new();
+//!     let check = Guard::new(Test::Lt(json!(3)));
+//!     let out = Sink::new();
+//!     zero.out_data -> r#loop.in_a;
+//!     r#loop.out_data -> inc.in_data;
+//!     inc.out_data -> check.in_data;
+//!     check.out_continue -> r#loop.in_b;
+//!     check.out_exit -> out.in_data;
+//! };
+//! assert_eq!(net.operators()[1].name, "loop");
+//! let mut cvm = Cvm::new(net);
+//! assert_eq!(cvm.run()?, EndState::Completed);
+//! assert_eq!(cvm.received("out")[0].to_json(), json!(3));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
 
 pub mod catalogue;
