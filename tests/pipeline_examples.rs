@@ -18,8 +18,11 @@ use cameleon::ops::{Const, Counter, Guard, Merge, Sink, Test};
 use cameleon::prelude::*;
 use serde_json::json;
 
-/// Every example pipeline, by name.
-fn examples() -> Vec<(&'static str, fn() -> Net)> {
+/// An example pipeline: its name and the function building it.
+type Example = (&'static str, fn() -> Net);
+
+/// Every example pipeline.
+fn examples() -> Vec<Example> {
     vec![
         ("text_pipeline", text_pipeline::net),
         ("fork_join", fork_join::net),
@@ -67,9 +70,10 @@ fn every_example_pipeline_runs_to_the_same_trace_twice() {
 #[test]
 fn count_loop_is_the_net_its_declarations_describe() {
     let mut b = Net::builder("count-loop");
-    let mut config = cameleon::NetConfig::default();
-    config.max_loop_iterations = 100;
-    b.config(config);
+    b.config(cameleon::NetConfig {
+        max_loop_iterations: 100,
+        ..Default::default()
+    });
     b.add("zero", Const::new(json!(0))).at(40.0, 100.0);
     b.add("entry", Merge::default())
         .at(200.0, 100.0)
