@@ -31,12 +31,13 @@ pub fn expand(c: &Checked<'_>) -> TokenStream {
         .enumerate()
         .map(|(n, i)| wiring_check(c, n, i));
 
+    let b = builder_var();
     let name = c.name.map_or_else(|| quote!(""), |e| quote!(#e));
     let config = config(c);
     let adds = c.instances.iter().map(|i| instance_add(i));
     let connects = c.connections.iter().map(|(conn, _, _)| {
         let (from, to) = (conn.from.text(), conn.to.text());
-        quote!(__cameleon_b.connect(#from, #to);)
+        quote!(#b.connect(#from, #to);)
     });
     quote! {{
         #(#lets)*
@@ -46,12 +47,17 @@ pub fn expand(c: &Checked<'_>) -> TokenStream {
             #(#checks)*
             #(#wiring)*
         }
-        let mut __cameleon_b = ::cameleon::__private::Net::builder(#name);
+        let mut #b = ::cameleon::__private::Net::builder(#name);
         #config
         #(#adds)*
         #(#connects)*
-        ::cameleon::__private::build_net(__cameleon_b)
+        ::cameleon::__private::build_net(#b)
     }}
+}
+
+/// The `NetBuilder` variable: hygienic, so no user expression can name it.
+fn builder_var() -> Ident {
+    Ident::new("__cameleon_b", Span::mixed_site())
 }
 
 /// `let name = EXPR;`, keeping the user's name so `EXPR`s and errors refer to it.
@@ -187,25 +193,30 @@ fn wiring_check(c: &Checked<'_>, n: usize, i: &Instance) -> TokenStream {
     }
 }
 
+/// The `config` settings, if any: `mode`, `max_loop_iterations` (its expression located where
+/// the user wrote it, so a type error points there).
 fn config(c: &Checked<'_>) -> TokenStream {
+    let cfg = Ident::new("__cameleon_cfg", Span::mixed_site());
     let mode = c.mode.map(|m| {
         let v = match m {
             Mode::Sequential => quote!(Sequential),
             Mode::Parallel => quote!(Parallel),
         };
-        quote!(__cameleon_cfg.mode = ::cameleon::__private::Mode::#v;)
+        quote!(#cfg.mode = ::cameleon::__private::Mode::#v;)
     });
-    let max = c
-        .max_loop_iterations
-        .map(|e| quote_spanned!(e.span()=> __cameleon_cfg.max_loop_iterations = #e;));
+    let max = c.max_loop_iterations.map(|e| {
+        let value = quote_spanned!(e.span()=> #e);
+        quote!(#cfg.max_loop_iterations = #value;)
+    });
     if mode.is_none() && max.is_none() {
         return TokenStream::new();
     }
+    let b = builder_var();
     quote! {
-        let mut __cameleon_cfg = ::cameleon::__private::NetConfig::default();
+        let mut #cfg = ::cameleon::__private::NetConfig::default();
         #mode
         #max
-        __cameleon_b.config(__cameleon_cfg);
+        #b.config(#cfg);
     }
 }
 
@@ -220,8 +231,9 @@ fn instance_add(i: &Instance) -> TokenStream {
         .map(|(x, y)| quote!(.at((#x) as f64, (#y) as f64)));
     let label = i.label.as_ref().map(|l| quote!(.label(#l)));
     let number = i.number.as_ref().map(|n| quote!(.instance(#n)));
+    let b = builder_var();
     let add = quote_spanned!(name.span()=>
-        ::cameleon::__private::add(&mut __cameleon_b, #name_str, #name)
+        ::cameleon::__private::add(&mut #b, #name_str, #name)
     );
     quote! {
         #add #at #label #number;
