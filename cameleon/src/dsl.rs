@@ -360,3 +360,63 @@ pub fn build_net(b: NetBuilder) -> Net {
         Err(e) => panic!("pipeline! built an invalid net: {e}"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::{Accumulator, Format, Gate, Merge, Source};
+
+    fn wiring<O: HasPorts>(instance: &str, connected: &[&str], feeds: bool) -> Option<String> {
+        check_wiring::<O>(instance, connected, feeds).map(|m| m.as_str().to_owned())
+    }
+
+    #[test]
+    fn wiring_names_the_one_unconnected_input_and_how_to_connect_it() {
+        assert_eq!(
+            wiring::<Format>("label", &["in_main"], true).as_deref(),
+            Some(
+                "input `label.in_meta` is not connected; connect an output to it: \
+                 `source.out_… -> label.in_meta;`"
+            )
+        );
+    }
+
+    #[test]
+    fn wiring_lists_every_unconnected_input() {
+        assert_eq!(
+            wiring::<Merge>("m", &[], true).as_deref(),
+            Some("inputs `m.in_a` and `m.in_b` are not connected; connect an output to each")
+        );
+        let three = wiring::<Gate>("g", &[], true).unwrap();
+        assert!(
+            three.starts_with("inputs `g.in_data` and `g.in_condition`"),
+            "{three}"
+        );
+    }
+
+    #[test]
+    fn wiring_accepts_connected_required_inputs_and_unconnected_optional_ones() {
+        assert_eq!(wiring::<Format>("f", &["in_meta", "in_main"], true), None);
+        assert_eq!(wiring::<Accumulator>("acc", &["in_data"], true), None);
+    }
+
+    #[test]
+    fn wiring_rejects_a_source_that_feeds_nothing() {
+        assert_eq!(
+            wiring::<Source>("doc", &[], false).as_deref(),
+            Some(
+                "source `doc` feeds nothing; connect one of its outputs \
+                 (`doc.out_… -> target.in_…;`) or remove it"
+            )
+        );
+        assert_eq!(wiring::<Source>("doc", &[], true), None);
+    }
+
+    #[test]
+    fn wiring_messages_longer_than_the_buffer_stay_valid_text() {
+        let long = "é".repeat(600);
+        let msg = wiring::<Format>(&long, &[], true).unwrap();
+        assert!(msg.starts_with("inputs `"));
+        assert!(msg.len() <= 1024);
+    }
+}
