@@ -4,9 +4,11 @@
 //! has one field per port, holding an [`InPort`], [`AnyInPort`] or [`OutPort`] handle, and the
 //! constants [`HasPorts::INPUTS`] and [`HasPorts::POLICY`] say which inputs must be connected and
 //! whether the operator fires as a source. `pipeline!` reads the handles of each instance through
-//! [`ports_of`], checks every connection with [`check_connection`] (emitted at the connection's
-//! tokens, so a type mismatch is reported there, naming both ports and both types) and every
-//! instance's wiring with [`check_wiring`] in a `const` block.
+//! [`ports_of`], checks every connection's types as [`Endpoint`]` >> `[`Endpoint`] (emitted at the
+//! connection's `->`, so a type mismatch is reported there, naming both ports and both types) and
+//! its direction with [`check_source`] and [`check_target`] (each at its endpoint), and every
+//! instance's wiring with [`check_wiring`] in a `const` block. Endpoints are named in messages by
+//! marker types the macro generates, `loader·out_data`.
 //!
 //! What each check reports:
 //!
