@@ -226,14 +226,33 @@ impl Net {
     /// A comparable description of the net: name, config, operators (name, type, label, instance,
     /// position, params, resolved port types) and connections. Two nets with equal descriptions
     /// are the same net, whichever way they were built.
+    ///
+    /// Ports are compared by their resolved types, not their declared ones: a generic operator
+    /// built in Rust with its type parameter (`Fork<DataString>`, as `pipeline!` infers it)
+    /// declares `DataString` where the same operator loaded from `.cm` (`Fork<Any>`) declares a
+    /// type variable, which the net binds to `DataString`: the same operator in the same net.
     fn description(&self) -> impl PartialEq + '_ {
+        let ports = |ps: &'_ [crate::operator::PortSpec]| -> Vec<(String, bool)> {
+            ps.iter()
+                .map(|p| (p.name.to_string(), p.optional))
+                .collect()
+        };
         let ops: Vec<_> = self
             .ops
             .iter()
             .map(|o| {
+                let s = &o.spec;
                 (
                     &o.name,
-                    &o.spec,
+                    (
+                        &s.type_id,
+                        &s.label,
+                        s.family,
+                        s.policy,
+                        ports(&s.inputs),
+                        ports(&s.outputs),
+                        &s.emits,
+                    ),
                     &o.label,
                     o.instance,
                     o.pos,
