@@ -17,7 +17,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut b = Net::builder("quickstart");
     b.add("doc", Source::new(TEXT));
     b.add("tag", Source::new("[doc]"));
-    b.add("split", Fork::default());
+    b.add("split", Fork::<Any>::default());
     b.add(
         "chunk",
         Chunker {

@@ -75,11 +75,11 @@ fn count_loop_is_the_net_its_declarations_describe() {
         ..Default::default()
     });
     b.add("zero", Const::new(json!(0))).at(40.0, 100.0);
-    b.add("entry", Merge::default())
+    b.add("entry", Merge::<DataJSON>::default())
         .at(200.0, 100.0)
         .label("Loop entry");
     b.add("inc", Counter::new()).at(360.0, 100.0);
-    b.add("check", Guard::new(Test::Lt(json!(5))))
+    b.add("check", Guard::<DataJSON>::new(Test::Lt(json!(5))))
         .at(520.0, 100.0);
     b.add("done", Sink::new()).at(680.0, 100.0);
     b.connect("zero.out_data", "entry.in_a");

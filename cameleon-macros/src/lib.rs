@@ -1,8 +1,26 @@
-//! Procedural macros of Caméléon. Use them through the `cameleon` crate, which re-exports them.
+//! Procedural macros of Caméléon. Use them through the `cameleon` crate, which re-exports them:
+//! `#[operator]` is documented there (`cameleon::operator`), `pipeline!` here.
+//!
+//! Layout (after serde_derive): [`operator::attr`] parses the attributes, [`operator::ast`]
+//! builds the model of a declaration, [`operator::check`] states the rules, and
+//! [`operator::expand`] only generates code. Mistakes accumulate in a [`ctxt::Ctxt`] so every
+//! one is reported at once. `pipeline!` follows the same layout in `pipeline` (`ast`, `check`,
+//! `expand`, with its own error context).
 
+extern crate proc_macro;
+
+mod ctxt;
+mod operator;
 mod pipeline;
+mod symbol;
 
 use proc_macro::TokenStream;
+
+/// Declares an operator type: see `cameleon::operator`.
+#[proc_macro_attribute]
+pub fn operator(args: TokenStream, item: TokenStream) -> TokenStream {
+    operator::expand::expand(args.into(), item.into()).into()
+}
 
 /// Builds a `Net` in code, with every connection type-checked by the compiler.
 ///

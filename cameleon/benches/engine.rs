@@ -46,11 +46,11 @@ fn chain(n: usize) -> Net {
 fn counter_loop(iterations: i64) -> Net {
     let mut b = Net::builder("loop");
     b.add("zero", Const::new(json!(0)));
-    b.add("m", Merge::default());
+    b.add("m", Merge::<Any>::default());
     b.add("inc", Counter::new());
     b.add(
         "g",
-        Guard::new(Test::parse(&json!({"lt": iterations})).unwrap()),
+        Guard::<Any>::new(Test::parse(&json!({"lt": iterations})).unwrap()),
     );
     b.add("out", Sink::new());
     b.connect("zero.out_data", "m.in_a");

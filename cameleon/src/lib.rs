@@ -13,7 +13,7 @@
 //! |---|---|
 //! | [`types`] | data types and values (SPEC §9) |
 //! | [`connection`] | connections, their states, tokens (§2) |
-//! | [`operator`] | operators: spec, `can_fire`, `run`, `rollback` (§3–§5) |
+//! | [`operator`](mod@operator) | operators: spec, `can_fire`, `run`, `rollback` (§3–§5) |
 //! | [`policy`] | the built-in firing policies (§3) |
 //! | [`net`] | the validated net (§1) |
 //! | [`engine`] | the CVM: forward, backward, replay, end states (§4–§6) |
@@ -30,9 +30,9 @@
 //! // const 0 -> merge -> counter -> guard(lt 3) -> back to merge, or exit to a sink.
 //! let mut b = Net::builder("count-to-3");
 //! b.add("zero", Const::new(json!(0)));
-//! b.add("loop", Merge::default());
+//! b.add("loop", Merge::<DataJSON>::default());      // generic operators: say the type, or
 //! b.add("inc", Counter::new());
-//! b.add("check", Guard::new(Test::parse(&json!({"lt": 3})).unwrap()));
+//! b.add("check", Guard::<Any>::new(Test::parse(&json!({"lt": 3})).unwrap())); // let the net infer it
 //! b.add("out", Sink::new());
 //! b.connect("zero.out_data", "loop.in_a")
 //!     .connect("loop.out_data", "inc.in_data")
@@ -78,7 +78,70 @@
 //! assert_eq!(cvm.received("out")[0].to_json(), json!(3));
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! ## Declaring an operator
+//!
+//! An operator type is a struct marked [`#[operator]`](macro@operator): its fields declare the ports
+//! (`#[input]`, `#[output]`, taken out of the struct), the `.cm` params (`#[param]`) and the
+//! internal state (every other field). [`Run`] says what a firing does. The macro writes the
+//! [`Operator`] glue, typed port handles (`MyChunker::text`) and a [`CatalogueEntry`] that it
+//! submits to the global [`Catalogue`], so `.cm` files, the CLI and LLMs can name the operator.
+//!
+//! ```
+//! use cameleon::prelude::*;
+//! use cameleon::{BuildContext, Params};
+//!
+//! /// Splits a text into chunks of `size` characters.
+//! #[operator(id = "my_chunker", label = "My chunker", family = behavioral)]
+//! pub struct MyChunker {
+//!     /// characters per chunk
+//!     #[param(default = 512)]
+//!     size: usize,
+//!     #[input]
+//!     text: In<DataString>,
+//!     #[output]
+//!     chunks: Out<DataChunk>,
+//! }
+//!
+//! impl Run for MyChunker {
+//!     fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+//!         let chars: Vec<char> = cx.get(Self::text)?.0.chars().collect();
+//!         let chunks = chars.chunks(self.size.max(1)).map(|c| c.iter().collect()).collect();
+//!         cx.emit(Self::chunks, DataChunk(chunks));
+//!         Ok(())
+//!     }
+//! }
+//!
+//! // A value is its params and state alone: the ports are declarations.
+//! let mut b = Net::builder("chunks");
+//! b.add("src", cameleon::ops::Source::new("abcde"));
+//! b.add("chunk", MyChunker { size: 2 });
+//! b.add("out", cameleon::ops::Sink::new());
+//! b.connect("src.out_data", "chunk.text").connect("chunk.chunks", "out.in_data");
+//! let mut cvm = Cvm::new(b.build()?);
+//! cvm.run()?;
+//! assert_eq!(cvm.received("out")[0].to_json(), serde_json::json!(["ab", "cd", "e"]));
+//!
+//! // The catalogue lists it beside the standard operators, sorted by id…
+//! let catalogue = Catalogue::global();
+//! for entry in catalogue.iter() {
+//!     println!("{:<18} {:<12} {}", entry.id, entry.policy, entry.summary());
+//! }
+//! let entry = catalogue.get("my_chunker").expect("submitted by #[operator]");
+//! assert_eq!(entry.summary(), "Splits a text into chunks of `size` characters.");
+//! assert_eq!(entry.params[0].default, Some("512"));
+//! // …builds it from `.cm` params, with the defaults filled in…
+//! let op = catalogue.build("my_chunker", &Params::new(), &BuildContext::default())?;
+//! assert_eq!(op.params()["size"], 512);
+//! // …and exports it for an LLM writing `.cm` files.
+//! assert!(catalogue.to_markdown().contains("### `my_chunker` — My chunker"));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![deny(missing_docs)]
+
+// Lets `#[operator]`'s generated `::cameleon::…` paths resolve inside this crate too (the
+// standard operators are declared with it).
+extern crate self as cameleon;
 
 pub mod catalogue;
 pub mod connection;
@@ -91,8 +154,13 @@ pub mod ops;
 pub mod policy;
 pub mod types;
 
+#[doc = include_str!("operator_macro.md")]
+pub use cameleon_macros::operator;
 pub use cameleon_macros::pipeline;
-pub use catalogue::{BuildContext, BuildError, Catalogue, CatalogueEntry, ParamError, ParamInfo};
+pub use catalogue::{
+    BuildContext, BuildError, Catalogue, CatalogueEntry, Catalogued, FromContext, ParamError,
+    ParamInfo, ParamType,
+};
 pub use connection::{ConnId, ConnState, Connection, OpId, PortRef, Token};
 pub use engine::{
     BackError, CheckoutError, ConnView, Cvm, CvmBuilder, EndState, Marking, RunError, Step,
@@ -101,8 +169,8 @@ pub use engine::{
 pub use history::{Branch, BranchId, Entry, FiringView, History};
 pub use net::{Mode, Net, NetBuilder, NetConfig, NetError, OpMeta, OpNode, Problem, ProblemKind};
 pub use operator::{
-    AnyInPort, Firing, In, InPort, InputHandle, InputSet, OpError, OpSpec, OpState, Operator, Out,
-    OutPort, Params, PortSpec, TypeRef,
+    AnyInPort, CanFire, Emitted, Firing, In, InPort, InputHandle, InputSet, OpError, OpSpec,
+    OpState, Operator, Out, OutPort, Params, PortSpec, Run, TypeRef,
 };
 pub use policy::{Enabling, Family, Policy};
 pub use types::{
@@ -112,17 +180,20 @@ pub use types::{
 
 /// Everything a pipeline author needs, in one import.
 pub mod prelude {
+    pub use crate::catalogue::{Catalogue, ParamError};
     pub use crate::connection::{ConnState, OpId};
     pub use crate::engine::{Cvm, EndState, Step};
     pub use crate::net::{Mode, Net, NetBuilder};
     pub use crate::operator::{
-        Firing, In, InPort, OpError, OpSpec, Operator, Out, OutPort, TypeRef,
+        AnyInPort, CanFire, Emitted, Firing, In, InPort, InputSet, OpError, OpSpec, Operator, Out,
+        OutPort, Run, TypeRef,
     };
     pub use crate::policy::{Enabling, Family, Policy};
     pub use crate::types::{
-        Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, Value,
+        Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, PortType,
+        Value,
     };
-    pub use cameleon_macros::pipeline;
+    pub use cameleon_macros::{operator, pipeline};
 }
 
 /// Support for generated code. Not a public API.
@@ -131,9 +202,101 @@ pub mod __private {
     pub use inventory;
     pub use serde_json;
 
+    // For `pipeline!` (and `#[operator]`'s `HasPorts` impls).
     pub use crate::dsl::{
         Endpoint, HasPorts, InputDecl, add, build_net, check_source, check_target, check_wiring,
         ports_of,
     };
     pub use crate::net::{Mode, Net, NetBuilder, NetConfig};
+
+    // For `#[operator]`.
+    pub use crate::catalogue::{
+        BuildContext, CatalogueEntry, Catalogued, FromContext, ParamError, ParamInfo, ParamReader,
+        ParamType,
+    };
+    pub use crate::connection::ConnState;
+    pub use crate::operator::{
+        AnyInPort, CanFire, Emitted, Firing, InPort, InputSet, OpError, OpSpec, OpState, Operator,
+        OutPort, Params, Run, TypeRef,
+    };
+    pub use crate::policy::{Enabling, Family, Policy};
+    pub use crate::types::{Any, PortType, Value};
+    pub use ::core::clone::Clone;
+    pub use ::core::default::Default;
+    pub use ::core::marker::PhantomData;
+    pub use ::core::option::Option::{self, None, Some};
+    pub use ::core::result::Result::{self, Err, Ok};
+    pub use ::std::borrow::ToOwned;
+    pub use ::std::boxed::Box;
+    pub use ::std::vec::Vec;
+
+    /// Most ports a variadic port group (`in_a`, `in_b`, …) can have.
+    pub const MAX_VARIADIC: usize = 26;
+
+    /// The name of port `i` of a variadic group: `in_a`, `in_b`, … `in_z`.
+    pub fn letter_port(prefix: &str, i: usize) -> ::std::string::String {
+        crate::ops::letter_port(prefix, i)
+    }
+
+    /// The number of ports of a variadic group whose size param is `n`, at most
+    /// [`MAX_VARIADIC`].
+    pub fn variadic_count(n: usize) -> usize {
+        n.min(MAX_VARIADIC)
+    }
+
+    /// How generated code saves and initialises an internal-state field of type `T`. Every use
+    /// goes through [`state`], so a field that is not [`State`] is reported once.
+    #[derive(Debug)]
+    pub struct StateOf<T> {
+        /// A copy of the field, taken before and after each firing.
+        pub save: fn(&T) -> T,
+        /// The field's value when the catalogue builds the operator.
+        pub initial: fn() -> T,
+    }
+
+    /// The state operations of `T`.
+    pub fn state<T: State>() -> StateOf<T> {
+        StateOf {
+            save: T::clone,
+            initial: T::default,
+        }
+    }
+
+    /// How generated code reads, writes and names a `#[param]` of type `T`. Every use goes
+    /// through [`param`], so a type that is not [`ParamType`] is reported once.
+    #[derive(Debug)]
+    pub struct ParamOf<T> {
+        /// The type's name in the catalogue.
+        pub name: &'static str,
+        /// The default of a param declared without one.
+        pub implicit_default: Option<&'static str>,
+        /// Reads the param from `.cm` params.
+        pub read: for<'r, 'n> fn(&ParamReader<'r>, &'n str) -> Result<T, ParamError>,
+        /// Writes the param back.
+        pub write: fn(&T) -> serde_json::Value,
+    }
+
+    fn read_param<T: ParamType>(r: &ParamReader<'_>, name: &str) -> Result<T, ParamError> {
+        r.read(name)
+    }
+
+    /// The param operations of `T`.
+    pub const fn param<T: ParamType>() -> ParamOf<T> {
+        ParamOf {
+            name: T::NAME,
+            implicit_default: T::IMPLICIT_DEFAULT,
+            read: read_param::<T>,
+            write: T::to_param,
+        }
+    }
+
+    /// What an internal-state field must be: cloned for rollback, defaulted when the catalogue
+    /// builds the operator, moved across threads.
+    #[diagnostic::on_unimplemented(
+        message = "internal state `{Self}` must be `Clone + Default + Send + 'static`",
+        label = "a field without `#[param]`, `#[input]`, `#[output]` or `#[context]` is internal state",
+        note = "internal state is cloned before each firing so a backward step restores it exactly, and defaulted when the operator is built from `.cm`; wrap it (`Arc<Mutex<…>>`) or make it a `#[param]` or a `#[context]` field"
+    )]
+    pub trait State: Clone + Default + Send + 'static {}
+    impl<T: Clone + Default + Send + 'static> State for T {}
 }

@@ -224,41 +224,31 @@ impl Net {
     }
 
     /// A comparable description of the net: name, config, operators (name, type, label, instance,
-    /// position, params, resolved port types) and connections. Two nets with equal descriptions
-    /// are the same net, whichever way they were built.
-    ///
-    /// Ports are compared by their resolved types, not their declared ones: a generic operator
-    /// built in Rust with its type parameter (`Fork<DataString>`, as `pipeline!` infers it)
-    /// declares `DataString` where the same operator loaded from `.cm` (`Fork<Any>`) declares a
-    /// type variable, which the net binds to `DataString`: the same operator in the same net.
+    /// position, params, port names) and connections with their types. Two nets with equal
+    /// descriptions are the same net, whichever way they were built: declared port types are left
+    /// out on purpose, since `Merge<DataJSON>` built in Rust and the `merge` a `.cm` file loads
+    /// (type variables) carry the same data once connected.
     fn description(&self) -> impl PartialEq + '_ {
-        let ports = |ps: &'_ [crate::operator::PortSpec]| -> Vec<(String, bool)> {
-            ps.iter()
-                .map(|p| (p.name.to_string(), p.optional))
-                .collect()
-        };
         let ops: Vec<_> = self
             .ops
             .iter()
             .map(|o| {
-                let s = &o.spec;
+                let names = |ports: &'_ [crate::operator::PortSpec]| -> Vec<(String, bool)> {
+                    ports
+                        .iter()
+                        .map(|p| (p.name.to_string(), p.optional))
+                        .collect()
+                };
                 (
-                    &o.name,
                     (
-                        &s.type_id,
-                        &s.label,
-                        s.family,
-                        s.policy,
-                        ports(&s.inputs),
-                        ports(&s.outputs),
-                        &s.emits,
+                        &o.name,
+                        &o.spec.type_id,
+                        &o.spec.label,
+                        o.spec.family,
+                        o.spec.policy,
                     ),
-                    &o.label,
-                    o.instance,
-                    o.pos,
-                    o.op.params(),
-                    &o.in_types,
-                    &o.out_types,
+                    (&o.label, o.instance, o.pos, o.op.params()),
+                    (names(&o.spec.inputs), names(&o.spec.outputs), &o.spec.emits),
                 )
             })
             .collect();

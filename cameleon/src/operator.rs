@@ -2,7 +2,7 @@
 //! (SPEC §3–§5).
 //!
 //! [`Operator`] is the object-safe trait the engine calls. Users normally declare operators with
-//! `#[operator]` and implement [`Run`](crate::Run); the macro writes the `Operator` glue.
+//! `#[operator]` and implement [`Run`]; the macro writes the `Operator` glue.
 
 use std::any::Any as StdAny;
 use std::borrow::Cow;
@@ -33,7 +33,7 @@ impl TypeRef {
     }
 
     /// For a generic structural operator: `T` itself, or the type variable `var` when `T` is
-    /// [`Any`] (the operator was built without a concrete type, as the `.cm` loader does).
+    /// [`Any`](crate::types::Any) (the operator was built without a concrete type, as the `.cm` loader does).
     pub fn var_or<T: PortType>(var: u8) -> Self {
         if T::INFO.is_any() {
             TypeRef::Var(var)
@@ -231,7 +231,7 @@ impl InputSet {
     }
 }
 
-/// The object-safe operator interface the engine calls. See [`Run`](crate::Run) for the
+/// The object-safe operator interface the engine calls. See [`Run`] for the
 /// user-facing typed form.
 ///
 /// The engine knows nothing of any particular operator: it asks [`can_fire`](Self::can_fire),
@@ -601,3 +601,154 @@ impl<'a, O: ?Sized> Firing<'a, O> {
         Ok(())
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The user-facing traits of `#[operator]`
+
+/// What an operator declared with `#[operator]` does when it fires: the typed counterpart of
+/// [`Operator::run`]. The macro writes the [`Operator`] glue around it.
+///
+/// ```
+/// use cameleon::prelude::*;
+///
+/// /// Upper-cases a text.
+/// #[operator(id = "upper", label = "Upper")]
+/// pub struct Upper {
+///     #[input] in_data: In<DataString>,
+///     #[output] out_data: Out<DataString>,
+/// }
+///
+/// impl Run for Upper {
+///     fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+///         let text = cx.get(Self::in_data)?;
+///         cx.emit(Self::out_data, DataString(text.0.to_uppercase()));
+///         Ok(())
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is declared with `#[operator]` but does not implement `Run`",
+    label = "this operator has no `run`",
+    note = "add `impl Run for {Self} {{ fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {{ … }} }}`"
+)]
+pub trait Run {
+    /// Fires: read inputs from `cx` through the port handles (`cx.get(Self::in_data)`), emit
+    /// outputs (`cx.emit(Self::out_data, v)`). An error (or a panic) applies nothing: the
+    /// marking and the internal state stay as they were.
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError>;
+
+    /// Compensation for side effects when a firing is undone by a backward step; `emitted` is
+    /// what the firing emitted. Called *before* the internal state is restored to what it was
+    /// before the firing (so it still sees the state the firing left). The restoration itself
+    /// is automatic. Default: nothing to compensate.
+    fn rollback(&mut self, emitted: &Emitted<'_, Self>) {
+        let _ = emitted;
+    }
+
+    /// Which inputs a firing consumes, given the input states. Default: every NEW input
+    /// (SPEC §4.4); a Merge consumes only the first ([`InputSet::first_new`]).
+    fn consumes(&self, inputs: &[ConnState]) -> InputSet {
+        InputSet::new_inputs(inputs)
+    }
+
+    /// Checks an instance built from `.cm` params, beyond each param's type (`overlap < size`,
+    /// say). Called by the catalogue's factory. Default: every instance is valid.
+    fn validate(&self) -> Result<(), crate::catalogue::ParamError> {
+        Ok(())
+    }
+}
+
+/// The firing rule of an operator declared with `firing = custom` (SPEC §3.1). It may read the
+/// operator's own internal state.
+///
+/// ```
+/// use cameleon::prelude::*;
+///
+/// /// Passes `in_data` through once `in_go` has been seen, even if `in_go` is OLD.
+/// #[operator(id = "latch", label = "Latch", firing = custom)]
+/// pub struct Latch {
+///     #[input] in_data: In<DataString>,
+///     #[input] in_go: In<DataBool>,
+///     #[output] out_data: Out<DataString>,
+/// }
+///
+/// impl CanFire for Latch {
+///     fn can_fire(&self, e: &Enabling<'_>) -> bool {
+///         e.inputs[0] == ConnState::New && e.inputs[1] != ConnState::Empty
+///     }
+/// }
+///
+/// impl Run for Latch {
+///     fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+///         cx.forward(Self::in_data, Self::out_data)
+///     }
+/// }
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` declares `firing = custom` but does not implement `CanFire`",
+    label = "`firing = custom` needs a firing rule",
+    note = "add `impl CanFire for {Self} {{ fn can_fire(&self, e: &Enabling<'_>) -> bool {{ … }} }}`, or pick a built-in policy: `firing = any | all | any_no_guard | source`"
+)]
+pub trait CanFire {
+    /// Whether the operator may fire, given its input and output states. The engine adds
+    /// back-pressure on top (SPEC §3.2).
+    fn can_fire(&self, e: &Enabling<'_>) -> bool;
+}
+
+/// What a firing emitted, seen through operator type `O`'s output handles (for
+/// [`Run::rollback`]).
+pub struct Emitted<'a, O: ?Sized> {
+    items: &'a [(u16, Value)],
+    _op: PhantomData<fn(&O)>,
+}
+
+impl<'a, O: ?Sized> Emitted<'a, O> {
+    /// A view of `(output port index, value)` pairs.
+    pub fn new(items: &'a [(u16, Value)]) -> Self {
+        Emitted {
+            items,
+            _op: PhantomData,
+        }
+    }
+
+    /// The value emitted on `port`, if any.
+    pub fn value<T: ?Sized>(&self, port: OutPort<O, T>) -> Option<&'a Value> {
+        self.items
+            .iter()
+            .find(|(i, _)| *i == port.index)
+            .map(|(_, v)| v)
+    }
+
+    /// The value emitted on `port` as a `T`, if any.
+    pub fn get<T: DataType>(&self, port: OutPort<O, T>) -> Option<&'a T> {
+        self.value(port)?.downcast_ref()
+    }
+
+    /// Every `(output port index, value)` pair, in emission order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &'a Value)> + '_ {
+        self.items.iter().map(|(i, v)| (*i as usize, v))
+    }
+
+    /// Number of values emitted.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether the firing emitted nothing.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+impl<O: ?Sized> fmt::Debug for Emitted<'_, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.items.iter()).finish()
+    }
+}
+
+impl<O: ?Sized> Clone for Emitted<'_, O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<O: ?Sized> Copy for Emitted<'_, O> {}

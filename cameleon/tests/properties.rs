@@ -87,7 +87,7 @@ impl Gen {
             2 => {
                 let (o, ty) = self.take(p);
                 let arity = 2 + (q % 2) as usize;
-                let f = self.add("fork", Fork::new(arity).unwrap());
+                let f = self.add("fork", Fork::<Any>::new(arity).unwrap());
                 self.connect(&o, &format!("{f}.in_data"));
                 for i in 0..arity {
                     self.open
@@ -108,15 +108,15 @@ impl Gen {
                 let kind = (action / 9) % 3;
                 let (name, outs): (String, Vec<(String, Ty)>) = match kind {
                     0 => {
-                        let m = self.add("merge", Merge::default());
+                        let m = self.add("merge", Merge::<Any>::default());
                         (m.clone(), vec![(format!("{m}.out_data"), ta)])
                     }
                     1 => {
-                        let j = self.add("join", Join::default());
+                        let j = self.add("join", Join::<Any>::default());
                         (j.clone(), vec![(format!("{j}.out_data"), ta)])
                     }
                     _ => {
-                        let br = self.add("barrier", Barrier::default());
+                        let br = self.add("barrier", Barrier::<Any, Any>::default());
                         (
                             br.clone(),
                             vec![(format!("{br}.out_a"), ta), (format!("{br}.out_b"), b_ty)],
@@ -130,7 +130,7 @@ impl Gen {
             5 => {
                 // A gate on a condition computed by a predicate over a JSON value (or a constant).
                 let (d, ty) = self.take(p);
-                let g = self.add("gate", Gate);
+                let g = self.add("gate", Gate::<Any>::new());
                 self.connect(&d, &format!("{g}.in_data"));
                 let cond = match self.take_of(Ty::Json, q) {
                     Some(j) => {
@@ -155,11 +155,11 @@ impl Gen {
                 let Some(j) = self.take_of(Ty::Json, p) else {
                     return self.source(1);
                 };
-                let m = self.add("loop", Merge::default());
+                let m = self.add("loop", Merge::<Any>::default());
                 let c = self.add("inc", Counter::new());
                 let g = self.add(
                     "guard",
-                    Guard::new(Test::parse(&json!({"lt": 2 + q % 5})).unwrap()),
+                    Guard::<Any>::new(Test::parse(&json!({"lt": 2 + q % 5})).unwrap()),
                 );
                 self.connect(&j, &format!("{m}.in_a"));
                 self.connect(&format!("{m}.out_data"), &format!("{c}.in_data"));

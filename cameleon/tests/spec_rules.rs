@@ -110,7 +110,7 @@ fn fan_out_shares_one_value_among_its_connections() {
 fn type_mismatch_names_both_ports_and_both_types() {
     let mut b = Net::builder("n");
     b.add("src", Source::new("x"));
-    b.add("g", Gate);
+    b.add("g", Gate::<Any>::new());
     b.add("cond", Source::new("not a bool"));
     b.add("out", Sink::new());
     b.connect("src.out_data", "g.in_data");
@@ -147,7 +147,7 @@ fn through_fork(src: impl Operator) -> NetBuilder {
     let mut b = Net::builder("n");
     b.add("src", src);
     b.add("meta", Source::new("m"));
-    b.add("fork", Fork::default());
+    b.add("fork", Fork::<Any>::default());
     b.add("fmt", Format::default());
     b.add("out", Sink::new());
     b.add("other", Sink::new());
@@ -187,7 +187,7 @@ fn output_with_no_connection_drops_what_it_emits() {
     let mut b = Net::builder("n");
     b.add("src", Source::new("x"));
     b.add("c", BoolSource(false));
-    b.add("g", Gate);
+    b.add("g", Gate::<Any>::new());
     b.add("out", Sink::new());
     b.connect("src.out_data", "g.in_data");
     b.connect("c.out_data", "g.in_condition");
@@ -245,6 +245,32 @@ fn every_problem_is_reported_at_once() {
     }
 }
 
+#[test]
+fn typed_and_type_variable_forms_of_a_net_are_equal() {
+    fn build<T: cameleon::PortType>(fork: Fork<T>) -> Net {
+        let mut b = Net::builder("n");
+        b.add("src", Source::new("s"));
+        b.add("fork", fork);
+        b.add("x", Sink::new());
+        b.add("y", Sink::new());
+        b.connect("src.out_data", "fork.in_data");
+        b.connect("fork.out_a", "x.in_data");
+        b.connect("fork.out_b", "y.in_data");
+        b.build().unwrap()
+    }
+    let typed = build(Fork::<DataString>::default());
+    let variable = build(Fork::<Any>::default());
+    assert_eq!(
+        typed, variable,
+        "the same net, whether the fork's type is named or inferred"
+    );
+    assert_ne!(
+        typed,
+        build(Fork::<DataString>::new(3).unwrap()),
+        "params differ"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // §2 Connection state
 
@@ -279,7 +305,7 @@ fn pair_net(policy: Policy) -> (NetBuilder, Arc<std::sync::Mutex<Vec<[ConnState;
     let mut b = Net::builder("pair");
     b.add("s1", Source::new("a"));
     b.add("s2", Source::new("b"));
-    b.add("m", Merge::default());
+    b.add("m", Merge::<Any>::default());
     b.add("s3", Source::new("a2"));
     b.add("pair", pair);
     b.add("out", Sink::new());
@@ -321,10 +347,10 @@ fn all_policy_needs_every_input_new() {
 fn merge_fires_while_an_input_is_empty() {
     let mut b = Net::builder("n");
     b.add("s", Source::new("x"));
-    b.add("m", Merge::default());
+    b.add("m", Merge::<Any>::default());
     b.add("out", Sink::new());
     b.add("c", BoolSource(false));
-    b.add("g", Gate);
+    b.add("g", Gate::<Any>::new());
     b.add("s2", Source::new("never"));
     b.connect("s.out_data", "m.in_a");
     b.connect("s2.out_data", "g.in_data");
@@ -350,9 +376,9 @@ fn gate_fires_on_new_data_with_a_kept_condition() {
     let mut b = Net::builder("n");
     b.add("d1", Source::new("first"));
     b.add("d2", Source::new("second"));
-    b.add("m", Merge::default());
+    b.add("m", Merge::<Any>::default());
     b.add("c", BoolSource(true));
-    b.add("g", Gate);
+    b.add("g", Gate::<Any>::new());
     b.add("yes", Sink::new());
     b.add("no", Sink::new());
     b.connect("d1.out_data", "m.in_a");
@@ -436,7 +462,7 @@ fn merge_forwards_first_new_input_and_keeps_the_other_new() {
     let mut b = Net::builder("n");
     b.add("a", Source::new("A"));
     b.add("b", Source::new("B"));
-    b.add("m", Merge::default());
+    b.add("m", Merge::<Any>::default());
     b.add("out", Sink::new());
     b.connect("a.out_data", "m.in_a");
     b.connect("b.out_data", "m.in_b");
@@ -455,9 +481,9 @@ fn merge_forwards_first_new_input_and_keeps_the_other_new() {
 fn counted_loop(limit: i64) -> NetBuilder {
     let mut b = Net::builder("loop");
     b.add("zero", Const::new(json!(0)));
-    b.add("m", Merge::default());
+    b.add("m", Merge::<Any>::default());
     b.add("inc", Counter::new());
-    b.add("g", Guard::new(test(json!({"lt": limit}))));
+    b.add("g", Guard::<Any>::new(test(json!({"lt": limit}))));
     b.add("out", Sink::new());
     b.connect("zero.out_data", "m.in_a");
     b.connect("m.out_data", "inc.in_data");
@@ -511,7 +537,7 @@ fn loop_with_merge_counter_and_guard_completes() {
 fn failing_net(panic: bool) -> NetBuilder {
     let mut b = Net::builder("n");
     b.add("src", Source::new("x"));
-    b.add("fork", Fork::default());
+    b.add("fork", Fork::<Any>::default());
     b.add("bad", Failing { panic });
     b.add("ok", Sink::new());
     b.add("out", Sink::new());
@@ -661,7 +687,7 @@ fn back_restores_a_stateful_operators_internal_state() {
     let mut b = Net::builder("n");
     b.add("a", Const::new(json!("a")));
     b.add("b", Const::new(json!("b")));
-    b.add("m", Merge::default());
+    b.add("m", Merge::<Any>::default());
     b.add("acc", Accumulator::new(2));
     b.add("out", Sink::new());
     b.connect("a.out_data", "m.in_a");
@@ -709,11 +735,11 @@ fn stuck_join() -> NetBuilder {
     let mut b = Net::builder("n");
     b.add("s1", Source::new("a"));
     b.add("s2", Source::new("b"));
-    b.add("m", Merge::default());
+    b.add("m", Merge::<Any>::default());
     b.add("d", Source::new("d"));
     b.add("c", BoolSource(false));
-    b.add("g", Gate);
-    b.add("join", Join::default());
+    b.add("g", Gate::<Any>::new());
+    b.add("join", Join::<Any>::default());
     b.add("out", Sink::new());
     b.add("no", Sink::new());
     b.connect("s1.out_data", "m.in_a");
@@ -779,7 +805,7 @@ fn branch_never_taken_is_unreached_not_a_deadlock() {
     let mut b = Net::builder("n");
     b.add("d", Source::new("x"));
     b.add("c", BoolSource(true));
-    b.add("g", Gate);
+    b.add("g", Gate::<Any>::new());
     b.add("yes", Sink::new());
     b.add("no", Sink::new());
     b.connect("d.out_data", "g.in_data");

@@ -1,10 +1,13 @@
-//! Compile-pass and compile-fail cases of the macros, run with trybuild. Regenerate the expected
-//! `.stderr` files with `TRYBUILD=overwrite cargo test -p cameleon-ui-tests` on the pinned
-//! toolchain (`rust-toolchain.toml`).
+//! The compile-pass and compile-fail cases of the macros (trybuild), `#[operator]` and
+//! `pipeline!`, built together in one trybuild project. The `.stderr` files are written by the
+//! pinned toolchain (`rust-toolchain.toml`): regenerate them with
+//! `TRYBUILD=overwrite cargo test -p cameleon-ui-tests`.
 
 #[test]
-fn pipeline_macro() {
+fn ui() {
     let t = trybuild::TestCases::new();
+    t.pass("operator/pass/*.rs");
+    t.compile_fail("operator/fail/*.rs");
     t.pass("pipeline/pass/*.rs");
     t.compile_fail("pipeline/fail/*.rs");
 }

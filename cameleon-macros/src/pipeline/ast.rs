@@ -18,7 +18,7 @@ use syn::parse::{ParseStream, Parser};
 use syn::spanned::Spanned;
 use syn::{Attribute, Expr, Ident, Token, Type};
 
-use super::ctxt::Ctxt;
+use crate::ctxt::Ctxt;
 
 /// A parsed `pipeline!` body: every statement that parsed, in order.
 pub struct Pipeline {
@@ -87,7 +87,7 @@ enum Statement {
 }
 
 /// Parses the macro's input, recording every malformed statement in `cx`.
-pub fn parse(input: TokenStream, cx: &mut Ctxt) -> Pipeline {
+pub fn parse(input: TokenStream, cx: &Ctxt) -> Pipeline {
     let mut p = Pipeline {
         settings: Vec::new(),
         instances: Vec::new(),

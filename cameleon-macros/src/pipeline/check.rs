@@ -7,7 +7,7 @@ use proc_macro2::Span;
 use syn::{Expr, Ident};
 
 use super::ast::{Connection, Endpoint, Instance, Pipeline, Setting};
-use super::ctxt::Ctxt;
+use crate::ctxt::Ctxt;
 
 /// The settings a pipeline may give.
 pub const NAME: &str = "name";
@@ -33,7 +33,7 @@ pub enum Mode {
     Parallel,
 }
 
-pub fn check<'a>(p: &'a Pipeline, cx: &mut Ctxt) -> Checked<'a> {
+pub fn check<'a>(p: &'a Pipeline, cx: &Ctxt) -> Checked<'a> {
     let settings = check_settings(&p.settings, cx);
     let instances = check_instance_names(&p.instances, cx);
     let connections = check_endpoints(&p.connections, &instances, cx);
@@ -49,7 +49,7 @@ pub fn check<'a>(p: &'a Pipeline, cx: &mut Ctxt) -> Checked<'a> {
 
 /// Rule: settings are `name`, `mode` and `max_loop_iterations`, each given at most once (a
 /// duplicate is reported at the second); `name` is required.
-fn check_settings<'a>(settings: &'a [Setting], cx: &mut Ctxt) -> HashMap<String, &'a Setting> {
+fn check_settings<'a>(settings: &'a [Setting], cx: &Ctxt) -> HashMap<String, &'a Setting> {
     let mut seen: HashMap<String, &Setting> = HashMap::new();
     for s in settings {
         let key = s.key.to_string();
@@ -57,7 +57,7 @@ fn check_settings<'a>(settings: &'a [Setting], cx: &mut Ctxt) -> HashMap<String,
             let hint = did_you_mean(&key, SETTINGS.iter().copied())
                 .map(|k| format!("; did you mean `{k}`?"))
                 .unwrap_or_default();
-            cx.error_spanned(
+            cx.error_spanned_by(
                 &s.key,
                 format!(
                     "unknown setting `{key}`: a pipeline's settings are `name`, `mode` and `max_loop_iterations`{hint}"
@@ -66,7 +66,7 @@ fn check_settings<'a>(settings: &'a [Setting], cx: &mut Ctxt) -> HashMap<String,
         } else if let std::collections::hash_map::Entry::Vacant(v) = seen.entry(key.clone()) {
             v.insert(s);
         } else {
-            cx.error_spanned(&s.key, format!("`{key}` is already set above"));
+            cx.error_spanned_by(&s.key, format!("`{key}` is already set above"));
         }
     }
     if !seen.contains_key(NAME) {
@@ -79,7 +79,7 @@ fn check_settings<'a>(settings: &'a [Setting], cx: &mut Ctxt) -> HashMap<String,
 }
 
 /// Rule: `mode` is `sequential` or `parallel`.
-fn check_mode(value: &Expr, cx: &mut Ctxt) -> Option<Mode> {
+fn check_mode(value: &Expr, cx: &Ctxt) -> Option<Mode> {
     let ident = match value {
         Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
         _ => None,
@@ -88,7 +88,7 @@ fn check_mode(value: &Expr, cx: &mut Ctxt) -> Option<Mode> {
         Some("sequential") => Some(Mode::Sequential),
         Some("parallel") => Some(Mode::Parallel),
         _ => {
-            cx.error_spanned(value, "`mode` is `sequential` or `parallel`");
+            cx.error_spanned_by(value, "`mode` is `sequential` or `parallel`");
             None
         }
     }
@@ -96,13 +96,13 @@ fn check_mode(value: &Expr, cx: &mut Ctxt) -> Option<Mode> {
 
 /// Rule: instance names are unique; a duplicate is reported at the second declaration (and left
 /// out, so its connections are checked against the first).
-fn check_instance_names<'a>(instances: &'a [Instance], cx: &mut Ctxt) -> Vec<&'a Instance> {
+fn check_instance_names<'a>(instances: &'a [Instance], cx: &Ctxt) -> Vec<&'a Instance> {
     let mut seen: HashMap<String, usize> = HashMap::new();
     let mut kept = Vec::new();
     for (n, inst) in instances.iter().enumerate() {
         let name = inst.name_str();
         if let Some(first) = seen.get(&name) {
-            cx.error_spanned(
+            cx.error_spanned_by(
                 &inst.name,
                 format!(
                     "duplicate instance name `{name}`: instance #{} is already named `{name}`; give each instance its own name",
@@ -122,7 +122,7 @@ fn check_instance_names<'a>(instances: &'a [Instance], cx: &mut Ctxt) -> Vec<&'a
 fn check_endpoints<'a>(
     connections: &'a [Connection],
     instances: &[&Instance],
-    cx: &mut Ctxt,
+    cx: &Ctxt,
 ) -> Vec<(&'a Connection, usize, usize)> {
     let index: HashMap<String, usize> = instances
         .iter()
@@ -130,7 +130,7 @@ fn check_endpoints<'a>(
         .map(|(i, inst)| (inst.name_str(), i))
         .collect();
     let names: Vec<String> = instances.iter().map(|i| i.name_str()).collect();
-    let resolve = |e: &Endpoint, cx: &mut Ctxt| {
+    let resolve = |e: &Endpoint, cx: &Ctxt| {
         let name = e.instance_name();
         let found = index.get(&name).copied();
         if found.is_none() {
@@ -144,7 +144,7 @@ fn check_endpoints<'a>(
                     list(&names)
                 ),
             };
-            cx.error_spanned(&e.instance, format!("unknown instance `{name}`; {hint}"));
+            cx.error_spanned_by(&e.instance, format!("unknown instance `{name}`; {hint}"));
         }
         found
     };
@@ -160,7 +160,7 @@ fn check_endpoints<'a>(
 }
 
 /// Rule: an input has exactly one incoming connection (SPEC §1); the second is reported.
-fn check_single_incoming(connections: &[(&Connection, usize, usize)], cx: &mut Ctxt) {
+fn check_single_incoming(connections: &[(&Connection, usize, usize)], cx: &Ctxt) {
     let mut seen: HashMap<String, &Connection> = HashMap::new();
     for (c, _, _) in connections {
         let key = c.to.text();

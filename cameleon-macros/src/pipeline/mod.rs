@@ -3,17 +3,16 @@
 
 mod ast;
 mod check;
-mod ctxt;
 mod expand;
 
 use proc_macro2::TokenStream;
 
 pub fn expand(input: TokenStream) -> TokenStream {
-    let mut cx = ctxt::Ctxt::new();
-    let parsed = ast::parse(input, &mut cx);
-    let checked = check::check(&parsed, &mut cx);
+    let cx = crate::ctxt::Ctxt::new();
+    let parsed = ast::parse(input, &cx);
+    let checked = check::check(&parsed, &cx);
     let net = expand::expand(&checked);
-    let errors = cx.check();
+    let errors = cx.check().err().map(syn::Error::into_compile_error);
     // The errors and the expansion together: rustc then also type-checks every connection that
     // could be resolved, so the user sees all mistakes at once.
     quote::quote! {{

@@ -1,27 +1,16 @@
 //! `std-data`: data processing.
 
-use serde_json::{Value as Json, json};
+use serde_json::Value as Json;
 
-use super::io::params;
 use super::test_expr::Test;
-use crate::operator::{Firing, OpError, OpSpec, Operator, Params, TypeRef};
-use crate::policy::{Family, Policy};
-use crate::types::{Any, Binary, DataBool, DataChunk, DataJSON, DataString, DataType, Value};
+use crate::catalogue::ParamError;
+use crate::operator;
+use crate::operator::{Firing, In, OpError, Out, Run};
+use crate::types::{Any, Binary, DataBool, DataChunk, DataJSON, DataString, Value};
 
-fn input<'a>(cx: &Firing<'a>, i: usize, port: &str) -> Result<&'a Value, OpError> {
+fn input<'a, O: ?Sized>(cx: &Firing<'a, O>, i: usize, port: &str) -> Result<&'a Value, OpError> {
     cx.value_at(i)
         .ok_or_else(|| OpError::new(format!("input `{port}` has no value")))
-}
-
-fn typed<'a, T: DataType>(cx: &Firing<'a>, i: usize, port: &str) -> Result<&'a T, OpError> {
-    let v = input(cx, i, port)?;
-    v.downcast_ref::<T>().ok_or_else(|| {
-        OpError::new(format!(
-            "input `{port}` holds a {}, expected {}",
-            v.type_name(),
-            <T as crate::types::PortType>::INFO.name
-        ))
-    })
 }
 
 /// The text of a value: a `DataString` as is, `Binary` as lossy UTF-8, anything else as
@@ -36,69 +25,108 @@ pub fn text_of(v: &Value) -> String {
     }
 }
 
-macro_rules! unary {
-    (
-        $(#[$doc:meta])* $name:ident, $id:literal, $label:literal, $policy:expr,
-        $in_ty:ty => $out_ty:ty, |$self_:ident, $v:ident| $body:expr
-    ) => {
-        $(#[$doc])*
-        #[derive(Clone, Debug, Default, PartialEq)]
-        pub struct $name;
-
-        impl $name {
-            /// The operator.
-            pub fn new() -> Self {
-                $name
-            }
-        }
-
-        impl Operator for $name {
-            fn spec(&self) -> OpSpec {
-                OpSpec::new($id, $label, Family::Behavioral, $policy)
-                    .input("in_data", TypeRef::of::<$in_ty>())
-                    .output("out_data", TypeRef::of::<$out_ty>())
-            }
-            fn run(&mut $self_, cx: &mut Firing<'_>) -> Result<(), OpError> {
-                let $v = input(cx, 0, "in_data")?;
-                let out: $out_ty = $body?;
-                cx.emit_at(0, out);
-                Ok(())
-            }
-        }
-    };
+/// Turns any value into text on `out_data`: a DataString as is, DataJSON as compact JSON, DataBool as true/false, Binary as lossy UTF-8.
+#[operator(id = "transform", label = "Transform", family = behavioral)]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Transform {
+    #[input]
+    in_data: In<Any>,
+    #[output]
+    out_data: Out<DataString>,
 }
 
-unary!(
-    /// Turns any value into text (`transform.in_data` any type → `out_data`, `DataString`): a
-    /// `DataString` as is, a `DataJSON` as compact JSON, a `DataBool` as `true`/`false`, `Binary`
-    /// as lossy UTF-8.
-    Transform, "transform", "Transform", Policy::Any, Any => DataString,
-    |self, v| Ok::<_, OpError>(DataString(text_of(v)))
-);
-
-unary!(
-    /// Parses JSON text (`json_parse`, `DataString` → `DataJSON`).
-    JsonParse, "json_parse", "JSON parse", Policy::Any, DataString => DataJSON,
-    |self, v| {
-        let s = v.downcast_ref::<DataString>().map(|s| s.0.as_str()).unwrap_or_default();
-        serde_json::from_str::<Json>(s)
-            .map(DataJSON)
-            .map_err(|e| OpError::new(format!("invalid JSON: {e}")))
+impl Transform {
+    /// The operator.
+    pub fn new() -> Self {
+        Transform
     }
-);
+}
 
-unary!(
-    /// Decodes bytes as UTF-8 text, replacing invalid sequences (`binary_to_string`,
-    /// `Binary` → `DataString`).
-    BinaryToString, "binary_to_string", "Binary to string", Policy::Any, Binary => DataString,
-    |self, v| Ok::<_, OpError>(DataString(text_of(v)))
-);
+impl Run for Transform {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let v = input(cx, 0, "in_data")?;
+        cx.emit(Self::out_data, DataString(text_of(v)));
+        Ok(())
+    }
+}
 
-unary!(
-    /// Adds one to a JSON number; integers stay integers (`counter`, `DataJSON` → `DataJSON`).
-    Counter, "counter", "Counter", Policy::Any, DataJSON => DataJSON,
-    |self, v| increment(&v.to_json()).map(DataJSON)
-);
+/// Parses the JSON text on `in_data` (DataString) into a DataJSON on `out_data`.
+#[operator(id = "json_parse", label = "JSON parse", family = behavioral)]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JsonParse {
+    #[input]
+    in_data: In<DataString>,
+    #[output]
+    out_data: Out<DataJSON>,
+}
+
+impl JsonParse {
+    /// The operator.
+    pub fn new() -> Self {
+        JsonParse
+    }
+}
+
+impl Run for JsonParse {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let s = &cx.get(Self::in_data)?.0;
+        let v = serde_json::from_str::<Json>(s)
+            .map_err(|e| OpError::new(format!("invalid JSON: {e}")))?;
+        cx.emit(Self::out_data, DataJSON(v));
+        Ok(())
+    }
+}
+
+/// Decodes the Binary on `in_data` as UTF-8 text (lossy) on `out_data`.
+#[operator(id = "binary_to_string", label = "Binary to string", family = behavioral)]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct BinaryToString {
+    #[input]
+    in_data: In<Binary>,
+    #[output]
+    out_data: Out<DataString>,
+}
+
+impl BinaryToString {
+    /// The operator.
+    pub fn new() -> Self {
+        BinaryToString
+    }
+}
+
+impl Run for BinaryToString {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let v = input(cx, 0, "in_data")?;
+        cx.emit(Self::out_data, DataString(text_of(v)));
+        Ok(())
+    }
+}
+
+/// Adds one to the JSON number on `in_data` (integers stay integers), on `out_data`.
+#[operator(id = "counter", label = "Counter", family = behavioral)]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Counter {
+    #[input]
+    in_data: In<DataJSON>,
+    #[output]
+    out_data: Out<DataJSON>,
+}
+
+impl Counter {
+    /// The operator.
+    pub fn new() -> Self {
+        Counter
+    }
+}
+
+impl Run for Counter {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let v = input(cx, 0, "in_data")?;
+        let next = increment(&v.to_json())?;
+        cx.emit(Self::out_data, DataJSON(next));
+        Ok(())
+    }
+}
 
 fn increment(v: &Json) -> Result<Json, OpError> {
     match v {
@@ -124,45 +152,45 @@ fn increment(v: &Json) -> Result<Json, OpError> {
     }
 }
 
-/// Writes JSON as text (`json_stringify`, `DataJSON` → `DataString`; param `pretty`).
+/// Writes the DataJSON on `in_data` as JSON text (DataString) on `out_data`.
+#[operator(id = "json_stringify", label = "JSON stringify", family = behavioral)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JsonStringify {
-    /// Indent the output.
+    /// indent the text
+    #[param(default = false)]
     pub pretty: bool,
+    #[input]
+    in_data: In<DataJSON>,
+    #[output]
+    out_data: Out<DataString>,
 }
 
-impl Operator for JsonStringify {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new(
-            "json_stringify",
-            "JSON stringify",
-            Family::Behavioral,
-            Policy::Any,
-        )
-        .input("in_data", TypeRef::of::<DataJSON>())
-        .output("out_data", TypeRef::of::<DataString>())
-    }
-    fn params(&self) -> Params {
-        params([("pretty", json!(self.pretty))])
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let v = &typed::<DataJSON>(cx, 0, "in_data")?.0;
+impl Run for JsonStringify {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let v = &cx.get(Self::in_data)?.0;
         let s = if self.pretty {
             serde_json::to_string_pretty(v)?
         } else {
             serde_json::to_string(v)?
         };
-        cx.emit_at(0, DataString(s));
+        cx.emit(Self::out_data, DataString(s));
         Ok(())
     }
 }
 
-/// Reads a field of a JSON value (`json_get`, `DataJSON` → `DataJSON`; param `path`, dotted,
-/// with list indices: `user.emails.0` or `user.emails[0]`).
+/// Reads the field at `path` of the DataJSON on `in_data` (dotted, with list indices: `a.b.0`).
+///
+/// `user.emails.0` and `user.emails[0]` are the same path; an empty path reads the whole value.
+#[operator(id = "json_get", label = "JSON get", family = behavioral)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JsonGet {
-    /// The path to read; empty reads the whole value.
+    /// dotted path, e.g. `user.emails.0`
+    #[param]
     pub path: String,
+    #[input]
+    in_data: In<DataJSON>,
+    #[output]
+    out_data: Out<DataJSON>,
 }
 
 impl JsonGet {
@@ -193,29 +221,27 @@ pub fn json_path<'a>(v: &'a Json, path: &str) -> Option<&'a Json> {
         })
 }
 
-impl Operator for JsonGet {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new("json_get", "JSON get", Family::Behavioral, Policy::Any)
-            .input("in_data", TypeRef::of::<DataJSON>())
-            .output("out_data", TypeRef::of::<DataJSON>())
-    }
-    fn params(&self) -> Params {
-        params([("path", json!(self.path))])
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let v = &typed::<DataJSON>(cx, 0, "in_data")?.0;
+impl Run for JsonGet {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let v = &cx.get(Self::in_data)?.0;
         let found = json_path(v, &self.path)
             .ok_or_else(|| OpError::new(format!("path `{}` not found in {v}", self.path)))?;
-        cx.emit_at(0, DataJSON(found.clone()));
+        cx.emit(Self::out_data, DataJSON(found.clone()));
         Ok(())
     }
 }
 
-/// Tests a value (`predicate.in_data` any type → `out_data`, `DataBool`; param `test`).
+/// Tests the JSON value of `in_data` (any type) and emits the verdict as a DataBool on `out_data`.
+#[operator(id = "predicate", label = "Predicate", family = behavioral)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct Predicate {
-    /// The test.
+    /// test on the value: {lt: 10}, {eq: "stop"}, {contains: "x"}, {not: {…}}, …
+    #[param]
     pub test: Test,
+    #[input]
+    in_data: In<Any>,
+    #[output]
+    out_data: Out<DataBool>,
 }
 
 impl Predicate {
@@ -225,28 +251,28 @@ impl Predicate {
     }
 }
 
-impl Operator for Predicate {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new("predicate", "Predicate", Family::Behavioral, Policy::Any)
-            .input("in_data", TypeRef::of::<Any>())
-            .output("out_data", TypeRef::of::<DataBool>())
-    }
-    fn params(&self) -> Params {
-        params([("test", self.test.to_json())])
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+impl Run for Predicate {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         let v = input(cx, 0, "in_data")?;
         let b = self.test.eval(&v.to_json()).map_err(OpError::new)?;
-        cx.emit_at(0, DataBool(b));
+        cx.emit(Self::out_data, DataBool(b));
         Ok(())
     }
 }
 
-/// Joins two strings: `in_main`, `separator`, `in_meta` (`format`, All policy).
+/// Joins two strings: `in_main`, then `separator`, then `in_meta`, on `out_data`.
+#[operator(id = "format", label = "Format", family = behavioral, firing = all)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct Format {
-    /// Put between the two strings (default one space).
+    /// put between the two strings
+    #[param(default = " ")]
     pub separator: String,
+    #[input]
+    in_main: In<DataString>,
+    #[input]
+    in_meta: In<DataString>,
+    #[output]
+    out_data: Out<DataString>,
 }
 
 impl Default for Format {
@@ -257,29 +283,37 @@ impl Default for Format {
     }
 }
 
-impl Operator for Format {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new("format", "Format", Family::Behavioral, Policy::All)
-            .input("in_main", TypeRef::of::<DataString>())
-            .input("in_meta", TypeRef::of::<DataString>())
-            .output("out_data", TypeRef::of::<DataString>())
-    }
-    fn params(&self) -> Params {
-        params([("separator", json!(self.separator))])
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let main = &typed::<DataString>(cx, 0, "in_main")?.0;
-        let meta = &typed::<DataString>(cx, 1, "in_meta")?.0;
-        cx.emit_at(0, DataString(format!("{main}{}{meta}", self.separator)));
+impl Run for Format {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let main = &cx.get(Self::in_main)?.0;
+        let meta = &cx.get(Self::in_meta)?.0;
+        let text = format!("{main}{}{meta}", self.separator);
+        cx.emit(Self::out_data, DataString(text));
         Ok(())
     }
 }
 
-/// Fills `{{key}}` placeholders of `in_template` from the `DataJSON` on `in_data` (`template`,
-/// All policy). Keys may be dotted paths; strings are inserted as is, other values as compact
-/// JSON; a missing key is an error.
+/// Fills the `{{key}}` placeholders of `in_template` (DataString) from `in_data` (DataJSON); the text goes to `out_data`.
+///
+/// Keys may be dotted paths; strings are inserted as is, other values as compact JSON; a
+/// missing key is an error.
+#[operator(id = "template", label = "Template", family = behavioral, firing = all)]
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Template;
+pub struct Template {
+    #[input]
+    in_template: In<DataString>,
+    #[input]
+    in_data: In<DataJSON>,
+    #[output]
+    out_data: Out<DataString>,
+}
+
+impl Template {
+    /// The operator.
+    pub fn new() -> Self {
+        Template
+    }
+}
 
 /// Fills `{{key}}` placeholders of `template` from `data`.
 pub fn fill_template(template: &str, data: &Json) -> Result<String, String> {
@@ -307,29 +341,30 @@ pub fn fill_template(template: &str, data: &Json) -> Result<String, String> {
     Ok(out)
 }
 
-impl Operator for Template {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new("template", "Template", Family::Behavioral, Policy::All)
-            .input("in_template", TypeRef::of::<DataString>())
-            .input("in_data", TypeRef::of::<DataJSON>())
-            .output("out_data", TypeRef::of::<DataString>())
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let t = &typed::<DataString>(cx, 0, "in_template")?.0;
-        let d = &typed::<DataJSON>(cx, 1, "in_data")?.0;
-        cx.emit_at(0, DataString(fill_template(t, d).map_err(OpError::new)?));
+impl Run for Template {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let t = &cx.get(Self::in_template)?.0;
+        let d = &cx.get(Self::in_data)?.0;
+        let text = fill_template(t, d).map_err(OpError::new)?;
+        cx.emit(Self::out_data, DataString(text));
         Ok(())
     }
 }
 
-/// Splits a text into chunks of `size` characters, each overlapping the previous one by
-/// `overlap` characters (`chunker`, `DataString` → `DataChunk`).
+/// Splits the text on `in_data` into chunks of `size` characters overlapping by `overlap` (DataChunk on `out_data`).
+#[operator(id = "chunker", label = "Chunker", family = behavioral)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chunker {
-    /// Characters per chunk (≥ 1).
+    /// characters per chunk (≥ 1)
+    #[param(default = 512)]
     pub size: usize,
-    /// Characters shared with the previous chunk (< size).
+    /// characters shared with the previous chunk (< size)
+    #[param(default = 0)]
     pub overlap: usize,
+    #[input]
+    in_data: In<DataString>,
+    #[output]
+    out_data: Out<DataChunk>,
 }
 
 impl Default for Chunker {
@@ -365,25 +400,24 @@ pub fn chunk_text(text: &str, size: usize, overlap: usize) -> Result<Vec<String>
     Ok(out)
 }
 
-impl Operator for Chunker {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new("chunker", "Chunker", Family::Behavioral, Policy::Any)
-            .input("in_data", TypeRef::of::<DataString>())
-            .output("out_data", TypeRef::of::<DataChunk>())
-    }
-    fn params(&self) -> Params {
-        params([("size", json!(self.size)), ("overlap", json!(self.overlap))])
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let t = &typed::<DataString>(cx, 0, "in_data")?.0;
+impl Run for Chunker {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let t = &cx.get(Self::in_data)?.0;
         let chunks = chunk_text(t, self.size, self.overlap).map_err(OpError::new)?;
-        cx.emit_at(0, DataChunk(chunks));
+        cx.emit(Self::out_data, DataChunk(chunks));
         Ok(())
+    }
+    fn validate(&self) -> Result<(), ParamError> {
+        chunk_text("", self.size, self.overlap)
+            .map(drop)
+            .map_err(|e| ParamError::new("overlap".to_owned(), e))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

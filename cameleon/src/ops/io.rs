@@ -2,18 +2,20 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use serde_json::json;
-
-use crate::connection::ConnState;
-use crate::operator::{Firing, OpError, OpSpec, Operator, Params, TypeRef};
-use crate::policy::{Family, Policy};
+use crate::catalogue::{BuildContext, FromContext};
+use crate::operator;
+use crate::operator::{Firing, In, OpError, Out, Run};
 use crate::types::{Any, Binary, DataJSON, DataString};
 
-/// Emits a configured string once (`source.out_data`, a `DataString`).
+/// Emits a configured string once, as a DataString on `out_data`.
+#[operator(id = "source", label = "Source", family = behavioral, firing = source)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Source {
-    /// The string emitted.
+    /// the string emitted
+    #[param]
     pub value: String,
+    #[output]
+    out_data: Out<DataString>,
 }
 
 impl Source {
@@ -25,25 +27,22 @@ impl Source {
     }
 }
 
-impl Operator for Source {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new("source", "Source", Family::Behavioral, Policy::Source)
-            .output("out_data", TypeRef::of::<DataString>())
-    }
-    fn params(&self) -> Params {
-        params([("value", json!(self.value))])
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        cx.emit_at(0, DataString(self.value.clone()));
+impl Run for Source {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        cx.emit(Self::out_data, DataString(self.value.clone()));
         Ok(())
     }
 }
 
-/// Emits a configured JSON value once (`const.out_data`, a `DataJSON`).
+/// Emits a configured JSON value once, as a DataJSON on `out_data`.
+#[operator(id = "const", label = "Const", family = behavioral, firing = source)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Const {
-    /// The value emitted.
+    /// the value emitted (any YAML value)
+    #[param]
     pub value: serde_json::Value,
+    #[output]
+    out_data: Out<DataJSON>,
 }
 
 impl Const {
@@ -53,24 +52,22 @@ impl Const {
     }
 }
 
-impl Operator for Const {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new("const", "Const", Family::Behavioral, Policy::Source)
-            .output("out_data", TypeRef::of::<DataJSON>())
-    }
-    fn params(&self) -> Params {
-        params([("value", self.value.clone())])
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        cx.emit_at(0, DataJSON(self.value.clone()));
+impl Run for Const {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        cx.emit(Self::out_data, DataJSON(self.value.clone()));
         Ok(())
     }
 }
 
-/// Collects every value it receives (`sink.in_data`, any type). What a sink received is
-/// [`Cvm::received`](crate::Cvm::received); the CLI prints it.
+/// Collects every value it receives on `in_data` (any type); the CLI prints them.
+///
+/// What a sink received is [`Cvm::received`](crate::Cvm::received).
+#[operator(id = "sink", label = "Sink", family = behavioral)]
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Sink;
+pub struct Sink {
+    #[input]
+    in_data: In<Any>,
+}
 
 impl Sink {
     /// A sink.
@@ -79,12 +76,8 @@ impl Sink {
     }
 }
 
-impl Operator for Sink {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new("sink", "Sink", Family::Behavioral, Policy::Any)
-            .input("in_data", TypeRef::of::<Any>())
-    }
-    fn run(&mut self, _cx: &mut Firing<'_>) -> Result<(), OpError> {
+impl Run for Sink {
+    fn run(&mut self, _cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         Ok(())
     }
 }
@@ -104,6 +97,15 @@ impl Default for FileAccess {
         FileAccess {
             root: PathBuf::from("."),
             allow_outside: false,
+        }
+    }
+}
+
+impl FromContext for FileAccess {
+    fn from_context(cx: &BuildContext) -> Self {
+        FileAccess {
+            root: cx.base_dir.clone().unwrap_or_else(|| ".".into()),
+            allow_outside: cx.allow_outside,
         }
     }
 }
@@ -137,73 +139,110 @@ impl FileAccess {
         Ok(joined)
     }
 
-    fn read(&self, path: &str) -> Result<Vec<u8>, OpError> {
+    /// Reads the file at `path`, resolved by [`resolve`](Self::resolve).
+    pub fn read(&self, path: &str) -> Result<Vec<u8>, OpError> {
         let full = self.resolve(path)?;
         std::fs::read(&full)
             .map_err(|e| OpError::new(format!("cannot read `{}`: {e}", full.display())))
     }
 }
 
-macro_rules! file_source {
-    ($(#[$doc:meta])* $name:ident, $id:literal, $label:literal, $ty:ty, |$bytes:ident, $path:ident| $conv:expr) => {
-        $(#[$doc])*
-        #[derive(Clone, Debug, Default, PartialEq)]
-        pub struct $name {
-            /// The file, relative to the pipeline's folder.
-            pub path: String,
-            /// Where the file may be read from.
-            pub access: FileAccess,
-        }
-
-        impl $name {
-            /// Reads `path`, relative to the current directory and confined to it.
-            pub fn new(path: impl Into<String>) -> Self {
-                $name { path: path.into(), access: FileAccess::default() }
-            }
-        }
-
-        impl Operator for $name {
-            fn spec(&self) -> OpSpec {
-                OpSpec::new($id, $label, Family::Behavioral, Policy::Source)
-                    .output("out_data", TypeRef::of::<$ty>())
-            }
-            fn params(&self) -> Params {
-                params([("path", json!(self.path))])
-            }
-            fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-                let $bytes = self.access.read(&self.path)?;
-                let $path = &self.path;
-                let v: $ty = $conv?;
-                cx.emit_at(0, v);
-                Ok(())
-            }
-        }
-    };
+/// Reads a file's bytes once, as Binary on `out_data`.
+#[operator(id = "file_loader", label = "File loader", family = behavioral, firing = source)]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FileLoader {
+    /// file path, relative to the .cm file's folder
+    #[param]
+    pub path: String,
+    /// Where the file may be read from.
+    #[context]
+    pub access: FileAccess,
+    #[output]
+    out_data: Out<Binary>,
 }
 
-file_source!(
-    /// Reads a file's bytes (`file_loader.out_data`, `Binary`).
-    FileLoader, "file_loader", "File loader", Binary, |bytes, _path| Ok::<_, OpError>(Binary(bytes))
-);
-file_source!(
-    /// Reads a UTF-8 text file (`text_file.out_data`, `DataString`).
-    TextFile, "text_file", "Text file", DataString, |bytes, path| String::from_utf8(bytes)
-        .map(DataString)
-        .map_err(|e| OpError::new(format!("`{path}` is not UTF-8 text: {e}")))
-);
-file_source!(
-    /// Reads a JSON file (`json_file.out_data`, `DataJSON`).
-    JsonFile, "json_file", "JSON file", DataJSON, |bytes, path| serde_json::from_slice(&bytes)
-        .map(DataJSON)
-        .map_err(|e| OpError::new(format!("`{path}` is not valid JSON: {e}")))
-);
-
-/// Builds a params map from pairs.
-pub(crate) fn params<const N: usize>(pairs: [(&str, serde_json::Value); N]) -> Params {
-    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+impl FileLoader {
+    /// Reads `path`, relative to the current directory and confined to it.
+    pub fn new(path: impl Into<String>) -> Self {
+        FileLoader {
+            path: path.into(),
+            access: FileAccess::default(),
+        }
+    }
 }
 
-/// The state of input `i` is NEW.
-pub(crate) fn is_new(cx: &Firing<'_>, i: usize) -> bool {
-    cx.state_at(i) == ConnState::New
+impl Run for FileLoader {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let bytes = self.access.read(&self.path)?;
+        cx.emit(Self::out_data, Binary(bytes));
+        Ok(())
+    }
+}
+
+/// Reads a UTF-8 text file once, as a DataString on `out_data`.
+#[operator(id = "text_file", label = "Text file", family = behavioral, firing = source)]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct TextFile {
+    /// file path, relative to the .cm file's folder
+    #[param]
+    pub path: String,
+    /// Where the file may be read from.
+    #[context]
+    pub access: FileAccess,
+    #[output]
+    out_data: Out<DataString>,
+}
+
+impl TextFile {
+    /// Reads `path`, relative to the current directory and confined to it.
+    pub fn new(path: impl Into<String>) -> Self {
+        TextFile {
+            path: path.into(),
+            access: FileAccess::default(),
+        }
+    }
+}
+
+impl Run for TextFile {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let bytes = self.access.read(&self.path)?;
+        let text = String::from_utf8(bytes)
+            .map_err(|e| OpError::new(format!("`{}` is not UTF-8 text: {e}", self.path)))?;
+        cx.emit(Self::out_data, DataString(text));
+        Ok(())
+    }
+}
+
+/// Reads a JSON file once, as a DataJSON on `out_data`.
+#[operator(id = "json_file", label = "JSON file", family = behavioral, firing = source)]
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JsonFile {
+    /// file path, relative to the .cm file's folder
+    #[param]
+    pub path: String,
+    /// Where the file may be read from.
+    #[context]
+    pub access: FileAccess,
+    #[output]
+    out_data: Out<DataJSON>,
+}
+
+impl JsonFile {
+    /// Reads `path`, relative to the current directory and confined to it.
+    pub fn new(path: impl Into<String>) -> Self {
+        JsonFile {
+            path: path.into(),
+            access: FileAccess::default(),
+        }
+    }
+}
+
+impl Run for JsonFile {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let bytes = self.access.read(&self.path)?;
+        let v = serde_json::from_slice(&bytes)
+            .map_err(|e| OpError::new(format!("`{}` is not valid JSON: {e}", self.path)))?;
+        cx.emit(Self::out_data, DataJSON(v));
+        Ok(())
+    }
 }

@@ -8,8 +8,6 @@
 
 mod data;
 mod io;
-mod ports_manual;
-mod registry;
 mod structural;
 pub mod test_expr;
 

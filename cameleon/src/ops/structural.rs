@@ -1,21 +1,33 @@
-//! `std-struct`: flow control. These operators move references; their `Any` ports are type
-//! variables (SPEC §1).
+//! `std-struct`: flow control. These operators move references; their ports are type variables
+//! (SPEC §1): in Rust, type parameters (`Fork<T>`), which `pipeline!` infers from the
+//! connections; built from `.cm`, `Any` (`Fork<Any>`, the default), whose ports the net binds by
+//! unification.
+//!
+//! The n-ary operators (`fork`, `join`, `merge`, `barrier`) have an `arity` param (2..=26):
+//! `arity` ports `in_a`, `in_b`, … (or `out_a`, …). In Rust their handles exist for every
+//! letter (`Fork::out_c`); a handle past the instance's arity names a port the instance does
+//! not have, which building the net reports. `Fork<T>` and `Merge<T>` type all their ports with
+//! `T`; `Join<T>` types `in_a` and `out_data` with `T` and accepts any type on `in_b`, …;
+//! `Barrier<A, B>` types the pairs `a` and `b`, and its pairs from `c` on are untyped in Rust
+//! (`Any`): connect them to `Any` inputs, or build the net from `.cm`, where every pair is a
+//! type variable.
 
-use serde_json::json;
+use std::marker::PhantomData;
 
-use super::io::{is_new, params};
 use super::test_expr::Test;
+use crate::catalogue::ParamError;
 use crate::connection::ConnState;
-use crate::operator::{Firing, InputSet, OpError, OpSpec, OpState, Operator, Params, TypeRef};
-use crate::policy::{Enabling, Family, Policy};
-use crate::types::{Any, DataBool, DataJSON, Value};
+use crate::operator;
+use crate::operator::{CanFire, Firing, In, InputSet, OpError, Out, Run};
+use crate::policy::Enabling;
+use crate::types::{Any, DataBool, DataJSON, PortType, Value};
 
 /// Most ports an n-ary operator (`fork`, `join`, `merge`, `barrier`) can have.
 pub const MAX_ARITY: usize = 26;
 
 /// The name of the `i`-th n-ary port: `in_a`, `in_b`, … `in_z`.
 pub fn letter_port(prefix: &str, i: usize) -> String {
-    format!("{prefix}_{}", (b'a' + i as u8) as char)
+    format!("{prefix}_{}", (b'a' + i.min(25) as u8) as char)
 }
 
 fn check_arity(arity: usize) -> Result<(), String> {
@@ -28,245 +40,344 @@ fn check_arity(arity: usize) -> Result<(), String> {
     }
 }
 
-fn value_at<'a>(cx: &Firing<'a>, i: usize, port: &str) -> Result<&'a Value, OpError> {
+fn validate_arity(arity: usize) -> Result<(), ParamError> {
+    check_arity(arity).map_err(|e| ParamError::new("arity".to_owned(), e))
+}
+
+fn value_at<'a, O: ?Sized>(cx: &Firing<'a, O>, i: usize, port: &str) -> Result<&'a Value, OpError> {
     cx.value_at(i)
         .ok_or_else(|| OpError::new(format!("input `{port}` has no value")))
 }
 
-/// AND-split: copies its input to every output (`fork.in_data → out_a, out_b, …`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Fork {
+/// AND-split: copies `in_data` to every output `out_a`, `out_b`, … (same type as the input).
+#[operator(id = "fork", label = "Fork", family = structural)]
+#[derive(Clone, Debug)]
+pub struct Fork<T: PortType = Any> {
+    /// number of n-ary ports (2..=26); extra ports are named in_c/out_c, in_d/out_d, …
+    #[param(default = 2)]
     arity: usize,
+    #[input]
+    in_data: In<T>,
+    #[output(variadic = arity)]
+    out_a: Out<T>,
 }
 
-impl Fork {
+impl<T: PortType> Fork<T> {
     /// A fork with `arity` outputs (2..=26).
     pub fn new(arity: usize) -> Result<Self, String> {
-        check_arity(arity).map(|()| Fork { arity })
+        check_arity(arity).map(|()| Fork {
+            arity,
+            __cameleon_ports: PhantomData,
+        })
     }
 }
 
-impl Default for Fork {
+impl<T: PortType> Default for Fork<T> {
     fn default() -> Self {
-        Fork { arity: 2 }
+        Fork {
+            arity: 2,
+            __cameleon_ports: PhantomData,
+        }
     }
 }
 
-impl Operator for Fork {
-    fn spec(&self) -> OpSpec {
-        let mut s = OpSpec::new("fork", "Fork", Family::Structural, Policy::Any)
-            .input("in_data", TypeRef::Var(0));
-        for i in 0..self.arity {
-            s = s.output(letter_port("out", i), TypeRef::Var(0));
-        }
-        s
-    }
-    fn params(&self) -> Params {
-        params([("arity", json!(self.arity))])
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let v = value_at(cx, 0, "in_data")?.clone();
+impl<T: PortType> Run for Fork<T> {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let v = cx
+            .value(Self::in_data)
+            .ok_or_else(|| OpError::new("input `in_data` has no value"))?
+            .clone();
         for i in 0..self.arity {
             cx.emit_at(i, v.clone());
         }
         Ok(())
     }
+    fn validate(&self) -> Result<(), ParamError> {
+        validate_arity(self.arity)
+    }
 }
 
-/// AND-join: waits for every input, passes `in_a` through (`join.in_a, in_b, … → out_data`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Join {
+/// AND-join: waits until every input `in_a`, `in_b`, … is NEW, then passes `in_a` to `out_data`.
+#[operator(id = "join", label = "Join", family = structural, firing = all)]
+#[derive(Clone, Debug)]
+pub struct Join<T: PortType = Any> {
+    /// number of n-ary ports (2..=26); extra ports are named in_c/out_c, in_d/out_d, …
+    #[param(default = 2)]
     arity: usize,
+    #[input]
+    in_a: In<T>,
+    #[input(variadic = arity)]
+    in_b: In<Any>,
+    #[output]
+    out_data: Out<T>,
 }
 
-impl Join {
+impl<T: PortType> Join<T> {
     /// A join of `arity` inputs (2..=26).
     pub fn new(arity: usize) -> Result<Self, String> {
-        check_arity(arity).map(|()| Join { arity })
+        check_arity(arity).map(|()| Join {
+            arity,
+            __cameleon_ports: PhantomData,
+        })
     }
 }
 
-impl Default for Join {
+impl<T: PortType> Default for Join<T> {
     fn default() -> Self {
-        Join { arity: 2 }
-    }
-}
-
-impl Operator for Join {
-    fn spec(&self) -> OpSpec {
-        let mut s = OpSpec::new("join", "Join", Family::Structural, Policy::All);
-        for i in 0..self.arity {
-            s = s.input(letter_port("in", i), TypeRef::Var(i as u8));
+        Join {
+            arity: 2,
+            __cameleon_ports: PhantomData,
         }
-        s.output("out_data", TypeRef::Var(0))
-    }
-    fn params(&self) -> Params {
-        params([("arity", json!(self.arity))])
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let v = value_at(cx, 0, "in_a")?.clone();
-        cx.emit_at(0, v);
-        Ok(())
     }
 }
 
-/// XOR-join: forwards the first NEW input and consumes only it; another NEW input stays NEW for
-/// the next firing (`merge.in_a, in_b, … → out_data`). Fires with EMPTY inputs (a loop entry).
-#[derive(Clone, Debug, PartialEq)]
-pub struct Merge {
+impl<T: PortType> Run for Join<T> {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        cx.forward(Self::in_a, Self::out_data)
+    }
+    fn validate(&self) -> Result<(), ParamError> {
+        validate_arity(self.arity)
+    }
+}
+
+/// XOR-join: forwards the first NEW input to `out_data`; other NEW inputs wait their turn. The loop entry.
+///
+/// It consumes only the input it forwards; another NEW input stays NEW for the next firing. It
+/// fires with EMPTY inputs (`any_no_guard`), so a loop's back edge may still be EMPTY.
+#[operator(id = "merge", label = "Merge", family = structural, firing = any_no_guard)]
+#[derive(Clone, Debug)]
+pub struct Merge<T: PortType = Any> {
+    /// number of n-ary ports (2..=26); extra ports are named in_c/out_c, in_d/out_d, …
+    #[param(default = 2)]
     arity: usize,
+    #[input(variadic = arity)]
+    in_a: In<T>,
+    #[output]
+    out_data: Out<T>,
 }
 
-impl Merge {
+impl<T: PortType> Merge<T> {
     /// A merge of `arity` inputs (2..=26).
     pub fn new(arity: usize) -> Result<Self, String> {
-        check_arity(arity).map(|()| Merge { arity })
+        check_arity(arity).map(|()| Merge {
+            arity,
+            __cameleon_ports: PhantomData,
+        })
     }
 }
 
-impl Default for Merge {
+impl<T: PortType> Default for Merge<T> {
     fn default() -> Self {
-        Merge { arity: 2 }
+        Merge {
+            arity: 2,
+            __cameleon_ports: PhantomData,
+        }
     }
 }
 
-impl Operator for Merge {
-    fn spec(&self) -> OpSpec {
-        let mut s = OpSpec::new("merge", "Merge", Family::Structural, Policy::AnyNoGuard);
-        for i in 0..self.arity {
-            s = s.input(letter_port("in", i), TypeRef::Var(0));
-        }
-        s.output("out_data", TypeRef::Var(0))
-    }
-    fn params(&self) -> Params {
-        params([("arity", json!(self.arity))])
+impl<T: PortType> Run for Merge<T> {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let i = (0..cx.input_count())
+            .find(|&i| cx.state_at(i) == ConnState::New)
+            .ok_or_else(|| OpError::new("no NEW input"))?;
+        let v = value_at(cx, i, "in")?.clone();
+        cx.emit_value(Self::out_data, v);
+        Ok(())
     }
     fn consumes(&self, inputs: &[ConnState]) -> InputSet {
         InputSet::first_new(inputs)
     }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let i = (0..cx.input_count())
-            .find(|&i| is_new(cx, i))
-            .ok_or_else(|| OpError::new("no NEW input"))?;
-        let v = value_at(cx, i, "in")?.clone();
-        cx.emit_at(0, v);
-        Ok(())
+    fn validate(&self) -> Result<(), ParamError> {
+        validate_arity(self.arity)
     }
 }
 
-/// XOR-split: routes `in_data` to `out_true` or `out_false` by the `DataBool` on
-/// `in_condition`. Fires when `in_data` is NEW and `in_condition` is not EMPTY (a kept condition
-/// is re-used). Alias: `switch`.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Gate;
+/// XOR-split: routes `in_data` to `out_true` or `out_false` by the DataBool on `in_condition`; fires when `in_data` is NEW and `in_condition` is not EMPTY.
+///
+/// A kept (OLD) condition is re-used. Alias: `switch`.
+#[operator(
+    id = "gate",
+    label = "Gate",
+    aliases = ["switch"],
+    family = structural,
+    firing = custom,
+    emits = [[out_true], [out_false]]
+)]
+#[derive(Clone, Debug)]
+pub struct Gate<T: PortType = Any> {
+    #[input]
+    in_data: In<T>,
+    #[input]
+    in_condition: In<DataBool>,
+    #[output]
+    out_true: Out<T>,
+    #[output]
+    out_false: Out<T>,
+}
 
-impl Operator for Gate {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new("gate", "Gate", Family::Structural, Policy::Custom)
-            .input("in_data", TypeRef::Var(0))
-            .input("in_condition", TypeRef::of::<DataBool>())
-            .output("out_true", TypeRef::Var(0))
-            .output("out_false", TypeRef::Var(0))
-            .emits(&[&["out_true"], &["out_false"]])
+impl<T: PortType> Gate<T> {
+    /// A gate.
+    pub fn new() -> Self {
+        Gate {
+            __cameleon_ports: PhantomData,
+        }
     }
+}
+
+impl<T: PortType> Default for Gate<T> {
+    fn default() -> Self {
+        Gate::new()
+    }
+}
+
+impl<T: PortType> CanFire for Gate<T> {
     fn can_fire(&self, e: &Enabling<'_>) -> bool {
         e.inputs[0] == ConnState::New && e.inputs[1] != ConnState::Empty
     }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let cond = value_at(cx, 1, "in_condition")?
-            .downcast_ref::<DataBool>()
-            .ok_or_else(|| OpError::new("`in_condition` is not a DataBool"))?
-            .0;
-        let v = value_at(cx, 0, "in_data")?.clone();
-        cx.emit_at(if cond { 0 } else { 1 }, v);
-        Ok(())
+}
+
+impl<T: PortType> Run for Gate<T> {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let cond = cx.get(Self::in_condition)?.0;
+        let out = if cond {
+            Self::out_true
+        } else {
+            Self::out_false
+        };
+        cx.forward(Self::in_data, out)
     }
 }
 
-/// Synchronisation barrier: waits for every input, then passes each to its paired output
-/// (`barrier.in_a, in_b, … → out_a, out_b, …`). Alias: `sync`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Barrier {
+/// Synchronisation: waits until every input is NEW, then passes `in_a` to `out_a`, `in_b` to `out_b`, ….
+///
+/// Alias: `sync`.
+#[operator(
+    id = "barrier",
+    label = "Barrier",
+    aliases = ["sync"],
+    family = structural,
+    firing = all
+)]
+#[derive(Clone, Debug)]
+pub struct Barrier<A: PortType = Any, B: PortType = Any> {
+    /// number of n-ary ports (2..=26); extra ports are named in_c/out_c, in_d/out_d, …
+    #[param(default = 2)]
     arity: usize,
+    #[input]
+    in_a: In<A>,
+    #[input]
+    in_b: In<B>,
+    #[input(variadic = arity)]
+    in_c: In<Any>,
+    #[output]
+    out_a: Out<A>,
+    #[output]
+    out_b: Out<B>,
+    #[output(variadic = arity)]
+    out_c: Out<Any>,
 }
 
-impl Barrier {
+impl<A: PortType, B: PortType> Barrier<A, B> {
     /// A barrier of `arity` pairs (2..=26).
     pub fn new(arity: usize) -> Result<Self, String> {
-        check_arity(arity).map(|()| Barrier { arity })
+        check_arity(arity).map(|()| Barrier {
+            arity,
+            __cameleon_ports: PhantomData,
+        })
     }
 }
 
-impl Default for Barrier {
+impl<A: PortType, B: PortType> Default for Barrier<A, B> {
     fn default() -> Self {
-        Barrier { arity: 2 }
+        Barrier {
+            arity: 2,
+            __cameleon_ports: PhantomData,
+        }
     }
 }
 
-impl Operator for Barrier {
-    fn spec(&self) -> OpSpec {
-        let mut s = OpSpec::new("barrier", "Barrier", Family::Structural, Policy::All);
+impl<A: PortType, B: PortType> Run for Barrier<A, B> {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         for i in 0..self.arity {
-            s = s.input(letter_port("in", i), TypeRef::Var(i as u8));
-        }
-        for i in 0..self.arity {
-            s = s.output(letter_port("out", i), TypeRef::Var(i as u8));
-        }
-        s
-    }
-    fn params(&self) -> Params {
-        params([("arity", json!(self.arity))])
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        for i in 0..self.arity {
-            let v = value_at(cx, i, "in")?.clone();
+            let v = value_at(cx, i, &letter_port("in", i))?.clone();
             cx.emit_at(i, v);
         }
         Ok(())
     }
+    fn validate(&self) -> Result<(), ParamError> {
+        validate_arity(self.arity)
+    }
 }
 
-/// Loop exit: emits its input on `out_continue` while `continue_if` holds, else on `out_exit`.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Guard {
-    /// The test deciding whether the loop goes on.
+/// Loop exit: emits `in_data` on `out_continue` while the test `continue_if` holds on its JSON value, else on `out_exit`.
+#[operator(
+    id = "guard",
+    label = "Guard",
+    family = structural,
+    emits = [[out_continue], [out_exit]]
+)]
+#[derive(Clone, Debug)]
+pub struct Guard<T: PortType = Any> {
+    /// test on the value: {lt: 10}, {eq: "stop"}, {not: {…}}, {all: […]}, {any: […]}, …
+    #[param]
     pub continue_if: Test,
+    #[input]
+    in_data: In<T>,
+    #[output]
+    out_continue: Out<T>,
+    #[output]
+    out_exit: Out<T>,
 }
 
-impl Guard {
+impl<T: PortType> Guard<T> {
     /// A guard with the given test.
     pub fn new(continue_if: Test) -> Self {
-        Guard { continue_if }
+        Guard {
+            continue_if,
+            __cameleon_ports: PhantomData,
+        }
     }
 }
 
-impl Operator for Guard {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new("guard", "Guard", Family::Structural, Policy::Any)
-            .input("in_data", TypeRef::Var(0))
-            .output("out_continue", TypeRef::Var(0))
-            .output("out_exit", TypeRef::Var(0))
-            .emits(&[&["out_continue"], &["out_exit"]])
-    }
-    fn params(&self) -> Params {
-        params([("continue_if", self.continue_if.to_json())])
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let v = value_at(cx, 0, "in_data")?.clone();
+impl<T: PortType> Run for Guard<T> {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let v = cx
+            .value(Self::in_data)
+            .ok_or_else(|| OpError::new("input `in_data` has no value"))?;
         let go_on = self.continue_if.eval(&v.to_json()).map_err(OpError::new)?;
-        cx.emit_at(if go_on { 0 } else { 1 }, v);
-        Ok(())
+        let out = if go_on {
+            Self::out_continue
+        } else {
+            Self::out_exit
+        };
+        cx.forward(Self::in_data, out)
     }
 }
 
-/// Collects values into a list: emits the list (`DataJSON` array) on `out_data` after `n`
-/// values, or when `in_done` receives a token (`n: 0` waits for `in_done` only); then starts a
-/// new list. `in_done` is optional.
+/// Collects values of `in_data` into a list (DataJSON) emitted on `out_data` after `n` values, or when optional `in_done` receives a token.
+///
+/// With `n: 0` only `in_done` ends a list; then a new list starts. The list being collected is
+/// internal state: a backward step restores it exactly.
+#[operator(
+    id = "accumulator",
+    label = "Accumulator",
+    family = behavioral,
+    firing = any_no_guard,
+    emits = [[], [out_data]]
+)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Accumulator {
-    /// How many values make a list (0: only `in_done` ends a list).
+    /// values per list; 0 waits for `in_done`
+    #[param(default = 0)]
     pub n: usize,
+    /// The values collected so far (internal state).
     items: Vec<serde_json::Value>,
+    #[input]
+    in_data: In<Any>,
+    #[input(optional)]
+    in_done: In<Any>,
+    #[output]
+    out_data: Out<DataJSON>,
 }
 
 impl Accumulator {
@@ -279,40 +390,59 @@ impl Accumulator {
     }
 }
 
-impl Operator for Accumulator {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new(
-            "accumulator",
-            "Accumulator",
-            Family::Behavioral,
-            Policy::AnyNoGuard,
-        )
-        .input("in_data", TypeRef::of::<Any>())
-        .optional_input("in_done", TypeRef::of::<Any>())
-        .output("out_data", TypeRef::of::<DataJSON>())
-        .emits(&[&[], &["out_data"]])
-    }
-    fn params(&self) -> Params {
-        params([("n", json!(self.n))])
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        if is_new(cx, 0) {
-            let v = value_at(cx, 0, "in_data")?;
+impl Run for Accumulator {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        if cx.is_new(Self::in_data) {
+            let v = cx
+                .value(Self::in_data)
+                .ok_or_else(|| OpError::new("input `in_data` has no value"))?;
             self.items.push(v.to_json());
         }
         let full = self.n > 0 && self.items.len() >= self.n;
-        if full || is_new(cx, 1) {
+        if full || cx.is_new(Self::in_done) {
             let list = std::mem::take(&mut self.items);
-            cx.emit_at(0, DataJSON(serde_json::Value::Array(list)));
+            cx.emit(Self::out_data, DataJSON(serde_json::Value::Array(list)));
         }
         Ok(())
     }
-    fn save_state(&self) -> Option<OpState> {
-        Some(OpState::new(self.items.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::operator::Operator;
+
+    #[test]
+    fn accumulator_rollback_restores_the_collected_items() {
+        let mut acc = Accumulator::new(3);
+        acc.items = vec![json!(1)];
+        let before = acc.save_state();
+        acc.items.push(json!(2));
+        let after = acc.save_state();
+        Operator::rollback(&mut acc, before.as_ref(), &[]);
+        assert_eq!(acc.items, [json!(1)]);
+        Operator::replay(&mut acc, after.as_ref(), &[]);
+        assert_eq!(acc.items, [json!(1), json!(2)]);
     }
-    fn restore_state(&mut self, state: &OpState) {
-        if let Some(items) = state.get::<Vec<serde_json::Value>>() {
-            self.items.clone_from(items);
-        }
+
+    #[test]
+    fn stateless_structural_operators_save_nothing() {
+        assert!(Fork::<Any>::default().save_state().is_none());
+        assert!(Merge::<DataBool>::default().save_state().is_none());
+    }
+
+    #[test]
+    fn typed_instances_keep_their_types_and_untyped_ones_are_variables() {
+        use crate::operator::TypeRef;
+        let typed = Barrier::<DataBool, DataJSON>::new(3).unwrap().spec();
+        assert_eq!(typed.inputs[0].ty, TypeRef::of::<DataBool>());
+        assert_eq!(typed.outputs[1].ty, TypeRef::of::<DataJSON>());
+        assert_eq!(typed.outputs[2].ty, TypeRef::Var(2));
+        let untyped = Gate::<Any>::new().spec();
+        assert_eq!(untyped.inputs[0].ty, TypeRef::Var(0));
+        assert_eq!(untyped.inputs[1].ty, TypeRef::of::<DataBool>());
+        assert!(Join::<Any>::new(1).is_err());
     }
 }

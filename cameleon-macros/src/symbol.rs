@@ -1,0 +1,101 @@
+//! The names of the attributes and keys `#[operator]` understands.
+
+use std::fmt::{self, Display};
+
+use syn::{Ident, Path};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Symbol(pub &'static str);
+
+// #[operator(...)] keys
+pub const ID: Symbol = Symbol("id");
+pub const LABEL: Symbol = Symbol("label");
+pub const FAMILY: Symbol = Symbol("family");
+pub const FIRING: Symbol = Symbol("firing");
+pub const EMITS: Symbol = Symbol("emits");
+pub const ALIASES: Symbol = Symbol("aliases");
+pub const OPERATOR_KEYS: &[Symbol] = &[ID, LABEL, FAMILY, FIRING, EMITS, ALIASES];
+
+// field attributes
+pub const INPUT: Symbol = Symbol("input");
+pub const OUTPUT: Symbol = Symbol("output");
+pub const PARAM: Symbol = Symbol("param");
+pub const CONTEXT: Symbol = Symbol("context");
+pub const STATE: Symbol = Symbol("state");
+pub const FIELD_ATTRS: &[Symbol] = &[INPUT, OUTPUT, PARAM, CONTEXT, STATE];
+
+// field attribute keys
+pub const OPTIONAL: Symbol = Symbol("optional");
+pub const VARIADIC: Symbol = Symbol("variadic");
+pub const NAME: Symbol = Symbol("name");
+pub const DEFAULT: Symbol = Symbol("default");
+pub const INPUT_KEYS: &[Symbol] = &[OPTIONAL, VARIADIC, NAME];
+pub const OUTPUT_KEYS: &[Symbol] = &[VARIADIC, NAME];
+pub const PARAM_KEYS: &[Symbol] = &[DEFAULT, NAME];
+
+impl PartialEq<Symbol> for Ident {
+    fn eq(&self, word: &Symbol) -> bool {
+        self == word.0
+    }
+}
+
+impl PartialEq<Symbol> for &Ident {
+    fn eq(&self, word: &Symbol) -> bool {
+        *self == word.0
+    }
+}
+
+impl PartialEq<Symbol> for Path {
+    fn eq(&self, word: &Symbol) -> bool {
+        self.is_ident(word.0)
+    }
+}
+
+impl PartialEq<Symbol> for &Path {
+    fn eq(&self, word: &Symbol) -> bool {
+        self.is_ident(word.0)
+    }
+}
+
+impl Display for Symbol {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+/// `a`, `b` or `c` as "`a`, `b` or `c`".
+pub fn list(symbols: &[Symbol]) -> String {
+    let names: Vec<String> = symbols.iter().map(|s| format!("`{s}`")).collect();
+    match names.split_last() {
+        None => String::new(),
+        Some((last, [])) => last.clone(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
+/// The closest name to `word` among `candidates`, if it is close enough to be a typo.
+pub fn did_you_mean<'a>(
+    word: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (levenshtein(word, c), c))
+        .filter(|(d, c)| *d <= (c.len().max(word.len()) / 3).max(1))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, c)| c)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

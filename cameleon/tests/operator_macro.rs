@@ -1,0 +1,251 @@
+//! Operators declared with `#[operator]` from outside the crate, as a user writes them: the
+//! generated handles, spec, params, factory, state saving and rollback, under `deny(warnings)`.
+#![deny(warnings)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use cameleon::Params;
+use cameleon::catalogue::{BuildContext, Catalogue, Catalogued};
+use cameleon::dsl::{HasPorts, ports_of};
+use cameleon::ops::{Const, Sink, Source};
+use cameleon::prelude::*;
+use serde_json::json;
+
+/// Repeats a text `times` times, separated by `sep`.
+///
+/// Counts its firings (internal state, restored by a backward step) and records compensations.
+#[operator(id = "test_repeat", label = "Repeat", family = behavioral)]
+#[derive(Debug, Default)]
+pub struct Repeat {
+    /// how many copies
+    #[param(default = 2)]
+    pub times: u32,
+    /// put between the copies
+    #[param(default = "-")]
+    pub sep: String,
+    /// words that are never repeated
+    #[param(default = [])]
+    pub keep: Vec<String>,
+    /// an optional cap on the length
+    #[param]
+    pub max_len: Option<u64>,
+    /// The firings so far.
+    fired: u64,
+    /// Where compensations are counted (shared with the test).
+    #[context]
+    undo: Undo,
+    /// The text to repeat.
+    #[input]
+    in_text: In<DataString>,
+    #[output]
+    out_text: Out<DataString>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Undo(Arc<AtomicUsize>);
+
+impl cameleon::FromContext for Undo {
+    fn from_context(_: &BuildContext) -> Self {
+        Undo::default()
+    }
+}
+
+impl Run for Repeat {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let t = &cx.get(Self::in_text)?.0;
+        let out = if self.keep.contains(t) {
+            t.clone()
+        } else {
+            vec![t.as_str(); self.times as usize].join(&self.sep)
+        };
+        let out = match self.max_len {
+            Some(n) => out.chars().take(n as usize).collect(),
+            None => out,
+        };
+        self.fired += 1;
+        cx.emit(Self::out_text, DataString(out));
+        Ok(())
+    }
+
+    fn rollback(&mut self, emitted: &Emitted<'_, Self>) {
+        assert!(emitted.get(Self::out_text).is_some());
+        self.undo.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// Passes its input on while a token is NEW on it, for a type chosen by the user.
+#[operator(id = "test_relay", label = "Relay", family = structural, firing = custom)]
+pub struct Relay<T: PortType = Any> {
+    #[input]
+    in_data: In<T>,
+    #[output]
+    out_data: Out<T>,
+}
+
+impl<T: PortType> Relay<T> {
+    fn new() -> Self {
+        Relay {
+            __cameleon_ports: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T: PortType> CanFire for Relay<T> {
+    fn can_fire(&self, e: &Enabling<'_>) -> bool {
+        e.inputs[0] == ConnState::New
+    }
+}
+
+impl<T: PortType> Run for Relay<T> {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        cx.forward(Self::in_data, Self::out_data)
+    }
+}
+
+#[test]
+fn declared_operator_has_handles_named_after_its_ports() {
+    assert_eq!(Repeat::in_text.index, 0);
+    assert_eq!(Repeat::in_text.name, "in_text");
+    assert_eq!(Repeat::out_text.name, "out_text");
+    let ports = <Repeat as HasPorts>::ports();
+    assert_eq!(ports.out_text.index, 0);
+    let relay: Relay<DataString> = Relay::new();
+    assert_eq!(ports_of(&relay).in_data.name, "in_data");
+}
+
+#[test]
+fn declared_operator_is_in_the_catalogue_with_docs_params_and_policy() {
+    let e = Catalogue::global()
+        .get("test_repeat")
+        .expect("registered by inventory");
+    assert_eq!(e.label, "Repeat");
+    assert_eq!(
+        e.summary(),
+        "Repeats a text `times` times, separated by `sep`."
+    );
+    assert!(e.doc.contains("Counts its firings"));
+    let params: Vec<_> = e.params.iter().map(|p| (p.name, p.ty, p.default)).collect();
+    assert_eq!(
+        params,
+        [
+            ("times", "u32", Some("2")),
+            ("sep", "string", Some("\"-\"")),
+            ("keep", "list of string", Some("[]")),
+            ("max_len", "u64 or null", Some("null")),
+        ]
+    );
+    assert_eq!(e.params[0].doc, "how many copies");
+    assert_eq!(Repeat::ENTRY.id, "test_repeat");
+
+    let relay = Catalogue::global().get("test_relay").expect("registered");
+    assert_eq!(relay.policy, Policy::Custom);
+    assert_eq!((relay.spec)().inputs[0].ty, TypeRef::Var(0));
+    // A concrete instantiation keeps its type.
+    let typed = Relay::<DataString>::new().spec();
+    assert_eq!(typed.outputs[0].ty, TypeRef::of::<DataString>());
+}
+
+#[test]
+fn factory_reads_every_param_type_and_writes_them_back() {
+    let mut p = Params::new();
+    p.insert("times".into(), json!(3));
+    p.insert("keep".into(), json!(["a", "b"]));
+    p.insert("max_len".into(), json!(10));
+    let op = Catalogue::global()
+        .build("test_repeat", &p, &BuildContext::default())
+        .expect("valid params");
+    assert_eq!(
+        serde_json::Value::Object(op.params()),
+        json!({"times": 3, "sep": "-", "keep": ["a", "b"], "max_len": 10})
+    );
+    p.insert("keep".into(), json!(["a", 2]));
+    let e = Catalogue::global()
+        .build("test_repeat", &p, &BuildContext::default())
+        .err()
+        .expect("ill-typed");
+    assert!(
+        e.to_string()
+            .contains("param `keep` expects list of string"),
+        "{e}"
+    );
+}
+
+#[test]
+fn backward_step_restores_internal_state_and_calls_rollback() {
+    let undo = Undo::default();
+    let mut b = Net::builder("repeat");
+    b.add("src", Source::new("ab"));
+    b.add(
+        "rep",
+        Repeat {
+            times: 3,
+            sep: "+".into(),
+            undo: undo.clone(),
+            ..Repeat::default()
+        },
+    );
+    b.add("relay", Relay::<DataString>::new());
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "rep.in_text")
+        .connect("rep.out_text", "relay.in_data")
+        .connect("relay.out_data", "out.in_data");
+    let mut cvm = Cvm::new(b.build().expect("valid net"));
+    assert_eq!(cvm.run().expect("runs"), EndState::Completed);
+    assert_eq!(cvm.received("out")[0].to_json(), json!("ab+ab+ab"));
+
+    cvm.back().expect("undo the sink");
+    cvm.back().expect("undo the relay");
+    assert_eq!(undo.0.load(Ordering::SeqCst), 0);
+    cvm.back().expect("undo the repeat");
+    assert_eq!(
+        undo.0.load(Ordering::SeqCst),
+        1,
+        "rollback compensated once"
+    );
+    assert_eq!(cvm.run().expect("replays"), EndState::Completed);
+    assert_eq!(cvm.received("out")[0].to_json(), json!("ab+ab+ab"));
+}
+
+#[test]
+fn generic_structural_operator_is_typed_by_its_parameter() {
+    let mut b = Net::builder("typed");
+    b.add("src", Const::new(json!(1)));
+    b.add("relay", Relay::<DataString>::new());
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "relay.in_data")
+        .connect("relay.out_data", "out.in_data");
+    let e = b.build().expect_err("DataJSON into a Relay<DataString>");
+    assert!(e.to_string().contains("DataString"), "{e}");
+}
+
+#[test]
+fn generic_operators_infer_their_type_from_typed_connections() {
+    use cameleon::ops::{Fork, Format, Join, Merge};
+
+    // Nothing names the fork's, the merge's or the join's type; the connections fix it (the
+    // merge's from the fork upstream and the format downstream).
+    let net = pipeline! {
+        name = "inferred";
+        let src = Source::new("x");
+        let fork = Fork::new(2).expect("arity 2");
+        let merge = Merge::default();
+        let join = Join::new(3).expect("arity 3");
+        let format = Format::default();
+        let sink = Sink::new();
+        src.out_data -> fork.in_data;
+        fork.out_a -> merge.in_a;
+        fork.out_b -> merge.in_b;
+        merge.out_data -> format.in_main;
+        src.out_data -> join.in_a;
+        src.out_data -> join.in_b;                 // any type
+        src.out_data -> join.in_c;
+        join.out_data -> format.in_meta;
+        format.out_data -> sink.in_data;           // accepts any type
+    };
+    let spec = |name: &str| &net.operators()[net.op_id(name).expect("declared").index()].spec;
+    assert_eq!(spec("fork").outputs[1].ty, TypeRef::of::<DataString>());
+    assert_eq!(spec("merge").inputs[1].ty, TypeRef::of::<DataString>());
+    assert_eq!(spec("join").outputs[0].ty, TypeRef::of::<DataString>());
+    assert_eq!(spec("join").inputs[2].ty, TypeRef::Var(2));
+}
