@@ -19,6 +19,9 @@
 //! | [`engine`] | the CVM: forward, backward, replay, end states (§4–§6) |
 //! | [`history`] | the history tree of deltas (§5) |
 //! | [`catalogue`] | operator types by id, for `.cm` files, the CLI and LLMs |
+//! | [`cm`] | the `.cm` file: load (every problem located), write (canonical), schema |
+//! | [`export`] | diagrams: DOT, Mermaid, SVG |
+//! | [`cli`] | the `cameleon` command line |
 //! | [`dsl`] | compile-time typed connections for `pipeline!` |
 //! | [`ops`] | the standard operators |
 //!
@@ -144,9 +147,12 @@
 extern crate self as cameleon;
 
 pub mod catalogue;
+pub mod cli;
+pub mod cm;
 pub mod connection;
 pub mod dsl;
 pub mod engine;
+pub mod export;
 pub mod history;
 pub mod net;
 pub mod operator;

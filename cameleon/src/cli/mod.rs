@@ -1,0 +1,351 @@
+//! The `cameleon` command line: `run`, `check`, `fmt`, `catalogue`, `export`, `schema`.
+//!
+//! The binary (`src/main.rs`) only calls [`main`]; everything is here, driven by [`run_cli`]
+//! with any argument list and output streams, so tests call it like the shell does.
+//!
+//! | command | exit code |
+//! |---|---|
+//! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR |
+//! | `check FILE.cm [--verify] [--json]` | 0 valid (and every property holds), 2 invalid, 3 a property fails |
+//! | `fmt FILE.cm [--check]` (`-`: stdin to stdout) | 0, 1 if `--check` finds a difference, 2 invalid |
+//! | `catalogue [--json\|--markdown]` | 0 |
+//! | `export FILE.cm --dot\|--mermaid\|--svg\|--pnml` | 0, 2 invalid |
+//! | `schema` | 0 |
+
+use std::ffi::OsString;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::cm::{CmError, Loader};
+use crate::net::{Mode, Net};
+
+mod catalogue;
+mod check;
+mod export;
+mod fmt;
+mod run;
+
+pub use catalogue::catalogue_text;
+pub use run::{RunReport, trace_jsonl};
+
+/// Exit codes (API.md, "The command line").
+pub mod exit {
+    /// Success: the run COMPLETED, the file is valid, every property holds.
+    pub const OK: i32 = 0;
+    /// `fmt --check` found a file that is not in canonical form.
+    pub const DIFFERS: i32 = 1;
+    /// The file cannot be read, is not a valid `.cm` file, or the net is invalid; also a
+    /// command-line usage error.
+    pub const INVALID: i32 = 2;
+    /// The run ended in DEADLOCK; `check --verify`: a property fails.
+    pub const DEADLOCK: i32 = 3;
+    /// The run stopped in LOOP_LIMIT or STEP_LIMIT.
+    pub const LIMIT: i32 = 4;
+    /// An operator failed (ERROR).
+    pub const ERROR: i32 = 5;
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  cameleon run examples/digest.cm              run a pipeline, print what each sink received
+  cameleon check examples/digest.cm --json     validate, as JSON
+  cameleon fmt examples/digest.cm --check      is the file in canonical form?
+  cameleon catalogue --markdown                every operator type, for people and LLMs
+  cameleon export examples/digest.cm --svg > digest.svg";
+
+/// Typed, reversible, verifiable pipelines: run, check, format and draw `.cm` files.
+#[derive(Debug, Parser)]
+#[command(name = "cameleon", version, after_help = EXAMPLES)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run a net to a terminal state; print the end state, the step count and what each sink
+    /// received.
+    #[command(after_help = "\
+Exit codes: 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR.
+
+Examples:
+  cameleon run examples/digest.cm
+  cameleon run examples/counter.cm --max-steps 100 --json
+  cameleon run examples/digest.cm --trace trace.jsonl
+  cameleon run examples/digest.cm --trace - | jq -c .op")]
+    // Not `Run`: rustc would then print the operator trait `cameleon::Run` with its full path
+    // in users' compile errors (two public items named `Run`).
+    #[command(name = "run")]
+    RunNet(RunArgs),
+    /// Validate a net: every problem, with its line, column and a hint.
+    #[command(after_help = "\
+Exit codes: 0 valid, 2 invalid, 3 a verified property fails.
+
+Examples:
+  cameleon check examples/digest.cm
+  cameleon check examples/digest.cm --json")]
+    Check(CheckArgs),
+    /// Rewrite a .cm file in canonical form (in place; `-` reads stdin and writes stdout).
+    #[command(after_help = "\
+The canonical form has the keys in the documented order, operators and connections in
+declaration order, `type:` always written, default params left out. The comment block at the
+top of the file is kept; other comments are not.
+
+Exit codes: 0 done (or already canonical), 1 `--check` found a difference, 2 invalid.
+
+Examples:
+  cameleon fmt examples/digest.cm
+  cameleon fmt examples/digest.cm --check
+  cat net.cm | cameleon fmt -")]
+    Fmt(FmtArgs),
+    /// List every registered operator type: ports, types, policy, params, docs.
+    #[command(after_help = "\
+Examples:
+  cameleon catalogue
+  cameleon catalogue --json > catalogue.json
+  cameleon catalogue --markdown > CATALOGUE.md")]
+    Catalogue(CatalogueArgs),
+    /// Draw a net as Graphviz DOT, Mermaid or SVG.
+    #[command(after_help = "\
+Examples:
+  cameleon export examples/digest.cm --dot | dot -Tpng > digest.png
+  cameleon export examples/digest.cm --mermaid
+  cameleon export examples/digest.cm --svg > digest.svg")]
+    Export(ExportArgs),
+    /// Print the JSON Schema of the .cm format.
+    #[command(after_help = "\
+Examples:
+  cameleon schema > cm.schema.json")]
+    Schema,
+}
+
+/// Execution mode on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// One operator per step, the first enabled in declaration order.
+    Sequential,
+    /// Every enabled operator per step (maximal step).
+    Parallel,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::Sequential => Mode::Sequential,
+            ModeArg::Parallel => Mode::Parallel,
+        }
+    }
+}
+
+/// `cameleon run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The .cm file.
+    pub file: PathBuf,
+    /// Execution mode (default: the file's `config.mode`, else sequential).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Stop in STEP_LIMIT before the first step past N.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u64>,
+    /// How many times one operator may fire before the run stops in LOOP_LIMIT (default: the
+    /// file's `config.max_loop_iterations`, else 10000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_loop_iterations: Option<u32>,
+    /// Write one JSON line per firing, then the end state, to PATH (`-`: stdout; the summary
+    /// then goes to stderr).
+    #[arg(long, value_name = "PATH|-")]
+    pub trace: Option<String>,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Let file-reading operators read outside the .cm file's folder.
+    #[arg(long)]
+    pub allow_outside: bool,
+}
+
+/// `cameleon check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The .cm file.
+    pub file: PathBuf,
+    /// Also explore the state space and report the properties of SPEC §8 with witnesses.
+    #[arg(long)]
+    pub verify: bool,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cameleon fmt`.
+#[derive(Debug, Args)]
+pub struct FmtArgs {
+    /// The .cm file, or `-` to read stdin and write stdout.
+    pub file: PathBuf,
+    /// Do not write: exit 1 if the file is not in canonical form.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// `cameleon catalogue`.
+#[derive(Debug, Args)]
+#[group(multiple = false)]
+pub struct CatalogueArgs {
+    /// As JSON (for programs and LLMs).
+    #[arg(long)]
+    pub json: bool,
+    /// As Markdown.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+/// `cameleon export`.
+#[derive(Debug, Args)]
+#[group(skip)]
+#[command(group(clap::ArgGroup::new("format").required(true).multiple(false)))]
+pub struct ExportArgs {
+    /// The .cm file.
+    pub file: PathBuf,
+    /// Graphviz DOT.
+    #[arg(long, group = "format")]
+    pub dot: bool,
+    /// Mermaid flowchart.
+    #[arg(long, group = "format")]
+    pub mermaid: bool,
+    /// SVG drawing (uses the operators' `x`/`y` when every operator has one).
+    #[arg(long, group = "format")]
+    pub svg: bool,
+    /// The PNML place/transition net of SPEC §8.
+    #[arg(long, group = "format")]
+    pub pnml: bool,
+}
+
+/// Where a command reads and writes, and what the terminal can do.
+pub struct Io<'a> {
+    /// Standard output.
+    pub stdout: &'a mut dyn Write,
+    /// Standard error.
+    pub stderr: &'a mut dyn Write,
+    /// Standard input (for `fmt -`).
+    pub stdin: &'a mut dyn Read,
+    /// Colour diagnostics.
+    pub color: bool,
+    /// Show a progress bar on stderr during long runs.
+    pub progress: bool,
+}
+
+impl std::fmt::Debug for Io<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Io")
+            .field("color", &self.color)
+            .field("progress", &self.progress)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs the binary: parses the process arguments, uses the real standard streams.
+pub fn main() -> ExitCode {
+    let (mut stdout, mut stderr, mut stdin) = (
+        std::io::stdout().lock(),
+        std::io::stderr(),
+        std::io::stdin(),
+    );
+    let terminal = std::io::stderr().is_terminal();
+    let mut io = Io {
+        stdout: &mut stdout,
+        stderr: &mut stderr,
+        stdin: &mut stdin,
+        color: terminal && std::env::var_os("NO_COLOR").is_none(),
+        progress: terminal,
+    };
+    let code = run_cli(std::env::args_os(), &mut io);
+    let _ = io.stdout.flush();
+    ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// Runs the command line `args` (the first is the program name) against `io`; returns the
+/// exit code.
+pub fn run_cli<I, T>(args: I, io: &mut Io<'_>) -> i32
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let text = if io.color {
+                e.render().ansi().to_string()
+            } else {
+                e.render().to_string()
+            };
+            let to_stdout = !e.use_stderr();
+            let w: &mut dyn Write = if to_stdout { io.stdout } else { io.stderr };
+            let _ = write!(w, "{text}");
+            return if to_stdout { exit::OK } else { exit::INVALID };
+        }
+    };
+    let r = match cli.command {
+        Command::RunNet(a) => run::run(&a, io),
+        Command::Check(a) => check::check(&a, io),
+        Command::Fmt(a) => fmt::fmt(&a, io),
+        Command::Catalogue(a) => catalogue::catalogue(&a, io),
+        Command::Export(a) => export::export(&a, io),
+        Command::Schema => {
+            write!(io.stdout, "{}", crate::cm::schema::schema_json()).map(|()| exit::OK)
+        }
+    };
+    r.unwrap_or_else(|e| {
+        // Writing to a closed pipe (`| head`) is not an error worth a message.
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = writeln!(io.stderr, "error: {e}");
+        }
+        exit::ERROR
+    })
+}
+
+/// Loads `path` for a command; on failure prints the problems (rendered, or as JSON) and
+/// returns the exit code to use.
+fn load(
+    path: &Path,
+    allow_outside: bool,
+    json: bool,
+    io: &mut Io<'_>,
+) -> std::io::Result<Result<Net, i32>> {
+    match Loader::new().allow_outside(allow_outside).load_file(path) {
+        Ok(net) => Ok(Ok(net)),
+        Err(e) => {
+            report_invalid(&e, json, io)?;
+            Ok(Err(exit::INVALID))
+        }
+    }
+}
+
+/// Prints a [`CmError`]: as `{"valid":false,"problems":[…]}` on stdout with `json`, else
+/// rendered with snippets on stderr.
+fn report_invalid(e: &CmError, json: bool, io: &mut Io<'_>) -> std::io::Result<()> {
+    if json {
+        let v = serde_json::json!({
+            "valid": false,
+            "file": e.file_name(),
+            "problems": e.problems(),
+        });
+        writeln!(io.stdout, "{v}")
+    } else {
+        write!(io.stderr, "{}", e.render(io.color))
+    }
+}
+
+/// The name to show for a net: its `name:`, else the file's stem.
+fn display_name(net: &Net, path: &Path) -> String {
+    if net.name().is_empty() {
+        path.file_stem()
+            .map_or_else(|| "net".to_owned(), |s| s.to_string_lossy().into_owned())
+    } else {
+        net.name().to_owned()
+    }
+}

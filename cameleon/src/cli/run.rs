@@ -1,0 +1,281 @@
+//! `cameleon run`: run to a terminal state, report it, optionally trace every firing.
+
+use std::io::Write;
+use std::time::Duration;
+
+use serde_json::{Map, Value as Json, json};
+
+use super::{Io, RunArgs, display_name, exit, load};
+use crate::engine::{Cvm, EndState, Step, StepError};
+
+/// What a run did: the facts `run` prints, as text or JSON.
+#[derive(Debug)]
+pub struct RunReport {
+    /// How the run ended.
+    pub end: EndState,
+    /// History entries: firings in sequential mode, maximal steps in parallel mode.
+    pub steps: usize,
+    /// Operator firings.
+    pub firings: usize,
+    /// What each sink (operator without outputs) received, in declaration order.
+    pub sinks: Vec<(String, Vec<Json>)>,
+    /// Connections that never received a token.
+    pub unreached: Vec<String>,
+}
+
+impl RunReport {
+    /// Gathers the report of `cvm` after its run ended in `end`.
+    pub fn new(cvm: &Cvm, end: EndState) -> Self {
+        // A CLI run never steps back, so every recorded firing is on the current path.
+        let firings = cvm.history().recorded_firings();
+        let net = cvm.net();
+        let sinks = net
+            .operators()
+            .iter()
+            .filter(|o| o.spec.outputs.is_empty())
+            .map(|o| {
+                let got = cvm.received(&o.name).iter().map(|v| v.to_json()).collect();
+                (o.name.clone(), got)
+            })
+            .collect();
+        RunReport {
+            end,
+            steps: cvm.depth(),
+            firings,
+            sinks,
+            unreached: cvm.unreached().into_iter().map(str::to_owned).collect(),
+        }
+    }
+
+    /// The exit code for the end state.
+    pub fn exit_code(&self) -> i32 {
+        match self.end {
+            EndState::Completed => exit::OK,
+            EndState::Deadlock { .. } => exit::DEADLOCK,
+            EndState::LoopLimit { .. } | EndState::StepLimit { .. } => exit::LIMIT,
+            EndState::Error { .. } | EndState::Cancelled => exit::ERROR,
+        }
+    }
+
+    /// The end state as a JSON object: `end` and the state's own fields.
+    fn end_json(&self) -> Map<String, Json> {
+        match serde_json::to_value(&self.end) {
+            Ok(Json::Object(m)) => m,
+            _ => Map::from_iter([("end".to_owned(), json!(self.end.name()))]),
+        }
+    }
+
+    /// `{"end":…, <end-state fields>, "steps":N, "firings":N, "sinks":{…}, "unreached":[…]}`.
+    pub fn to_json(&self) -> Json {
+        let mut m = self.end_json();
+        m.insert("steps".into(), json!(self.steps));
+        m.insert("firings".into(), json!(self.firings));
+        let sinks: Map<String, Json> = self
+            .sinks
+            .iter()
+            .map(|(n, v)| (n.clone(), Json::Array(v.clone())))
+            .collect();
+        m.insert("sinks".into(), Json::Object(sinks));
+        m.insert("unreached".into(), json!(self.unreached));
+        Json::Object(m)
+    }
+
+    /// The last line of a trace: the end state, steps and firings.
+    fn trace_end(&self) -> Json {
+        let mut m = self.end_json();
+        m.insert("steps".into(), json!(self.steps));
+        m.insert("firings".into(), json!(self.firings));
+        Json::Object(m)
+    }
+
+    /// The human summary.
+    pub fn to_text(&self, name: &str) -> String {
+        let plural = |n: usize, w: &str| format!("{n} {w}{}", if n == 1 { "" } else { "s" });
+        let mut s = format!(
+            "{name}: {} after {} ({})\n",
+            self.end.name(),
+            plural(self.steps, "step"),
+            plural(self.firings, "firing")
+        );
+        match &self.end {
+            EndState::Completed | EndState::Cancelled => {}
+            EndState::Deadlock { stuck } => {
+                s.push_str("  data is stuck:\n");
+                for st in stuck {
+                    s.push_str(&format!("  - {}\n", st.message));
+                }
+            }
+            EndState::LoopLimit { op, limit } => s.push_str(&format!(
+                "  `{op}` has fired {limit} times (max_loop_iterations)\n"
+            )),
+            EndState::StepLimit { limit } => s.push_str(&format!(
+                "  the step budget of {limit} is used (--max-steps)\n"
+            )),
+            EndState::Error { op, error } => {
+                s.push_str(&format!("  `{op}` failed: {error}\n"));
+            }
+        }
+        for (sink, values) in &self.sinks {
+            s.push_str(&format!(
+                "\n{sink} received {}{}\n",
+                plural(values.len(), "value"),
+                if values.is_empty() { "" } else { ":" }
+            ));
+            for v in values {
+                s.push_str(&format!("  {}\n", show_value(v)));
+            }
+        }
+        if !self.unreached.is_empty() {
+            s.push_str("\nnever reached (no token):\n");
+            for c in &self.unreached {
+                s.push_str(&format!("  {c}\n"));
+            }
+        }
+        s
+    }
+}
+
+/// A value as compact JSON, or indented JSON when that would be longer than a line.
+fn show_value(v: &Json) -> String {
+    let compact = v.to_string();
+    if compact.chars().count() <= 100 || !(v.is_array() || v.is_object()) {
+        return compact;
+    }
+    serde_json::to_string_pretty(v)
+        .unwrap_or(compact)
+        .replace('\n', "\n  ")
+}
+
+/// The trace of a run as JSON Lines: one object per firing, in history order —
+/// `{"step":N,"op":"id","consumed":["a.out -> b.in",…],"emitted":[{"conn":"…","type":"DataString","value":…}]}`
+/// — then a last line with the end state, steps and firings. No wall time: the same net in the
+/// same mode gives the same bytes.
+pub fn trace_jsonl(cvm: &Cvm, report: &RunReport) -> String {
+    let net = cvm.net();
+    let mut out = String::new();
+    for entry in cvm.history().entries() {
+        for f in &entry.firings {
+            let consumed: Vec<&str> = f
+                .consumed
+                .iter()
+                .map(|c| net.connections()[c.index()].name.as_str())
+                .collect();
+            let emitted: Vec<Json> = f
+                .written
+                .iter()
+                .map(|(c, t)| {
+                    let conn = net.connections()[c.index()].name.as_str();
+                    match cvm.token(*t) {
+                        Some(tok) => json!({
+                            "conn": conn,
+                            "type": tok.type_name(),
+                            "value": tok.value.to_json(),
+                        }),
+                        None => json!({ "conn": conn }),
+                    }
+                })
+                .collect();
+            let line = json!({
+                "step": entry.step,
+                "op": net.op(f.op).name,
+                "consumed": consumed,
+                "emitted": emitted,
+            });
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+    }
+    out.push_str(&report.trace_end().to_string());
+    out.push('\n');
+    out
+}
+
+/// Runs `cvm` to an end state, with a progress bar on stderr when `progress`.
+fn drive(cvm: &mut Cvm, progress: bool) -> Result<EndState, StepError> {
+    let bar = if progress {
+        let b =
+            indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
+        b.set_style(
+            indicatif::ProgressStyle::with_template("{spinner} {pos} steps {msg} ({elapsed})")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()),
+        );
+        b.enable_steady_tick(Duration::from_millis(120));
+        b
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let mut n = 0u64;
+    let end = loop {
+        match cvm.step() {
+            Ok(Step::Fired { .. }) => {
+                n += 1;
+                if n.is_multiple_of(512) {
+                    bar.set_position(n);
+                }
+            }
+            Ok(Step::Ended(end)) => break end,
+            Err(StepError::Operator { op, error }) => {
+                break EndState::Error {
+                    op,
+                    error: error.to_string(),
+                };
+            }
+            Err(other) => {
+                bar.finish_and_clear();
+                return Err(other);
+            }
+        }
+    };
+    bar.finish_and_clear();
+    Ok(end)
+}
+
+pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
+    let net = match load(&a.file, a.allow_outside, a.json, io)? {
+        Ok(net) => net,
+        Err(code) => return Ok(code),
+    };
+    let name = display_name(&net, &a.file);
+    let mut b = Cvm::builder(net);
+    if let Some(m) = a.mode {
+        b = b.mode(m.into());
+    }
+    if let Some(n) = a.max_steps {
+        b = b.max_steps(n);
+    }
+    if let Some(n) = a.max_loop_iterations {
+        b = b.max_loop_iterations(n);
+    }
+    let mut cvm = b.build();
+    let end = match drive(&mut cvm, io.progress && !a.json) {
+        Ok(end) => end,
+        Err(e) => {
+            writeln!(io.stderr, "error: {e}")?;
+            return Ok(exit::ERROR);
+        }
+    };
+    let report = RunReport::new(&cvm, end);
+
+    let trace_to_stdout = a.trace.as_deref() == Some("-");
+    if let Some(path) = &a.trace {
+        let text = trace_jsonl(&cvm, &report);
+        if trace_to_stdout {
+            io.stdout.write_all(text.as_bytes())?;
+        } else if let Err(e) = std::fs::write(path, text) {
+            writeln!(io.stderr, "error: cannot write the trace to `{path}`: {e}")?;
+            return Ok(exit::ERROR);
+        }
+    }
+    let summary = if a.json {
+        format!("{}\n", report.to_json())
+    } else {
+        report.to_text(&name)
+    };
+    let w: &mut dyn Write = if trace_to_stdout {
+        io.stderr
+    } else {
+        io.stdout
+    };
+    w.write_all(summary.as_bytes())?;
+    Ok(report.exit_code())
+}

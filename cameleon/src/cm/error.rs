@@ -1,0 +1,440 @@
+//! [`CmError`]: every problem of a `.cm` file, each with its line, column, snippet and hint,
+//! rendered by miette.
+
+use std::fmt;
+use std::sync::Arc;
+
+use miette::{Diagnostic, LabeledSpan, NamedSource, SourceCode};
+use serde::Serialize;
+
+use super::tree::Span;
+use crate::net::ProblemKind;
+
+/// What kind of problem a [`CmProblem`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CmProblemKind {
+    /// The file could not be read.
+    Io,
+    /// The text is not valid YAML.
+    Syntax,
+    /// The input exceeds a safety limit (size, nesting, aliases): see [`limits`](super::limits).
+    Limit,
+    /// The YAML does not have the shape of a `.cm` file: unknown or missing key, wrong type.
+    Schema,
+    /// The file declares a format version this crate does not read.
+    Version,
+    /// No operator type of the catalogue has this id.
+    UnknownType,
+    /// An operator's params are missing, unknown or ill-typed.
+    Param,
+    /// The net is invalid (SPEC §1): unknown port, type mismatch, unconnected input, ….
+    Net(ProblemKind),
+}
+
+impl CmProblemKind {
+    /// A snake_case name, as in `check --json` (net problems use their own names, e.g.
+    /// `type_mismatch`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CmProblemKind::Io => "io",
+            CmProblemKind::Syntax => "syntax",
+            CmProblemKind::Limit => "limit",
+            CmProblemKind::Schema => "schema",
+            CmProblemKind::Version => "version",
+            CmProblemKind::UnknownType => "unknown_type",
+            CmProblemKind::Param => "param",
+            CmProblemKind::Net(k) => match k {
+                ProblemKind::DuplicateOperator => "duplicate_operator",
+                ProblemKind::BadEndpoint => "bad_endpoint",
+                ProblemKind::UnknownOperator => "unknown_operator",
+                ProblemKind::UnknownPort => "unknown_port",
+                ProblemKind::WrongDirection => "wrong_direction",
+                ProblemKind::UnconnectedInput => "unconnected_input",
+                ProblemKind::InputHasManyConnections => "input_has_many_connections",
+                ProblemKind::TypeMismatch => "type_mismatch",
+                ProblemKind::SourceFeedsNothing => "source_feeds_nothing",
+                ProblemKind::BadOperator => "bad_operator",
+            },
+        }
+    }
+}
+
+impl fmt::Display for CmProblemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for CmProblemKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// One problem in a `.cm` file.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct CmProblem {
+    /// What kind of problem.
+    pub kind: CmProblemKind,
+    /// What is wrong (lowercase, no trailing period).
+    pub message: String,
+    /// How to fix it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column (in characters).
+    pub column: usize,
+    /// Byte offset of the text at fault.
+    #[serde(skip)]
+    pub offset: usize,
+    /// Byte length of the text at fault (0: a position).
+    #[serde(skip)]
+    pub len: usize,
+    /// The source line at fault.
+    pub snippet: String,
+}
+
+impl CmProblem {
+    pub(crate) fn new(
+        kind: CmProblemKind,
+        src: &str,
+        span: Span,
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) -> Self {
+        let offset = span.offset.min(src.len());
+        let line_start = src[..offset].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = src[offset..].find('\n').map_or(src.len(), |i| offset + i);
+        let line = src[line_start..line_end].trim_end_matches('\r');
+        let snippet = if line.chars().count() <= MAX_SHOWN_LINE {
+            line.to_owned()
+        } else {
+            // Around the problem, on a very long line.
+            let col = src[line_start..offset].chars().count();
+            let from = col.saturating_sub(60);
+            let cut: String = line.chars().skip(from).take(MAX_SHOWN_LINE).collect();
+            format!("{}{cut}…", if from > 0 { "…" } else { "" })
+        };
+        let len = span.len.min(src.len() - offset);
+        CmProblem {
+            kind,
+            message: message.into(),
+            hint,
+            line: span.line.max(1),
+            column: span.column.max(1),
+            offset,
+            len,
+            snippet,
+        }
+    }
+}
+
+impl fmt::Display for CmProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for CmProblem {}
+
+/// A `.cm` file that could not be loaded, with **every** problem found in it, in source order.
+///
+/// `Display` gives one line per problem (`file.cm:12:7: message (hint: …)`); as a
+/// [`miette::Diagnostic`] it renders each problem with its source snippet:
+///
+/// ```
+/// let err = cameleon::Net::from_cm("operators:\n  - id: src\n    type: sourc\n").unwrap_err();
+/// assert_eq!(err.problems()[0].line, 3);
+/// assert!(err.to_string().contains("did you mean `source`?"));
+/// ```
+#[derive(Clone)]
+pub struct CmError {
+    source: NamedSource<Arc<str>>,
+    problems: Vec<CmProblem>,
+    /// Whether some line is too long for miette to draw (it panics past 65 535 columns).
+    long_lines: bool,
+}
+
+impl CmError {
+    pub(crate) fn new(name: &str, source: &str, mut problems: Vec<CmProblem>) -> Self {
+        problems.sort_by_key(|p| (p.offset, p.line, p.column));
+        problems.dedup();
+        let long_lines = source.lines().any(|l| l.len() > 10_000);
+        CmError {
+            source: NamedSource::new(name, Arc::from(source)),
+            problems,
+            long_lines,
+        }
+    }
+
+    /// The problems, in source order. Never empty.
+    pub fn problems(&self) -> &[CmProblem] {
+        &self.problems
+    }
+
+    /// The file name shown in messages (`<input>` for text without a file).
+    pub fn file_name(&self) -> &str {
+        self.source.name()
+    }
+
+    /// The source text.
+    pub fn source_text(&self) -> &str {
+        self.source.inner()
+    }
+
+    /// Whether any problem is of kind `kind`.
+    pub fn has(&self, kind: CmProblemKind) -> bool {
+        self.problems.iter().any(|p| p.kind == kind)
+    }
+}
+
+impl fmt::Debug for CmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CmError")
+            .field("file", &self.file_name())
+            .field("problems", &self.problems)
+            .finish()
+    }
+}
+
+impl fmt::Display for CmError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, p) in self.problems.iter().enumerate() {
+            if i > 0 {
+                writeln!(f)?;
+            }
+            write!(
+                f,
+                "{}:{}:{}: {}",
+                self.file_name(),
+                p.line,
+                p.column,
+                p.message
+            )?;
+            if let Some(h) = &p.hint {
+                write!(f, " (hint: {h})")?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CmError {}
+
+fn label_text(kind: CmProblemKind) -> &'static str {
+    match kind {
+        CmProblemKind::Io => "cannot read",
+        CmProblemKind::Syntax => "invalid YAML here",
+        CmProblemKind::Limit => "limit exceeded here",
+        CmProblemKind::Schema => "here",
+        CmProblemKind::Version => "unsupported version",
+        CmProblemKind::UnknownType => "unknown operator type",
+        CmProblemKind::Param => "bad param",
+        CmProblemKind::Net(ProblemKind::TypeMismatch) => "types differ",
+        CmProblemKind::Net(ProblemKind::UnknownPort) => "no such port",
+        CmProblemKind::Net(ProblemKind::UnknownOperator) => "no such operator",
+        CmProblemKind::Net(ProblemKind::UnconnectedInput) => "input not connected",
+        CmProblemKind::Net(ProblemKind::InputHasManyConnections) => "second connection",
+        CmProblemKind::Net(ProblemKind::DuplicateOperator) => "duplicate name",
+        CmProblemKind::Net(ProblemKind::WrongDirection) => "wrong direction",
+        CmProblemKind::Net(ProblemKind::SourceFeedsNothing) => "feeds nothing",
+        CmProblemKind::Net(_) => "here",
+    }
+}
+
+/// Each problem renders as a diagnostic of its own, against its [`CmError`]'s source.
+impl Diagnostic for CmProblem {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        Some(Box::new(format!("cm::{}", self.kind)))
+    }
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.hint
+            .as_ref()
+            .map(|h| Box::new(h) as Box<dyn fmt::Display>)
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        Some(Box::new(std::iter::once(LabeledSpan::new(
+            Some(label_text(self.kind).to_owned()),
+            self.offset,
+            self.len,
+        ))))
+    }
+}
+
+/// Renders each problem with its snippet and hint, as related diagnostics (snippets are left
+/// out when the file has lines too long to draw; [`CmError::render`] crops them instead).
+impl Diagnostic for CmError {
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        (!self.long_lines).then_some(&self.source as &dyn SourceCode)
+    }
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn Diagnostic> + 'a>> {
+        Some(Box::new(self.problems.iter().map(|p| p as &dyn Diagnostic)))
+    }
+}
+
+/// A problem with the source it points into, for rendering alone.
+struct Sourced<'a> {
+    problem: &'a CmProblem,
+    source: &'a dyn SourceCode,
+    /// Where the label goes in `source` (offset, length).
+    label: (usize, usize),
+}
+
+/// Lines longer than this are cropped around the problem when rendered.
+const MAX_SHOWN_LINE: usize = 160;
+
+/// The lines around a problem on a very long line, cropped to a readable width: miette prints
+/// whole lines, and a 2 MB line helps nobody. Line numbers stay those of the file.
+struct Window {
+    name: String,
+    text: String,
+    first_line: usize,
+}
+
+impl SourceCode for Window {
+    fn read_span<'a>(
+        &'a self,
+        span: &miette::SourceSpan,
+        before: usize,
+        after: usize,
+    ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
+        let inner = self.text.read_span(span, before, after)?;
+        Ok(Box::new(miette::MietteSpanContents::new_named(
+            self.name.clone(),
+            inner.data(),
+            *inner.span(),
+            inner.line() + self.first_line,
+            inner.column(),
+            inner.line_count(),
+        )))
+    }
+}
+
+fn crop(line: &str) -> String {
+    match line.char_indices().nth(MAX_SHOWN_LINE) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_owned(),
+    }
+}
+
+/// A window on the lines around `p`, and where its label goes in it; `None` when the line is
+/// short enough to show as it is.
+fn window(src: &str, name: &str, p: &CmProblem) -> Option<(Window, (usize, usize))> {
+    let offset = p.offset.min(src.len());
+    let start = src[..offset].rfind('\n').map_or(0, |i| i + 1);
+    let end = src[offset..].find('\n').map_or(src.len(), |i| offset + i);
+    let line = &src[start..end];
+    if line.chars().count() <= MAX_SHOWN_LINE {
+        return None;
+    }
+    let line_index = src[..start].matches('\n').count();
+    let mut text = String::new();
+    let mut first_line = line_index;
+    if start > 0 {
+        let prev_start = src[..start - 1].rfind('\n').map_or(0, |i| i + 1);
+        text.push_str(&crop(&src[prev_start..start - 1]));
+        text.push('\n');
+        first_line -= 1;
+    }
+    // Keep some context before the problem and a line's width after it.
+    let col = line[..offset - start].chars().count();
+    let from = col.saturating_sub(60);
+    let from_byte = line.char_indices().nth(from).map_or(line.len(), |(i, _)| i);
+    let to_byte = line[from_byte..]
+        .char_indices()
+        .nth(MAX_SHOWN_LINE)
+        .map_or(line.len(), |(i, _)| from_byte + i);
+    if from_byte > 0 {
+        text.push('…');
+    }
+    let label_at = text.len() + (offset - start - from_byte);
+    text.push_str(&line[from_byte..to_byte]);
+    let label_len = p.len.min(to_byte - (offset - start));
+    if to_byte < line.len() {
+        text.push('…');
+    }
+    if end < src.len() {
+        let next_end = src[end + 1..].find('\n').map_or(src.len(), |i| end + 1 + i);
+        text.push('\n');
+        text.push_str(&crop(&src[end + 1..next_end]));
+    }
+    Some((
+        Window {
+            name: name.to_owned(),
+            text,
+            first_line,
+        },
+        (label_at, label_len),
+    ))
+}
+
+impl fmt::Debug for Sourced<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.problem, f)
+    }
+}
+
+impl fmt::Display for Sourced<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self.problem, f)
+    }
+}
+
+impl std::error::Error for Sourced<'_> {}
+
+impl Diagnostic for Sourced<'_> {
+    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.problem.code()
+    }
+    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
+        self.problem.help()
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
+        Some(Box::new(std::iter::once(LabeledSpan::new(
+            Some(label_text(self.problem.kind).to_owned()),
+            self.label.0,
+            self.label.1,
+        ))))
+    }
+    fn source_code(&self) -> Option<&dyn SourceCode> {
+        Some(self.source)
+    }
+}
+
+impl CmError {
+    /// Renders every problem with its snippet and hint, as the CLI prints them; `color` adds
+    /// ANSI colours.
+    pub fn render(&self, color: bool) -> String {
+        let theme = if color {
+            miette::GraphicalTheme::unicode()
+        } else {
+            miette::GraphicalTheme::unicode_nocolor()
+        };
+        let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(100);
+        let n = self.problems.len();
+        let mut out = format!(
+            "`{}` is not a valid net: {n} problem{}\n\n",
+            self.file_name(),
+            if n == 1 { "" } else { "s" }
+        );
+        for p in &self.problems {
+            let windowed = window(self.source_text(), self.file_name(), p);
+            let d = match &windowed {
+                Some((w, label)) => Sourced {
+                    problem: p,
+                    source: w,
+                    label: *label,
+                },
+                None => Sourced {
+                    problem: p,
+                    source: &self.source,
+                    label: (p.offset, p.len),
+                },
+            };
+            let _ = handler.render_report(&mut out, &d);
+            out.push('\n');
+        }
+        out
+    }
+}

@@ -1,0 +1,101 @@
+//! The `.cm` format as Rust types: what a file may hold, key by key, in canonical key order.
+//!
+//! These types are the format's single description: the loader reads them (one part at a time,
+//! so that every mistake is reported), the writer writes them, and the JSON Schema shipped as
+//! `cameleon/cm.schema.json` is generated from them ([`schema`](super::schema)).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::net::Mode;
+use crate::operator::Params;
+
+/// The format version this crate reads and writes.
+pub const FORMAT_VERSION: u32 = 1;
+
+fn format_version() -> u32 {
+    FORMAT_VERSION
+}
+
+/// A whole `.cm` file.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    title = "Caméléon net (.cm)",
+    description = "A Caméléon pipeline: operator instances (from the catalogue, see `cameleon catalogue`) and the connections between their ports. Every input port takes exactly one connection; a connection goes from an output `instance.out_port` to an input `instance.in_port`."
+)]
+pub struct CmFile {
+    /// Format version; absent means 1.
+    #[serde(default = "format_version")]
+    #[schemars(range(min = 1, max = 1))]
+    pub cameleon: u32,
+    /// The net's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Execution settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<CmConfig>,
+    /// Operator instances, in declaration order (which breaks ties when several can fire).
+    pub operators: Vec<CmOperator>,
+    /// Connections from an output port to an input port, in declaration order.
+    #[serde(default)]
+    pub connections: Vec<CmConnection>,
+}
+
+/// `config:`: how the net runs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CmConfig {
+    /// `sequential` (one operator per step, the first enabled in declaration order; the default)
+    /// or `parallel` (every enabled operator per step).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<Mode>,
+    /// How many times one operator may fire in a run before it stops in `LOOP_LIMIT`
+    /// (default 10000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub max_loop_iterations: Option<u32>,
+}
+
+/// One operator instance.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CmOperator {
+    /// Instance name, unique in the net, used by connections (`id.port`). No `.`, space or `>`.
+    #[schemars(length(min = 1), pattern(r"^[^. >]+$"))]
+    pub id: String,
+    /// Catalogue id of the operator type (`cameleon catalogue` lists them). When absent, `id`
+    /// is the type (files of the original format).
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub type_: Option<String>,
+    /// Label shown in diagrams; defaults to the catalogue label.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Instance number, kept as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instance: Option<i64>,
+    /// Layout position, x (with `y`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub x: Option<f64>,
+    /// Layout position, y (with `x`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub y: Option<f64>,
+    /// The operator's parameters, as its catalogue entry declares them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Params>,
+}
+
+/// One connection.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CmConnection {
+    /// The output port feeding the connection: `instance.out_port`.
+    #[schemars(pattern(r"^[^. >]+\.[^ >]+$"))]
+    pub from: String,
+    /// The input port it feeds: `instance.in_port`.
+    #[schemars(pattern(r"^[^. >]+\.[^ >]+$"))]
+    pub to: String,
+}
+
+/// Top-level keys of a file, in canonical order (the fields of [`CmFile`]).
+pub(crate) const FILE_KEYS: &[&str] = &["cameleon", "name", "config", "operators", "connections"];

@@ -1,0 +1,546 @@
+//! The `cameleon` binary, run as a user runs it: every shipped example, every subcommand, the
+//! exit codes and JSON shapes of API.md.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+fn example(name: &str) -> String {
+    examples().join(name).display().to_string()
+}
+
+fn cameleon(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cameleon"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the cameleon binary runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// `run --json` on an example: the exit code and the parsed report.
+fn run_json(name: &str) -> (i32, Value) {
+    let o = cameleon(&["run", &example(name), "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o))
+        .unwrap_or_else(|e| panic!("{name}: not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
+    (code(&o), v)
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cameleon-cli-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+// ---------------------------------------------------------------------------------------------
+// The examples, each through the real binary
+
+#[test]
+fn digest_chunks_the_article_and_fills_the_card() {
+    let (code, v) = run_json("digest.cm");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["end"], "COMPLETED");
+    assert_eq!(v["steps"], 7);
+    assert_eq!(v["firings"], 7);
+    assert_eq!(
+        v["sinks"]["cards"],
+        json!(["Pipelines are nets, by Ada Lovelace (2026)"])
+    );
+    let article = std::fs::read_to_string(examples().join("data/article.txt")).unwrap();
+    let expected = cameleon::ops::chunk_text(&article, 80, 16).unwrap();
+    assert!(expected.len() > 1);
+    assert_eq!(v["sinks"]["index"], json!([expected]));
+}
+
+#[test]
+fn linear_pipeline_extracts_the_customer() {
+    let (code, v) = run_json("linear.cm");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["end"], "COMPLETED");
+    assert_eq!(v["steps"], 6);
+    assert_eq!(
+        v["sinks"]["out"],
+        json!([r#"{"name":"Grace Hopper","city":"Arlington"}"#])
+    );
+}
+
+#[test]
+fn fork_join_waits_for_every_branch() {
+    let (code, v) = run_json("fork_join.cm");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["end"], "COMPLETED");
+    assert_eq!(v["sinks"]["joined"], json!(["Caméléon & Caméléon"]));
+    assert_eq!(v["sinks"]["statuses"], json!([r#"{"ready":true}"#]));
+    assert_eq!(v["unreached"], json!([]));
+}
+
+#[test]
+fn gate_takes_both_branches() {
+    let (code, v) = run_json("gate.cm");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["end"], "COMPLETED");
+    assert_eq!(v["sinks"]["small"], json!([3]));
+    assert_eq!(v["sinks"]["large"], json!([12]));
+    assert_eq!(
+        v["unreached"],
+        json!([
+            "gate12.out_true -> small_values.in_b",
+            "gate3.out_false -> large_values.in_a"
+        ])
+    );
+}
+
+#[test]
+fn counter_loop_counts_to_five_and_collects_every_value() {
+    let (code, v) = run_json("counter.cm");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["end"], "COMPLETED");
+    assert_eq!(v["sinks"]["done"], json!([5]));
+    assert_eq!(v["sinks"]["history"], json!([[1, 2, 3, 4, 5]]));
+}
+
+#[test]
+fn deadlock_says_who_waits_on_what() {
+    let (code, v) = run_json("deadlock.cm");
+    assert_eq!(code, 3, "{v}");
+    assert_eq!(v["end"], "DEADLOCK");
+    assert_eq!(
+        v["stuck"],
+        json!([{"op": "ship", "input": "in_b", "reason": "EMPTY"}])
+    );
+    assert_eq!(v["sinks"]["rejected"], json!(["order #42"]));
+    assert_eq!(v["sinks"]["shipped"], json!([]));
+
+    let o = cameleon(&["run", &example("deadlock.cm")]);
+    assert_eq!(code_of(&o), 3);
+    let out = stdout(&o);
+    assert!(out.contains("DEADLOCK"), "{out}");
+    assert!(
+        out.contains("`ship` waits on input `in_b`, which is EMPTY"),
+        "{out}"
+    );
+}
+
+fn code_of(o: &Output) -> i32 {
+    code(o)
+}
+
+#[test]
+fn runaway_loop_stops_at_its_limit() {
+    let (code, v) = run_json("runaway.cm");
+    assert_eq!(code, 4, "{v}");
+    assert_eq!(v["end"], "LOOP_LIMIT");
+    assert_eq!(v["op"], "loop");
+    assert_eq!(v["limit"], 25);
+    assert_eq!(v["sinks"]["never"], json!([]));
+    // The limit can be set per run.
+    let o = cameleon(&[
+        "run",
+        &example("runaway.cm"),
+        "--max-loop-iterations",
+        "3",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!((code_of(&o), v["limit"].clone()), (4, json!(3)));
+}
+
+#[test]
+fn every_standard_operator_appears_in_an_example() {
+    let o = cameleon(&["catalogue", "--json"]);
+    let cat: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let mut types = std::collections::BTreeSet::new();
+    for f in std::fs::read_dir(examples()).unwrap() {
+        let p = f.unwrap().path();
+        if p.extension().is_some_and(|e| e == "cm") {
+            let text = std::fs::read_to_string(&p).unwrap();
+            for line in text.lines() {
+                if let Some(t) = line.trim().strip_prefix("type: ") {
+                    types.insert(t.to_owned());
+                }
+            }
+        }
+    }
+    let missing: Vec<&str> = cat["operators"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["id"].as_str().unwrap())
+        .filter(|id| !types.contains(*id))
+        .collect();
+    assert!(missing.is_empty(), "no example uses {missing:?}");
+}
+
+#[test]
+fn every_example_is_valid_and_canonical() {
+    for f in std::fs::read_dir(examples()).unwrap() {
+        let p = f.unwrap().path();
+        if p.extension().is_some_and(|e| e == "cm") {
+            let p = p.display().to_string();
+            let o = cameleon(&["check", &p]);
+            assert_eq!(code(&o), 0, "{p}: {}", stderr(&o));
+            let o = cameleon(&["fmt", &p, "--check"]);
+            assert_eq!(code(&o), 0, "{p}: {}", stderr(&o));
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// run
+
+#[test]
+fn human_output_names_the_end_state_steps_and_sink_values() {
+    let o = cameleon(&["run", &example("counter.cm")]);
+    assert_eq!(code(&o), 0);
+    let out = stdout(&o);
+    assert!(
+        out.starts_with("count-to-five: COMPLETED after 28 steps (28 firings)\n"),
+        "{out}"
+    );
+    assert!(out.contains("done received 1 value:\n  5\n"), "{out}");
+    assert!(
+        out.contains("history received 1 value:\n  [1,2,3,4,5]\n"),
+        "{out}"
+    );
+}
+
+#[test]
+fn trace_is_json_lines_and_byte_identical_across_runs() {
+    let dir = temp_dir("trace");
+    let (a, b) = (dir.join("a.jsonl"), dir.join("b.jsonl"));
+    for p in [&a, &b] {
+        let o = cameleon(&[
+            "run",
+            &example("counter.cm"),
+            "--trace",
+            &p.display().to_string(),
+        ]);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+    let (ta, tb) = (
+        std::fs::read_to_string(&a).unwrap(),
+        std::fs::read_to_string(&b).unwrap(),
+    );
+    assert_eq!(ta, tb);
+    let lines: Vec<&str> = ta.lines().collect();
+    assert_eq!(lines.len(), 28 + 1);
+    assert_eq!(
+        lines[0],
+        r#"{"step":1,"op":"zero","consumed":[],"emitted":[{"conn":"zero.out_data -> loop.in_a","type":"DataJSON","value":0}]}"#
+    );
+    assert_eq!(
+        lines[1],
+        r#"{"step":2,"op":"loop","consumed":["zero.out_data -> loop.in_a"],"emitted":[{"conn":"loop.out_data -> inc.in_data","type":"DataJSON","value":0}]}"#
+    );
+    assert_eq!(lines[28], r#"{"end":"COMPLETED","steps":28,"firings":28}"#);
+    for (i, l) in lines[..28].iter().enumerate() {
+        let v: Value = serde_json::from_str(l).unwrap();
+        assert_eq!(v["step"], i + 1);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn trace_to_stdout_moves_the_summary_to_stderr() {
+    let o = cameleon(&["run", &example("deadlock.cm"), "--trace", "-"]);
+    assert_eq!(code(&o), 3);
+    let out = stdout(&o);
+    let last = out.lines().last().unwrap();
+    let v: Value = serde_json::from_str(last).unwrap();
+    assert_eq!(v["end"], "DEADLOCK");
+    assert_eq!(v["stuck"][0]["op"], "ship");
+    assert!(
+        stderr(&o).contains("DEADLOCK after 5 steps"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        out.lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_ok())
+    );
+}
+
+#[test]
+fn step_budget_stops_in_step_limit() {
+    let o = cameleon(&["run", &example("counter.cm"), "--max-steps", "4", "--json"]);
+    assert_eq!(code(&o), 4);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["end"], "STEP_LIMIT");
+    assert_eq!(v["limit"], 4);
+    assert_eq!(v["steps"], 4);
+}
+
+#[test]
+fn an_operator_failure_ends_in_error_with_exit_5() {
+    let dir = temp_dir("error");
+    let cm = dir.join("bad_json.cm");
+    std::fs::write(
+        &cm,
+        "operators:\n  - {id: text, type: source, params: {value: \"not json\"}}\n  - {id: parse, type: json_parse}\n  - {id: out, type: sink}\nconnections:\n  - {from: text.out_data, to: parse.in_data}\n  - {from: parse.out_data, to: out.in_data}\n",
+    )
+    .unwrap();
+    let o = cameleon(&["run", &cm.display().to_string(), "--json"]);
+    assert_eq!(code(&o), 5);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["end"], "ERROR");
+    assert_eq!(v["op"], "parse");
+    assert!(v["error"].as_str().unwrap().contains("invalid JSON"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn reading_outside_the_file_folder_needs_allow_outside() {
+    let dir = temp_dir("outside");
+    let inner = dir.join("inner");
+    std::fs::create_dir_all(&inner).unwrap();
+    std::fs::write(dir.join("secret.txt"), "secret").unwrap();
+    let cm = inner.join("peek.cm");
+    std::fs::write(
+        &cm,
+        "operators:\n  - {id: f, type: text_file, params: {path: ../secret.txt}}\n  - {id: out, type: sink}\nconnections:\n  - {from: f.out_data, to: out.in_data}\n",
+    )
+    .unwrap();
+    let cm = cm.display().to_string();
+    let o = cameleon(&["run", &cm, "--json"]);
+    assert_eq!(code(&o), 5, "{}", stdout(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v["error"].as_str().unwrap().contains("leaves"), "{v}");
+    let o = cameleon(&["run", &cm, "--json", "--allow-outside"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["sinks"]["out"], json!(["secret"]));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// check, invalid files
+
+const BROKEN: &str = "\
+operators:
+  - id: src
+    type: source
+    params: {value: hi}
+  - id: out
+    type: snk
+connections:
+  - from: src.out_dat
+    to: out.in_data
+";
+
+#[test]
+fn invalid_files_exit_2_with_every_problem_located() {
+    let dir = temp_dir("broken");
+    let cm = dir.join("broken.cm");
+    std::fs::write(&cm, BROKEN).unwrap();
+    let path = cm.display().to_string();
+    for cmd in ["run", "check", "export"] {
+        let mut args = vec![cmd, path.as_str()];
+        if cmd == "export" {
+            args.push("--dot");
+        }
+        let o = cameleon(&args);
+        assert_eq!(code(&o), 2, "{cmd}");
+        let err = stderr(&o);
+        assert!(err.contains("2 problems"), "{cmd}: {err}");
+        assert!(err.contains("broken.cm:6:11"), "{cmd}: {err}");
+        assert!(err.contains("did you mean `sink`?"), "{cmd}: {err}");
+        assert!(err.contains("broken.cm:8:11"), "{cmd}: {err}");
+        assert!(err.contains("did you mean `out_data`?"), "{cmd}: {err}");
+        assert!(err.contains("type: snk"), "{cmd}: snippet missing: {err}");
+    }
+    let o = cameleon(&["check", &path, "--json"]);
+    assert_eq!(code(&o), 2);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["valid"], false);
+    let p = &v["problems"];
+    assert_eq!(p.as_array().unwrap().len(), 2);
+    assert_eq!(p[0]["kind"], "unknown_type");
+    assert_eq!(
+        (p[0]["line"].clone(), p[0]["column"].clone()),
+        (json!(6), json!(11))
+    );
+    assert_eq!(p[0]["hint"], "did you mean `sink`?");
+    assert_eq!(p[1]["kind"], "unknown_port");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn check_reports_a_valid_net() {
+    let o = cameleon(&["check", &example("digest.cm"), "--json"]);
+    assert_eq!(code(&o), 0);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["valid"], true);
+    assert_eq!(v["operators"], 7);
+    assert_eq!(v["connections"], 5);
+    let o = cameleon(&["check", &example("digest.cm")]);
+    assert!(stdout(&o).contains("valid net `article-digest` (7 operators, 5 connections)"));
+}
+
+#[test]
+fn a_missing_file_exits_2() {
+    let o = cameleon(&["run", "no/such/file.cm"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
+}
+
+// ---------------------------------------------------------------------------------------------
+// fmt
+
+const MESSY: &str = "# A tidy header comment.\nconnections:\n- {to: b.in_data, from: a.out_data}\noperators:\n- {params: {value: hi}, type: source, id: a, y: 2.0, x: 1}\n- id: b   # trailing comment\n  type: sink\nname: messy\n";
+
+const TIDY: &str = "# A tidy header comment.\ncameleon: 1\nname: messy\noperators:\n  - id: a\n    type: source\n    x: 1\n    y: 2\n    params:\n      value: hi\n  - id: b\n    type: sink\nconnections:\n  - from: a.out_data\n    to: b.in_data\n";
+
+#[test]
+fn fmt_check_exits_1_on_a_difference_and_fmt_rewrites_in_place() {
+    let dir = temp_dir("fmt");
+    let cm = dir.join("messy.cm");
+    std::fs::write(&cm, MESSY).unwrap();
+    let path = cm.display().to_string();
+    let o = cameleon(&["fmt", &path, "--check"]);
+    assert_eq!(code(&o), 1);
+    assert!(
+        stderr(&o).contains("not in canonical form"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&cm).unwrap(),
+        MESSY,
+        "--check writes nothing"
+    );
+    let o = cameleon(&["fmt", &path]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("comments"),
+        "warns about the dropped comment"
+    );
+    assert_eq!(std::fs::read_to_string(&cm).unwrap(), TIDY);
+    let o = cameleon(&["fmt", &path, "--check"]);
+    assert_eq!(code(&o), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn fmt_dash_reads_stdin_and_writes_stdout() {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cameleon"))
+        .args(["fmt", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(MESSY.as_bytes())
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), TIDY);
+}
+
+// ---------------------------------------------------------------------------------------------
+// catalogue, export, schema, help
+
+#[test]
+fn catalogue_lists_every_operator_with_ports_params_and_docs() {
+    let o = cameleon(&["catalogue", "--json"]);
+    assert_eq!(code(&o), 0);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let ops = v["operators"].as_array().unwrap();
+    let ids: Vec<&str> = ops.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    for id in [
+        "source", "sink", "fork", "join", "merge", "gate", "guard", "chunker", "template",
+    ] {
+        assert!(ids.contains(&id), "{id} missing from {ids:?}");
+    }
+    let gate = ops.iter().find(|e| e["id"] == "gate").unwrap();
+    assert_eq!(gate["aliases"], json!(["switch"]));
+    assert_eq!(gate["policy"], "custom");
+    assert_eq!(gate["inputs"][1]["name"], "in_condition");
+    assert_eq!(gate["inputs"][1]["type"], "DataBool");
+    assert_eq!(gate["emits"], json!([["out_true"], ["out_false"]]));
+    let chunker = ops.iter().find(|e| e["id"] == "chunker").unwrap();
+    assert_eq!(chunker["params"][0]["name"], "size");
+    assert_eq!(chunker["params"][0]["default"], 512);
+    let source = ops.iter().find(|e| e["id"] == "source").unwrap();
+    assert_eq!(source["params"][0]["required"], true);
+    assert!(
+        v["types"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("DataString"))
+    );
+
+    let md = stdout(&cameleon(&["catalogue", "--markdown"]));
+    assert!(md.starts_with("# Caméléon operator catalogue"));
+    assert!(md.contains("### `gate` — Gate"));
+    let text = stdout(&cameleon(&["catalogue"]));
+    assert!(text.contains("gate (alias switch) — Gate"), "{text}");
+    let both = cameleon(&["catalogue", "--json", "--markdown"]);
+    assert_eq!(code(&both), 2, "the formats exclude each other");
+}
+
+#[test]
+fn export_draws_dot_mermaid_and_svg() {
+    let f = example("gate.cm");
+    let dot = cameleon(&["export", &f, "--dot"]);
+    assert_eq!(code(&dot), 0);
+    let dot = stdout(&dot);
+    assert!(dot.starts_with("digraph \"gate\" {"));
+    assert!(dot.contains("\"gate3\" -> \"small_values\" [label=\"out_true → in_a\""));
+    let mermaid = stdout(&cameleon(&["export", &f, "--mermaid"]));
+    assert!(mermaid.starts_with("flowchart LR\n"));
+    assert!(mermaid.contains("-->|\"out_true → in_a\"|"));
+    let svg = stdout(&cameleon(&["export", &f, "--svg"]));
+    assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    assert!(svg.trim_end().ends_with("</svg>"));
+    assert_eq!(
+        svg.matches("marker-end=\"url(#arrow)\"").count(),
+        14,
+        "one curve per connection"
+    );
+    let none = cameleon(&["export", &f]);
+    assert_eq!(code(&none), 2, "a format is required");
+}
+
+#[test]
+fn schema_prints_the_shipped_schema() {
+    let o = cameleon(&["schema"]);
+    let shipped =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("cm.schema.json"))
+            .unwrap();
+    assert_eq!(stdout(&o), shipped);
+}
+
+#[test]
+fn every_subcommand_has_help_with_an_example() {
+    for cmd in ["run", "check", "fmt", "catalogue", "export", "schema"] {
+        let o = cameleon(&[cmd, "--help"]);
+        assert_eq!(code(&o), 0, "{cmd}");
+        let out = stdout(&o);
+        assert!(out.contains("Examples:\n  cameleon "), "{cmd}: {out}");
+    }
+    let o = cameleon(&["--help"]);
+    assert!(stdout(&o).contains("Examples:"));
+    let o = cameleon(&["run"]);
+    assert_eq!(code(&o), 2, "a usage error exits 2");
+}
