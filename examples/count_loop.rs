@@ -2,8 +2,11 @@
 //! guard's test fails, then leaves through the guard's exit. The merge is the loop entry: it
 //! fires on its first input while the loop-back input is still empty.
 //!
+//! The example also writes the net as a `.cm` file, to share it or to run it with the CLI
+//! (`cameleon run count_loop.cm`); give another path as the argument.
+//!
 //! ```text
-//! cargo run --example count_loop
+//! cargo run --example count_loop [-- PATH.cm]
 //! ```
 
 use cameleon::ops::{Const, Counter, Guard, Merge, Sink, Test};
@@ -30,7 +33,15 @@ pub fn net() -> Net {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut cvm = Cvm::new(net());
+    let net = net();
+    let path = std::env::args()
+        .nth(1)
+        .unwrap_or_else(|| "count_loop.cm".into());
+    let text = net.to_cm();
+    std::fs::write(&path, &text).map_err(|e| format!("cannot write `{path}`: {e}"))?;
+    println!("wrote {path}:\n{text}");
+
+    let mut cvm = Cvm::new(net);
     loop {
         match cvm.step()? {
             Step::Fired { ops, step, .. } => {

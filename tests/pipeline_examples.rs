@@ -1,6 +1,6 @@
 //! The example pipelines built with `pipeline!` (`examples/*.rs`): each is the net its
-//! declarations describe, runs to completion with the expected results, and runs to the same
-//! trace every time.
+//! declarations describe, runs to completion with the expected results, runs to the same trace
+//! every time, and round-trips through `.cm` to an equal net with the same trace.
 
 #[allow(dead_code)] // the examples' `main`s are not called here
 #[path = "../examples/text_pipeline.rs"]
@@ -65,6 +65,52 @@ fn every_example_pipeline_runs_to_the_same_trace_twice() {
     for (name, net) in examples() {
         assert_eq!(run_trace(net()), run_trace(net()), "{name}");
     }
+}
+
+#[test]
+fn every_example_pipeline_round_trips_through_cm_byte_for_byte() {
+    for (name, net) in examples() {
+        let built = net();
+        let text = built.to_cm();
+        let loaded = Net::from_cm(&text).unwrap_or_else(|e| panic!("{name}: {e}\n{text}"));
+        assert_eq!(loaded.to_cm(), text, "{name}: writing the loaded net again");
+        assert_eq!(loaded, built, "{name}: the loaded net is the built one");
+        assert_eq!(run_trace(loaded), run_trace(net()), "{name}: same trace");
+    }
+}
+
+#[test]
+fn a_pipeline_equals_the_net_its_hand_written_cm_file_loads() {
+    use cameleon::ops::{Barrier, Fork, Format, Join, Source, Transform};
+
+    // `examples/fork_join.cm`, written by hand (comments, no layout), in `pipeline!`.
+    let net = pipeline! {
+        name = "fork-join";
+        let word = Source::new("Caméléon");
+        let copy = Fork::new(3).expect("arity 3");
+        let pair = Format { separator: " & ".into() };
+        let status = Const::new(json!({"ready": true}));
+        let text = Transform::new();
+        let sync = Barrier::default();
+        let both = Join::default();
+        let joined = Sink::new();
+        let statuses = Sink::new();
+        word.out_data -> copy.in_data;
+        copy.out_a -> pair.in_main;
+        copy.out_b -> pair.in_meta;
+        status.out_data -> text.in_data;
+        copy.out_c -> sync.in_a;
+        text.out_data -> sync.in_b;
+        pair.out_data -> both.in_a;
+        sync.out_a -> both.in_b;
+        both.out_data -> joined.in_data;
+        sync.out_b -> statuses.in_data;
+    };
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/fork_join.cm");
+    let file = std::fs::read_to_string(path).expect("examples/fork_join.cm");
+    let loaded = Net::from_cm(&file).expect("the example loads");
+    assert_eq!(net, loaded);
+    assert_eq!(run_trace(net), run_trace(loaded));
 }
 
 #[test]
