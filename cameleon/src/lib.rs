@@ -18,6 +18,7 @@
 //! | [`net`] | the validated net (§1) |
 //! | [`engine`] | the CVM: forward, backward, replay, end states (§4–§6) |
 //! | [`history`] | the history tree of deltas (§5) |
+//! | [`verify`] | state-space exploration of the control abstraction, PNML export (§8) |
 //! | [`catalogue`] | operator types by id, for `.cm` files, the CLI and LLMs |
 //! | [`cm`] | the `.cm` file: load (every problem located), write (canonical), schema |
 //! | [`export`] | diagrams: DOT, Mermaid, SVG |
@@ -159,6 +160,7 @@ pub mod operator;
 pub mod ops;
 pub mod policy;
 pub mod types;
+pub mod verify;
 
 #[doc = include_str!("operator_macro.md")]
 pub use cameleon_macros::operator;
@@ -227,6 +229,7 @@ pub mod __private {
     };
     pub use crate::policy::{Enabling, Family, Policy};
     pub use crate::types::{Any, PortType, Value};
+    pub use crate::verify::FiniteControl;
     pub use ::core::clone::Clone;
     pub use ::core::default::Default;
     pub use ::core::marker::PhantomData;

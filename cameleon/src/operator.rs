@@ -257,6 +257,15 @@ pub trait Operator: StdAny + Send {
         InputSet::new_inputs(inputs)
     }
 
+    /// The finite control state this operator declares to the verifier (SPEC §8), if its firing
+    /// rule or its emissions depend on an internal state that is finite and independent of data
+    /// (a counter modulo n, a phase). Default: none — the verifier then asks
+    /// [`can_fire`](Self::can_fire) on the operator as built and explores every declared emission
+    /// set. See [`FiniteControl`](crate::verify::FiniteControl).
+    fn control(&self) -> Option<&dyn crate::verify::FiniteControl> {
+        None
+    }
+
     /// Fires: read inputs from `cx`, emit outputs to it. An error (or a panic) applies nothing.
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError>;
 
@@ -655,6 +664,12 @@ pub trait Run {
     /// say). Called by the catalogue's factory. Default: every instance is valid.
     fn validate(&self) -> Result<(), crate::catalogue::ParamError> {
         Ok(())
+    }
+
+    /// The finite control state the operator declares to the verifier (SPEC §8); see
+    /// [`Operator::control`]. Default: none.
+    fn control(&self) -> Option<&dyn crate::verify::FiniteControl> {
+        None
     }
 }
 

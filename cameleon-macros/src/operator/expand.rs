@@ -521,6 +521,9 @@ fn operator_impl(op: &Operator) -> TokenStream {
             fn consumes(&self, inputs: &[#p::ConnState]) -> #p::InputSet {
                 #run_path::consumes(self, inputs)
             }
+            fn control(&self) -> #p::Option<&dyn #p::FiniteControl> {
+                #run_path::control(self)
+            }
             fn run(&mut self, cx: &mut #p::Firing<'_>) -> #p::Result<(), #p::OpError> {
                 #run_path::run(self, &mut cx.typed::<Self>())
             }

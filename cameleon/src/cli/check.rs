@@ -4,6 +4,7 @@ use serde_json::json;
 
 use super::{CheckArgs, Io, display_name, exit, load};
 use crate::net::Net;
+use crate::verify::{Progress, Verdict, VerifyOptions, verify_with};
 
 pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let net = match load(&a.file, false, a.json, io)? {
@@ -36,16 +37,44 @@ pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     Ok(exit::OK)
 }
 
-/// `check --verify`: the state-space exploration of SPEC §8 (issue 6, `cameleon::verify`).
-/// It reports the properties with witnesses, as text or as the JSON object of API.md
-/// (`{"valid":true,"states":…,"edges":…,"deadlock_free":…,"witness":[…],…}`), and returns
-/// `exit::OK` when every property holds, `exit::DEADLOCK` (3) when one fails.
-fn verify(_net: &Net, a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
-    let msg = "state-space verification (`check --verify`) is not available in this build yet";
-    if a.json {
-        writeln!(io.stdout, "{}", json!({ "valid": true, "error": msg }))?;
+/// `check --verify`: the state-space exploration of SPEC §8 (`cameleon::verify`): the
+/// properties with witnesses, as text or as the JSON object of API.md
+/// (`{"valid":true,"states":…,"edges":…,"deadlock_free":…,"witness":[…],…}`). Exit 0 when every
+/// property holds, 3 when one fails, 4 when the state budget ran out before a verdict.
+fn verify(net: &Net, a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
+    let opts = VerifyOptions::default().max_states(a.max_states);
+    let bar = if io.progress && !a.json {
+        let b = indicatif::ProgressBar::with_draw_target(
+            Some(opts.max_states),
+            indicatif::ProgressDrawTarget::stderr(),
+        );
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "{spinner} {pos} states explored, {msg} ({elapsed}) [{bar:30}] of the budget",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b
     } else {
-        writeln!(io.stderr, "error: {msg}")?;
+        indicatif::ProgressBar::hidden()
+    };
+    let report = verify_with(net, &opts, &mut |p: &Progress| {
+        bar.set_position(p.states);
+        bar.set_message(format!("{} expanded, {} edges", p.expanded, p.edges));
+    });
+    bar.finish_and_clear();
+    if a.json {
+        let mut v = report.to_json();
+        if let Some(m) = v.as_object_mut() {
+            m.insert("file".into(), json!(a.file.display().to_string()));
+        }
+        writeln!(io.stdout, "{v}")?;
+    } else {
+        writeln!(io.stdout, "{report}")?;
     }
-    Ok(exit::ERROR)
+    Ok(match report.verdict {
+        Verdict::Holds => exit::OK,
+        Verdict::Fails => exit::DEADLOCK,
+        Verdict::Inconclusive => exit::LIMIT,
+    })
 }

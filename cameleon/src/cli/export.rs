@@ -2,7 +2,6 @@
 
 use super::{ExportArgs, Io, exit, load};
 use crate::export;
-use crate::net::Net;
 
 pub(super) fn export(a: &ExportArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let net = match load(&a.file, false, false, io)? {
@@ -16,12 +15,13 @@ pub(super) fn export(a: &ExportArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     } else if a.svg {
         export::svg(&net)
     } else {
-        match pnml(&net) {
-            Some(t) => t,
-            None => {
+        match crate::verify::to_pnml(&net) {
+            Ok(t) => t,
+            Err(e) => {
                 writeln!(
                     io.stderr,
-                    "error: PNML export (`export --pnml`) is not available in this build yet"
+                    "error: cannot export `{}` to PNML: {e}",
+                    a.file.display()
                 )?;
                 return Ok(exit::ERROR);
             }
@@ -29,9 +29,4 @@ pub(super) fn export(a: &ExportArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     };
     io.stdout.write_all(text.as_bytes())?;
     Ok(exit::OK)
-}
-
-/// The PNML place/transition net of SPEC §8 (issue 6, `cameleon::verify`).
-fn pnml(_net: &Net) -> Option<String> {
-    None
 }

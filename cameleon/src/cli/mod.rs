@@ -6,7 +6,8 @@
 //! | command | exit code |
 //! |---|---|
 //! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR |
-//! | `check FILE.cm [--verify] [--json]` | 0 valid (and every property holds), 2 invalid, 3 a property fails |
+//! | `run FILE.cm --follow WITNESS [--json]` | 0 replayed, 2 not replayable, 3 it ends in DEADLOCK |
+//! | `check FILE.cm [--verify [--max-states N]] [--json]` | 0 valid (and every property holds), 2 invalid, 3 a property fails, 4 the state budget ran out first |
 //! | `fmt FILE.cm [--check]` (`-`: stdin to stdout) | 0, 1 if `--check` finds a difference, 2 invalid |
 //! | `catalogue [--json\|--markdown]` | 0 |
 //! | `export FILE.cm --dot\|--mermaid\|--svg\|--pnml` | 0, 2 invalid |
@@ -77,18 +78,22 @@ Examples:
   cameleon run examples/digest.cm
   cameleon run examples/counter.cm --max-steps 100 --json
   cameleon run examples/digest.cm --trace trace.jsonl
-  cameleon run examples/digest.cm --trace - | jq -c .op")]
+  cameleon run examples/digest.cm --trace - | jq -c .op
+  cameleon run examples/wcp/bad/xor-split-and-join.cm --follow src,split,test,choose:out_true,a")]
     // Not `Run`: rustc would then print the operator trait `cameleon::Run` with its full path
     // in users' compile errors (two public items named `Run`).
     #[command(name = "run")]
     RunNet(RunArgs),
     /// Validate a net: every problem, with its line, column and a hint.
     #[command(after_help = "\
-Exit codes: 0 valid, 2 invalid, 3 a verified property fails.
+Exit codes: 0 valid (with --verify: every property holds), 2 invalid, 3 a verified property
+fails, 4 the state budget (--max-states) ran out before a verdict.
 
 Examples:
   cameleon check examples/digest.cm
-  cameleon check examples/digest.cm --json")]
+  cameleon check examples/digest.cm --json
+  cameleon check examples/wcp/bad/xor-split-and-join.cm --verify
+  cameleon check examples/wcp/wcp21-structured-loop.cm --verify --json")]
     Check(CheckArgs),
     /// Rewrite a .cm file in canonical form (in place; `-` reads stdin and writes stdout).
     #[command(after_help = "\
@@ -110,12 +115,13 @@ Examples:
   cameleon catalogue --json > catalogue.json
   cameleon catalogue --markdown > CATALOGUE.md")]
     Catalogue(CatalogueArgs),
-    /// Draw a net as Graphviz DOT, Mermaid or SVG.
+    /// Draw a net as Graphviz DOT, Mermaid or SVG, or write its PNML place/transition net.
     #[command(after_help = "\
 Examples:
   cameleon export examples/digest.cm --dot | dot -Tpng > digest.png
   cameleon export examples/digest.cm --mermaid
-  cameleon export examples/digest.cm --svg > digest.svg")]
+  cameleon export examples/digest.cm --svg > digest.svg
+  cameleon export examples/wcp/wcp04-exclusive-choice.cm --pnml > choice.pnml")]
     Export(ExportArgs),
     /// Print the JSON Schema of the .cm format.
     #[command(after_help = "\
@@ -167,6 +173,11 @@ pub struct RunArgs {
     /// Let file-reading operators read outside the .cm file's folder.
     #[arg(long)]
     pub allow_outside: bool,
+    /// Instead of running, replay a witness of `check --verify` (labels separated by commas or
+    /// spaces, or its JSON array) in the verifier's abstraction, showing the connection states
+    /// along it. No operator runs.
+    #[arg(long, value_name = "WITNESS", conflicts_with_all = ["mode", "max_steps", "trace"])]
+    pub follow: Option<String>,
 }
 
 /// `cameleon check`.
@@ -177,6 +188,10 @@ pub struct CheckArgs {
     /// Also explore the state space and report the properties of SPEC §8 with witnesses.
     #[arg(long)]
     pub verify: bool,
+    /// With `--verify`: store at most N states; past it the exploration stops and says what it
+    /// covered (exit 4 unless a property already failed).
+    #[arg(long, value_name = "N", default_value_t = crate::verify::DEFAULT_MAX_STATES, requires = "verify")]
+    pub max_states: u64,
     /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,

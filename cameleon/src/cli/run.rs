@@ -7,6 +7,8 @@ use serde_json::{Map, Value as Json, json};
 
 use super::{Io, RunArgs, display_name, exit, load};
 use crate::engine::{Cvm, EndState, Step, StepError};
+use crate::net::Net;
+use crate::verify;
 
 /// What a run did: the facts `run` prints, as text or JSON.
 #[derive(Debug)]
@@ -235,6 +237,9 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Ok(net) => net,
         Err(code) => return Ok(code),
     };
+    if let Some(witness) = &a.follow {
+        return follow(&net, witness, a.json, io);
+    }
     let name = display_name(&net, &a.file);
     let mut b = Cvm::builder(net);
     if let Some(m) = a.mode {
@@ -278,4 +283,36 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     };
     w.write_all(summary.as_bytes())?;
     Ok(report.exit_code())
+}
+
+/// `run --follow WITNESS`: replays a witness of `check --verify` in the verifier's abstraction
+/// and shows the connection states along it (no operator runs). Exit 0 replayed, 2 not
+/// replayable (which step, and what could fire there), 3 it ends in DEADLOCK.
+fn follow(net: &Net, witness: &str, json: bool, io: &mut Io<'_>) -> std::io::Result<i32> {
+    let labels = verify::parse_witness(witness);
+    match verify::follow(net, &labels) {
+        Ok(trace) => {
+            if json {
+                writeln!(
+                    io.stdout,
+                    "{}",
+                    serde_json::to_value(&trace).unwrap_or_default()
+                )?;
+            } else {
+                writeln!(io.stdout, "{trace}")?;
+            }
+            Ok(match trace.end {
+                verify::TraceEnd::Deadlock { .. } => exit::DEADLOCK,
+                _ => exit::OK,
+            })
+        }
+        Err(e) => {
+            if json {
+                writeln!(io.stdout, "{}", json!({ "error": e.to_string() }))?;
+            } else {
+                writeln!(io.stderr, "error: cannot follow the witness: {e}")?;
+            }
+            Ok(exit::INVALID)
+        }
+    }
 }

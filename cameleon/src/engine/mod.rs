@@ -34,7 +34,9 @@ use crate::policy::{Enabling, Policy};
 
 mod rules;
 use crate::types::Value;
-pub(crate) use rules::{Bits, PortStates, Scratch, Topo, evaluate, evaluate_cached, gather};
+pub(crate) use rules::{
+    Bits, PortStates, Scratch, Topo, back_pressure_ok_on, evaluate, evaluate_cached, gather,
+};
 
 /// How a run ended (SPEC §6).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

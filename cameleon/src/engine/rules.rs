@@ -337,6 +337,7 @@ pub(crate) fn evaluate(
     back_pressure_ok(op, topo, state, o, &s.ins)
 }
 
+/// Back-pressure at run time: every output connection of `o` counts as written (SPEC §3.2).
 #[inline]
 pub(crate) fn back_pressure_ok(
     op: &dyn Operator,
@@ -345,8 +346,23 @@ pub(crate) fn back_pressure_ok(
     o: usize,
     ins: &[ConnState],
 ) -> bool {
+    back_pressure_ok_on(op, topo, state, o, ins, topo.outs(o))
+}
+
+/// Back-pressure over the connections `writes` that a firing of `o` would write: none of them
+/// may be NEW once `o`'s own consumption is applied. The engine passes every output connection;
+/// the verifier (SPEC §8) those of the outputs in any declared emission set.
+#[inline]
+pub(crate) fn back_pressure_ok_on(
+    op: &dyn Operator,
+    topo: &Topo,
+    state: &[ConnState],
+    o: usize,
+    ins: &[ConnState],
+    writes: &[u32],
+) -> bool {
     let mut consumed: Option<InputSet> = None;
-    for &c in topo.outs(o) {
+    for &c in writes {
         if state[c as usize] == ConnState::New {
             // A self-loop the firing consumes first is fine (SPEC §3.2, "after consumption").
             let own = topo.consumer[c as usize] == o as u32

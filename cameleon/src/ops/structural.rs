@@ -21,6 +21,7 @@ use crate::operator;
 use crate::operator::{CanFire, Firing, In, InputSet, OpError, Out, Run};
 use crate::policy::Enabling;
 use crate::types::{Any, DataBool, DataJSON, PortType, Value};
+use crate::verify::FiniteControl;
 
 /// Most ports an n-ary operator (`fork`, `join`, `merge`, `barrier`) can have.
 pub const MAX_ARITY: usize = 26;
@@ -404,6 +405,41 @@ impl Run for Accumulator {
             cx.emit(Self::out_data, DataJSON(serde_json::Value::Array(list)));
         }
         Ok(())
+    }
+
+    fn control(&self) -> Option<&dyn FiniteControl> {
+        // Tracked exactly up to a bound; a larger `n` falls back to the emission sets.
+        (self.n <= Accumulator::MAX_TRACKED).then_some(self as &dyn FiniteControl)
+    }
+}
+
+impl Accumulator {
+    /// Largest `n` whose fill level the verifier tracks exactly (SPEC §8).
+    pub const MAX_TRACKED: usize = 1024;
+}
+
+/// The verifier tracks the fill level (values held, modulo `n`): the accumulator emits exactly
+/// when the `n`-th value arrives or `in_done` is NEW.
+impl FiniteControl for Accumulator {
+    fn count(&self) -> u32 {
+        self.n.clamp(1, Accumulator::MAX_TRACKED) as u32
+    }
+    fn initial(&self) -> u32 {
+        if self.n == 0 {
+            0
+        } else {
+            (self.items.len() % self.n) as u32
+        }
+    }
+    fn fire(&self, q: u32, inputs: &[ConnState]) -> Vec<(usize, u32)> {
+        let data = inputs.first() == Some(&ConnState::New);
+        let done = inputs.get(1) == Some(&ConnState::New);
+        let held = if self.n == 0 { 0 } else { q + u32::from(data) };
+        if done || (self.n > 0 && held as usize >= self.n) {
+            vec![(1, 0)] // emission set 1: {out_data}; the list starts again
+        } else {
+            vec![(0, held)] // emission set 0: nothing
+        }
     }
 }
 

@@ -1,0 +1,175 @@
+//! `cameleon check --verify`, `export --pnml` and `run --follow` through the real binary, on the
+//! workflow-pattern examples (`examples/wcp/`) and the known-bad nets (`examples/wcp/bad/`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+fn wcp(name: &str) -> String {
+    let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/wcp");
+    dir.join(name).display().to_string()
+}
+
+fn cameleon(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cameleon"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the cameleon binary runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn verify_json(file: &str) -> (i32, Value) {
+    let o = cameleon(&["check", &wcp(file), "--verify", "--json"]);
+    let v = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| {
+        panic!("{file}: not JSON ({e}): {}", stdout(&o));
+    });
+    (code(&o), v)
+}
+
+fn strings(v: &Value) -> Vec<&str> {
+    v.as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn every_workflow_pattern_verifies_sound_with_exit_0() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/wcp");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "cm") {
+            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+            let (code, v) = verify_json(&name);
+            assert_eq!(code, 0, "{name}: {v}");
+            assert_eq!(v["valid"], true);
+            assert_eq!(v["verdict"], "holds", "{name}");
+            assert_eq!(v["deadlock_free"], true, "{name}");
+            assert_eq!(v["witness"], Value::Null, "{name}");
+            assert!(v["states"].as_u64().unwrap() > 0);
+            seen += 1;
+        }
+    }
+    assert_eq!(seen, 8, "WCP-1, 2, 3, 4, 5, 10, 11, 21");
+}
+
+#[test]
+fn xor_split_and_join_fails_with_its_deadlock_witness_and_exit_3() {
+    let (exit, v) = verify_json("bad/xor-split-and-join.cm");
+    assert_eq!(exit, 3);
+    assert_eq!(v["deadlock_free"], false);
+    // The witness names operators (API.md); its path says which way the gate went.
+    assert_eq!(
+        strings(&v["witness"]),
+        ["src", "split", "test", "choose", "a"]
+    );
+    assert_eq!(
+        strings(&v["witness_path"]),
+        ["src", "split", "test", "choose:out_true", "a"]
+    );
+    assert_eq!(strings(&v["dead_operators"]), ["both", "out"]);
+    // The human form says the same.
+    let o = cameleon(&["check", &wcp("bad/xor-split-and-join.cm"), "--verify"]);
+    assert_eq!(code(&o), 3);
+    assert!(
+        stdout(&o).contains("witness: src → split → test → choose:out_true → a"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn loop_without_exit_fails_option_to_complete_with_exit_3() {
+    let (code, v) = verify_json("bad/loop-without-exit.cm");
+    assert_eq!(code, 3);
+    assert_eq!(v["deadlock_free"], true);
+    assert_eq!(v["option_to_complete"], false);
+    assert_eq!(
+        strings(&v["properties"]["option_to_complete"]["path"]),
+        ["src", "split", "test", "choose:out_false"]
+    );
+    assert_eq!(v["may_loop"], true);
+}
+
+#[test]
+fn accumulator_never_done_has_a_dead_operator_and_exit_3() {
+    let (code, v) = verify_json("bad/accumulator-never-done.cm");
+    assert_eq!(code, 3);
+    assert_eq!(strings(&v["dead_operators"]), ["out"]);
+    assert_eq!(v["option_to_complete"], true);
+}
+
+#[test]
+fn a_state_budget_too_small_is_inconclusive_with_exit_4() {
+    let o = cameleon(&[
+        "check",
+        &wcp("wcp02-parallel-split.cm"),
+        "--verify",
+        "--max-states",
+        "4",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 4, "{}", stdout(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["verdict"], "inconclusive");
+    assert_eq!(v["exploration"]["budget_hit"], true);
+    assert_eq!(v["states"], 4);
+}
+
+#[test]
+fn export_pnml_writes_one_place_per_connection_state() {
+    let o = cameleon(&["export", &wcp("wcp03-synchronization.cm"), "--pnml"]);
+    assert_eq!(code(&o), 0);
+    let xml = stdout(&o);
+    assert!(xml.starts_with("<?xml"));
+    // 6 connections × EMPTY/NEW/OLD.
+    assert_eq!(xml.matches("<place ").count(), 18);
+    assert_eq!(xml.matches("<initialMarking>").count(), 6);
+}
+
+#[test]
+fn run_follow_replays_a_witness_to_its_deadlock() {
+    let file = wcp("bad/xor-split-and-join.cm");
+    // The witness exactly as `check --verify --json` prints it.
+    let (_, v) = verify_json("bad/xor-split-and-join.cm");
+    let o = cameleon(&["run", &file, "--follow", &v["witness"].to_string()]);
+    assert_eq!(code(&o), 3, "{}", stdout(&o));
+    let o = cameleon(&["run", &file, "--follow", "src,split,test,choose:out_true,a"]);
+    assert_eq!(code(&o), 3);
+    let text = stdout(&o);
+    assert!(
+        text.contains("choose.out_true -> a.in_data: EMPTY → NEW"),
+        "{text}"
+    );
+    assert!(text.contains("end: DEADLOCK"), "{text}");
+    // The JSON array `check --verify --json` prints is accepted as is.
+    let o = cameleon(&[
+        "run",
+        &file,
+        "--json",
+        "--follow",
+        r#"["src","split","test","choose:out_false"]"#,
+    ]);
+    assert_eq!(code(&o), 0);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["end"], "RUNNING");
+    assert_eq!(strings(&v["enabled"]), ["b"]);
+    assert_eq!(v["marking"]["choose.out_false -> b.in_data"], "NEW");
+    // A witness that does not replay says where and what could fire.
+    let o = cameleon(&["run", &file, "--follow", "src,choose"]);
+    assert_eq!(code(&o), 2);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("step 2: `choose` cannot fire here; possible: `split`"),
+        "{err}"
+    );
+}
