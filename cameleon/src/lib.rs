@@ -54,6 +54,35 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
+//! The same net written with [`pipeline!`], where the compiler checks every connection (a
+//! `DataString` output wired to the counter's `DataJSON` input would not build, and the error
+//! would be on that `->`):
+//!
+//! ```
+//! use cameleon::prelude::*;
+//! use cameleon::ops::{Const, Counter, Guard, Merge, Sink, Test};
+//! use serde_json::json;
+//!
+//! let net: Net = pipeline! {
+//!     name = "count-to-3";
+//!     let zero = Const::new(json!(0));
+//!     let r#loop = Merge::default();
+//!     let inc = Counter::new();
+//!     let check = Guard::new(Test::Lt(json!(3)));
+//!     let out = Sink::new();
+//!     zero.out_data -> r#loop.in_a;
+//!     r#loop.out_data -> inc.in_data;
+//!     inc.out_data -> check.in_data;
+//!     check.out_continue -> r#loop.in_b;
+//!     check.out_exit -> out.in_data;
+//! };
+//! assert_eq!(net.operators()[1].name, "loop");
+//! let mut cvm = Cvm::new(net);
+//! assert_eq!(cvm.run()?, EndState::Completed);
+//! assert_eq!(cvm.received("out")[0].to_json(), json!(3));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
 //! ## Declaring an operator
 //!
 //! An operator type is a struct marked [`#[operator]`](macro@operator): its fields declare the ports
@@ -135,6 +164,7 @@ pub mod verify;
 
 #[doc = include_str!("operator_macro.md")]
 pub use cameleon_macros::operator;
+pub use cameleon_macros::pipeline;
 pub use catalogue::{
     BuildContext, BuildError, Catalogue, CatalogueEntry, Catalogued, FromContext, ParamError,
     ParamInfo, ParamType,
@@ -172,7 +202,7 @@ pub mod prelude {
         Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, PortType,
         Value,
     };
-    pub use cameleon_macros::operator;
+    pub use cameleon_macros::{operator, pipeline};
 }
 
 /// Support for generated code. Not a public API.
@@ -181,7 +211,12 @@ pub mod __private {
     pub use inventory;
     pub use serde_json;
 
-    pub use crate::dsl::{HasPorts, Receives, SameType, check_connection, ports_of};
+    // For `pipeline!` (and `#[operator]`'s `HasPorts` impls).
+    pub use crate::dsl::{
+        Endpoint, HasPorts, InputDecl, add, build_net, check_source, check_target, check_wiring,
+        ports_of,
+    };
+    pub use crate::net::{Mode, Net, NetBuilder, NetConfig};
 
     // For `#[operator]`.
     pub use crate::catalogue::{

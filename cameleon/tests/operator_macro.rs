@@ -221,27 +221,31 @@ fn generic_structural_operator_is_typed_by_its_parameter() {
 
 #[test]
 fn generic_operators_infer_their_type_from_typed_connections() {
-    use cameleon::dsl::check_connection;
     use cameleon::ops::{Fork, Format, Join, Merge};
 
-    // What `pipeline!` writes: each connection checked through the port handles. Nothing names
-    // the fork's, the merge's or the join's type; the connections fix it. (With `dsl.rs` as it
-    // is, a type flows from a typed input upstream to a generic output, not the other way.)
-    let src = Source::new("x");
-    let fork = Fork::new(2).expect("arity 2");
-    let merge = Merge::default();
-    let join = Join::new(3).expect("arity 3");
-    let format = Format::default();
-    let sink = Sink::new();
-    check_connection(ports_of(&src).out_data, ports_of(&fork).in_data);
-    check_connection(ports_of(&fork).out_a, ports_of(&merge).in_a);
-    check_connection(ports_of(&merge).out_data, ports_of(&format).in_main);
-    check_connection(ports_of(&fork).out_b, ports_of(&join).in_a);
-    check_connection(ports_of(&src).out_data, ports_of(&join).in_b); // any type
-    check_connection(ports_of(&join).out_data, ports_of(&format).in_meta);
-    check_connection(ports_of(&format).out_data, ports_of(&sink).in_data); // accepts any type
-    assert_eq!(fork.spec().outputs[1].ty, TypeRef::of::<DataString>());
-    assert_eq!(merge.spec().inputs[1].ty, TypeRef::of::<DataString>());
-    assert_eq!(join.spec().outputs[0].ty, TypeRef::of::<DataString>());
-    assert_eq!(join.spec().inputs[2].ty, TypeRef::Var(2));
+    // Nothing names the fork's, the merge's or the join's type; the connections fix it (the
+    // merge's from the fork upstream and the format downstream).
+    let net = pipeline! {
+        name = "inferred";
+        let src = Source::new("x");
+        let fork = Fork::new(2).expect("arity 2");
+        let merge = Merge::default();
+        let join = Join::new(3).expect("arity 3");
+        let format = Format::default();
+        let sink = Sink::new();
+        src.out_data -> fork.in_data;
+        fork.out_a -> merge.in_a;
+        fork.out_b -> merge.in_b;
+        merge.out_data -> format.in_main;
+        src.out_data -> join.in_a;
+        src.out_data -> join.in_b;                 // any type
+        src.out_data -> join.in_c;
+        join.out_data -> format.in_meta;
+        format.out_data -> sink.in_data;           // accepts any type
+    };
+    let spec = |name: &str| &net.operators()[net.op_id(name).expect("declared").index()].spec;
+    assert_eq!(spec("fork").outputs[1].ty, TypeRef::of::<DataString>());
+    assert_eq!(spec("merge").inputs[1].ty, TypeRef::of::<DataString>());
+    assert_eq!(spec("join").outputs[0].ty, TypeRef::of::<DataString>());
+    assert_eq!(spec("join").inputs[2].ty, TypeRef::Var(2));
 }

@@ -235,6 +235,8 @@ fn ports_struct(op: &Operator) -> TokenStream {
     });
     let doc = format!("The port handles of [`{ident}`], one field per port (for `pipeline!`).");
     let ports_text = ports_ident.to_string();
+    let input_decls = input_decls(op);
+    let policy = policy_tokens(op);
     let struct_generics = &op.generics;
     let struct_where = bounded_generics(op).where_clause;
     quote! {
@@ -262,8 +264,44 @@ fn ports_struct(op: &Operator) -> TokenStream {
             fn ports() -> Self::Ports {
                 #ports_ident { #(#inits,)* }
             }
+            const INPUTS: &'static [#p::InputDecl] = &[#(#input_decls),*];
+            const POLICY: #p::Policy = #policy;
         }
     }
+}
+
+/// `HasPorts::INPUTS`, for `pipeline!`'s check that every required input is connected: each
+/// input with whether it may stay unconnected. A variadic group lists every letter; those past
+/// its size param's default are optional (an instance built with the default params does not
+/// have them).
+fn input_decls(op: &Operator) -> Vec<TokenStream> {
+    let p = private();
+    let mut out = Vec::new();
+    for (i, port) in op.inputs.iter().enumerate() {
+        let optional = port.optional;
+        match &port.variadic {
+            None => {
+                let name = unraw(&port.name);
+                out.push(quote!(#p::InputDecl { name: #name, optional: #optional }));
+            }
+            Some(v) => {
+                let default = op
+                    .params
+                    .iter()
+                    .find(|prm| prm.field == v.param)
+                    .and_then(|prm| prm.default.as_ref())
+                    .map_or_else(|| quote!(0usize), |d| quote!(#d));
+                for (k, (_, name)) in port.names(i).into_iter().enumerate() {
+                    let letter = v.start + k;
+                    let name = unraw(&name);
+                    out.push(quote! {
+                        #p::InputDecl { name: #name, optional: #optional || #letter >= #default }
+                    });
+                }
+            }
+        }
+    }
+    out
 }
 
 fn family_tokens(op: &Operator) -> TokenStream {
