@@ -415,16 +415,23 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
             Some(id) => {
                 let reaches_deadlock = forward_reaches(g, id as u32, |v| deadlock_of(v as usize));
                 let s = g.state(id as u32).to_vec();
+                // An empty witness means the initial marking itself cannot complete.
+                let from = if id == 0 {
+                    "from the initial marking"
+                } else {
+                    "from where the witness ends"
+                };
                 let message = if deadlock_of(id) {
                     "the witness ends in DEADLOCK, not COMPLETED".to_owned()
                 } else if reaches_deadlock {
-                    "from where the witness ends no run reaches COMPLETED: each one deadlocks or never \
-                     ends (a trap)"
-                        .to_owned()
+                    format!(
+                        "{from} no run reaches COMPLETED: each one deadlocks or never ends (a trap)"
+                    )
                 } else {
-                    "from where the witness ends no run ever ends: operators keep firing but \
-                     COMPLETED is unreachable (a livelock)"
-                        .to_owned()
+                    format!(
+                        "{from} no run ever ends: operators keep firing but COMPLETED is unreachable \
+                         (a livelock)"
+                    )
                 };
                 let acts = actions(model, g, &g.path_to(id as u32));
                 let (names, path) = witness(model, &acts);
