@@ -35,12 +35,24 @@ fn fan_out(ms: u64, mode: Mode) -> Cvm {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fan_out_to_eight_delays_waits_for_them_at_once() {
     let mut cvm = fan_out(100, Mode::Parallel);
-    let t = Instant::now();
+    let events = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&events);
+    cvm.on_event(move |e| log.lock().unwrap().push(e.clone()));
     assert_eq!(cvm.run_async().await.unwrap(), EndState::Completed);
-    let took = t.elapsed();
-    assert!(
-        took < Duration::from_millis(400),
-        "took {took:?}; 8 × 100 ms in sequence would be 800 ms"
+    // The eight delays of the step all started before any of them finished: they overlapped.
+    let events = events.lock().unwrap();
+    let started =
+        |e: &Event| matches!(e, Event::FiringStarted { op, .. } if op.starts_with("wait_"));
+    let finished =
+        |e: &Event| matches!(e, Event::FiringFinished { op, .. } if op.starts_with("wait_"));
+    let first_finish = events
+        .iter()
+        .position(finished)
+        .expect("the delays finished");
+    assert_eq!(
+        events[..first_finish].iter().filter(|e| started(e)).count(),
+        8,
+        "{events:?}"
     );
     assert_eq!(cvm.received("out")[0].to_json(), "payload");
     // src, fork, the 8 delays as one step, join, out.
@@ -696,18 +708,23 @@ fn nets_differing_only_in_instance_settings_are_different() {
 
 #[test]
 fn blocking_operators_of_a_step_run_at_the_same_time() {
+    // Each operator waits until all four are in flight: run one after the other, they fail.
+    let meeting = probe::Meeting::new(4);
     let mut b = Net::builder("blocking");
     b.add("src", Source::new("x"));
     b.add("fork", Fork::<Any>::new(4).unwrap());
     for i in 0..4 {
         b.add(
             format!("p{i}"),
-            Probe::new(1, 1, Execution::Blocking).sleep(150),
+            probe::Rendezvous {
+                meeting: Arc::clone(&meeting),
+                kind: Execution::Blocking,
+            },
         );
         b.add(format!("out{i}"), Sink::new());
         let l = (b'a' + i as u8) as char;
-        b.connect(format!("fork.out_{l}"), format!("p{i}.in_0"));
-        b.connect(format!("p{i}.out_0"), format!("out{i}.in_data"));
+        b.connect(format!("fork.out_{l}"), format!("p{i}.in_data"));
+        b.connect(format!("p{i}.out_data"), format!("out{i}.in_data"));
     }
     b.connect("src.out_data", "fork.in_data");
     let mut cvm = Cvm::builder(b.build().unwrap())
@@ -715,13 +732,41 @@ fn blocking_operators_of_a_step_run_at_the_same_time() {
         .build();
     cvm.step().unwrap();
     cvm.step().unwrap();
-    let t = Instant::now();
-    cvm.step().unwrap();
-    let took = t.elapsed();
+    let step = cvm.step().unwrap();
     assert!(
-        took < Duration::from_millis(450),
-        "took {took:?}; 4 × 150 ms in sequence is 600 ms"
+        matches!(&step, Step::Fired { ops, .. } if ops.len() == 4),
+        "{step:?}"
     );
+    assert_eq!(*meeting.arrived.lock().unwrap(), 4);
+}
+
+#[test]
+fn async_operators_of_a_step_wait_together() {
+    let meeting = probe::Meeting::new(3);
+    let mut b = Net::builder("async");
+    b.add("src", Source::new("x"));
+    b.add("fork", Fork::<Any>::new(3).unwrap());
+    for i in 0..3 {
+        b.add(
+            format!("p{i}"),
+            probe::Rendezvous {
+                meeting: Arc::clone(&meeting),
+                kind: Execution::Async,
+            },
+        );
+        b.add(format!("out{i}"), Sink::new());
+        let l = (b'a' + i as u8) as char;
+        b.connect(format!("fork.out_{l}"), format!("p{i}.in_data"));
+        b.connect(format!("p{i}.out_data"), format!("out{i}.in_data"));
+    }
+    b.connect("src.out_data", "fork.in_data");
+    let mut cvm = Cvm::builder(b.build().unwrap())
+        .mode(Mode::Parallel)
+        .build();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    for i in 0..3 {
+        assert_eq!(cvm.received(&format!("out{i}"))[0].to_json(), "met");
+    }
 }
 
 #[test]

@@ -1,7 +1,5 @@
 //! Tests of loading and writing `.cm` files.
 
-use std::time::{Duration, Instant};
-
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -419,11 +417,10 @@ fn errors_render_with_the_file_name_and_snippet() {
 // ---------------------------------------------------------------------------------------------
 // Hostile input
 
+/// Refused with the expected kind of problem. How fast is measured by the `cm` benchmark, not
+/// asserted here (timed tests flake on a loaded machine).
 fn assert_refused_fast(text: &str, kind: CmProblemKind) {
-    let start = Instant::now();
     let e = Net::from_cm(text).expect_err("should be refused");
-    let took = start.elapsed();
-    assert!(took < Duration::from_secs(2), "took {took:?}");
     assert!(e.has(kind), "{e}");
 }
 

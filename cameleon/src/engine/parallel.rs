@@ -206,9 +206,7 @@ impl Cvm {
     ///     .connect("join.out_data", "out.in_data");
     /// let mut cvm = Cvm::builder(b.build()?).mode(Mode::Parallel).build();
     ///
-    /// let t = std::time::Instant::now();
     /// assert_eq!(cvm.run_async().await?, EndState::Completed);
-    /// assert!(t.elapsed() < std::time::Duration::from_millis(70)); // the delays overlapped
     /// assert_eq!(cvm.depth(), 5); // src, fork, both delays in one step, join, out
     /// assert_eq!(cvm.received("out")[0].to_json(), "hi");
     /// # Ok(())

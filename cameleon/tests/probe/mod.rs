@@ -216,3 +216,86 @@ pub fn marking_json(cvm: &Cvm) -> Vec<(String, ConnState, Option<serde_json::Val
         })
         .collect()
 }
+
+/// Passes its input through, but only once `n` firings of the operators sharing its meeting
+/// point are in flight at the same moment: a firing that runs alone gives up after a generous
+/// wait and fails, naming how many it met. Concurrency is asserted by behaviour, not by time.
+pub struct Rendezvous {
+    pub meeting: Arc<Meeting>,
+    pub kind: Execution,
+}
+
+/// The shared meeting point of [`Rendezvous`] operators.
+#[derive(Default)]
+pub struct Meeting {
+    pub arrived: std::sync::Mutex<usize>,
+    pub all_here: std::sync::Condvar,
+    pub expected: usize,
+}
+
+impl Meeting {
+    pub fn new(expected: usize) -> Arc<Self> {
+        Arc::new(Meeting {
+            expected,
+            ..Meeting::default()
+        })
+    }
+
+    /// Blocks until `expected` have arrived (or gives up after 30 s).
+    fn meet_blocking(&self) -> Result<(), OpError> {
+        let mut n = self.arrived.lock().unwrap();
+        *n += 1;
+        self.all_here.notify_all();
+        let (n, timeout) = self
+            .all_here
+            .wait_timeout_while(n, Duration::from_secs(30), |n| *n < self.expected)
+            .unwrap();
+        if timeout.timed_out() {
+            return Err(OpError::new(format!(
+                "met only {} of {}",
+                *n, self.expected
+            )));
+        }
+        Ok(())
+    }
+
+    /// Waits without blocking the thread until `expected` have arrived (or 30 s).
+    async fn meet_async(&self) -> Result<(), OpError> {
+        *self.arrived.lock().unwrap() += 1;
+        for _ in 0..30_000 {
+            if *self.arrived.lock().unwrap() >= self.expected {
+                return Ok(());
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        Err(OpError::new(format!(
+            "met only {} of {}",
+            *self.arrived.lock().unwrap(),
+            self.expected
+        )))
+    }
+}
+
+impl Operator for Rendezvous {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("rendezvous", "Rendezvous", Family::Behavioral, Policy::Any)
+            .input("in_data", TypeRef::of::<Any>())
+            .output("out_data", TypeRef::of::<DataString>())
+    }
+    fn execution(&self) -> Execution {
+        self.kind
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        self.meeting.meet_blocking()?;
+        cx.emit_at(0, DataString("met".into()));
+        Ok(())
+    }
+    fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
+        let meeting = Arc::clone(&self.meeting);
+        Box::pin(async move {
+            meeting.meet_async().await?;
+            cx.emit_at(0, DataString("met".into()));
+            Ok(())
+        })
+    }
+}
