@@ -14,7 +14,17 @@ pub const FAMILY: Symbol = Symbol("family");
 pub const FIRING: Symbol = Symbol("firing");
 pub const EMITS: Symbol = Symbol("emits");
 pub const ALIASES: Symbol = Symbol("aliases");
-pub const OPERATOR_KEYS: &[Symbol] = &[ID, LABEL, FAMILY, FIRING, EMITS, ALIASES];
+pub const EXEC: Symbol = Symbol("exec");
+pub const TIMEOUT_MS: Symbol = Symbol("timeout_ms");
+pub const RETRY: Symbol = Symbol("retry");
+pub const OPERATOR_KEYS: &[Symbol] = &[
+    ID, LABEL, FAMILY, FIRING, EMITS, ALIASES, EXEC, TIMEOUT_MS, RETRY,
+];
+
+// `retry(...)` keys
+pub const MAX: Symbol = Symbol("max");
+pub const BACKOFF_MS: Symbol = Symbol("backoff_ms");
+pub const RETRY_KEYS: &[Symbol] = &[MAX, BACKOFF_MS];
 
 // field attributes
 pub const INPUT: Symbol = Symbol("input");

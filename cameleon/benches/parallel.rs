@@ -6,7 +6,9 @@
 
 use std::time::Duration;
 
-use cameleon::ops::{Const, Counter, Delay, Fork, Guard, Join, Merge, Sink, Source, Test};
+use cameleon::ops::{
+    Const, Counter, Delay, Fork, Guard, Join, Merge, Sink, Source, Test, Transform,
+};
 use cameleon::prelude::*;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use serde_json::json;
@@ -90,6 +92,32 @@ fn ladder(depth: usize, mode: Mode, kind: Execution) -> Cvm {
         for d in 0..depth {
             let name = format!("p{i}_{d}");
             b.add(name.clone(), Pass(kind));
+            b.connect(from, format!("{name}.in_data"));
+            from = format!("{name}.out_data");
+        }
+        b.connect(from, format!("join.in_{l}"));
+    }
+    b.connect("src.out_data", "fork.in_data");
+    b.connect("join.out_data", "out.in_data");
+    Cvm::builder(b.build().expect("valid net"))
+        .mode(mode)
+        .build()
+}
+
+/// The same ladder built of standard operators: source → fork(8) → 8 chains of `depth`
+/// `transform`s → join(8) → sink, each run as the operator type declares (`exec`).
+fn std_ladder(depth: usize, mode: Mode) -> Cvm {
+    let mut b = Net::builder("std-ladder");
+    b.add("src", Source::new("payload"));
+    b.add("fork", Fork::<Any>::new(8).expect("arity"));
+    b.add("join", Join::<Any>::new(8).expect("arity"));
+    b.add("out", Sink::new());
+    for i in 0..8 {
+        let l = (b'a' + i as u8) as char;
+        let mut from = format!("fork.out_{l}");
+        for d in 0..depth {
+            let name = format!("t{i}_{d}");
+            b.add(name.clone(), Transform::new());
             b.connect(from, format!("{name}.in_data"));
             from = format!("{name}.out_data");
         }
@@ -196,6 +224,30 @@ fn overhead(c: &mut Criterion) {
             )
         });
     }
+    g.finish();
+
+    // The standard operators, as they declare themselves: what a user's `.cm` pays.
+    let mut g = c.benchmark_group("ladder 8 × 10 std transforms (84 firings)");
+    g.bench_function("sequential", |b| {
+        b.iter_batched(
+            || std_ladder(10, Mode::Sequential),
+            |mut cvm| {
+                cvm.run().expect("run");
+                cvm
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.bench_function("parallel", |b| {
+        b.iter_batched(
+            || std_ladder(10, Mode::Parallel),
+            |mut cvm| {
+                rt.block_on(cvm.run_async()).expect("run");
+                cvm
+            },
+            BatchSize::SmallInput,
+        )
+    });
     g.finish();
 }
 

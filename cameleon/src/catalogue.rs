@@ -39,7 +39,7 @@ use std::sync::OnceLock;
 use serde::de::DeserializeOwned;
 use serde_json::{Value as Json, json};
 
-use crate::operator::{OpSpec, Operator, Params, PortSpec};
+use crate::operator::{Execution, OpSettings, OpSpec, Operator, Params, PortSpec};
 use crate::ops::Test;
 use crate::policy::{Family, Policy};
 
@@ -118,6 +118,12 @@ pub struct CatalogueEntry {
     pub spec: fn() -> OpSpec,
     /// Builds an instance from `.cm` params.
     pub build: BuildFn,
+    /// How parallel mode runs the operator's firings (`exec = …`; always
+    /// [`Inline`](Execution::Inline) for a structural operator).
+    pub execution: Execution,
+    /// The operator type's default timeout and retries (`timeout_ms = …`, `retry(…)`), which
+    /// a net's instance settings override field by field.
+    pub settings: OpSettings,
 }
 
 impl fmt::Debug for CatalogueEntry {
@@ -126,6 +132,7 @@ impl fmt::Debug for CatalogueEntry {
             .field("id", &self.id)
             .field("family", &self.family)
             .field("policy", &self.policy)
+            .field("execution", &self.execution)
             .finish_non_exhaustive()
     }
 }
@@ -333,6 +340,7 @@ Rules:
 impl Catalogue {
     /// The catalogue as JSON: a `.cm` writing guide (`format`), the data types, the firing
     /// policies, and every operator (sorted by id) with its aliases, label, family, policy,
+    /// execution kind (`exec`) and default `settings` (`timeout_ms`, `retry`, when declared),
     /// description, ports with types, params with types and defaults, and emission sets —
     /// enough for an LLM to write a valid `.cm` from this text alone.
     pub fn to_json(&self) -> Json {
@@ -381,6 +389,12 @@ impl Catalogue {
                 e.policy,
                 e.policy.describe()
             );
+            let _ = writeln!(
+                md,
+                "- exec: `{}`{}",
+                e.execution.as_str(),
+                settings_md(&e.settings)
+            );
             if !e.aliases.is_empty() {
                 let a: Vec<String> = e.aliases.iter().map(|a| format!("`{a}`")).collect();
                 let _ = writeln!(md, "- aliases: {}", a.join(", "));
@@ -415,6 +429,21 @@ impl Catalogue {
         }
         md
     }
+}
+
+/// The default settings, after the execution kind: ` · timeout 5000 ms · retry: max 3, backoff 200 ms`.
+fn settings_md(s: &OpSettings) -> String {
+    let mut out = String::new();
+    if let Some(ms) = s.timeout_ms {
+        out.push_str(&format!(" · timeout {ms} ms"));
+    }
+    if let Some(r) = s.retry {
+        out.push_str(&format!(
+            " · retry: max {}, backoff {} ms",
+            r.max, r.backoff_ms
+        ));
+    }
+    out
 }
 
 fn ports_md(ports: &[PortSpec]) -> String {
@@ -468,6 +497,8 @@ fn entry_json(e: &CatalogueEntry) -> Json {
         "label": e.label,
         "family": e.family,
         "policy": e.policy,
+        "exec": e.execution,
+        "settings": e.settings,
         "doc": e.summary(),
         "inputs": spec.inputs.iter().map(port).collect::<Vec<_>>(),
         "outputs": spec.outputs.iter().map(port).collect::<Vec<_>>(),
@@ -899,6 +930,61 @@ mod tests {
     }
 
     #[test]
+    fn quick_standard_operators_run_inline_and_file_readers_on_the_blocking_pool() {
+        let cat = Catalogue::global();
+        let cx = BuildContext::default();
+        let inline = [
+            "source",
+            "const",
+            "sink",
+            "transform",
+            "format",
+            "json_parse",
+            "json_stringify",
+            "template",
+            "binary_to_string",
+            "json_get",
+            "predicate",
+            "chunker",
+            "counter",
+            "accumulator",
+        ];
+        let kinds = [
+            (&inline[..], Execution::Inline),
+            (
+                &["file_loader", "text_file", "json_file"],
+                Execution::Blocking,
+            ),
+            (&["delay"], Execution::Async),
+        ];
+        for (ids, kind) in kinds {
+            for id in ids {
+                let e = cat.get(id).unwrap_or_else(|| panic!("`{id}` is missing"));
+                assert_eq!(e.execution, kind, "catalogue entry of {id}");
+                // What the engine asks: the built instance's own answer.
+                let mut p = Params::new();
+                for info in e.params.iter().filter(|i| i.default.is_none()) {
+                    let v = match info.ty {
+                        "test" => json!({"lt": 1}),
+                        "json" => json!(1),
+                        _ => json!("x"),
+                    };
+                    p.insert(info.name.into(), v);
+                }
+                let op = cat
+                    .build(id, &p, &cx)
+                    .unwrap_or_else(|e| panic!("{id}: {e}"));
+                assert_eq!(op.execution(), kind, "instance of {id}");
+                assert_eq!(e.settings, OpSettings::NONE, "{id}");
+            }
+        }
+        // Structural operators run inline whatever they declare; the entry says so.
+        for id in ["fork", "join", "merge", "gate", "barrier", "guard"] {
+            assert_eq!(cat.get(id).map(|e| e.execution), Some(Execution::Inline));
+        }
+    }
+
+    #[test]
     fn emission_sets_are_declared_for_routing_operators() {
         let cat = Catalogue::global();
         let sets = |id: &str| cat.get(id).map(|e| (e.spec)().emits).unwrap_or_default();
@@ -1040,6 +1126,10 @@ mod tests {
         assert_eq!(chunker["params"][0]["type"], "usize");
         assert_eq!(chunker["params"][0]["default"], 512);
         assert_eq!(chunker["params"][0]["required"], false);
+        assert_eq!(chunker["exec"], "inline");
+        assert_eq!(chunker["settings"], json!({}));
+        let text_file = ops.iter().find(|o| o["id"] == "text_file").unwrap();
+        assert_eq!(text_file["exec"], "blocking");
         let gate = ops.iter().find(|o| o["id"] == "gate").unwrap();
         assert_eq!(gate["aliases"], json!(["switch"]));
         assert_eq!(gate["emits"], json!([["out_true"], ["out_false"]]));
@@ -1064,6 +1154,7 @@ mod tests {
         assert!(md.contains("  - `size` (usize, default `512`): characters per chunk (≥ 1)"));
         assert!(md.contains("  - `continue_if` (test, required): "));
         assert!(md.contains("- aliases: `switch`"));
+        assert!(md.contains("- exec: `async`\n"), "delay's execution kind");
         assert!(md.contains("emits one of: {`out_true`} or {`out_false`}"));
     }
 }

@@ -452,13 +452,12 @@ pub trait Operator: StdAny + Send {
 /// }
 /// ```
 ///
-/// # What `#[operator(…)]` generates for an async operator
+/// # What `#[operator(…, exec = async)]` generates
 ///
-/// [`ops::Delay`](crate::ops::Delay) is written by hand exactly so. A declaration that says it is
-/// async (proposed: `exec = async`; `async` is a keyword, so the attribute parser must accept
-/// that token or a string `"async"`) gets the same `impl Operator` as a sync one, with
-/// `<Self as RunAsync>` in place of `<Self as Run>` for `consumes`, `rollback` and the factory's
-/// `validate`, and these three methods instead of `run`:
+/// An operator declared `exec = async` (or `exec = "async"`) implements `RunAsync` instead of
+/// [`Run`]. The macro writes the same `impl Operator` as for a sync one, with
+/// `<Self as RunAsync>` in place of `<Self as Run>` for `consumes`, `control`, `rollback` and the
+/// factory's `validate`, and these three methods instead of `run`:
 ///
 /// ```ignore
 /// fn execution(&self) -> Execution { Execution::Async }
@@ -470,15 +469,16 @@ pub trait Operator: StdAny + Send {
 /// }
 /// ```
 ///
-/// A sync operator may also say how parallel mode runs it: `exec = inline` (quick and
-/// non-blocking: stays on the engine's task, no thread hand-off) or `exec = blocking` (the
-/// default: tokio's blocking pool) generate `fn execution(&self) -> Execution { … }`.
-/// Per-type timeouts and retries (`timeout_ms = 5000`, `retry(max = 3, backoff_ms = 200)`)
-/// generate `fn settings(&self) -> OpSettings { … }`.
+/// [`ops::Delay`](crate::ops::Delay) is declared so. A sync operator may also say how parallel
+/// mode runs it: `exec = inline` (quick and non-blocking: stays on the engine's task, no thread
+/// hand-off) or `exec = blocking` (the default: tokio's blocking pool) generate
+/// `fn execution(&self) -> Execution { … }`. Per-type timeouts and retries (`timeout_ms = 5000`,
+/// `retry(max = 3, backoff_ms = 200)`) generate `fn settings(&self) -> OpSettings { … }`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is declared async with `#[operator]` but does not implement `RunAsync`",
-    label = "this async operator has no `run`",
-    note = "add `impl RunAsync for {Self} {{ async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {{ … }} }}`"
+    label = "`exec = async` needs `impl RunAsync`",
+    note = "add `impl RunAsync for {Self} {{ async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {{ … }} }}`",
+    note = "an operator declared `exec = async` implements `RunAsync`, not `Run`; remove `exec = async` to keep a sync `impl Run`"
 )]
 pub trait RunAsync: Send {
     /// Fires: read inputs from `cx`, await what you need, emit outputs to `cx`. An error (or a
@@ -501,6 +501,12 @@ pub trait RunAsync: Send {
     /// Checks an instance built from `.cm` params (see [`Run::validate`]).
     fn validate(&self) -> Result<(), crate::catalogue::ParamError> {
         Ok(())
+    }
+
+    /// The finite control state the operator declares to the verifier (see [`Run::control`]).
+    /// Default: none.
+    fn control(&self) -> Option<&dyn crate::verify::FiniteControl> {
+        None
     }
 }
 
@@ -864,7 +870,8 @@ impl<'a, O: ?Sized> Firing<'a, O> {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is declared with `#[operator]` but does not implement `Run`",
     label = "this operator has no `run`",
-    note = "add `impl Run for {Self} {{ fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {{ … }} }}`"
+    note = "add `impl Run for {Self} {{ fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {{ … }} }}`",
+    note = "an async operator (`impl RunAsync`) is declared with `exec = async`"
 )]
 pub trait Run {
     /// Fires: read inputs from `cx` through the port handles (`cx.get(Self::in_data)`), emit

@@ -1,15 +1,16 @@
 //! Operators declared with `#[operator]` from outside the crate, as a user writes them: the
-//! generated handles, spec, params, factory, state saving and rollback, under `deny(warnings)`.
+//! generated handles, spec, params, factory, state saving and rollback, async operators
+//! (`exec = async`) and declared settings (`timeout_ms`, `retry`), under `deny(warnings)`.
 #![deny(warnings)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cameleon::Params;
 use cameleon::catalogue::{BuildContext, Catalogue, Catalogued};
 use cameleon::dsl::{HasPorts, ports_of};
 use cameleon::ops::{Const, Sink, Source};
 use cameleon::prelude::*;
+use cameleon::{OpSettings, Params, Retry};
 use serde_json::json;
 
 /// Repeats a text `times` times, separated by `sep`.
@@ -248,4 +249,260 @@ fn generic_operators_infer_their_type_from_typed_connections() {
     assert_eq!(spec("merge").inputs[1].ty, TypeRef::of::<DataString>());
     assert_eq!(spec("join").outputs[0].ty, TypeRef::of::<DataString>());
     assert_eq!(spec("join").inputs[2].ty, TypeRef::Var(2));
+}
+
+// ---------------------------------------------------------------------------------------------
+// `exec = …`, `timeout_ms = …`, `retry(…)`
+
+/// Upper-cases a text after yielding to the runtime once; counts compensations.
+#[operator(id = "test_later_upper", label = "Later upper", exec = async)]
+#[derive(Debug, Default)]
+pub struct LaterUpper {
+    /// Where compensations are counted (shared with the test).
+    #[context]
+    undo: Undo,
+    /// The firings so far (internal state).
+    fired: u64,
+    #[input]
+    in_text: In<DataString>,
+    #[output]
+    out_text: Out<DataString>,
+}
+
+impl RunAsync for LaterUpper {
+    async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        tokio::task::yield_now().await;
+        let t = cx.get(Self::in_text)?.0.to_uppercase();
+        self.fired += 1;
+        cx.emit(Self::out_text, DataString(t));
+        Ok(())
+    }
+
+    fn rollback(&mut self, emitted: &Emitted<'_, Self>) {
+        assert_eq!(
+            emitted.get(Self::out_text).map(|s| s.0.as_str()),
+            Some("AB")
+        );
+        self.undo.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+fn upper_net(op: LaterUpper, mode: Mode) -> Cvm {
+    let mut b = Net::builder("later");
+    b.add("src", Source::new("ab"));
+    b.add("up", op);
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "up.in_text")
+        .connect("up.out_text", "out.in_data");
+    Cvm::builder(b.build().expect("valid net"))
+        .mode(mode)
+        .build()
+}
+
+#[test]
+fn an_async_operator_declares_itself_async_and_runs_in_both_modes() {
+    let op = LaterUpper::default();
+    assert_eq!(op.execution(), Execution::Async);
+    let e = Catalogue::global()
+        .get("test_later_upper")
+        .expect("registered");
+    assert_eq!(e.execution, Execution::Async);
+    assert_eq!(e.settings, cameleon::OpSettings::NONE);
+
+    // Sequential mode's synchronous API drives `RunAsync::run` to completion.
+    let mut cvm = upper_net(LaterUpper::default(), Mode::Sequential);
+    assert_eq!(cvm.run().expect("runs"), EndState::Completed);
+    assert_eq!(cvm.received("out")[0].to_json(), json!("AB"));
+
+    // Parallel mode awaits it.
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut cvm = upper_net(LaterUpper::default(), Mode::Parallel);
+    assert_eq!(
+        rt.block_on(cvm.run_async()).expect("runs"),
+        EndState::Completed
+    );
+    assert_eq!(cvm.received("out")[0].to_json(), json!("AB"));
+}
+
+#[test]
+fn an_async_operator_rolls_back_through_run_async() {
+    let undo = Undo::default();
+    let mut cvm = upper_net(
+        LaterUpper {
+            undo: undo.clone(),
+            ..LaterUpper::default()
+        },
+        Mode::Sequential,
+    );
+    cvm.run().expect("runs");
+    let up = |cvm: &Cvm| {
+        let net = cvm.net();
+        let id = net.op_id("up").expect("declared");
+        net.operators()[id.index()]
+            .downcast_ref::<LaterUpper>()
+            .expect("a LaterUpper")
+            .fired
+    };
+    assert_eq!(up(&cvm), 1);
+    cvm.back().expect("undo the sink");
+    cvm.back().expect("undo the upper-casing");
+    assert_eq!(undo.0.load(Ordering::SeqCst), 1, "RunAsync::rollback ran");
+    assert_eq!(up(&cvm), 0, "internal state restored");
+}
+
+/// Fails its first `fail_first` firings (counted outside the operator, since a retry restores
+/// its internal state), then passes its input on.
+#[operator(
+    id = "test_flaky",
+    label = "Flaky",
+    exec = inline,
+    timeout_ms = 5000,
+    retry(max = 2, backoff_ms = 1)
+)]
+#[derive(Debug, Default)]
+pub struct Flaky {
+    /// failures before the first success
+    #[param(default = 0)]
+    fail_first: usize,
+    /// Attempts so far (shared with the test).
+    #[context]
+    attempts: Undo,
+    #[input]
+    in_data: In<DataString>,
+    #[output]
+    out_data: Out<DataString>,
+}
+
+impl Run for Flaky {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let n = self.attempts.0.fetch_add(1, Ordering::SeqCst);
+        if n < self.fail_first {
+            return Err(OpError::new(format!("attempt {n} fails")));
+        }
+        cx.forward(Self::in_data, Self::out_data)
+    }
+}
+
+fn flaky_net(op: Flaky, instance: OpSettings) -> Net {
+    let mut b = Net::builder("flaky");
+    b.add("src", Source::new("x"));
+    b.add("flaky", op).settings(instance);
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "flaky.in_data")
+        .connect("flaky.out_data", "out.in_data");
+    b.build().expect("valid net")
+}
+
+#[test]
+fn declared_settings_are_the_type_defaults_that_instances_override() {
+    let declared = OpSettings {
+        timeout_ms: Some(5000),
+        retry: Some(Retry {
+            max: 2,
+            backoff_ms: 1,
+        }),
+    };
+    assert_eq!(Flaky::default().settings(), declared);
+    assert_eq!(Flaky::default().execution(), Execution::Inline);
+    let e = Catalogue::global().get("test_flaky").expect("registered");
+    assert_eq!((e.settings, e.execution), (declared, Execution::Inline));
+    let j = Catalogue::global().to_json();
+    let flaky = j["operators"]
+        .as_array()
+        .and_then(|ops| ops.iter().find(|o| o["id"] == "test_flaky"))
+        .expect("exported");
+    assert_eq!(flaky["exec"], "inline");
+    assert_eq!(
+        flaky["settings"],
+        json!({"timeout_ms": 5000, "retry": {"max": 2, "backoff_ms": 1}})
+    );
+    assert!(
+        Catalogue::global()
+            .to_markdown()
+            .contains("- exec: `inline` · timeout 5000 ms · retry: max 2, backoff 1 ms")
+    );
+
+    // An instance overrides field by field.
+    let net = flaky_net(
+        Flaky::default(),
+        OpSettings {
+            timeout_ms: Some(40),
+            retry: None,
+        },
+    );
+    assert_eq!(
+        net.operators()[1].effective_settings(),
+        OpSettings {
+            timeout_ms: Some(40),
+            ..declared
+        }
+    );
+}
+
+#[test]
+fn the_declared_retries_absorb_failures_and_an_instance_can_turn_them_off() {
+    let op = |attempts: &Undo| Flaky {
+        fail_first: 2,
+        attempts: attempts.clone(),
+    };
+    // Two failures, two declared retries: the third attempt succeeds.
+    let attempts = Undo::default();
+    let mut cvm = Cvm::new(flaky_net(op(&attempts), OpSettings::NONE));
+    assert_eq!(cvm.run().expect("runs"), EndState::Completed);
+    assert_eq!(attempts.0.load(Ordering::SeqCst), 3);
+    assert_eq!(cvm.received("out")[0].to_json(), json!("x"));
+
+    // `retry: {max: 0}` on the instance: the first failure counts.
+    let attempts = Undo::default();
+    let no_retry = OpSettings {
+        timeout_ms: None,
+        retry: Some(Retry {
+            max: 0,
+            backoff_ms: 0,
+        }),
+    };
+    let mut cvm = Cvm::new(flaky_net(op(&attempts), no_retry));
+    match cvm.run().expect("runs") {
+        EndState::Error { op, error } => {
+            assert_eq!(op, "flaky");
+            assert!(error.contains("attempt 0 fails"), "{error}");
+        }
+        other => panic!("expected an error, got {other:?}"),
+    }
+    assert_eq!(attempts.0.load(Ordering::SeqCst), 1);
+}
+
+/// Waits far longer than its declared timeout.
+#[operator(id = "test_stuck", label = "Stuck", exec = "async", timeout_ms = 30)]
+#[derive(Debug, Default)]
+pub struct Stuck {
+    #[input]
+    in_data: In<DataString>,
+}
+
+impl RunAsync for Stuck {
+    async fn run(&mut self, _cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        tokio::time::sleep(std::time::Duration::from_secs(30)).await;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_declared_timeout_cuts_an_async_firing_short() {
+    assert_eq!(Stuck.execution(), Execution::Async, "`exec = \"async\"`");
+    let mut b = Net::builder("stuck");
+    b.add("src", Source::new("x"));
+    b.add("stuck", Stuck);
+    b.connect("src.out_data", "stuck.in_data");
+    let mut cvm = Cvm::new(b.build().expect("valid net"));
+    match cvm.run().expect("runs") {
+        EndState::Error { op, error } => {
+            assert_eq!(op, "stuck");
+            assert!(error.contains("timed out after 30 ms"), "{error}");
+        }
+        other => panic!("expected a timeout, got {other:?}"),
+    }
 }

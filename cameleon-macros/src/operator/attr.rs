@@ -3,10 +3,10 @@
 //! reported at its second occurrence.
 
 use proc_macro2::{Span, TokenStream};
-use syn::parse::Parser;
+use syn::parse::{ParseStream, Parser};
 use syn::punctuated::Punctuated;
 use syn::spanned::Spanned;
-use syn::{Attribute, Expr, ExprLit, Ident, Lit, LitStr, Meta, Token};
+use syn::{Attribute, Expr, ExprLit, Ident, Lit, LitStr, Meta, MetaNameValue, Token};
 
 use crate::ctxt::Ctxt;
 use crate::symbol::{self, Symbol};
@@ -28,7 +28,23 @@ pub enum Policy {
     Custom,
 }
 
+/// How parallel mode runs the operator's firings (`exec = …`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Exec {
+    Inline,
+    Blocking,
+    Async,
+}
+
+/// `retry(max = …, backoff_ms = …)`.
+#[derive(Clone, Copy)]
+pub struct RetryArgs {
+    pub max: u32,
+    pub backoff_ms: u64,
+}
+
 const FAMILIES: &[Symbol] = &[Symbol("structural"), Symbol("behavioral")];
+const EXECS: &[Symbol] = &[Symbol("inline"), Symbol("blocking"), Symbol("async")];
 const POLICIES: &[Symbol] = &[
     Symbol("any"),
     Symbol("all"),
@@ -49,18 +65,38 @@ pub struct OperatorArgs {
     pub firing: Option<(Policy, Span)>,
     pub emits: Option<Vec<Vec<Ident>>>,
     pub aliases: Vec<LitStr>,
+    /// The execution kind and the span of its value (`async` is where a missing `RunAsync` is
+    /// reported).
+    pub exec: Option<(Exec, Span)>,
+    /// The default timeout, in milliseconds (at least 1).
+    pub timeout_ms: Option<u64>,
+    /// The default retries.
+    pub retry: Option<RetryArgs>,
+}
+
+impl OperatorArgs {
+    /// Whether the operator is declared async (`exec = async`).
+    pub fn is_async(&self) -> bool {
+        matches!(self.exec, Some((Exec::Async, _)))
+    }
+}
+
+/// Where a key is written, as messages name it: `` `#[operator]` ``, `` `retry(…)` ``.
+fn place_of_attr(attr: &str) -> String {
+    format!("`#[{attr}]`")
 }
 
 /// Tracks which keys of one attribute were seen, to report a duplicate at the second one.
-struct Seen<'a> {
-    attr: &'a str,
+struct Seen {
+    /// Where the keys are written (`` `#[operator]` ``).
+    place: String,
     keys: Vec<Symbol>,
 }
 
-impl<'a> Seen<'a> {
-    fn new(attr: &'a str) -> Self {
+impl Seen {
+    fn new(place: String) -> Self {
         Seen {
-            attr,
+            place,
             keys: Vec::new(),
         }
     }
@@ -71,8 +107,8 @@ impl<'a> Seen<'a> {
             cx.error_spanned_by(
                 at,
                 format!(
-                    "duplicate key `{key}` in `#[{}]`: it is already set earlier in this attribute; remove one of them",
-                    self.attr
+                    "duplicate key `{key}` in {}: it is already set earlier in this attribute; remove one of them",
+                    self.place
                 ),
             );
             false
@@ -83,7 +119,7 @@ impl<'a> Seen<'a> {
     }
 }
 
-fn unknown_key(cx: &Ctxt, attr: &str, path: &syn::Path, known: &[Symbol]) {
+fn unknown_key(cx: &Ctxt, place: &str, path: &syn::Path, known: &[Symbol]) {
     let word = path
         .get_ident()
         .map(ToString::to_string)
@@ -94,15 +130,36 @@ fn unknown_key(cx: &Ctxt, attr: &str, path: &syn::Path, known: &[Symbol]) {
     cx.error_spanned_by(
         path,
         format!(
-            "unknown key `{word}` in `#[{attr}]`; {hint}the keys are {}",
+            "unknown key `{word}` in {place}; {hint}the keys are {}",
             symbol::list(known)
         ),
     );
 }
 
+/// One `key`, `key = value` or `key(…)`. `key = async` is read as `key = "async"`: `async` is a
+/// keyword, not an expression, so `Meta` alone cannot parse it.
+fn meta(input: ParseStream<'_>) -> syn::Result<Meta> {
+    if input.peek(Ident) && input.peek2(Token![=]) && input.peek3(Token![async]) {
+        let key: Ident = input.parse()?;
+        let eq_token: Token![=] = input.parse()?;
+        let kw: Token![async] = input.parse()?;
+        return Ok(Meta::NameValue(MetaNameValue {
+            path: key.into(),
+            eq_token,
+            value: Expr::Lit(ExprLit {
+                attrs: Vec::new(),
+                lit: Lit::Str(LitStr::new("async", kw.span)),
+            }),
+        }));
+    }
+    input.parse()
+}
+
 /// Parses a comma-separated list of metas; a syntax error is recorded and gives nothing.
 fn metas(cx: &Ctxt, tokens: TokenStream) -> Vec<Meta> {
-    match Punctuated::<Meta, Token![,]>::parse_terminated.parse2(tokens) {
+    let list =
+        |input: ParseStream<'_>| Punctuated::<Meta, Token![,]>::parse_terminated_with(input, meta);
+    match list.parse2(tokens) {
         Ok(list) => list.into_iter().collect(),
         Err(e) => {
             cx.syn_error(e);
@@ -152,7 +209,19 @@ fn lit_str(cx: &Ctxt, key: Symbol, e: &Expr) -> Option<LitStr> {
     }
 }
 
-/// An identifier value (`family = structural`), or the same as a string (`family = "structural"`).
+/// The text of an identifier value (`family = structural`, `exec = async`) or of the same as a
+/// string (`family = "structural"`), without `r#`.
+fn word_text(e: &Expr) -> Option<String> {
+    match ungroup(e) {
+        Expr::Path(p) if p.qself.is_none() => p.path.get_ident().map(super::ast::unraw),
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(s), ..
+        }) => Some(s.value()),
+        _ => None,
+    }
+}
+
+/// An identifier value (`out_a`), or the same as a string (`"out_a"`).
 fn word(e: &Expr) -> Option<Ident> {
     match ungroup(e) {
         Expr::Path(p) if p.qself.is_none() => p.path.get_ident().cloned(),
@@ -164,7 +233,7 @@ fn word(e: &Expr) -> Option<Ident> {
 }
 
 fn choice<T: Copy>(cx: &Ctxt, key: Symbol, e: &Expr, names: &[Symbol], values: &[T]) -> Option<T> {
-    let found = word(e).and_then(|w| names.iter().position(|n| w == *n).map(|i| values[i]));
+    let found = word_text(e).and_then(|w| names.iter().position(|n| w == n.0).map(|i| values[i]));
     if found.is_none() {
         let got = quote::quote!(#e).to_string();
         let hint = symbol::did_you_mean(&got, names.iter().map(|s| s.0))
@@ -185,14 +254,22 @@ impl OperatorArgs {
     /// Parses the arguments of `#[operator(...)]`.
     pub fn parse(cx: &Ctxt, args: TokenStream) -> Self {
         let mut out = OperatorArgs::default();
-        let mut seen = Seen::new("operator");
+        let place = place_of_attr("operator");
+        let mut seen = Seen::new(place.clone());
         for meta in metas(cx, args) {
             let path = meta.path();
             let Some(key) = symbol::OPERATOR_KEYS.iter().copied().find(|k| path == *k) else {
-                unknown_key(cx, "operator", path, symbol::OPERATOR_KEYS);
+                unknown_key(cx, &place, path, symbol::OPERATOR_KEYS);
                 continue;
             };
             let first = seen.first(cx, key, path);
+            if key == symbol::RETRY {
+                let v = parse_retry(cx, &meta);
+                if first {
+                    out.retry = v;
+                }
+                continue;
+            }
             let Some(value) = name_value(cx, "operator", &meta) else {
                 continue;
             };
@@ -253,11 +330,104 @@ impl OperatorArgs {
                         out.aliases = v;
                     }
                 }
+                symbol::EXEC => {
+                    let v = choice(
+                        cx,
+                        key,
+                        value,
+                        EXECS,
+                        &[Exec::Inline, Exec::Blocking, Exec::Async],
+                    );
+                    if first {
+                        out.exec = v.map(|x| (x, value.span()));
+                    }
+                }
+                symbol::TIMEOUT_MS => {
+                    let v = whole_number(cx, key, value, u64::MAX.into(), "timeout_ms = 5000");
+                    let v = v.filter(|&ms| {
+                        if ms == 0 {
+                            cx.error_spanned_by(
+                                value,
+                                "a timeout of 0 ms fails every firing: give at least 1 ms (`timeout_ms = 5000`), or remove `timeout_ms`",
+                            );
+                        }
+                        ms > 0
+                    });
+                    if first {
+                        out.timeout_ms = v;
+                    }
+                }
                 _ => unreachable!("every key of OPERATOR_KEYS is handled"),
             }
         }
         out
     }
+}
+
+/// A whole-number literal no larger than `max`; `example` shows the key written right.
+fn whole_number(cx: &Ctxt, key: Symbol, e: &Expr, max: u128, example: &str) -> Option<u64> {
+    let Expr::Lit(ExprLit {
+        lit: Lit::Int(n), ..
+    }) = ungroup(e)
+    else {
+        cx.error_spanned_by(e, format!("`{key}` takes a whole number: `{example}`"));
+        return None;
+    };
+    match n.base10_parse::<u128>() {
+        Ok(v) if v <= max => u64::try_from(v).ok(),
+        _ => {
+            cx.error_spanned_by(n, format!("`{key}` is at most {max}"));
+            None
+        }
+    }
+}
+
+/// `retry(max = 3, backoff_ms = 200)`: the retries of a failed firing. `max` is required,
+/// `backoff_ms` defaults to 0 (as in `.cm`).
+fn parse_retry(cx: &Ctxt, meta: &Meta) -> Option<RetryArgs> {
+    const SHAPE: &str =
+        "`retry` takes its settings in parentheses: `retry(max = 3, backoff_ms = 200)`";
+    let Meta::List(list) = meta else {
+        cx.error_spanned_by(meta, SHAPE);
+        return None;
+    };
+    let place = "`retry(…)`".to_owned();
+    let mut seen = Seen::new(place.clone());
+    let (mut max, mut backoff_ms, mut max_given) = (None, 0, false);
+    for m in metas(cx, list.tokens.clone()) {
+        let path = m.path();
+        let Some(key) = symbol::RETRY_KEYS.iter().copied().find(|k| path == *k) else {
+            unknown_key(cx, &place, path, symbol::RETRY_KEYS);
+            continue;
+        };
+        let first = seen.first(cx, key, path);
+        let Meta::NameValue(nv) = &m else {
+            cx.error_spanned_by(
+                &m,
+                format!("`{key}` in `retry(…)` takes a value: `{key} = …`"),
+            );
+            continue;
+        };
+        if key == symbol::MAX {
+            max_given = true;
+            let v = whole_number(cx, key, &nv.value, u32::MAX.into(), "max = 3");
+            if first {
+                max = v.and_then(|v| u32::try_from(v).ok());
+            }
+        } else {
+            let v = whole_number(cx, key, &nv.value, u64::MAX.into(), "backoff_ms = 200");
+            if first && let Some(v) = v {
+                backoff_ms = v;
+            }
+        }
+    }
+    if !max_given {
+        cx.error_spanned_by(
+            &list.path,
+            "`retry` needs `max`, how many times a failed firing is tried again: `retry(max = 3)` or `retry(max = 3, backoff_ms = 200)`",
+        );
+    }
+    max.map(|max| RetryArgs { max, backoff_ms })
 }
 
 /// `emits = [[out_a], [out_b, out_c], []]`: the emission sets, by output port name.
@@ -409,11 +579,11 @@ fn no_args(cx: &Ctxt, attr: &Attribute, sym: Symbol) {
 
 fn parse_port(cx: &Ctxt, attr: &Attribute, sym: Symbol, known: &[Symbol]) -> PortArgs {
     let mut out = PortArgs::default();
-    let mut seen = Seen::new(sym.0);
+    let mut seen = Seen::new(place_of_attr(sym.0));
     for meta in attr_args(cx, attr, sym) {
         let path = meta.path();
         let Some(key) = known.iter().copied().find(|k| path == *k) else {
-            unknown_key(cx, sym.0, path, known);
+            unknown_key(cx, &place_of_attr(sym.0), path, known);
             continue;
         };
         let first = seen.first(cx, key, path);
@@ -456,11 +626,11 @@ fn parse_port(cx: &Ctxt, attr: &Attribute, sym: Symbol, known: &[Symbol]) -> Por
 fn parse_param(cx: &Ctxt, attr: &Attribute) -> ParamArgs {
     let sym = symbol::PARAM;
     let mut out = ParamArgs::default();
-    let mut seen = Seen::new(sym.0);
+    let mut seen = Seen::new(place_of_attr(sym.0));
     for meta in attr_args(cx, attr, sym) {
         let path = meta.path();
         let Some(key) = symbol::PARAM_KEYS.iter().copied().find(|k| path == *k) else {
-            unknown_key(cx, sym.0, path, symbol::PARAM_KEYS);
+            unknown_key(cx, &place_of_attr(sym.0), path, symbol::PARAM_KEYS);
             continue;
         };
         let first = seen.first(cx, key, path);

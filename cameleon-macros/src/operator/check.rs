@@ -5,6 +5,7 @@ use proc_macro2::Span;
 use syn::{Expr, ExprArray, ExprLit, ExprUnary, GenericParam, Lit, Type, UnOp};
 
 use super::ast::{Dir, Operator, PortKind};
+use super::attr::Exec;
 use crate::ctxt::Ctxt;
 use crate::symbol;
 
@@ -18,6 +19,28 @@ pub fn check(cx: &Ctxt, op: &Operator) {
     check_emits(cx, op);
     check_param_defaults(cx, op);
     check_param_types_are_concrete(cx, op);
+    check_exec(cx, op);
+}
+
+/// A structural operator runs inline whatever it declares (it only moves references, SPEC §7):
+/// `exec = blocking` or `exec = async` on one would be silently ignored, so it is an error.
+fn check_exec(cx: &Ctxt, op: &Operator) {
+    if let Some((exec, span)) = op.args.exec
+        && exec != Exec::Inline
+        && op.is_structural()
+    {
+        let kind = if exec == Exec::Async {
+            "async"
+        } else {
+            "blocking"
+        };
+        cx.error_at(
+            span,
+            format!(
+                "a structural operator always runs inline (it only moves references), so `exec = {kind}` would be ignored: remove it, or declare the operator `family = behavioral`"
+            ),
+        );
+    }
 }
 
 /// A param's type does not name a type parameter: the catalogue builds a generic operator with

@@ -8,7 +8,7 @@ use syn::spanned::Spanned;
 use syn::{Data, DeriveInput, Fields, Generics, Ident, parse_quote};
 
 use super::ast::{Dir, Operator, Port, PortKind, unraw};
-use super::attr::{Family, Policy};
+use super::attr::{Exec, Family, Policy};
 use super::check::{self, default_json};
 use crate::ctxt::Ctxt;
 use crate::symbol;
@@ -346,13 +346,16 @@ fn count_params(op: &Operator) -> Vec<Ident> {
     v
 }
 
-/// `TypeRef` of one port (for a variadic `Any` port, of the port at letter `__i`).
+/// `TypeRef` of one port (for a variadic `Any` port, of the port at letter `__i`). A port typed
+/// by the struct's type parameter number `k` is that type, or, when the parameter is `Any` (as
+/// the catalogue builds it), the type variable `Tk`, in either family: a behavioral `Delay<T>`
+/// passes on the type it receives.
 fn type_ref(op: &Operator, port: &Port) -> TokenStream {
     let p = private();
     let ty = &port.ty;
     let span = ty.span();
     match port.kind {
-        PortKind::Generic(k) if op.is_structural() => {
+        PortKind::Generic(k) => {
             let k = k as u8;
             quote_spanned!(span=> #p::TypeRef::var_or::<#ty>(#k))
         }
@@ -438,13 +441,103 @@ fn label(op: &Operator) -> String {
         .map_or_else(|| op.ident.to_string(), |l| l.value())
 }
 
+/// The user's trait, `Run` or (for `exec = async`) `RunAsync`, spanned where a missing impl is
+/// best reported: the struct's name, or the `async` of `exec = async`.
+fn run_trait(op: &Operator) -> (TokenStream, Span) {
+    let p = private();
+    match op.args.exec {
+        Some((Exec::Async, span)) => (quote_spanned!(span=> #p::RunAsync), span),
+        _ => (quote_spanned!(op.ident.span()=> #p::Run), op.ident.span()),
+    }
+}
+
+/// The `Execution` the engine sees: structural operators always run inline; a behavioral one
+/// runs as declared, `blocking` by default.
+fn execution_tokens(op: &Operator) -> TokenStream {
+    let p = private();
+    let exec = match op.args.exec {
+        _ if op.is_structural() => Exec::Inline,
+        Some((e, _)) => e,
+        None => Exec::Blocking,
+    };
+    match exec {
+        Exec::Inline => quote!(#p::Execution::Inline),
+        Exec::Blocking => quote!(#p::Execution::Blocking),
+        Exec::Async => quote!(#p::Execution::Async),
+    }
+}
+
+/// The declared `timeout_ms` and `retry`, as an `OpSettings` constant expression.
+fn settings_tokens(op: &Operator) -> TokenStream {
+    let p = private();
+    let timeout = match op.args.timeout_ms {
+        Some(ms) => {
+            let ms = proc_macro2::Literal::u64_unsuffixed(ms);
+            quote!(#p::Some(#ms))
+        }
+        None => quote!(#p::None),
+    };
+    let retry = match op.args.retry {
+        Some(r) => {
+            let max = proc_macro2::Literal::u32_unsuffixed(r.max);
+            let backoff = proc_macro2::Literal::u64_unsuffixed(r.backoff_ms);
+            quote!(#p::Some(#p::Retry { max: #max, backoff_ms: #backoff }))
+        }
+        None => quote!(#p::None),
+    };
+    quote!(#p::OpSettings { timeout_ms: #timeout, retry: #retry })
+}
+
 fn operator_impl(op: &Operator) -> TokenStream {
     let p = private();
     let ident = &op.ident;
     let g = bounded_generics(op);
     let (impl_g, ty_g, where_c) = g.split_for_impl();
     let counts = count_params(op);
-    let run_path = quote_spanned!(ident.span()=> <Self as #p::Run>);
+    let (user_trait, trait_span) = run_trait(op);
+    let run_path = quote_spanned!(trait_span=> <Self as #user_trait>);
+
+    // `exec = inline | blocking` says how parallel mode runs `run`; `exec = async` makes the
+    // operator async: `run_async` awaits `RunAsync::run`, and `run` drives it to completion.
+    let run = if op.args.is_async() {
+        quote! {
+            fn execution(&self) -> #p::Execution {
+                #p::Execution::Async
+            }
+            fn run(&mut self, cx: &mut #p::Firing<'_>) -> #p::Result<(), #p::OpError> {
+                #p::run_async_blocking(self, cx)
+            }
+            fn run_async<'__a>(
+                &'__a mut self,
+                cx: &'__a mut #p::Firing<'_>,
+            ) -> #p::OpFuture<'__a> {
+                #p::run_async_boxed(self, cx)
+            }
+        }
+    } else {
+        let execution = op.args.exec.is_some().then(|| {
+            let exec = execution_tokens(op);
+            quote! {
+                fn execution(&self) -> #p::Execution {
+                    #exec
+                }
+            }
+        });
+        quote! {
+            fn run(&mut self, cx: &mut #p::Firing<'_>) -> #p::Result<(), #p::OpError> {
+                #run_path::run(self, &mut cx.typed::<Self>())
+            }
+            #execution
+        }
+    };
+
+    let settings = (op.args.timeout_ms.is_some() || op.args.retry.is_some()).then(|| {
+        quote! {
+            fn settings(&self) -> #p::OpSettings {
+                __CAMELEON_SETTINGS
+            }
+        }
+    });
 
     let params_fn = if op.params.is_empty() {
         quote! {
@@ -524,9 +617,8 @@ fn operator_impl(op: &Operator) -> TokenStream {
             fn control(&self) -> #p::Option<&dyn #p::FiniteControl> {
                 #run_path::control(self)
             }
-            fn run(&mut self, cx: &mut #p::Firing<'_>) -> #p::Result<(), #p::OpError> {
-                #run_path::run(self, &mut cx.typed::<Self>())
-            }
+            #run
+            #settings
             #state
             fn rollback(
                 &mut self,
@@ -607,10 +699,15 @@ fn catalogue(op: &Operator) -> TokenStream {
     } else {
         quote!(__cx)
     };
-    let validate = quote_spanned!(ident.span()=> <#any_ty as #p::Run>::validate);
+    let (user_trait, trait_span) = run_trait(op);
+    let validate = quote_spanned!(trait_span=> <#any_ty as #user_trait>::validate);
+    let execution = execution_tokens(op);
 
+    let settings = settings_tokens(op);
     quote! {
         const __CAMELEON_PARAMS: &[#p::ParamInfo] = &[#(#infos),*];
+
+        const __CAMELEON_SETTINGS: #p::OpSettings = #settings;
 
         fn __cameleon_catalogue_spec() -> #p::OpSpec {
             <#any_ty>::__cameleon_spec(#(#count_defaults),*)
@@ -643,6 +740,8 @@ fn catalogue(op: &Operator) -> TokenStream {
                 params: __CAMELEON_PARAMS,
                 spec: __cameleon_catalogue_spec,
                 build: __cameleon_build,
+                execution: #execution,
+                settings: __CAMELEON_SETTINGS,
             };
         }
 

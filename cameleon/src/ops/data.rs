@@ -26,7 +26,7 @@ pub fn text_of(v: &Value) -> String {
 }
 
 /// Turns any value into text on `out_data`: a DataString as is, DataJSON as compact JSON, DataBool as true/false, Binary as lossy UTF-8.
-#[operator(id = "transform", label = "Transform", family = behavioral)]
+#[operator(id = "transform", label = "Transform", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Transform {
     #[input]
@@ -51,7 +51,7 @@ impl Run for Transform {
 }
 
 /// Parses the JSON text on `in_data` (DataString) into a DataJSON on `out_data`.
-#[operator(id = "json_parse", label = "JSON parse", family = behavioral)]
+#[operator(id = "json_parse", label = "JSON parse", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JsonParse {
     #[input]
@@ -78,7 +78,7 @@ impl Run for JsonParse {
 }
 
 /// Decodes the Binary on `in_data` as UTF-8 text (lossy) on `out_data`.
-#[operator(id = "binary_to_string", label = "Binary to string", family = behavioral)]
+#[operator(id = "binary_to_string", label = "Binary to string", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BinaryToString {
     #[input]
@@ -103,7 +103,7 @@ impl Run for BinaryToString {
 }
 
 /// Adds one to the JSON number on `in_data` (integers stay integers), on `out_data`.
-#[operator(id = "counter", label = "Counter", family = behavioral)]
+#[operator(id = "counter", label = "Counter", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Counter {
     #[input]
@@ -153,7 +153,7 @@ fn increment(v: &Json) -> Result<Json, OpError> {
 }
 
 /// Writes the DataJSON on `in_data` as JSON text (DataString) on `out_data`.
-#[operator(id = "json_stringify", label = "JSON stringify", family = behavioral)]
+#[operator(id = "json_stringify", label = "JSON stringify", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JsonStringify {
     /// indent the text
@@ -181,7 +181,7 @@ impl Run for JsonStringify {
 /// Reads the field at `path` of the DataJSON on `in_data` (dotted, with list indices: `a.b.0`).
 ///
 /// `user.emails.0` and `user.emails[0]` are the same path; an empty path reads the whole value.
-#[operator(id = "json_get", label = "JSON get", family = behavioral)]
+#[operator(id = "json_get", label = "JSON get", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JsonGet {
     /// dotted path, e.g. `user.emails.0`
@@ -232,7 +232,7 @@ impl Run for JsonGet {
 }
 
 /// Tests the JSON value of `in_data` (any type) and emits the verdict as a DataBool on `out_data`.
-#[operator(id = "predicate", label = "Predicate", family = behavioral)]
+#[operator(id = "predicate", label = "Predicate", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct Predicate {
     /// test on the value: {lt: 10}, {eq: "stop"}, {contains: "x"}, {not: {…}}, …
@@ -261,7 +261,7 @@ impl Run for Predicate {
 }
 
 /// Joins two strings: `in_main`, then `separator`, then `in_meta`, on `out_data`.
-#[operator(id = "format", label = "Format", family = behavioral, firing = all)]
+#[operator(id = "format", label = "Format", family = behavioral, firing = all, exec = inline)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct Format {
     /// put between the two strings
@@ -297,7 +297,7 @@ impl Run for Format {
 ///
 /// Keys may be dotted paths; strings are inserted as is, other values as compact JSON; a
 /// missing key is an error.
-#[operator(id = "template", label = "Template", family = behavioral, firing = all)]
+#[operator(id = "template", label = "Template", family = behavioral, firing = all, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Template {
     #[input]
@@ -352,7 +352,7 @@ impl Run for Template {
 }
 
 /// Splits the text on `in_data` into chunks of `size` characters overlapping by `overlap` (DataChunk on `out_data`).
-#[operator(id = "chunker", label = "Chunker", family = behavioral)]
+#[operator(id = "chunker", label = "Chunker", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, PartialEq)]
 pub struct Chunker {
     /// characters per chunk (≥ 1)

@@ -1,114 +1,90 @@
 //! `delay`: waits, asynchronously, then passes its input on. For demos and tests of parallel
-//! mode — and the reference for what `#[operator(…, exec = async)]` generates.
+//! mode — and an example of an operator declared `#[operator(…, exec = async)]`.
 
+use std::fmt;
+use std::marker::PhantomData;
 use std::time::Duration;
 
-use serde_json::json;
+use crate::operator;
+use crate::operator::{Firing, In, OpError, Out, RunAsync};
+use crate::types::{Any, PortType};
 
-use crate::catalogue::{BuildContext, CatalogueEntry, ParamError, ParamInfo, ParamReader};
-use crate::connection::ConnState;
-use crate::operator::{
-    Emitted, Execution, Firing, InputSet, OpError, OpFuture, OpSpec, OpState, Operator, Params,
-    RunAsync, TypeRef, run_async_blocking, run_async_boxed,
-};
-use crate::policy::{Family, Policy};
-use crate::types::Value;
-
-/// Waits `ms` milliseconds without blocking a thread, then passes `in_data` to `out_data`
-/// unchanged (the same shared value). Behavioral, `any` policy, async: in parallel mode the
-/// delays of one step overlap.
+/// Waits `ms` milliseconds without blocking a thread, then passes `in_data` to `out_data` unchanged.
 ///
-/// Its ports carry one type variable, like a structural operator's: `out_data` has the type of
-/// whatever feeds `in_data`, so a delay can be put on any connection without a conversion.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Delay {
-    /// Milliseconds to wait.
+/// Its ports carry one type variable: `out_data` has the type of whatever feeds `in_data`.
+/// Async: in parallel mode the delays of one step overlap.
+///
+/// The same shared value is passed on. In Rust the type variable is the type parameter `T`:
+/// `Delay::new(ms)` is a `Delay<Any>`, whose ports the net binds by unification (as the `.cm`
+/// loader builds it); in `pipeline!`, `Delay::after(ms)` takes its type from its connections.
+#[operator(id = "delay", label = "Delay", family = behavioral, exec = async)]
+pub struct Delay<T: PortType = Any> {
+    /// milliseconds to wait
+    #[param(default = 100)]
     pub ms: u64,
+    #[input]
+    in_data: In<T>,
+    #[output]
+    out_data: Out<T>,
 }
 
 impl Delay {
     /// The default wait, in milliseconds.
     pub const DEFAULT_MS: u64 = 100;
 
-    /// A delay of `ms` milliseconds.
+    /// A delay of `ms` milliseconds whose ports are a type variable, bound by the net's
+    /// connections (for [`NetBuilder`](crate::NetBuilder)).
     pub fn new(ms: u64) -> Self {
-        Delay { ms }
+        Delay::after(ms)
     }
 }
 
-impl Default for Delay {
-    fn default() -> Self {
-        Delay::new(Delay::DEFAULT_MS)
-    }
-}
-
-impl RunAsync for Delay {
-    async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
-        tokio::time::sleep(Duration::from_millis(self.ms)).await;
-        let v = cx
-            .value_at(0)
-            .cloned()
-            .ok_or_else(|| OpError::new("input `in_data` has no value"))?;
-        cx.emit_at(0, v);
-        Ok(())
-    }
-}
-
-// What `#[operator(id = "delay", label = "Delay", family = behavioral, exec = async)]` writes.
-impl Operator for Delay {
-    fn spec(&self) -> OpSpec {
-        OpSpec::new("delay", "Delay", Family::Behavioral, Policy::Any)
-            .input("in_data", TypeRef::Var(0))
-            .output("out_data", TypeRef::Var(0))
-    }
-    fn params(&self) -> Params {
-        let mut p = Params::new();
-        p.insert("ms".into(), json!(self.ms));
-        p
-    }
-    fn consumes(&self, inputs: &[ConnState]) -> InputSet {
-        <Self as RunAsync>::consumes(self, inputs)
-    }
-    fn execution(&self) -> Execution {
-        Execution::Async
-    }
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        run_async_blocking(self, cx)
-    }
-    fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
-        run_async_boxed(self, cx)
-    }
-    fn rollback(&mut self, before: Option<&OpState>, emitted: &[(u16, Value)]) {
-        <Self as RunAsync>::rollback(self, &Emitted::new(emitted));
-        if let Some(b) = before {
-            self.restore_state(b);
+impl<T: PortType> Delay<T> {
+    /// A delay of `ms` milliseconds of values of type `T`; in `pipeline!`, `T` is inferred from
+    /// the connections.
+    pub fn after(ms: u64) -> Self {
+        Delay {
+            ms,
+            __cameleon_ports: PhantomData,
         }
     }
 }
 
-const PARAMS: &[ParamInfo] = &[ParamInfo {
-    name: "ms",
-    ty: "u64",
-    default: Some("100"), // Delay::DEFAULT_MS
-    doc: "milliseconds to wait",
-}];
-
-fn build(params: &Params, _cx: &BuildContext) -> Result<Box<dyn Operator>, ParamError> {
-    let r = ParamReader::new(params, PARAMS)?;
-    let op = Delay::new(r.read::<u64>("ms")?);
-    <Delay as RunAsync>::validate(&op)?;
-    Ok(Box::new(op))
+impl<T: PortType> Default for Delay<T> {
+    fn default() -> Self {
+        Delay::after(<Delay>::DEFAULT_MS)
+    }
 }
 
-// What `#[operator]` submits for it.
-crate::submit_operator!(CatalogueEntry {
-    id: "delay",
-    aliases: &[],
-    label: "Delay",
-    family: Family::Behavioral,
-    policy: Policy::Any,
-    doc: "Waits `ms` milliseconds without blocking a thread, then passes `in_data` to `out_data` unchanged.\n\nIts ports carry one type variable: `out_data` has the type of whatever feeds `in_data`. Async: in parallel mode the delays of one step overlap.",
-    params: PARAMS,
-    spec: || Operator::spec(&Delay::default()),
-    build,
-});
+// By hand: derives would ask `T: Clone + Debug + PartialEq`, and `Any` is not `PartialEq`.
+impl<T: PortType> Clone for Delay<T> {
+    fn clone(&self) -> Self {
+        Delay::after(self.ms)
+    }
+}
+
+impl<T: PortType> fmt::Debug for Delay<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Delay").field("ms", &self.ms).finish()
+    }
+}
+
+impl<T: PortType> PartialEq for Delay<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.ms == other.ms
+    }
+}
+
+impl<T: PortType> Eq for Delay<T> {}
+
+impl<T: PortType> RunAsync for Delay<T> {
+    async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        tokio::time::sleep(Duration::from_millis(self.ms)).await;
+        let v = cx
+            .value(Self::in_data)
+            .cloned()
+            .ok_or_else(|| OpError::new("input `in_data` has no value"))?;
+        cx.emit_value(Self::out_data, v);
+        Ok(())
+    }
+}

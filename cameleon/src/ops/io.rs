@@ -8,7 +8,7 @@ use crate::operator::{Firing, In, OpError, Out, Run};
 use crate::types::{Any, Binary, DataJSON, DataString};
 
 /// Emits a configured string once, as a DataString on `out_data`.
-#[operator(id = "source", label = "Source", family = behavioral, firing = source)]
+#[operator(id = "source", label = "Source", family = behavioral, firing = source, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Source {
     /// the string emitted
@@ -35,7 +35,7 @@ impl Run for Source {
 }
 
 /// Emits a configured JSON value once, as a DataJSON on `out_data`.
-#[operator(id = "const", label = "Const", family = behavioral, firing = source)]
+#[operator(id = "const", label = "Const", family = behavioral, firing = source, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Const {
     /// the value emitted (any YAML value)
@@ -62,7 +62,7 @@ impl Run for Const {
 /// Collects every value it receives on `in_data` (any type); the CLI prints them.
 ///
 /// What a sink received is [`Cvm::received`](crate::Cvm::received).
-#[operator(id = "sink", label = "Sink", family = behavioral)]
+#[operator(id = "sink", label = "Sink", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Sink {
     #[input]
@@ -148,7 +148,13 @@ impl FileAccess {
 }
 
 /// Reads a file's bytes once, as Binary on `out_data`.
-#[operator(id = "file_loader", label = "File loader", family = behavioral, firing = source)]
+#[operator(
+    id = "file_loader",
+    label = "File loader",
+    family = behavioral,
+    firing = source,
+    exec = blocking
+)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FileLoader {
     /// file path, relative to the .cm file's folder
@@ -180,7 +186,13 @@ impl Run for FileLoader {
 }
 
 /// Reads a UTF-8 text file once, as a DataString on `out_data`.
-#[operator(id = "text_file", label = "Text file", family = behavioral, firing = source)]
+#[operator(
+    id = "text_file",
+    label = "Text file",
+    family = behavioral,
+    firing = source,
+    exec = blocking
+)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TextFile {
     /// file path, relative to the .cm file's folder
@@ -214,7 +226,13 @@ impl Run for TextFile {
 }
 
 /// Reads a JSON file once, as a DataJSON on `out_data`.
-#[operator(id = "json_file", label = "JSON file", family = behavioral, firing = source)]
+#[operator(
+    id = "json_file",
+    label = "JSON file",
+    family = behavioral,
+    firing = source,
+    exec = blocking
+)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JsonFile {
     /// file path, relative to the .cm file's folder

@@ -364,7 +364,8 @@ impl<T: PortType> Run for Guard<T> {
     label = "Accumulator",
     family = behavioral,
     firing = any_no_guard,
-    emits = [[], [out_data]]
+    emits = [[], [out_data]],
+    exec = inline
 )]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Accumulator {
