@@ -255,6 +255,38 @@ pub mod __private {
         n.min(MAX_VARIADIC)
     }
 
+    /// How generated code calls an async operator's [`RunAsync`](crate::RunAsync) methods: the
+    /// `Operator` glue of `exec = async` (`run` is [`run_async_blocking`], `run_async` is
+    /// [`run_async_boxed`]). Every use goes through [`async_ops`], so an operator declared
+    /// `exec = async` without `impl RunAsync` is reported once.
+    #[allow(missing_debug_implementations)] // function pointers, for generated code only
+    pub struct AsyncOps<O> {
+        /// [`Operator::run`]: drives `RunAsync::run` to completion.
+        pub run: fn(&mut O, &mut Firing<'_>) -> Result<(), OpError>,
+        /// [`Operator::run_async`]: `RunAsync::run`, boxed.
+        pub run_async: for<'a, 'f> fn(&'a mut O, &'a mut Firing<'f>) -> OpFuture<'a>,
+        /// `RunAsync::consumes`.
+        pub consumes: fn(&O, &[ConnState]) -> InputSet,
+        /// `RunAsync::control`.
+        pub control: fn(&O) -> Option<&dyn FiniteControl>,
+        /// `RunAsync::rollback`.
+        pub rollback: fn(&mut O, &Emitted<'_, O>),
+        /// `RunAsync::validate`.
+        pub validate: fn(&O) -> Result<(), ParamError>,
+    }
+
+    /// The async operations of `O`.
+    pub fn async_ops<O: RunAsync>() -> AsyncOps<O> {
+        AsyncOps {
+            run: run_async_blocking::<O>,
+            run_async: |op, cx| run_async_boxed(op, cx),
+            consumes: O::consumes,
+            control: O::control,
+            rollback: O::rollback,
+            validate: O::validate,
+        }
+    }
+
     /// How generated code saves and initialises an internal-state field of type `T`. Every use
     /// goes through [`state`], so a field that is not [`State`] is reported once.
     #[derive(Debug)]

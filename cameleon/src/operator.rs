@@ -455,19 +455,23 @@ pub trait Operator: StdAny + Send {
 /// # What `#[operator(…, exec = async)]` generates
 ///
 /// An operator declared `exec = async` (or `exec = "async"`) implements `RunAsync` instead of
-/// [`Run`]. The macro writes the same `impl Operator` as for a sync one, with
-/// `<Self as RunAsync>` in place of `<Self as Run>` for `consumes`, `control`, `rollback` and the
-/// factory's `validate`, and these three methods instead of `run`:
+/// [`Run`]. The macro writes the same `impl Operator` as for a sync one, with `RunAsync`'s
+/// methods in place of `Run`'s for `consumes`, `control`, `rollback` and the factory's
+/// `validate`, and these three methods instead of `run`:
 ///
 /// ```ignore
 /// fn execution(&self) -> Execution { Execution::Async }
 /// fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-///     ::cameleon::__private::run_async_blocking(self, cx)
+///     run_async_blocking(self, cx)
 /// }
 /// fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
-///     ::cameleon::__private::run_async_boxed(self, cx)
+///     run_async_boxed(self, cx)
 /// }
 /// ```
+///
+/// (Every one of these calls goes through one table of function pointers,
+/// `::cameleon::__private::async_ops::<Self>()`, so that a missing `impl RunAsync` is one
+/// compile error, at the struct's name.)
 ///
 /// [`ops::Delay`](crate::ops::Delay) is declared so. A sync operator may also say how parallel
 /// mode runs it: `exec = inline` (quick and non-blocking: stays on the engine's task, no thread

@@ -441,13 +441,18 @@ fn label(op: &Operator) -> String {
         .map_or_else(|| op.ident.to_string(), |l| l.value())
 }
 
-/// The user's trait, `Run` or (for `exec = async`) `RunAsync`, spanned where a missing impl is
-/// best reported: the struct's name, or the `async` of `exec = async`.
-fn run_trait(op: &Operator) -> (TokenStream, Span) {
+/// How the `Operator` glue reaches the user's trait for the operator type `ty`: a function
+/// path, given the name of a method of [`Run`] (`consumes`), or of the `AsyncOps` table of
+/// `RunAsync` for `exec = async`. Every use is spanned at the struct's name, so a missing impl is
+/// one error there: rustc reports each distinct diagnostic once.
+fn user_fn(op: &Operator, ty: &TokenStream, method: &str) -> TokenStream {
     let p = private();
-    match op.args.exec {
-        Some((Exec::Async, span)) => (quote_spanned!(span=> #p::RunAsync), span),
-        _ => (quote_spanned!(op.ident.span()=> #p::Run), op.ident.span()),
+    let span = op.ident.span();
+    let method = Ident::new(method, span);
+    if op.args.is_async() {
+        quote_spanned!(span=> (#p::async_ops::<#ty>().#method))
+    } else {
+        quote_spanned!(span=> <#ty as #p::Run>::#method)
     }
 }
 
@@ -494,27 +499,31 @@ fn operator_impl(op: &Operator) -> TokenStream {
     let g = bounded_generics(op);
     let (impl_g, ty_g, where_c) = g.split_for_impl();
     let counts = count_params(op);
-    let (user_trait, trait_span) = run_trait(op);
-    let run_path = quote_spanned!(trait_span=> <Self as #user_trait>);
+    let this = quote_spanned!(ident.span()=> Self);
+    let [consumes, control, rollback] =
+        ["consumes", "control", "rollback"].map(|m| user_fn(op, &this, m));
 
     // `exec = inline | blocking` says how parallel mode runs `run`; `exec = async` makes the
-    // operator async: `run_async` awaits `RunAsync::run`, and `run` drives it to completion.
+    // operator async: `run_async` awaits `RunAsync::run` (`run_async_boxed`), and `run` drives it
+    // to completion (`run_async_blocking`).
     let run = if op.args.is_async() {
+        let [run, run_async] = ["run", "run_async"].map(|m| user_fn(op, &this, m));
         quote! {
             fn execution(&self) -> #p::Execution {
                 #p::Execution::Async
             }
             fn run(&mut self, cx: &mut #p::Firing<'_>) -> #p::Result<(), #p::OpError> {
-                #p::run_async_blocking(self, cx)
+                #run(self, cx)
             }
             fn run_async<'__a>(
                 &'__a mut self,
                 cx: &'__a mut #p::Firing<'_>,
             ) -> #p::OpFuture<'__a> {
-                #p::run_async_boxed(self, cx)
+                #run_async(self, cx)
             }
         }
     } else {
+        let run = user_fn(op, &this, "run");
         let execution = op.args.exec.is_some().then(|| {
             let exec = execution_tokens(op);
             quote! {
@@ -525,7 +534,7 @@ fn operator_impl(op: &Operator) -> TokenStream {
         });
         quote! {
             fn run(&mut self, cx: &mut #p::Firing<'_>) -> #p::Result<(), #p::OpError> {
-                #run_path::run(self, &mut cx.typed::<Self>())
+                #run(self, &mut cx.typed::<Self>())
             }
             #execution
         }
@@ -612,10 +621,10 @@ fn operator_impl(op: &Operator) -> TokenStream {
             #params_fn
             #can_fire
             fn consumes(&self, inputs: &[#p::ConnState]) -> #p::InputSet {
-                #run_path::consumes(self, inputs)
+                #consumes(self, inputs)
             }
             fn control(&self) -> #p::Option<&dyn #p::FiniteControl> {
-                #run_path::control(self)
+                #control(self)
             }
             #run
             #settings
@@ -625,7 +634,7 @@ fn operator_impl(op: &Operator) -> TokenStream {
                 before: #p::Option<&#p::OpState>,
                 emitted: &[(u16, #p::Value)],
             ) {
-                #run_path::rollback(self, &#p::Emitted::new(emitted));
+                #rollback(self, &#p::Emitted::new(emitted));
                 if let #p::Some(__before) = before {
                     <Self as #p::Operator>::restore_state(self, __before);
                 }
@@ -699,8 +708,7 @@ fn catalogue(op: &Operator) -> TokenStream {
     } else {
         quote!(__cx)
     };
-    let (user_trait, trait_span) = run_trait(op);
-    let validate = quote_spanned!(trait_span=> <#any_ty as #user_trait>::validate);
+    let validate = user_fn(op, &any_ty, "validate");
     let execution = execution_tokens(op);
 
     let settings = settings_tokens(op);
