@@ -544,3 +544,36 @@ fn every_subcommand_has_help_with_an_example() {
     let o = cameleon(&["run"]);
     assert_eq!(code(&o), 2, "a usage error exits 2");
 }
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_cancels_the_run_and_reports_cancelled() {
+    let dir = temp_dir("ctrl-c");
+    let file = dir.join("slow.cm");
+    std::fs::write(
+        &file,
+        "name: slow\noperators:\n  - {id: src, type: source, params: {value: x}}\n  \
+         - {id: wait, type: delay, params: {ms: 600000}}\n  - {id: out, type: sink}\n\
+         connections:\n  - {from: src.out_data, to: wait.in_data}\n  \
+         - {from: wait.out_data, to: out.in_data}\n",
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_cameleon"))
+        .args(["run", file.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Give the process time to install its handler (it does so before parsing arguments),
+    // then interrupt it as a terminal would. The delay alone would take ten minutes.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stdout(&out).contains("CANCELLED"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+}

@@ -351,7 +351,8 @@ pub struct Cvm {
     exec: Vec<Execution>,
     /// Per op: effective timeout and retries.
     settings: Vec<OpSettings>,
-    /// Per op: whether it has settings, so even sequential mode drives it asynchronously.
+    /// Per op: whether even sequential mode drives it asynchronously: it has settings (timeout,
+    /// retries), or it is an async operator (so a cancellation drops its firing at once).
     guarded: Vec<bool>,
     observer: Option<Observer>,
     cancel: CancelToken,
@@ -382,7 +383,7 @@ impl Cvm {
         let ports = PortStates::initial(&topo);
         let n_conns = net.conns.len();
         let n_ops = net.ops.len();
-        let exec = net
+        let exec: Vec<Execution> = net
             .ops
             .iter()
             .map(|n| match n.spec.family {
@@ -391,6 +392,11 @@ impl Cvm {
             })
             .collect();
         let settings: Vec<OpSettings> = net.ops.iter().map(|n| n.effective_settings()).collect();
+        let guarded = settings
+            .iter()
+            .zip(&exec)
+            .map(|(s, e)| !s.is_none() || *e == Execution::Async)
+            .collect();
         let mut cvm = Cvm {
             max_loop: net.config.max_loop_iterations,
             mode: net.config.mode,
@@ -405,7 +411,7 @@ impl Cvm {
             hist: Store::with_capacity(n_ops, n_conns),
             s: Scratch::default(),
             exec,
-            guarded: settings.iter().map(|s| !s.is_none()).collect(),
+            guarded,
             settings,
             observer: None,
             cancel: CancelToken::new(),
