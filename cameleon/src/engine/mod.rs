@@ -38,7 +38,7 @@ mod events;
 mod parallel;
 mod rules;
 mod runtime;
-use crate::types::Value;
+use crate::types::{DataError, Value};
 pub use events::{Event, Observer};
 pub use parallel::CancelToken;
 pub(crate) use rules::{
@@ -955,10 +955,16 @@ impl Cvm {
                 node.op.restore_state(b);
             }
             self.s.emitted.clear();
-            return Err(StepError::Operator {
-                op: node.name.clone(),
-                error,
-            });
+            match caught_failure(&node.spec, &node.meta.name, &error) {
+                // The failure becomes data on the operator's `error` output (SPEC §4).
+                Some(emission) => self.s.emitted.push(emission),
+                None => {
+                    return Err(StepError::Operator {
+                        op: node.name.clone(),
+                        error,
+                    });
+                }
+            }
         }
         let after = if before.is_some() {
             node.op.save_state()
@@ -1234,6 +1240,21 @@ fn set_state(
 }
 
 #[inline]
+/// SPEC §4: an operator that declares an output named `error` of type [`DataError`] catches its
+/// own failure: instead of stopping the run in ERROR, the firing emits the failure there (and
+/// nothing else). Returns that emission, or `None` when the operator has no such output.
+pub(super) fn caught_failure(spec: &OpSpec, name: &str, error: &OpError) -> Option<(u16, Value)> {
+    let port = spec
+        .outputs
+        .iter()
+        .position(|p| p.name == "error" && p.ty == crate::operator::TypeRef::of::<DataError>())?;
+    let data = DataError {
+        operator: name.to_owned(),
+        message: error.to_string(),
+    };
+    Some((port as u16, Value::new(data)))
+}
+
 fn check_emissions(
     emitted: &[(u16, Value)],
     topo: &Topo,
