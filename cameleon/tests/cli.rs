@@ -457,6 +457,22 @@ fn fmt_dash_reads_stdin_and_writes_stdout() {
     assert_eq!(stdout(&o), TIDY);
 }
 
+#[test]
+fn fmt_file_dash_prints_the_canonical_form_and_leaves_the_file() {
+    let dir = temp_dir("fmt-stdout");
+    let cm = dir.join("messy.cm");
+    std::fs::write(&cm, MESSY).unwrap();
+    let o = cameleon(&["fmt", &cm.display().to_string(), "-"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), TIDY);
+    assert_eq!(
+        std::fs::read_to_string(&cm).unwrap(),
+        MESSY,
+        "the file is untouched"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 // ---------------------------------------------------------------------------------------------
 // catalogue, export, schema, help
 

@@ -108,6 +108,7 @@ Exit codes: 0 done (or already canonical), 1 `--check` found a difference, 2 inv
 Examples:
   cameleon fmt examples/digest.cm
   cameleon fmt examples/digest.cm --check
+  cameleon fmt examples/digest.cm -         print the canonical form, leave the file alone
   cat net.cm | cameleon fmt -")]
     Fmt(FmtArgs),
     /// List every registered operator type: ports, types, policy, params, docs.
@@ -204,6 +205,9 @@ pub struct CheckArgs {
 pub struct FmtArgs {
     /// The .cm file, or `-` to read stdin and write stdout.
     pub file: PathBuf,
+    /// `-`: write the canonical form to stdout instead of rewriting FILE.
+    #[arg(value_name = "-", value_parser = clap::builder::PossibleValuesParser::new(["-"]))]
+    pub output: Option<String>,
     /// Do not write: exit 1 if the file is not in canonical form.
     #[arg(long)]
     pub check: bool,
