@@ -457,6 +457,22 @@ fn fmt_dash_reads_stdin_and_writes_stdout() {
     assert_eq!(stdout(&o), TIDY);
 }
 
+#[test]
+fn fmt_file_dash_prints_the_canonical_form_and_leaves_the_file() {
+    let dir = temp_dir("fmt-stdout");
+    let cm = dir.join("messy.cm");
+    std::fs::write(&cm, MESSY).unwrap();
+    let o = cameleon(&["fmt", &cm.display().to_string(), "-"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(stdout(&o), TIDY);
+    assert_eq!(
+        std::fs::read_to_string(&cm).unwrap(),
+        MESSY,
+        "the file is untouched"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 // ---------------------------------------------------------------------------------------------
 // catalogue, export, schema, help
 
@@ -543,4 +559,37 @@ fn every_subcommand_has_help_with_an_example() {
     assert!(stdout(&o).contains("Examples:"));
     let o = cameleon(&["run"]);
     assert_eq!(code(&o), 2, "a usage error exits 2");
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_cancels_the_run_and_reports_cancelled() {
+    let dir = temp_dir("ctrl-c");
+    let file = dir.join("slow.cm");
+    std::fs::write(
+        &file,
+        "name: slow\noperators:\n  - {id: src, type: source, params: {value: x}}\n  \
+         - {id: wait, type: delay, params: {ms: 600000}}\n  - {id: out, type: sink}\n\
+         connections:\n  - {from: src.out_data, to: wait.in_data}\n  \
+         - {from: wait.out_data, to: out.in_data}\n",
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_cameleon"))
+        .args(["run", file.to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Give the process time to install its handler (it does so before parsing arguments),
+    // then interrupt it as a terminal would. The delay alone would take ten minutes.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let sent = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stdout(&out).contains("CANCELLED"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
 }

@@ -582,6 +582,31 @@ fn failing_run_applies_nothing_and_names_the_operator() {
 }
 
 #[test]
+fn failure_of_an_operator_with_an_error_output_is_emitted_there() {
+    for mode in [Mode::Sequential, Mode::Parallel] {
+        let mut b = Net::builder("n");
+        b.add("src", Source::new("x"));
+        b.add("fragile", Fragile);
+        b.add("ok", Sink::new());
+        b.add("errors", Sink::new());
+        b.connect("src.out_data", "fragile.in_data");
+        b.connect("fragile.out_data", "ok.in_data");
+        b.connect("fragile.error", "errors.in_data");
+        let mut cvm = Cvm::builder(b.build().unwrap()).mode(mode).build();
+        assert_eq!(cvm.run().unwrap(), EndState::Completed, "{mode}");
+        assert!(
+            received(&cvm, "ok").is_empty(),
+            "nothing of the failed firing is kept"
+        );
+        assert_eq!(
+            received(&cvm, "errors"),
+            [json!({"operator": "fragile", "message": "the model is unavailable"})],
+            "{mode}"
+        );
+    }
+}
+
+#[test]
 fn emitting_a_value_of_the_wrong_type_is_an_error() {
     let mut b = Net::builder("n");
     b.add("src", Source::new("x"));

@@ -54,13 +54,13 @@ pub(super) fn fmt(a: &FmtArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         )?;
         return Ok(exit::DIFFERS);
     }
-    if has_comment(&text[header.len()..]) {
+    if has_comment(&text[header.len()..]) && !(stdin || a.output.is_some()) {
         writeln!(
             io.stderr,
             "note: comments are not part of the canonical form; {name} no longer has them"
         )?;
     }
-    if stdin {
+    if stdin || a.output.is_some() {
         io.stdout.write_all(canonical.as_bytes())?;
     } else if canonical != text {
         std::fs::write(&a.file, &canonical)?;

@@ -47,6 +47,8 @@ pub mod exit {
     pub const LIMIT: i32 = 4;
     /// An operator failed (ERROR).
     pub const ERROR: i32 = 5;
+    /// The run was interrupted (Ctrl-C) and ended in CANCELLED; 128 + SIGINT, as shells do.
+    pub const CANCELLED: i32 = 130;
 }
 
 const EXAMPLES: &str = "\
@@ -106,6 +108,7 @@ Exit codes: 0 done (or already canonical), 1 `--check` found a difference, 2 inv
 Examples:
   cameleon fmt examples/digest.cm
   cameleon fmt examples/digest.cm --check
+  cameleon fmt examples/digest.cm -         print the canonical form, leave the file alone
   cat net.cm | cameleon fmt -")]
     Fmt(FmtArgs),
     /// List every registered operator type: ports, types, policy, params, docs.
@@ -202,6 +205,9 @@ pub struct CheckArgs {
 pub struct FmtArgs {
     /// The .cm file, or `-` to read stdin and write stdout.
     pub file: PathBuf,
+    /// `-`: write the canonical form to stdout instead of rewriting FILE.
+    #[arg(value_name = "-", value_parser = clap::builder::PossibleValuesParser::new(["-"]))]
+    pub output: Option<String>,
     /// Do not write: exit 1 if the file is not in canonical form.
     #[arg(long)]
     pub check: bool,
@@ -252,6 +258,9 @@ pub struct Io<'a> {
     pub color: bool,
     /// Show a progress bar on stderr during long runs.
     pub progress: bool,
+    /// Cancelled when the user interrupts (Ctrl-C): `run` then stops after the current step
+    /// and ends in CANCELLED. `None`: not interruptible.
+    pub interrupt: Option<crate::CancelToken>,
 }
 
 impl std::fmt::Debug for Io<'_> {
@@ -277,10 +286,42 @@ pub fn main() -> ExitCode {
         stdin: &mut stdin,
         color: terminal && std::env::var_os("NO_COLOR").is_none(),
         progress: terminal,
+        interrupt: Some(cancel_on_ctrl_c()),
     };
     let code = run_cli(std::env::args_os(), &mut io);
     let _ = io.stdout.flush();
     ExitCode::from(u8::try_from(code).unwrap_or(1))
+}
+
+/// A token cancelled by the first Ctrl-C; a second Ctrl-C exits at once with
+/// [`exit::CANCELLED`].
+fn cancel_on_ctrl_c() -> crate::CancelToken {
+    let token = crate::CancelToken::new();
+    let cancel = token.clone();
+    let listener = std::thread::Builder::new()
+        .name("cameleon-ctrl-c".into())
+        .spawn(move || {
+            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+            else {
+                return; // no signal handling: Ctrl-C keeps its default effect
+            };
+            rt.block_on(async {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    // Say it before cancelling: the run may end, and the process exit, at once.
+                    eprintln!(
+                        "\ninterrupted: stopping after the current step (Ctrl-C again to quit now)"
+                    );
+                    cancel.cancel();
+                    if tokio::signal::ctrl_c().await.is_ok() {
+                        std::process::exit(exit::CANCELLED);
+                    }
+                }
+            });
+        });
+    drop(listener); // detached: it lives as long as the process
+    token
 }
 
 /// Runs the command line `args` (the first is the program name) against `io`; returns the

@@ -55,7 +55,8 @@ impl RunReport {
             EndState::Completed => exit::OK,
             EndState::Deadlock { .. } => exit::DEADLOCK,
             EndState::LoopLimit { .. } | EndState::StepLimit { .. } => exit::LIMIT,
-            EndState::Error { .. } | EndState::Cancelled => exit::ERROR,
+            EndState::Error { .. } => exit::ERROR,
+            EndState::Cancelled => exit::CANCELLED,
         }
     }
 
@@ -228,7 +229,11 @@ fn drive(cvm: &mut Cvm, progress: bool) -> Result<EndState, StepError> {
         });
     }
     let mut n = 0u64;
+    let cancel = cvm.cancel_token();
     let end = loop {
+        if cancel.is_cancelled() {
+            break EndState::Cancelled;
+        }
         match cvm.step() {
             Ok(Step::Fired { .. }) => {
                 n += 1;
@@ -283,6 +288,9 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     }
     if let Some(n) = a.max_loop_iterations {
         b = b.max_loop_iterations(n);
+    }
+    if let Some(token) = &io.interrupt {
+        b = b.cancel_token(token.clone());
     }
     let mut cvm = b.build();
     let end = match drive(&mut cvm, io.progress && !a.json) {

@@ -38,7 +38,7 @@ mod events;
 mod parallel;
 mod rules;
 mod runtime;
-use crate::types::Value;
+use crate::types::{DataError, Value};
 pub use events::{Event, Observer};
 pub use parallel::CancelToken;
 pub(crate) use rules::{
@@ -351,7 +351,8 @@ pub struct Cvm {
     exec: Vec<Execution>,
     /// Per op: effective timeout and retries.
     settings: Vec<OpSettings>,
-    /// Per op: whether it has settings, so even sequential mode drives it asynchronously.
+    /// Per op: whether even sequential mode drives it asynchronously: it has settings (timeout,
+    /// retries), or it is an async operator (so a cancellation drops its firing at once).
     guarded: Vec<bool>,
     observer: Option<Observer>,
     cancel: CancelToken,
@@ -382,7 +383,7 @@ impl Cvm {
         let ports = PortStates::initial(&topo);
         let n_conns = net.conns.len();
         let n_ops = net.ops.len();
-        let exec = net
+        let exec: Vec<Execution> = net
             .ops
             .iter()
             .map(|n| match n.spec.family {
@@ -391,6 +392,11 @@ impl Cvm {
             })
             .collect();
         let settings: Vec<OpSettings> = net.ops.iter().map(|n| n.effective_settings()).collect();
+        let guarded = settings
+            .iter()
+            .zip(&exec)
+            .map(|(s, e)| !s.is_none() || *e == Execution::Async)
+            .collect();
         let mut cvm = Cvm {
             max_loop: net.config.max_loop_iterations,
             mode: net.config.mode,
@@ -405,7 +411,7 @@ impl Cvm {
             hist: Store::with_capacity(n_ops, n_conns),
             s: Scratch::default(),
             exec,
-            guarded: settings.iter().map(|s| !s.is_none()).collect(),
+            guarded,
             settings,
             observer: None,
             cancel: CancelToken::new(),
@@ -949,10 +955,16 @@ impl Cvm {
                 node.op.restore_state(b);
             }
             self.s.emitted.clear();
-            return Err(StepError::Operator {
-                op: node.name.clone(),
-                error,
-            });
+            match caught_failure(&node.spec, &node.meta.name, &error) {
+                // The failure becomes data on the operator's `error` output (SPEC §4).
+                Some(emission) => self.s.emitted.push(emission),
+                None => {
+                    return Err(StepError::Operator {
+                        op: node.name.clone(),
+                        error,
+                    });
+                }
+            }
         }
         let after = if before.is_some() {
             node.op.save_state()
@@ -1228,6 +1240,21 @@ fn set_state(
 }
 
 #[inline]
+/// SPEC §4: an operator that declares an output named `error` of type [`DataError`] catches its
+/// own failure: instead of stopping the run in ERROR, the firing emits the failure there (and
+/// nothing else). Returns that emission, or `None` when the operator has no such output.
+pub(super) fn caught_failure(spec: &OpSpec, name: &str, error: &OpError) -> Option<(u16, Value)> {
+    let port = spec
+        .outputs
+        .iter()
+        .position(|p| p.name == "error" && p.ty == crate::operator::TypeRef::of::<DataError>())?;
+    let data = DataError {
+        operator: name.to_owned(),
+        message: error.to_string(),
+    };
+    Some((port as u16, Value::new(data)))
+}
+
 fn check_emissions(
     emitted: &[(u16, Value)],
     topo: &Topo,

@@ -35,8 +35,8 @@ use std::time::{Duration, Instant};
 use tokio::sync::Notify;
 
 use super::{
-    Advance, Cvm, EndState, Event, Observer, RunError, Step, StepError, Topo, check_emissions,
-    panic_message,
+    Advance, Cvm, EndState, Event, Observer, RunError, Step, StepError, Topo, caught_failure,
+    check_emissions, panic_message,
 };
 use crate::connection::{ConnState, Token};
 use crate::history::NONE;
@@ -676,8 +676,13 @@ async fn fire(node: &mut OpNode, cx: FiringCx<'_>) -> Outcome {
         }
         let again = retry.filter(|r| attempt <= r.max && !cx.stop.load(Ordering::SeqCst));
         let Some(r) = again else {
+            // An operator with an `error: DataError` output catches its final failure there.
+            let result = match caught_failure(spec, name, &error) {
+                Some(emission) => Ok(vec![emission]),
+                None => Err(error),
+            };
             return Outcome {
-                result: Err(error),
+                result,
                 attempts: attempt,
                 elapsed: started.elapsed(),
             };

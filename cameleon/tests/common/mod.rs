@@ -240,3 +240,21 @@ pub fn st(cvm: &Cvm, conn: &str) -> ConnState {
         .unwrap_or_else(|| panic!("no connection `{conn}`"))
         .state
 }
+
+/// Fails on every firing, but declares an `error` output of type `DataError`, where the engine
+/// puts the failure instead of stopping the run (SPEC §4).
+#[derive(Debug)]
+pub struct Fragile;
+
+impl Operator for Fragile {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("fragile", "Fragile", Family::Behavioral, Policy::Any)
+            .input("in_data", TypeRef::of::<Any>())
+            .output("out_data", TypeRef::of::<DataString>())
+            .output("error", TypeRef::of::<DataError>())
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        cx.emit_at(0, DataString("half done".into())); // discarded with the failure
+        Err(OpError::new("the model is unavailable"))
+    }
+}
