@@ -39,13 +39,16 @@ pub struct TypeInfo {
 impl TypeInfo {
     /// Whether this is the `Any` pseudo-type.
     pub fn is_any(&self) -> bool {
-        std::ptr::eq(self, Any::INFO) || self.name == Any::INFO.name
+        self == Any::INFO
     }
 }
 
 impl PartialEq for TypeInfo {
+    /// Same type: the same declaration (one `static` per type), or, across separately built
+    /// code, the same name.
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
-        self.name == other.name
+        std::ptr::eq(self, other) || self.name == other.name
     }
 }
 impl Eq for TypeInfo {}
@@ -94,10 +97,15 @@ pub trait DataType:
 macro_rules! data_type {
     ($ty:ident $(, name = $name:literal)? $(, color = $color:literal)? $(,)?) => {
         impl $crate::types::PortType for $ty {
-            const INFO: &'static $crate::types::TypeInfo = &$crate::types::TypeInfo {
-                name: $crate::__data_type_name!($ty $(, $name)?),
-                color: $crate::__data_type_color!($($color)?),
-                from_json: $crate::types::__from_json::<$ty>,
+            // A `static`, so every use of `INFO` is the same address and type checks compare
+            // pointers.
+            const INFO: &'static $crate::types::TypeInfo = {
+                static INFO: $crate::types::TypeInfo = $crate::types::TypeInfo {
+                    name: $crate::__data_type_name!($ty $(, $name)?),
+                    color: $crate::__data_type_color!($($color)?),
+                    from_json: $crate::types::__from_json::<$ty>,
+                };
+                &INFO
             };
         }
         impl $crate::types::DataType for $ty {}
@@ -298,10 +306,13 @@ data_type!(DataError, color = "#e5484d");
 pub enum Any {}
 
 impl PortType for Any {
-    const INFO: &'static TypeInfo = &TypeInfo {
-        name: "Any",
-        color: Some("#9aa0a6"),
-        from_json: any_from_json,
+    const INFO: &'static TypeInfo = {
+        static INFO: TypeInfo = TypeInfo {
+            name: "Any",
+            color: Some("#9aa0a6"),
+            from_json: any_from_json,
+        };
+        &INFO
     };
 }
 

@@ -1262,6 +1262,8 @@ fn check_emissions(
     spec: &OpSpec,
 ) -> Option<OpError> {
     let n = topo.n_outputs(o);
+    // Port names are only looked up to report a problem: the spec lives off the hot path.
+    let name = |p: usize| &spec.outputs[p].name;
     let mut seen = 0u64;
     for (port, value) in emitted {
         let p = *port as usize;
@@ -1270,24 +1272,25 @@ fn check_emissions(
                 "emitted on output #{p}, but the operator has {n} output(s)"
             )));
         }
-        let name = &spec.outputs[p].name;
         if p < 64 {
             if seen & (1 << p) != 0 {
                 return Some(OpError::new(format!(
-                    "emitted twice on `{name}` in one firing"
+                    "emitted twice on `{}` in one firing",
+                    name(p)
                 )));
             }
             seen |= 1 << p;
         }
-        if let Some(ty) = topo.port_type[topo.out_start[o] as usize + p]
-            && !std::ptr::eq(ty, value.type_info())
-            && *ty != *value.type_info()
-        {
-            return Some(OpError::new(format!(
-                "emitted a {} on `{name}`, which carries {}",
-                value.type_name(),
-                ty.name
-            )));
+        if let Some(ty) = topo.port_type[topo.out_start[o] as usize + p] {
+            let vt = value.type_info();
+            if ty != vt {
+                return Some(OpError::new(format!(
+                    "emitted a {} on `{}`, which carries {}",
+                    vt.name,
+                    name(p),
+                    ty.name
+                )));
+            }
         }
     }
     None
