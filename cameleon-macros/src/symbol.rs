@@ -109,3 +109,14 @@ fn levenshtein(a: &str, b: &str) -> usize {
     }
     prev[b.len()]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn did_you_mean_finds_a_one_letter_typo_and_ignores_distant_names() {
+        assert_eq!(did_you_mean("snk", ["chunker", "sink"]), Some("sink"));
+        assert_eq!(did_you_mean("zzz", ["chunker", "sink"]), None);
+    }
+}

@@ -8,6 +8,7 @@ use syn::{Expr, Ident};
 
 use super::ast::{Connection, Endpoint, Instance, Pipeline, Setting};
 use crate::ctxt::Ctxt;
+use crate::symbol::did_you_mean;
 
 /// The settings a pipeline may give.
 pub const NAME: &str = "name";
@@ -181,49 +182,10 @@ fn check_single_incoming(connections: &[(&Connection, usize, usize)], cx: &Ctxt)
     }
 }
 
-/// The candidate closest to `name`, if close enough to be a likely typo.
-pub fn did_you_mean<'a>(
-    name: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Option<&'a str> {
-    let limit = (name.chars().count() / 3).max(1);
-    candidates
-        .into_iter()
-        .map(|c| (edit_distance(name, c), c))
-        .filter(|(d, _)| *d <= limit)
-        .min_by_key(|(d, _)| *d)
-        .map(|(_, c)| c)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let sub = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = sub.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
-    }
-    prev[b.len()]
-}
-
 fn list(names: &[String]) -> String {
     names
         .iter()
         .map(|n| format!("`{n}`"))
         .collect::<Vec<_>>()
         .join(", ")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn did_you_mean_finds_a_one_letter_typo_and_ignores_distant_names() {
-        assert_eq!(did_you_mean("snk", ["chunker", "sink"]), Some("sink"));
-        assert_eq!(did_you_mean("zzz", ["chunker", "sink"]), None);
-    }
 }

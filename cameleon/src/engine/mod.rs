@@ -716,16 +716,8 @@ impl Cvm {
             if self.cancel.take() {
                 break EndState::Cancelled;
             }
-            match self.advance() {
-                Ok(Advance::Fired { .. }) => {}
-                Ok(Advance::Ended(end)) => break end,
-                Err(StepError::Operator { op, error }) => {
-                    break EndState::Error {
-                        op,
-                        error: error.to_string(),
-                    };
-                }
-                Err(e) => return Err(e.into()),
+            if let Some(end) = run_outcome(self.advance())? {
+                break end;
             }
         };
         self.notify(|_| Event::Ended { end: end.clone() });
@@ -1240,6 +1232,20 @@ fn set_state(
 }
 
 #[inline]
+/// What a run does with one step's result: go on (`None`) or stop in an end state; an operator's
+/// failure is the end state `ERROR` (its firing not applied).
+fn run_outcome(r: Result<Advance, StepError>) -> Result<Option<EndState>, RunError> {
+    match r {
+        Ok(Advance::Fired { .. }) => Ok(None),
+        Ok(Advance::Ended(end)) => Ok(Some(end)),
+        Err(StepError::Operator { op, error }) => Ok(Some(EndState::Error {
+            op,
+            error: error.to_string(),
+        })),
+        Err(e) => Err(e.into()),
+    }
+}
+
 /// SPEC §4: an operator that declares an output named `error` of type [`DataError`] catches its
 /// own failure: instead of stopping the run in ERROR, the firing emits the failure there (and
 /// nothing else). Returns that emission, or `None` when the operator has no such output.

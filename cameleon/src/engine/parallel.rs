@@ -36,7 +36,7 @@ use tokio::sync::Notify;
 
 use super::{
     Advance, Cvm, EndState, Event, Observer, RunError, Step, StepError, Topo, caught_failure,
-    check_emissions, panic_message,
+    check_emissions, panic_message, run_outcome,
 };
 use crate::connection::{ConnState, Token};
 use crate::history::NONE;
@@ -217,16 +217,8 @@ impl Cvm {
             if self.cancel.take() {
                 break EndState::Cancelled;
             }
-            match self.advance_async().await {
-                Ok(Advance::Fired { .. }) => {}
-                Ok(Advance::Ended(end)) => break end,
-                Err(StepError::Operator { op, error }) => {
-                    break EndState::Error {
-                        op,
-                        error: error.to_string(),
-                    };
-                }
-                Err(e) => return Err(e.into()),
+            if let Some(end) = run_outcome(self.advance_async().await)? {
+                break end;
             }
         };
         self.notify(|_| Event::Ended { end: end.clone() });
