@@ -694,16 +694,19 @@ fn items<'t>(cx: &mut Cx<'_>, v: &'t Node, key: &str, item: &str) -> &'t [Node] 
 }
 
 /// Reads one declaration.
-fn read_one<'t, T: serde::Deserialize<'t>>(
-    cx: &mut Cx<'_>,
-    node: &'t Node,
-    src: &'t str,
-) -> Option<T> {
+fn read_one<T: serde::de::DeserializeOwned>(cx: &mut Cx<'_>, node: &Node, src: &str) -> Option<T> {
     match tree::from_node::<T>(node, src) {
         Ok(v) => Some(v),
         Err(e) => {
+            // Unknown keys are reported, then the declaration is read again without them, so its
+            // ports and connections are still checked and no follow-on problem ("feeds
+            // nothing", "not connected") hides the real one.
+            let at: Vec<_> = e.0.iter().filter_map(|p| p.span).collect();
+            let retry = node
+                .without_keys_at(&at)
+                .and_then(|pruned| tree::from_node::<T>(&pruned, src).ok());
             cx.de(e, node.span);
-            None
+            retry
         }
     }
 }

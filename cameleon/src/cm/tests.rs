@@ -414,6 +414,25 @@ fn errors_render_with_the_file_name_and_snippet() {
     assert!(r.contains("did you mean `source`?"), "{r}");
 }
 
+#[test]
+fn an_unknown_key_is_reported_alone_and_the_declaration_still_counts() {
+    // The connection has a stray key: it is reported, but the connection still exists, so
+    // neither "source feeds nothing" nor "input not connected" follows from it.
+    let text = "name: x\noperators:\n  - {id: a, type: source, params: {value: hi}}\n  \
+                - {id: b, type: sink, colour: red}\nconnections:\n  \
+                - {from: a.out_data, to: b.in_data, via: x}\n";
+    let e = Net::from_cm(text).expect_err("stray keys are errors");
+    let messages: Vec<&str> = e.problems().iter().map(|p| p.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "unknown key `colour` in an operator",
+            "unknown key `via` in a connection"
+        ],
+        "{e}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Hostile input
 

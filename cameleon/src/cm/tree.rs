@@ -48,6 +48,36 @@ pub(crate) struct Node {
     pub kind: Kind,
 }
 
+impl Node {
+    /// A copy without the mapping entries (at any depth) whose key is at one of `spans`, or
+    /// `None` when no key is there (nothing to prune).
+    pub(crate) fn without_keys_at(&self, spans: &[Span]) -> Option<Node> {
+        fn prune(n: &Node, spans: &[Span], pruned: &mut bool) -> Node {
+            let kind = match &n.kind {
+                Kind::Map(entries) => {
+                    let mut kept = Vec::with_capacity(entries.len());
+                    for (k, v) in entries {
+                        if spans.contains(&k.span) {
+                            *pruned = true;
+                        } else {
+                            kept.push((k.clone(), prune(v, spans, pruned)));
+                        }
+                    }
+                    Kind::Map(kept)
+                }
+                Kind::Seq(items) => {
+                    Kind::Seq(items.iter().map(|i| prune(i, spans, pruned)).collect())
+                }
+                other => other.clone(),
+            };
+            Node { span: n.span, kind }
+        }
+        let mut pruned = false;
+        let copy = prune(self, spans, &mut pruned);
+        pruned.then_some(copy)
+    }
+}
+
 /// What a node holds.
 #[derive(Clone, Debug)]
 pub(crate) enum Kind {
