@@ -144,6 +144,19 @@ impl Store {
             .collect()
     }
 
+    /// Every branch of the tree; `current` is the one the applied path and the redo stack lie on.
+    pub(crate) fn branches(&self) -> Vec<Branch> {
+        let tip = self.redo.first().or(self.path.last()).copied();
+        self.leaves()
+            .into_iter()
+            .map(|leaf| Branch {
+                id: BranchId(leaf),
+                depth: self.path_to(leaf).len(),
+                current: Some(leaf) == tip,
+            })
+            .collect()
+    }
+
     /// The path from the root to `node`, root first.
     pub(crate) fn path_to(&self, node: u32) -> Vec<u32> {
         let mut v = Vec::new();
@@ -264,6 +277,11 @@ impl History<'_> {
             })
             .collect();
         Entry { step, firings }
+    }
+
+    /// Every branch of the history tree (as [`Cvm::branches`](crate::Cvm::branches)).
+    pub fn branches(&self) -> Vec<Branch> {
+        self.store.branches()
     }
 
     /// Total firings recorded in the tree (every branch).

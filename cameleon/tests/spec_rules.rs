@@ -696,6 +696,11 @@ fn refire_executes_again_and_keeps_the_discarded_future_as_a_branch() {
     assert_ne!(cvm.marking(), first, "a new token, not the recorded one");
     let branches = cvm.branches();
     assert_eq!(branches.len(), 2, "{branches:?}");
+    assert_eq!(
+        cvm.history().branches(),
+        branches,
+        "the history view lists the same branches"
+    );
     assert_eq!(branches.iter().filter(|b| b.current).count(), 1);
     let old = branches.iter().find(|b| !b.current).unwrap();
     cvm.checkout(old.id).unwrap();

@@ -1178,16 +1178,7 @@ impl Cvm {
 
     /// Every branch of the history tree.
     pub fn branches(&self) -> Vec<Branch> {
-        let tip = self.hist.redo.first().or(self.hist.path.last()).copied();
-        self.hist
-            .leaves()
-            .into_iter()
-            .map(|leaf| Branch {
-                id: BranchId(leaf),
-                depth: self.hist.path_to(leaf).len(),
-                current: Some(leaf) == tip,
-            })
-            .collect()
+        self.hist.branches()
     }
 
     /// Switches to branch `b`: goes back to where it leaves the current path, then replays it to
