@@ -1,11 +1,10 @@
 //! Procedural macros of Caméléon. Use them through the `cameleon` crate, which re-exports them:
 //! `#[operator]` is documented there (`cameleon::operator`), `pipeline!` here.
 //!
-//! Layout (after serde_derive): [`operator::attr`] parses the attributes, [`operator::ast`]
-//! builds the model of a declaration, [`operator::check`] states the rules, and
-//! [`operator::expand`] only generates code. Mistakes accumulate in a [`ctxt::Ctxt`] so every
-//! one is reported at once. `pipeline!` follows the same layout in `pipeline` (`ast`, `check`,
-//! `expand`, with its own error context).
+//! Layout (after serde_derive): `operator::attr` parses the attributes, `operator::ast` builds
+//! the model of a declaration, `operator::check` states the rules, and `operator::expand` only
+//! generates code. Mistakes accumulate in a `ctxt::Ctxt` so every one is reported at once.
+//! `pipeline!` follows the same layout in `pipeline` (`ast`, `check`, `expand`).
 
 extern crate proc_macro;
 
