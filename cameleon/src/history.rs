@@ -41,6 +41,14 @@ pub(crate) struct Written {
     pub(crate) new_tok: u32,
 }
 
+// The history's size per firing (SPEC §5 deltas; issue 2 budgets 64 bytes per firing, payloads
+// excluded) rests on these layouts: a node is two indices, a firing three, a written connection
+// three, a token a value pointer plus the logical clock.
+static_assertions::assert_eq_size!(Node, [u32; 2]);
+static_assertions::assert_eq_size!(FiringRec, [u32; 3]);
+static_assertions::assert_eq_size!(Written, [u32; 3]);
+static_assertions::assert_eq_size!(crate::connection::Token, [usize; 3]);
+
 /// Saved internal state of a stateful operator around one firing.
 pub(crate) struct SavedStates {
     pub(crate) firing: u32,

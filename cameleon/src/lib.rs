@@ -343,3 +343,10 @@ pub mod __private {
     pub trait State: Clone + Default + Send + 'static {}
     impl<T: Clone + Default + Send + 'static> State for T {}
 }
+
+// A net and its engine move between threads (parallel mode, servers); values are shared by
+// every connection of a fan-out and read from several tasks.
+static_assertions::assert_impl_all!(Net: Send);
+static_assertions::assert_impl_all!(Cvm: Send);
+static_assertions::assert_impl_all!(Value: Send, Sync, Clone);
+static_assertions::assert_impl_all!(Catalogue: Send, Sync);
