@@ -905,19 +905,11 @@ impl Cvm {
         let topo = &self.topo;
         let node = &mut self.net.ops[o];
         self.s.slots.clear();
-        self.s.slots.extend(topo.ins(o).iter().map(|&c| {
-            if c == NONE {
-                InputSlot {
-                    state: ConnState::Old,
-                    token: NONE,
-                }
-            } else {
-                InputSlot {
-                    state: self.state[c as usize],
-                    token: self.tok[c as usize],
-                }
-            }
-        }));
+        self.s.slots.extend(
+            topo.ins(o)
+                .iter()
+                .map(|&c| input_slot(&self.state, &self.tok, c)),
+        );
         self.s.emitted.clear();
         let before = node.op.save_state();
         let n_outputs = topo.n_outputs(o) as u16;
@@ -1222,9 +1214,26 @@ fn set_state(
     ports.update(topo, c, from, to);
 }
 
+/// What a firing sees of the input fed by connection `c` (`NONE`: an unconnected optional
+/// input, permanently OLD with no data).
 #[inline]
+fn input_slot(state: &[ConnState], tok: &[u32], c: u32) -> InputSlot {
+    if c == NONE {
+        InputSlot {
+            state: ConnState::Old,
+            token: NONE,
+        }
+    } else {
+        InputSlot {
+            state: state[c as usize],
+            token: tok[c as usize],
+        }
+    }
+}
+
 /// What a run does with one step's result: go on (`None`) or stop in an end state; an operator's
 /// failure is the end state `ERROR` (its firing not applied).
+#[inline]
 fn run_outcome(r: Result<Advance, StepError>) -> Result<Option<EndState>, RunError> {
     match r {
         Ok(Advance::Fired { .. }) => Ok(None),

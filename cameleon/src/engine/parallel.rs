@@ -36,10 +36,9 @@ use tokio::sync::Notify;
 
 use super::{
     Advance, Cvm, EndState, Event, Observer, RunError, Step, StepError, Topo, caught_failure,
-    check_emissions, panic_message, run_outcome,
+    check_emissions, input_slot, panic_message, run_outcome,
 };
-use crate::connection::{ConnState, Token};
-use crate::history::NONE;
+use crate::connection::Token;
 use crate::net::{Mode, OpNode};
 use crate::operator::{
     Execution, Firing, InputSet, InputSlot, OpError, OpSettings, OpSpec, Operator,
@@ -368,19 +367,12 @@ impl Cvm {
             let consumes = self.net.ops[o].op.consumes(ins);
             plan.consumes.push(InputSet(consumes.0 & new.0));
             plan.slot_start.push(plan.slots.len());
-            plan.slots.extend(self.topo.ins(o).iter().map(|&c| {
-                if c == NONE {
-                    InputSlot {
-                        state: ConnState::Old,
-                        token: NONE,
-                    }
-                } else {
-                    InputSlot {
-                        state: self.state[c as usize],
-                        token: self.tok[c as usize],
-                    }
-                }
-            }));
+            plan.slots.extend(
+                self.topo
+                    .ins(o)
+                    .iter()
+                    .map(|&c| input_slot(&self.state, &self.tok, c)),
+            );
         }
         plan.slot_start.push(plan.slots.len());
         plan
