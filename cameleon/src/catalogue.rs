@@ -39,6 +39,8 @@ use std::sync::OnceLock;
 use serde::de::DeserializeOwned;
 use serde_json::{Value as Json, json};
 
+/// Re-exported from the operator contract, where [`Run::validate`](crate::Run::validate) needs it.
+pub use crate::operator::ParamError;
 use crate::operator::{Execution, OpSettings, OpSpec, Operator, Params, PortSpec};
 use crate::ops::Test;
 use crate::policy::{Family, Policy};
@@ -50,35 +52,6 @@ pub struct BuildContext {
     pub base_dir: Option<PathBuf>,
     /// Whether file-reading operators may read outside `base_dir`.
     pub allow_outside: bool,
-}
-
-/// A parameter that could not be read.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct ParamError {
-    /// The parameter at fault (`None`: the params as a whole).
-    pub param: Option<String>,
-    /// What is wrong.
-    pub message: String,
-    /// How to fix it.
-    pub hint: Option<String>,
-}
-
-impl ParamError {
-    /// An error about parameter `param`.
-    pub fn new(param: impl Into<Option<String>>, message: impl Into<String>) -> Self {
-        ParamError {
-            param: param.into(),
-            message: message.into(),
-            hint: None,
-        }
-    }
-
-    /// Adds a hint.
-    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
-        self.hint = Some(hint.into());
-        self
-    }
 }
 
 /// A declared parameter of an operator type.
@@ -300,7 +273,7 @@ impl Catalogue {
     ) -> Result<Box<dyn Operator>, BuildError> {
         let e = self.get(id).ok_or_else(|| BuildError::UnknownType {
             id: id.to_owned(),
-            suggestion: crate::net::did_you_mean(id, self.ids()).map(str::to_owned),
+            suggestion: crate::util::did_you_mean(id, self.ids()).map(str::to_owned),
         })?;
         (e.build)(params, cx).map_err(BuildError::Param)
     }
@@ -537,7 +510,7 @@ impl<'a> ParamReader<'a> {
         for k in params.keys() {
             if !declared.iter().any(|d| d.name == k) {
                 let names: Vec<&str> = declared.iter().map(|d| d.name).collect();
-                let hint = crate::net::did_you_mean(k, names.iter().copied())
+                let hint = crate::util::did_you_mean(k, names.iter().copied())
                     .map(|s| format!("did you mean `{s}`?"))
                     .unwrap_or_else(|| {
                         if names.is_empty() {

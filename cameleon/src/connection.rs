@@ -6,6 +6,9 @@ use serde::Serialize;
 
 use crate::types::{TypeInfo, Value};
 
+/// The sentinel index "none": no connection (an unconnected optional input), no token.
+pub(crate) const NONE: u32 = u32::MAX;
+
 /// The state of a connection. Each connection holds at most one token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]

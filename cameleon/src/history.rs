@@ -16,7 +16,7 @@ use std::fmt;
 use crate::connection::{ConnId, OpId};
 use crate::operator::OpState;
 
-pub(crate) const NONE: u32 = u32::MAX;
+pub(crate) use crate::connection::NONE;
 
 /// A node: one history entry (one step).
 #[derive(Clone, Copy, Debug)]

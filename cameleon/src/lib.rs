@@ -159,29 +159,32 @@ pub mod net;
 pub mod operator;
 pub mod ops;
 pub mod policy;
+pub mod runtime;
 pub mod types;
+pub mod util;
 pub mod verify;
 
 #[doc = include_str!("operator_macro.md")]
 pub use cameleon_macros::operator;
 pub use cameleon_macros::pipeline;
 pub use catalogue::{
-    BuildContext, BuildError, Catalogue, CatalogueEntry, Catalogued, FromContext, ParamError,
-    ParamInfo, ParamType,
+    BuildContext, BuildError, Catalogue, CatalogueEntry, Catalogued, FromContext, ParamInfo,
+    ParamType,
 };
 pub use connection::{ConnId, ConnState, Connection, OpId, PortRef, Token};
 pub use engine::{
     BackError, CancelToken, CheckoutError, ConnView, Cvm, CvmBuilder, EndState, Event, Marking,
-    Observer, RunError, Step, StepError, Stuck, StuckReason, block_on,
+    Observer, RunError, Step, StepError, Stuck, StuckReason,
 };
 pub use history::{Branch, BranchId, Entry, FiringView, History};
 pub use net::{Mode, Net, NetBuilder, NetConfig, NetError, OpMeta, OpNode, Problem, ProblemKind};
 pub use operator::{
-    AnyInPort, CanFire, Emitted, Execution, Firing, In, InPort, InputHandle, InputSet, OpError,
-    OpFuture, OpSettings, OpSpec, OpState, Operator, Out, OutPort, Params, PortSpec, Retry, Run,
-    RunAsync, TypeRef,
+    AnyInPort, CanFire, Emitted, Execution, FiniteControl, Firing, In, InPort, InputHandle,
+    InputSet, OpError, OpFuture, OpSettings, OpSpec, OpState, Operator, Out, OutPort, ParamError,
+    Params, PortSpec, Retry, Run, RunAsync, TypeRef,
 };
 pub use policy::{Enabling, Family, Policy};
+pub use runtime::block_on;
 pub use types::{
     Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, PortType,
     TypeInfo, Value,
@@ -189,13 +192,13 @@ pub use types::{
 
 /// Everything a pipeline author needs, in one import.
 pub mod prelude {
-    pub use crate::catalogue::{Catalogue, ParamError};
+    pub use crate::catalogue::Catalogue;
     pub use crate::connection::{ConnState, OpId};
     pub use crate::engine::{Cvm, EndState, Step};
     pub use crate::net::{Mode, Net, NetBuilder};
     pub use crate::operator::{
         AnyInPort, CanFire, Emitted, Execution, Firing, In, InPort, InputSet, OpError, OpSpec,
-        Operator, Out, OutPort, Run, RunAsync, TypeRef,
+        Operator, Out, OutPort, ParamError, Run, RunAsync, TypeRef,
     };
     pub use crate::policy::{Enabling, Family, Policy};
     pub use crate::types::{
@@ -220,18 +223,16 @@ pub mod __private {
 
     // For `#[operator]`.
     pub use crate::catalogue::{
-        BuildContext, CatalogueEntry, Catalogued, FromContext, ParamError, ParamInfo, ParamReader,
-        ParamType,
+        BuildContext, CatalogueEntry, Catalogued, FromContext, ParamInfo, ParamReader, ParamType,
     };
     pub use crate::connection::ConnState;
     pub use crate::operator::{
-        AnyInPort, CanFire, Emitted, Execution, Firing, InPort, InputSet, OpError, OpFuture,
-        OpSettings, OpSpec, OpState, Operator, OutPort, Params, Retry, Run, RunAsync, TypeRef,
-        run_async_blocking, run_async_boxed,
+        AnyInPort, CanFire, Emitted, Execution, FiniteControl, Firing, InPort, InputSet, OpError,
+        OpFuture, OpSettings, OpSpec, OpState, Operator, OutPort, ParamError, Params, Retry, Run,
+        RunAsync, TypeRef, run_async_blocking, run_async_boxed,
     };
     pub use crate::policy::{Enabling, Family, Policy};
     pub use crate::types::{Any, PortType, Value};
-    pub use crate::verify::FiniteControl;
     pub use ::core::clone::Clone;
     pub use ::core::default::Default;
     pub use ::core::marker::PhantomData;

@@ -652,7 +652,7 @@ fn read_decls<'t>(cx: &mut Cx<'_>, tree: &'t Node, src: &'t str) -> Option<Decls
                 }
             }
             other => {
-                let hint = match crate::net::did_you_mean(other, FILE_KEYS.iter().copied()) {
+                let hint = match crate::util::did_you_mean(other, FILE_KEYS.iter().copied()) {
                     Some(s) => format!("did you mean `{s}`?"),
                     None => format!("the top-level keys are: {}", FILE_KEYS.join(", ")),
                 };

@@ -483,7 +483,7 @@ impl fmt::Display for DeError {
 impl std::error::Error for DeError {}
 
 fn key_hint(field: &str, expected: &'static [&'static str]) -> String {
-    match crate::net::did_you_mean(field, expected.iter().copied()) {
+    match crate::util::did_you_mean(field, expected.iter().copied()) {
         Some(s) => format!("did you mean `{s}`?"),
         None if expected.is_empty() => "no keys are allowed here".into(),
         None => format!(

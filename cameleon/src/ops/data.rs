@@ -3,8 +3,8 @@
 use serde_json::Value as Json;
 
 use super::test_expr::Test;
-use crate::catalogue::ParamError;
 use crate::operator;
+use crate::operator::ParamError;
 use crate::operator::{Firing, In, OpError, Out, Run};
 use crate::types::{Any, Binary, DataBool, DataChunk, DataJSON, DataString, Value};
 

@@ -15,13 +15,13 @@
 use std::marker::PhantomData;
 
 use super::test_expr::Test;
-use crate::catalogue::ParamError;
 use crate::connection::ConnState;
 use crate::operator;
+use crate::operator::FiniteControl;
+use crate::operator::ParamError;
 use crate::operator::{CanFire, Firing, In, InputSet, OpError, Out, Run};
 use crate::policy::Enabling;
 use crate::types::{Any, DataBool, DataJSON, PortType, Value};
-use crate::verify::FiniteControl;
 
 /// Most ports an n-ary operator (`fork`, `join`, `merge`, `barrier`) can have.
 pub const MAX_ARITY: usize = 26;

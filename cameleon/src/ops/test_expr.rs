@@ -72,7 +72,7 @@ impl Test {
             "all" => Test::All(list(arg)?),
             "any" => Test::Any(list(arg)?),
             other => {
-                let hint = crate::net::did_you_mean(other, TEST_KEYS.iter().copied())
+                let hint = crate::util::did_you_mean(other, TEST_KEYS.iter().copied())
                     .map(|s| format!("; did you mean `{s}`?"))
                     .unwrap_or_default();
                 return Err(format!(

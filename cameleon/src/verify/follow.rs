@@ -7,7 +7,8 @@ use serde::Serialize;
 
 use super::model::Model;
 use crate::connection::ConnState;
-use crate::net::{Net, did_you_mean};
+use crate::net::Net;
+use crate::util::did_you_mean;
 
 /// One connection (or operator control state) that a firing changed.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

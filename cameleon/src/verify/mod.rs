@@ -44,47 +44,21 @@ use serde::Serialize;
 use crate::connection::ConnState;
 use crate::history::NONE;
 use crate::net::Net;
-use crate::policy::Enabling;
 
 mod explore;
 mod follow;
 mod model;
 mod pnml;
 
+/// Re-exported from the operator contract, where [`Operator::control`](crate::Operator::control)
+/// declares it.
+pub use crate::operator::FiniteControl;
 pub use explore::Progress;
 pub use follow::{Change, FollowError, Trace, TraceEnd, TraceStep, follow, parse_witness};
 pub use pnml::{PnmlError, to_pnml};
 
 use explore::Graph;
 use model::Model;
-
-/// A finite control state an operator declares to the verifier (SPEC §8), through
-/// [`Operator::control`](crate::Operator::control).
-///
-/// Declare one when an operator's firing rule or its choice of outputs depends on an internal
-/// state that is finite and does not depend on data: the verifier then tracks the state exactly
-/// instead of exploring every emission set. States are `0..count()`. The standard
-/// [`Accumulator`](crate::ops::Accumulator) declares its fill level (how many values it holds,
-/// modulo `n`), so the verifier knows it emits exactly on the `n`-th value.
-pub trait FiniteControl {
-    /// How many control states (at least 1). With 1 there is no state to track, but
-    /// [`fire`](Self::fire) still decides the emission set.
-    fn count(&self) -> u32;
-
-    /// The control state the operator is in now (for a freshly built operator, its initial one).
-    fn initial(&self) -> u32;
-
-    /// The firing rule in control state `q`. Default: the declared policy's rule.
-    fn can_fire(&self, q: u32, e: &Enabling<'_>) -> bool {
-        let _ = q;
-        e.policy_allows()
-    }
-
-    /// What a firing in control state `q` may do, given the input states: each possibility is
-    /// (index into the operator's [emission sets](crate::OpSpec::emission_sets), next control
-    /// state). Out-of-range entries are ignored. Several entries mean the choice depends on data.
-    fn fire(&self, q: u32, inputs: &[ConnState]) -> Vec<(usize, u32)>;
-}
 
 /// Default state budget of an exploration.
 pub const DEFAULT_MAX_STATES: u64 = 1_000_000;

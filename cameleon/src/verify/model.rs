@@ -11,12 +11,12 @@
 use std::collections::HashMap;
 
 use crate::connection::ConnState;
-use crate::engine::{Topo, back_pressure_ok_on, gather};
 use crate::history::NONE;
 use crate::net::Net;
+use crate::net::{Topo, back_pressure_ok_on, gather, rule_holds};
+use crate::operator::FiniteControl;
 use crate::operator::Operator;
 use crate::policy::Enabling;
-use crate::verify::FiniteControl;
 
 /// Local combinations up to this many get a dense table (zeroed memory: the pages of combinations
 /// never met are never touched, so cost nothing); larger operators a hash map.
@@ -330,7 +330,7 @@ impl<'n> Model<'n> {
         };
         let rule = match om.control {
             Some(c) => c.can_fire(q, &e),
-            None => om.op.can_fire(&e),
+            None => rule_holds(&*om.op, &e),
         };
         if !rule || !back_pressure_ok_on(om.op, &self.topo, &self.syn, o, &self.ins, &om.writes) {
             return pack(start, 0);

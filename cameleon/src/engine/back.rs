@@ -1,0 +1,82 @@
+//! Backward steps, rewinding, and switching branches of the history tree (docs/semantics.md §5).
+
+use super::{Advance, BackError, CheckoutError, Cvm};
+use crate::connection::{ConnState, NONE};
+use crate::history::{Branch, BranchId};
+
+impl Cvm {
+    /// Undoes the last step exactly: the marking, the operators' states and firing counts are
+    /// as they were before it. The step stays recorded: the next [`step`](Self::step) replays it.
+    pub fn back(&mut self) -> Result<(), BackError> {
+        if !self.pending.is_empty() {
+            self.restore_pending();
+        }
+        let node = self.hist.path.pop().ok_or(BackError::AtStart)?;
+        for f in self.hist.firing_range(node).rev() {
+            self.undo_firing(f);
+        }
+        self.hist.redo.push(node);
+        Ok(())
+    }
+
+    fn undo_firing(&mut self, f: usize) {
+        let o = self.hist.firings[f].op as usize;
+        self.collect_emitted(f);
+        for i in self.hist.written_range(f).rev() {
+            let w = self.hist.written[i];
+            let c = w.conn as usize;
+            let prior = if w.prior_tok == NONE {
+                ConnState::Empty
+            } else {
+                ConnState::Old
+            };
+            self.set(c, prior);
+            self.tok[c] = w.prior_tok;
+        }
+        for i in self.hist.consumed_range(f).rev() {
+            let c = self.hist.consumed[i] as usize;
+            self.set(c, ConnState::New);
+        }
+        let before = self.hist.saved(f).and_then(|s| s.before.as_ref());
+        self.net.ops[o].op.rollback(before, &self.s.emitted);
+        self.s.emitted.clear();
+        self.fire_count[o] -= 1;
+        self.refresh_around(f);
+    }
+
+    /// Goes back to the initial marking (every step stays recorded for replay).
+    pub fn rewind(&mut self) {
+        while self.back().is_ok() {}
+    }
+
+    /// Every branch of the history tree.
+    pub fn branches(&self) -> Vec<Branch> {
+        self.hist.branches()
+    }
+
+    /// Switches to branch `b`: goes back to where it leaves the current path, then replays it to
+    /// its tip.
+    pub fn checkout(&mut self, b: BranchId) -> Result<(), CheckoutError> {
+        if b.0 as usize >= self.hist.nodes.len() {
+            return Err(CheckoutError::UnknownBranch(b));
+        }
+        let target = self.hist.path_to(b.0);
+        let common = self
+            .hist
+            .path
+            .iter()
+            .zip(&target)
+            .take_while(|(a, b)| a == b)
+            .count();
+        while self.hist.path.len() > common {
+            let _ = self.back();
+        }
+        self.hist.redo = target[common..].iter().rev().copied().collect();
+        while let Some(&node) = self.hist.redo.last() {
+            if let Advance::Ended(_) = self.replay_next(node)? {
+                break;
+            }
+        }
+        Ok(())
+    }
+}

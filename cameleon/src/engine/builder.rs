@@ -1,0 +1,93 @@
+//! [`CvmBuilder`]: the options of an engine.
+
+use std::fmt;
+
+use super::{CancelToken, Cvm, Event, Observer};
+use crate::net::{Mode, Net};
+
+/// Options for a [`Cvm`].
+pub struct CvmBuilder {
+    net: Net,
+    max_loop_iterations: Option<u32>,
+    max_steps: Option<u64>,
+    mode: Option<Mode>,
+    observer: Option<Observer>,
+    cancel: Option<CancelToken>,
+}
+
+impl fmt::Debug for CvmBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CvmBuilder")
+            .field("net", &self.net.name)
+            .field("max_loop_iterations", &self.max_loop_iterations)
+            .field("max_steps", &self.max_steps)
+            .field("mode", &self.mode)
+            .field("observer", &self.observer.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CvmBuilder {
+    /// Overrides the net's `max_loop_iterations`.
+    pub fn max_loop_iterations(mut self, n: u32) -> Self {
+        self.max_loop_iterations = Some(n);
+        self
+    }
+
+    /// Gives runs a step budget: a run stops in `STEP_LIMIT` before the first step past it.
+    pub fn max_steps(mut self, n: u64) -> Self {
+        self.max_steps = Some(n);
+        self
+    }
+
+    /// Overrides the net's mode (`config.mode`).
+    pub fn mode(mut self, mode: Mode) -> Self {
+        self.mode = Some(mode);
+        self
+    }
+
+    /// Sends every [`Event`] to `f` (see [`Cvm::on_event`]).
+    pub fn on_event(mut self, f: impl FnMut(&Event) + Send + 'static) -> Self {
+        self.observer = Some(Box::new(f));
+        self
+    }
+
+    /// Uses `token` to cancel runs (see [`Cvm::cancel_token`]), e.g. one token shared by
+    /// several engines.
+    pub fn cancel_token(mut self, token: CancelToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
+
+    /// Builds the engine at the initial marking.
+    pub fn build(self) -> Cvm {
+        let mut cvm = Cvm::new(self.net);
+        if let Some(n) = self.max_loop_iterations {
+            cvm.max_loop = n;
+        }
+        cvm.max_steps = self.max_steps;
+        if let Some(m) = self.mode {
+            cvm.mode = m;
+        }
+        cvm.observer = self.observer;
+        if let Some(t) = self.cancel {
+            cvm.cancel = t;
+        }
+        cvm.update_slow();
+        cvm
+    }
+}
+
+impl Cvm {
+    /// Options: loop bound, step budget, mode.
+    pub fn builder(net: Net) -> CvmBuilder {
+        CvmBuilder {
+            net,
+            max_loop_iterations: None,
+            max_steps: None,
+            mode: None,
+            observer: None,
+            cancel: None,
+        }
+    }
+}

@@ -1,0 +1,510 @@
+//! Steps that need a future: parallel (maximal-step) mode, the async API, firings with a timeout,
+//! retries or an async operator, and cancellation (docs/semantics.md §7).
+//!
+//! A step picks its operators — every enabled one in parallel mode, the first in sequential
+//! mode — and snapshots what each reads: its inputs at the start of the step and the inputs it
+//! will consume (docs/semantics.md §7: "each reading the marking at the start of the step"). The firings then
+//! run concurrently:
+//!
+//! - structural operators and [`Execution::Inline`] ones on the engine's task, in declaration
+//!   order;
+//! - [`Execution::Blocking`] ones on tokio's blocking pool (the operator is lent to the pool
+//!   thread and handed back, see [`Loan`]);
+//! - [`Execution::Async`] ones as futures polled by the step, so a timeout or a cancellation
+//!   simply drops them.
+//!
+//! Nothing touches the marking or the history until every firing has finished. Then, if all
+//! succeeded, the step commits: one history node holding every firing, applied in declaration
+//! order. Within a maximal step a connection consumed by one firing is never written by
+//! another (its producer would be blocked by back-pressure, docs/semantics.md §3.2), and a connection written
+//! by one firing is never consumed by another (consumption is decided on the start marking, so
+//! only connections already NEW are consumed), so applying firing by firing equals "every
+//! consumption, then every emission". If any firing failed, the step is discarded (operators'
+//! states restored, successful firings rolled back) and the error names the first failing
+//! operator **in declaration order** — firings declared after a failure are cancelled, firings
+//! declared before it are waited for, so which operator is named never depends on timing.
+
+use std::future::{Future, poll_fn};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::task::{Context, Poll};
+
+use super::attempt::{Emissions, FiringCx, Outcome, fire, fire_now};
+use super::step::run_outcome;
+use super::{
+    Advance, CancelToken, Cvm, EndState, Event, Observer, RunError, Step, StepError, input_slot,
+};
+use crate::connection::Token;
+use crate::net::{Mode, OpNode, Topo};
+use crate::operator::{Execution, InputSet, InputSlot, OpError, OpSettings};
+
+impl Cvm {
+    /// The token that cancels this engine's runs (see [`CancelToken`]).
+    pub fn cancel_token(&self) -> CancelToken {
+        self.cancel.clone()
+    }
+
+    /// Fires one step forward, asynchronously: replays the next recorded step if the history has
+    /// one, else executes one step — every enabled operator (parallel mode) or the first one
+    /// (sequential mode) — awaiting async operators instead of blocking on them.
+    ///
+    /// Returns [`Step::Ended`] when nothing can fire, or with [`EndState::Cancelled`] when the
+    /// [`cancel_token`](Self::cancel_token) was cancelled before or during the step. On `Err` and
+    /// on cancellation, nothing changed: marking, history and operator states are as before.
+    ///
+    /// Must be polled inside a tokio runtime with timers enabled (`#[tokio::main]`,
+    /// `#[tokio::test]`). Dropping the future before it finishes (a `select!`, a
+    /// `tokio::time::timeout`) discards the step: marking and history are untouched, a blocking
+    /// firing in flight is waited for (its thread cannot be interrupted) so its operator is
+    /// back in the net when the drop returns, and the internal states of the step's operators
+    /// are restored by the engine's next `step`, `refire` or `back` (until then
+    /// [`net`](Self::net) may show a half-fired operator's state). Prefer the
+    /// [`cancel_token`](Self::cancel_token), which restores everything before returning.
+    pub async fn step_async(&mut self) -> Result<Step, StepError> {
+        let advanced = self.advance_async().await?;
+        Ok(self.describe(advanced))
+    }
+
+    async fn advance_async(&mut self) -> Result<Advance, StepError> {
+        if !self.pending.is_empty() {
+            self.restore_pending();
+        }
+        if let Some(&node) = self.hist.redo.last() {
+            return self.replay_next(node);
+        }
+        self.execute_step().await
+    }
+
+    /// [`refire`](Self::refire), asynchronously: executes the next step anew even if the
+    /// history has one recorded here, which stays as a branch.
+    pub async fn refire_async(&mut self) -> Result<Step, StepError> {
+        if !self.pending.is_empty() {
+            self.restore_pending();
+        }
+        let redo = std::mem::take(&mut self.hist.redo);
+        let advanced = self.execute_step().await;
+        if !matches!(advanced, Ok(Advance::Fired { .. })) {
+            self.hist.redo = redo; // nothing fired: keep the future as it was
+        }
+        Ok(self.describe(advanced?))
+    }
+
+    /// Runs forward to an end state, asynchronously (see [`step_async`](Self::step_async)): the
+    /// way to run parallel mode from async code.
+    ///
+    /// ```
+    /// use cameleon::prelude::*;
+    /// use cameleon::ops::{Delay, Fork, Join, Sink, Source};
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut b = Net::builder("fan-out");
+    /// b.add("src", Source::new("hi"));
+    /// b.add("fork", Fork::<Any>::new(2)?);
+    /// b.add("slow", Delay::new(30));
+    /// b.add("slower", Delay::new(40));
+    /// b.add("join", Join::<Any>::new(2)?);
+    /// b.add("out", Sink::new());
+    /// b.connect("src.out_data", "fork.in_data")
+    ///     .connect("fork.out_a", "slow.in_data")
+    ///     .connect("fork.out_b", "slower.in_data")
+    ///     .connect("slow.out_data", "join.in_a")
+    ///     .connect("slower.out_data", "join.in_b")
+    ///     .connect("join.out_data", "out.in_data");
+    /// let mut cvm = Cvm::builder(b.build()?).mode(Mode::Parallel).build();
+    ///
+    /// assert_eq!(cvm.run_async().await?, EndState::Completed);
+    /// assert_eq!(cvm.depth(), 5); // src, fork, both delays in one step, join, out
+    /// assert_eq!(cvm.received("out")[0].to_json(), "hi");
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub async fn run_async(&mut self) -> Result<EndState, RunError> {
+        let end = loop {
+            if self.cancel.take() {
+                break EndState::Cancelled;
+            }
+            if let Some(end) = run_outcome(self.advance_async().await)? {
+                break end;
+            }
+        };
+        self.notify(|_| Event::Ended { end: end.clone() });
+        Ok(end)
+    }
+
+    /// Restores the operators of a step whose future was dropped mid-way.
+    pub(super) fn restore_pending(&mut self) {
+        for (o, before) in std::mem::take(&mut self.pending) {
+            if let Some(s) = &before {
+                self.net.ops[o as usize].op.restore_state(s);
+            }
+        }
+        self.update_slow();
+    }
+
+    /// Executes one step anew: every enabled operator (parallel) or the first (sequential).
+    pub(super) async fn execute_step(&mut self) -> Result<Advance, StepError> {
+        let ops: Vec<usize> = match self.mode {
+            Mode::Parallel => self.enabled.iter().collect(),
+            Mode::Sequential => self.enabled.first().into_iter().collect(),
+        };
+        if ops.is_empty() {
+            return Ok(Advance::Ended(
+                self.terminal_state().unwrap_or(EndState::Completed),
+            ));
+        }
+        if let Some(end) = ops.iter().find_map(|&o| self.limit_before(o)) {
+            return Ok(Advance::Ended(end));
+        }
+        if self.cancel.take() {
+            return Ok(Advance::Ended(EndState::Cancelled));
+        }
+        let step = self.hist.path.len() as u32 + 1;
+        let plan = self.plan(&ops);
+        // Saved before anything runs; if this future is dropped mid-step, the next call
+        // restores them (`restore_pending`).
+        self.pending = ops
+            .iter()
+            .map(|&o| (o as u32, self.net.ops[o].op.save_state()))
+            .collect();
+        self.slow = true; // until the step is finished (see `restore_pending`)
+        let observed = self.observed();
+        if observed {
+            self.notify_started(&ops, step);
+        }
+        let ran = if ops
+            .iter()
+            .all(|&o| self.exec[o] == Execution::Inline && !self.guarded[o])
+        {
+            // Nothing to wait for: the firings one after the other, without futures.
+            self.run_inline(step, &ops, &plan)
+        } else {
+            let Cvm {
+                net,
+                tokens,
+                topo,
+                exec,
+                settings,
+                observer,
+                cancel,
+                ..
+            } = self;
+            run_firings(
+                Batch {
+                    ops: &ops,
+                    plan: &plan,
+                    tokens,
+                    topo,
+                    exec,
+                    settings,
+                    step,
+                },
+                &mut net.ops,
+                cancel,
+                observer,
+            )
+            .await
+        };
+        self.finish_step(step, &ops, &plan, ran)
+    }
+
+    /// Runs a step whose firings are all inline and without settings, in declaration order,
+    /// through [`fire_now`], up to the first failure (later firings are not needed: the step is
+    /// discarded).
+    fn run_inline(&mut self, step: u32, ops: &[usize], plan: &Plan) -> Ran {
+        let Cvm {
+            net,
+            tokens,
+            topo,
+            observer,
+            pending,
+            ..
+        } = self;
+        let mut outcomes = Vec::with_capacity(ops.len());
+        let mut emitted = Vec::with_capacity(ops.len());
+        for (j, &o) in ops.iter().enumerate() {
+            let OpNode { meta, op } = &mut net.ops[o];
+            let cx = FiringCx {
+                o,
+                name: &meta.name,
+                kind: Execution::Inline,
+                settings: OpSettings::NONE,
+                inputs: plan.inputs(j),
+                tokens,
+                topo,
+                step,
+                stop: None,
+                events: None,
+                timed: observer.is_some(),
+            };
+            let mut out_emitted = Vec::new();
+            let out = fire_now(
+                &mut **op,
+                &meta.spec,
+                &cx,
+                pending[j].1.as_ref(),
+                &mut out_emitted,
+            );
+            if let Some(obs) = observer.as_mut() {
+                obs(&out.event(step, &meta.name));
+            }
+            let failed = out.result.is_err();
+            outcomes.push(Some(out));
+            emitted.push(out_emitted);
+            if failed {
+                break;
+            }
+        }
+        outcomes.resize_with(ops.len(), || None);
+        emitted.resize_with(ops.len(), Vec::new);
+        Ran {
+            outcomes,
+            emitted,
+            cancelled: false,
+        }
+    }
+
+    /// What each firing of the step reads: its inputs and what it consumes, at the start.
+    fn plan(&mut self, ops: &[usize]) -> Plan {
+        let mut plan = Plan::default();
+        for &o in ops {
+            // Only inputs NEW now are consumed: a connection another firing of the step writes
+            // is not NEW now, and must stay NEW after the step.
+            let ins = &self.ports.inputs[self.topo.in_range(o)];
+            let new = InputSet::new_inputs(ins);
+            let consumes = self.net.ops[o].op.consumes(ins);
+            plan.consumes.push(InputSet(consumes.0 & new.0));
+            plan.slot_start.push(plan.slots.len());
+            plan.slots.extend(
+                self.topo
+                    .ins(o)
+                    .iter()
+                    .map(|&c| input_slot(&self.state, &self.tok, c)),
+            );
+        }
+        plan.slot_start.push(plan.slots.len());
+        plan
+    }
+
+    /// Commits the step if every firing succeeded, else discards it.
+    fn finish_step(
+        &mut self,
+        step: u32,
+        ops: &[usize],
+        plan: &Plan,
+        ran: Ran,
+    ) -> Result<Advance, StepError> {
+        let pending = std::mem::take(&mut self.pending);
+        self.update_slow();
+        let failed = ran
+            .outcomes
+            .iter()
+            .position(|r| matches!(r, Some(Outcome { result: Err(_), .. })));
+        if ran.cancelled || failed.is_some() {
+            for (((o, before), out), emitted) in
+                pending.into_iter().zip(&ran.outcomes).zip(&ran.emitted)
+            {
+                let op = &mut self.net.ops[o as usize].op;
+                match out {
+                    Some(Outcome { result: Ok(()), .. }) => op.rollback(before.as_ref(), emitted),
+                    _ => {
+                        if let Some(b) = &before {
+                            op.restore_state(b);
+                        }
+                    }
+                }
+            }
+            let reason = if ran.cancelled { "CANCELLED" } else { "ERROR" };
+            self.notify(|_| Event::StepDiscarded {
+                step,
+                reason: reason.into(),
+            });
+            if ran.cancelled {
+                self.cancel.take();
+                return Ok(Advance::Ended(EndState::Cancelled));
+            }
+            let j = failed.unwrap_or_default();
+            let error = match ran.outcomes.into_iter().nth(j).flatten() {
+                Some(Outcome { result: Err(e), .. }) => e,
+                _ => OpError::new("failed"), // unreachable: `j` is a failure
+            };
+            return Err(StepError::Operator {
+                op: self.net.ops[ops[j]].name.clone(),
+                error,
+            });
+        }
+        let node = self.hist.open_node();
+        for (j, ((o, before), emitted)) in pending.into_iter().zip(ran.emitted).enumerate() {
+            let o = o as usize;
+            let after = if before.is_some() {
+                self.net.ops[o].op.save_state()
+            } else {
+                None
+            };
+            self.s.emitted.clear();
+            self.s.emitted.extend(emitted);
+            self.apply_firing(o, step, before, after, plan.consumes[j]);
+        }
+        self.hist.path.push(node);
+        if self.observed() {
+            self.notify(|cvm| Event::StepCommitted {
+                step,
+                ops: cvm.names(ops.iter().copied()),
+                replayed: false,
+            });
+        }
+        Ok(Advance::Fired { replayed: false })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running the firings of one step
+
+/// What the firings of a step read, per firing (in the order of the step's operators).
+#[derive(Default)]
+struct Plan {
+    slot_start: Vec<usize>,
+    slots: Vec<InputSlot>,
+    consumes: Vec<InputSet>,
+}
+
+impl Plan {
+    /// The inputs of the step's `j`-th firing.
+    fn inputs(&self, j: usize) -> &[InputSlot] {
+        &self.slots[self.slot_start[j]..self.slot_start[j + 1]]
+    }
+}
+
+/// The read-only context of a step's firings.
+struct Batch<'a> {
+    ops: &'a [usize],
+    plan: &'a Plan,
+    tokens: &'a [Token],
+    topo: &'a Topo,
+    exec: &'a [Execution],
+    settings: &'a [OpSettings],
+    step: u32,
+}
+
+/// How the firings of a step ended: one outcome and its emissions per firing (`None`: cancelled
+/// or not needed before the end).
+struct Ran {
+    outcomes: Vec<Option<Outcome>>,
+    emitted: Vec<Emissions>,
+    cancelled: bool,
+}
+
+type FiringFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
+
+/// Runs the step's firings concurrently through [`fire`] until all have finished, the first
+/// failure in declaration order is known, or the run is cancelled.
+async fn run_firings(
+    b: Batch<'_>,
+    nodes: &mut [OpNode],
+    cancel: &CancelToken,
+    observer: &mut Option<Observer>,
+) -> Ran {
+    let n = b.ops.len();
+    let stops: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
+    let queue: Mutex<Vec<Event>> = Mutex::new(Vec::new());
+    let observed = observer.is_some();
+    let kinds: Vec<Execution> = b.ops.iter().map(|&o| b.exec[o]).collect();
+    let mut emitted: Vec<Emissions> = (0..n).map(|_| Vec::new()).collect();
+    let mut names: Vec<&str> = Vec::with_capacity(n);
+
+    let mut futures: Vec<Option<FiringFuture<'_>>> = Vec::with_capacity(n);
+    let mut wanted = b.ops.iter().copied().enumerate().peekable();
+    let mut slots = emitted.iter_mut();
+    for (o, node) in nodes.iter_mut().enumerate() {
+        let Some(&(j, next)) = wanted.peek() else {
+            break;
+        };
+        if next != o {
+            continue;
+        }
+        wanted.next();
+        let OpNode { meta, op } = node;
+        names.push(&meta.name);
+        let cx = FiringCx {
+            o,
+            name: &meta.name,
+            kind: kinds[j],
+            settings: b.settings[o],
+            inputs: b.plan.inputs(j),
+            tokens: b.tokens,
+            topo: b.topo,
+            step: b.step,
+            stop: Some(&stops[j]),
+            events: observed.then_some(&queue),
+            timed: observed,
+        };
+        let Some(out) = slots.next() else {
+            break; // unreachable: one emission vector per firing
+        };
+        futures.push(Some(Box::pin(fire(op, &meta.spec, cx, out))));
+    }
+
+    let mut outcomes: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
+    let mut cancelled = false;
+    // Index of the first failure (declaration order) seen so far; firings after it are not
+    // needed and are cancelled.
+    let mut cut = n;
+    let mut cancel_wait = std::pin::pin!(cancel.cancelled());
+    let drop_after = |futures: &mut [Option<FiringFuture<'_>>], from: usize| {
+        for k in from..n {
+            stops[k].store(true, Ordering::SeqCst);
+            // A blocking firing cannot be interrupted: it is polled until its operator is back.
+            if kinds[k] != Execution::Blocking {
+                futures[k] = None;
+            }
+        }
+    };
+    poll_fn(|cx: &mut Context<'_>| {
+        if !cancelled && cancel_wait.as_mut().poll(cx).is_ready() {
+            cancelled = true;
+            drop_after(&mut futures, 0);
+        }
+        // Blocking and async firings first, so they are under way while inline ones run.
+        for inline in [false, true] {
+            for j in 0..n {
+                if (kinds[j] == Execution::Inline) != inline {
+                    continue;
+                }
+                let Some(f) = futures[j].as_mut() else {
+                    continue;
+                };
+                let Poll::Ready(out) = f.as_mut().poll(cx) else {
+                    continue;
+                };
+                futures[j] = None;
+                if out.result.is_err() && j < cut && !cancelled {
+                    cut = j;
+                    drop_after(&mut futures, j + 1);
+                }
+                if let Some(obs) = observer.as_mut() {
+                    obs(&out.event(b.step, names[j]));
+                }
+                outcomes[j] = Some(out);
+            }
+        }
+        if let Some(obs) = observer.as_mut() {
+            let events = std::mem::take(&mut *queue.lock().unwrap_or_else(PoisonError::into_inner));
+            for e in &events {
+                obs(e);
+            }
+        }
+        if futures.iter().all(Option::is_none) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    drop(futures);
+    Ran {
+        outcomes,
+        emitted,
+        cancelled,
+    }
+}

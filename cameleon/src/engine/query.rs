@@ -1,0 +1,109 @@
+//! What the engine can tell about the marking and the history, without changing anything.
+
+use super::{ConnView, Cvm, Marking};
+use crate::connection::{ConnId, ConnState, NONE, OpId, Token};
+use crate::history::History;
+use crate::types::Value;
+
+impl Cvm {
+    /// The enabled operators, in declaration order.
+    pub fn fireable(&self) -> Vec<&str> {
+        self.enabled
+            .iter()
+            .map(|o| self.net.ops[o].name.as_str())
+            .collect()
+    }
+
+    /// The enabled operators' ids, in declaration order.
+    pub fn fireable_ids(&self) -> Vec<OpId> {
+        self.enabled.iter().map(|o| OpId(o as u32)).collect()
+    }
+
+    /// The state and data of the connection named `a.out -> b.in`.
+    pub fn state_of(&self, conn: &str) -> Option<ConnView<'_>> {
+        self.net.conn_id(conn).map(|c| self.conn(c))
+    }
+
+    /// The state and data of connection `c`.
+    pub fn conn(&self, c: ConnId) -> ConnView<'_> {
+        let t = self.tok[c.index()];
+        ConnView {
+            state: self.state[c.index()],
+            token: self.tokens.get(t as usize),
+        }
+    }
+
+    /// A snapshot of the whole marking.
+    pub fn marking(&self) -> Marking {
+        Marking(
+            (0..self.state.len())
+                .map(|c| {
+                    (
+                        self.state[c],
+                        self.tokens.get(self.tok[c] as usize).cloned(),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// How many times operator `op` has fired along the current history.
+    pub fn fire_count(&self, op: OpId) -> u32 {
+        self.fire_count[op.index()]
+    }
+
+    /// The token with arena index `i` (as [`FiringView::written`](crate::history::FiringView) gives).
+    pub fn token(&self, i: u32) -> Option<&Token> {
+        self.tokens.get(i as usize)
+    }
+
+    /// The history: applied entries, what a forward step would replay, memory used.
+    pub fn history(&self) -> History<'_> {
+        History {
+            store: &self.hist,
+            tokens: self.tokens.len(),
+        }
+    }
+
+    /// Number of applied steps.
+    pub fn depth(&self) -> usize {
+        self.hist.path.len()
+    }
+
+    /// Every value operator `op` consumed along the current history, in order. For a sink,
+    /// this is what it received.
+    pub fn received(&self, op: &str) -> Vec<&Value> {
+        let Some(id) = self.net.op_id(op) else {
+            return Vec::new();
+        };
+        // Walk the path forward, tracking each connection's token: consumption keeps the token
+        // in place, so what `op` consumed is the token its input held at that moment.
+        let mut tok = vec![NONE; self.state.len()];
+        let mut out = Vec::new();
+        for &node in &self.hist.path {
+            for f in self.hist.firing_range(node) {
+                if self.hist.firings[f].op == id.0 {
+                    for &c in &self.hist.consumed[self.hist.consumed_range(f)] {
+                        if let Some(t) = self.tokens.get(tok[c as usize] as usize) {
+                            out.push(&t.value);
+                        }
+                    }
+                }
+                for w in &self.hist.written[self.hist.written_range(f)] {
+                    tok[w.conn as usize] = w.new_tok;
+                }
+            }
+        }
+        out
+    }
+
+    /// Connections still EMPTY: never reached (information, not an error, SPEC §6).
+    pub fn unreached(&self) -> Vec<&str> {
+        self.state
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s == ConnState::Empty)
+            .map(|(c, _)| self.net.conns[c].name.as_str())
+            .collect()
+    }
+}

@@ -1,0 +1,299 @@
+//! The net: operators and connections in declaration order, validated (SPEC §1).
+//!
+//! ```
+//! use cameleon::prelude::*;
+//! use cameleon::ops::{Sink, Source, Transform};
+//!
+//! let mut b = Net::builder("hello");
+//! b.add("src", Source::new("hello"));
+//! b.add("up", Transform::new());
+//! b.add("out", Sink::new());
+//! b.connect("src.out_data", "up.in_data");
+//! b.connect("up.out_data", "out.in_data");
+//! let net = b.build()?;
+//! assert_eq!(net.connections().len(), 2);
+//! # Ok::<(), cameleon::NetError>(())
+//! ```
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::connection::{ConnId, Connection, OpId, PortRef};
+use crate::operator::{OpSettings, OpSpec, Operator, Params};
+use crate::types::TypeInfo;
+
+mod builder;
+mod problem;
+mod rules;
+mod topo;
+mod unify;
+mod validate;
+
+pub use builder::{NetBuilder, OpOptions};
+pub use problem::{End, Location, NetError, Problem, ProblemKind};
+pub(crate) use rules::{
+    PortStates, back_pressure_ok_on, evaluate, evaluate_cached, gather, rule_holds,
+};
+pub(crate) use topo::Topo;
+
+/// Execution mode (SPEC §4, §7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// One operator per step, the first enabled in declaration order.
+    #[default]
+    Sequential,
+    /// Every enabled operator per step (maximal step).
+    Parallel,
+}
+
+impl Mode {
+    /// `sequential` or `parallel`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Sequential => "sequential",
+            Mode::Parallel => "parallel",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Default bound on how many times one operator may fire in a run (SPEC §4.7).
+pub const DEFAULT_MAX_LOOP_ITERATIONS: u32 = 10_000;
+
+/// A net's `config:`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NetConfig {
+    /// Sequential or parallel.
+    pub mode: Mode,
+    /// How many times one operator may fire in a run before the run stops in `LOOP_LIMIT`.
+    pub max_loop_iterations: u32,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        NetConfig {
+            mode: Mode::Sequential,
+            max_loop_iterations: DEFAULT_MAX_LOOP_ITERATIONS,
+        }
+    }
+}
+
+/// What a net knows about an operator instance besides the operator itself. An [`OpNode`]
+/// dereferences to it, so `node.name` reads the instance name.
+#[derive(Debug)]
+pub struct OpMeta {
+    /// Instance name, unique in the net (`chunk`).
+    pub name: String,
+    /// Label override (`.cm` `label:`); `None` means the catalogue label.
+    pub label: Option<String>,
+    /// `.cm` `instance:`, kept as written.
+    pub instance: Option<i64>,
+    /// Layout position.
+    pub pos: Option<(f64, f64)>,
+    /// What the operator is.
+    pub spec: OpSpec,
+    /// Resolved type of each input port.
+    pub in_types: Vec<&'static TypeInfo>,
+    /// Resolved type of each output port.
+    pub out_types: Vec<&'static TypeInfo>,
+    /// This instance's timeout and retries (`.cm` `timeout_ms:`, `retry:`); each field left
+    /// unset falls back to the operator type's [`Operator::settings`]. See
+    /// [`OpNode::effective_settings`].
+    pub settings: OpSettings,
+}
+
+/// An operator instance in a net: the operator and its [`OpMeta`] (reachable through `Deref`).
+/// Kept small (two pointers) so the engine's hot loop walks a compact array.
+pub struct OpNode {
+    pub(crate) meta: Box<OpMeta>,
+    pub(crate) op: Box<dyn Operator>,
+}
+
+impl std::ops::Deref for OpNode {
+    type Target = OpMeta;
+    fn deref(&self) -> &OpMeta {
+        &self.meta
+    }
+}
+
+impl std::ops::DerefMut for OpNode {
+    fn deref_mut(&mut self) -> &mut OpMeta {
+        &mut self.meta
+    }
+}
+
+impl OpNode {
+    /// The operator itself.
+    pub fn operator(&self) -> &dyn Operator {
+        &*self.op
+    }
+
+    /// The operator as its concrete type.
+    pub fn downcast_ref<T: Operator>(&self) -> Option<&T> {
+        let op: &dyn std::any::Any = &*self.op;
+        op.downcast_ref()
+    }
+
+    /// The parameters of the instance.
+    pub fn params(&self) -> Params {
+        self.op.params()
+    }
+
+    /// The label shown to users: the override, else the catalogue label.
+    pub fn display_label(&self) -> &str {
+        self.label.as_deref().unwrap_or(&self.spec.label)
+    }
+
+    /// The settings the engine applies: the instance's, completed by the operator type's.
+    pub fn effective_settings(&self) -> OpSettings {
+        self.settings.or(self.op.settings())
+    }
+}
+
+impl fmt::Debug for OpNode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpNode")
+            .field("name", &self.name)
+            .field("type", &self.spec.type_id)
+            .field("params", &self.op.params())
+            .finish_non_exhaustive()
+    }
+}
+
+/// A validated net. Build one with [`Net::builder`], `pipeline!`, or `Net::from_cm`.
+pub struct Net {
+    pub(crate) name: String,
+    pub(crate) config: NetConfig,
+    pub(crate) ops: Vec<OpNode>,
+    pub(crate) conns: Vec<Connection>,
+}
+
+impl Net {
+    /// Starts building a net named `name`.
+    pub fn builder(name: impl Into<String>) -> NetBuilder {
+        NetBuilder::new(name)
+    }
+
+    /// The net's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The net's configuration.
+    pub fn config(&self) -> &NetConfig {
+        &self.config
+    }
+
+    /// Mutable configuration (mode, loop bound).
+    pub fn config_mut(&mut self) -> &mut NetConfig {
+        &mut self.config
+    }
+
+    /// Operators in declaration order.
+    pub fn operators(&self) -> &[OpNode] {
+        &self.ops
+    }
+
+    /// Connections in declaration order.
+    pub fn connections(&self) -> &[Connection] {
+        &self.conns
+    }
+
+    /// The operator named `name`.
+    pub fn op_id(&self, name: &str) -> Option<OpId> {
+        self.ops
+            .iter()
+            .position(|o| o.name == name)
+            .map(|i| OpId(i as u32))
+    }
+
+    /// The operator at `id`.
+    pub fn op(&self, id: OpId) -> &OpNode {
+        &self.ops[id.index()]
+    }
+
+    /// The connection named `a.out -> b.in` (spaces around the arrow optional).
+    pub fn conn_id(&self, name: &str) -> Option<ConnId> {
+        let (from, to) = name.split_once("->")?;
+        let (from, to) = (from.trim(), to.trim());
+        self.conns
+            .iter()
+            .position(|c| {
+                let (f, t) = c.name.split_once(" -> ").unwrap_or_default();
+                f == from && t == to
+            })
+            .map(|i| ConnId(i as u32))
+    }
+
+    /// `op.port` for an output port.
+    pub fn output_name(&self, p: PortRef) -> String {
+        let o = &self.ops[p.op.index()];
+        format!("{}.{}", o.name, o.spec.outputs[p.port as usize].name)
+    }
+
+    /// `op.port` for an input port.
+    pub fn input_name(&self, p: PortRef) -> String {
+        let o = &self.ops[p.op.index()];
+        format!("{}.{}", o.name, o.spec.inputs[p.port as usize].name)
+    }
+
+    /// A comparable description of the net: name, config, operators (name, type, label, instance,
+    /// position, params, timeout and retries, port names) and connections with their types. Two
+    /// nets with equal descriptions are the same net, whichever way they were built: declared port
+    /// types are left out on purpose, since `Merge<DataJSON>` built in Rust and the `merge` a
+    /// `.cm` file loads (type variables) carry the same data once connected.
+    fn description(&self) -> impl PartialEq + '_ {
+        let ops: Vec<_> = self
+            .ops
+            .iter()
+            .map(|o| {
+                let names = |ports: &'_ [crate::operator::PortSpec]| -> Vec<(String, bool)> {
+                    ports
+                        .iter()
+                        .map(|p| (p.name.to_string(), p.optional))
+                        .collect()
+                };
+                (
+                    (
+                        &o.name,
+                        &o.spec.type_id,
+                        &o.spec.label,
+                        o.spec.family,
+                        o.spec.policy,
+                    ),
+                    (&o.label, o.instance, o.pos, o.op.params(), o.settings),
+                    (names(&o.spec.inputs), names(&o.spec.outputs), &o.spec.emits),
+                )
+            })
+            .collect();
+        let conns: Vec<_> = self.conns.iter().map(|c| (&c.name, c.ty)).collect();
+        (&self.name, self.config, ops, conns)
+    }
+}
+
+impl PartialEq for Net {
+    fn eq(&self, other: &Self) -> bool {
+        self.description() == other.description()
+    }
+}
+
+impl fmt::Debug for Net {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Net")
+            .field("name", &self.name)
+            .field("config", &self.config)
+            .field("operators", &self.ops)
+            .field(
+                "connections",
+                &self.conns.iter().map(|c| &c.name).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}

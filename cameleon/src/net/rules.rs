@@ -1,0 +1,200 @@
+//! The enabling rules (docs/semantics.md §3) over a net's topology, shared by the engine and the
+//! verifier: one implementation of the rules, not two.
+
+use crate::connection::{ConnState, NONE};
+use crate::operator::{InputSet, Operator};
+use crate::policy::{Enabling, Policy, fold_port_state};
+
+use super::Topo;
+
+/// An operator's firing rule (docs/semantics.md §3.1): a built-in policy is evaluated here,
+/// without a call through the operator; only a `Custom` policy asks the operator's own
+/// [`can_fire`](Operator::can_fire).
+#[inline(always)]
+pub(crate) fn rule_holds(op: &dyn Operator, e: &Enabling<'_>) -> bool {
+    match e.policy {
+        Policy::Custom => op.can_fire(e),
+        p => p.allows(e.inputs, e.outputs),
+    }
+}
+
+/// The marking seen per port, kept up to date on every state change, so the enabling rule of an
+/// operator reads its port states as two slices instead of gathering them (the engine's hot
+/// path). [`gather`] computes the same slices from a bare state vector (the verifier's path).
+#[derive(Debug, Default)]
+pub(crate) struct PortStates {
+    /// One state per input port, flat (see [`Topo::in_range`]). Unconnected optional: OLD.
+    pub(crate) inputs: Vec<ConnState>,
+    /// One state per output port, flat (see [`Topo::out_range`]), folded as
+    /// [`Enabling::outputs`] says.
+    pub(crate) outputs: Vec<ConnState>,
+    /// Per output port, how many of its connections are NEW / OLD.
+    new_count: Vec<u32>,
+    old_count: Vec<u32>,
+    /// Per op, how many of its output connections are NEW (0: no back-pressure possible).
+    pub(crate) new_outs: Vec<u32>,
+}
+
+impl PortStates {
+    /// The views of a marking where every connection is EMPTY.
+    pub(crate) fn initial(topo: &Topo) -> Self {
+        PortStates {
+            inputs: topo
+                .in_conn
+                .iter()
+                .map(|&c| {
+                    if c == NONE {
+                        ConnState::Old
+                    } else {
+                        ConnState::Empty
+                    }
+                })
+                .collect(),
+            outputs: vec![ConnState::Empty; topo.port_type.len()],
+            new_count: vec![0; topo.port_type.len()],
+            old_count: vec![0; topo.port_type.len()],
+            new_outs: vec![0; topo.policy.len()],
+        }
+    }
+
+    /// Records that connection `c` went from `from` to `to`.
+    #[inline(always)]
+    pub(crate) fn update(&mut self, topo: &Topo, c: usize, from: ConnState, to: ConnState) {
+        self.inputs[topo.in_slot[c] as usize] = to;
+        let gp = topo.out_port[c] as usize;
+        let producer = topo.producer[c] as usize;
+        match from {
+            ConnState::New => {
+                self.new_count[gp] -= 1;
+                self.new_outs[producer] -= 1;
+            }
+            ConnState::Old => self.old_count[gp] -= 1,
+            ConnState::Empty => {}
+        }
+        match to {
+            ConnState::New => {
+                self.new_count[gp] += 1;
+                self.new_outs[producer] += 1;
+            }
+            ConnState::Old => self.old_count[gp] += 1,
+            ConnState::Empty => {}
+        }
+        self.outputs[gp] = if self.new_count[gp] > 0 {
+            ConnState::New
+        } else if self.old_count[gp] > 0 {
+            ConnState::Old
+        } else {
+            ConnState::Empty
+        };
+    }
+}
+
+/// Whether op `o` is enabled, reading the maintained port views (same rule as [`evaluate`]).
+#[inline(always)]
+pub(crate) fn evaluate_cached(
+    op: &dyn Operator,
+    topo: &Topo,
+    ports: &PortStates,
+    state: &[ConnState],
+    o: usize,
+) -> bool {
+    let inputs = &ports.inputs[topo.in_range(o)];
+    let e = Enabling {
+        inputs,
+        outputs: &ports.outputs[topo.out_range(o)],
+        policy: topo.policy[o],
+    };
+    rule_holds(op, &e) && (ports.new_outs[o] == 0 || back_pressure_ok(op, topo, state, o, inputs))
+}
+
+/// Fills `ins`/`outs` with op `o`'s port states.
+#[inline]
+pub(crate) fn gather(
+    topo: &Topo,
+    state: &[ConnState],
+    o: usize,
+    ins: &mut Vec<ConnState>,
+    outs: &mut Vec<ConnState>,
+) {
+    ins.clear();
+    ins.extend(topo.ins(o).iter().map(|&c| {
+        if c == NONE {
+            ConnState::Old
+        } else {
+            state[c as usize]
+        }
+    }));
+    outs.clear();
+    for p in 0..topo.n_outputs(o) {
+        outs.push(
+            topo.port_conns(o, p)
+                .iter()
+                .fold(ConnState::Empty, |acc, &c| {
+                    fold_port_state(acc, state[c as usize])
+                }),
+        );
+    }
+}
+
+/// Whether op `o` is enabled: its firing rule holds, and firing would overwrite no NEW token
+/// once its own consumption is applied (SPEC §3).
+#[inline]
+pub(crate) fn evaluate(
+    op: &dyn Operator,
+    topo: &Topo,
+    state: &[ConnState],
+    o: usize,
+    ins: &mut Vec<ConnState>,
+    outs: &mut Vec<ConnState>,
+) -> bool {
+    gather(topo, state, o, ins, outs);
+    let e = Enabling {
+        inputs: ins,
+        outputs: outs,
+        policy: topo.policy[o],
+    };
+    if !rule_holds(op, &e) {
+        return false;
+    }
+    back_pressure_ok(op, topo, state, o, ins)
+}
+
+/// Back-pressure at run time: every output connection of `o` counts as written (SPEC §3.2).
+#[inline]
+pub(crate) fn back_pressure_ok(
+    op: &dyn Operator,
+    topo: &Topo,
+    state: &[ConnState],
+    o: usize,
+    ins: &[ConnState],
+) -> bool {
+    back_pressure_ok_on(op, topo, state, o, ins, topo.outs(o))
+}
+
+/// Back-pressure over the connections `writes` that a firing of `o` would write: none of them
+/// may be NEW once `o`'s own consumption is applied. The engine passes every output connection;
+/// the verifier (SPEC §8) those of the outputs in any declared emission set.
+#[inline]
+pub(crate) fn back_pressure_ok_on(
+    op: &dyn Operator,
+    topo: &Topo,
+    state: &[ConnState],
+    o: usize,
+    ins: &[ConnState],
+    writes: &[u32],
+) -> bool {
+    let mut consumed: Option<InputSet> = None;
+    for &c in writes {
+        if state[c as usize] == ConnState::New {
+            // A self-loop the firing consumes first is fine (SPEC §3.2, "after consumption").
+            let own = topo.consumer[c as usize] == o as u32
+                && consumed
+                    .get_or_insert_with(|| op.consumes(ins))
+                    .contains(topo.consumer_port[c as usize] as usize);
+            if !own {
+                return false;
+            }
+        }
+    }
+    true
+}

@@ -1,0 +1,182 @@
+//! The firing context: what `run` reads and emits.
+
+use std::fmt;
+use std::marker::PhantomData;
+
+use super::{InPort, InputHandle, OpError, OutPort};
+use crate::connection::{ConnState, Token};
+use crate::types::{DataType, Value};
+
+/// The untyped marker for [`Firing`] as the engine hands it to [`Operator::run`].
+#[derive(Debug)]
+pub enum Untyped {}
+
+/// One input as a firing sees it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct InputSlot {
+    pub(crate) state: ConnState,
+    /// Token index in the engine's arena, or `u32::MAX` for none.
+    pub(crate) token: u32,
+}
+
+/// What `run` works with: the inputs (value and state of each port) and the outputs it emits.
+///
+/// `O` is the operator type, for the typed accessors taking port handles
+/// ([`get`](Self::get), [`emit`](Self::emit)); the engine passes `Firing<'_, Untyped>`, which
+/// [`typed`](Self::typed) turns into the operator's own.
+pub struct Firing<'a, O: ?Sized = Untyped> {
+    pub(crate) tokens: &'a [Token],
+    pub(crate) inputs: &'a [InputSlot],
+    pub(crate) emitted: &'a mut Vec<(u16, Value)>,
+    pub(crate) n_outputs: u16,
+    pub(crate) step: u32,
+    pub(crate) name: &'a str,
+    pub(crate) _op: PhantomData<fn(&O)>,
+}
+
+impl<O: ?Sized> fmt::Debug for Firing<'_, O> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Firing")
+            .field("operator", &self.name)
+            .field("step", &self.step)
+            .field("inputs", &self.inputs.len())
+            .field("emitted", &self.emitted.len())
+            .finish()
+    }
+}
+
+impl<'a> Firing<'a> {
+    /// The engine's view of a firing: the inputs (indices into `tokens`), where emissions go.
+    #[inline]
+    pub(crate) fn new(
+        tokens: &'a [Token],
+        inputs: &'a [InputSlot],
+        emitted: &'a mut Vec<(u16, Value)>,
+        n_outputs: u16,
+        step: u32,
+        name: &'a str,
+    ) -> Self {
+        Firing {
+            tokens,
+            inputs,
+            emitted,
+            n_outputs,
+            step,
+            name,
+            _op: PhantomData,
+        }
+    }
+}
+
+impl<'a, O: ?Sized> Firing<'a, O> {
+    /// The same firing, seen through operator type `P`'s port handles.
+    pub fn typed<P: ?Sized>(&mut self) -> Firing<'_, P> {
+        Firing {
+            tokens: self.tokens,
+            inputs: self.inputs,
+            emitted: &mut *self.emitted,
+            n_outputs: self.n_outputs,
+            step: self.step,
+            name: self.name,
+            _op: PhantomData,
+        }
+    }
+
+    /// The logical step of this firing (1-based).
+    pub fn step(&self) -> u32 {
+        self.step
+    }
+
+    /// The instance name of the firing operator.
+    pub fn instance(&self) -> &str {
+        self.name
+    }
+
+    /// Number of input ports.
+    pub fn input_count(&self) -> usize {
+        self.inputs.len()
+    }
+
+    /// State of input port `i` (an unconnected optional input is OLD). Out of range: EMPTY.
+    pub fn state_at(&self, i: usize) -> ConnState {
+        self.inputs.get(i).map_or(ConnState::Empty, |s| s.state)
+    }
+
+    /// Value of input port `i`, NEW or OLD; `None` if it has none (EMPTY, or optional and
+    /// unconnected).
+    pub fn value_at(&self, i: usize) -> Option<&'a Value> {
+        let slot = self.inputs.get(i)?;
+        self.tokens.get(slot.token as usize).map(|t| &t.value)
+    }
+
+    /// Emits `value` on output port `i`. Emitting twice on one port in a firing is an error the
+    /// engine reports when `run` returns.
+    pub fn emit_at(&mut self, i: usize, value: impl Into<Value>) {
+        let i = u16::try_from(i).unwrap_or(u16::MAX);
+        self.emitted.push((i, value.into()));
+    }
+
+    /// Number of output ports.
+    pub fn output_count(&self) -> usize {
+        self.n_outputs as usize
+    }
+
+    /// Input `port`'s value as a `T`. Errors when the input has no value.
+    pub fn get<T: DataType>(&self, port: InPort<O, T>) -> Result<&'a T, OpError> {
+        let v = self
+            .value_at(port.index as usize)
+            .ok_or_else(|| OpError::new(format!("input `{}` has no value", port.name)))?;
+        v.downcast_ref::<T>().ok_or_else(|| {
+            OpError::new(format!(
+                "input `{}` holds a {}, expected {}",
+                port.name,
+                v.type_name(),
+                T::INFO.name
+            ))
+        })
+    }
+
+    /// Input `port`'s value as a `T`, if it has one.
+    pub fn try_get<T: DataType>(&self, port: InPort<O, T>) -> Option<&'a T> {
+        self.value_at(port.index as usize)?.downcast_ref()
+    }
+
+    /// Input `port`'s value, untyped (for `Any` and type-variable ports).
+    pub fn value(&self, port: impl InputHandle<O>) -> Option<&'a Value> {
+        self.value_at(port.index())
+    }
+
+    /// Input `port`'s state.
+    pub fn state(&self, port: impl InputHandle<O>) -> ConnState {
+        self.state_at(port.index())
+    }
+
+    /// Whether input `port` is NEW (fresh) in this firing.
+    pub fn is_new(&self, port: impl InputHandle<O>) -> bool {
+        self.state(port) == ConnState::New
+    }
+
+    /// Emits `value` on output `port`.
+    pub fn emit<T: DataType>(&mut self, port: OutPort<O, T>, value: T) {
+        self.emit_at(port.index as usize, Value::new(value));
+    }
+
+    /// Emits an already-built value on output `port` (for `Any` and type-variable ports).
+    pub fn emit_value<T: ?Sized>(&mut self, port: OutPort<O, T>, value: Value) {
+        self.emit_at(port.index as usize, value);
+    }
+
+    /// Passes input `from`'s value to output `to` as a shared reference (structural operators).
+    pub fn forward<T: ?Sized>(
+        &mut self,
+        from: InPort<O, T>,
+        to: OutPort<O, T>,
+    ) -> Result<(), OpError> {
+        let v = self
+            .value_at(from.index as usize)
+            .ok_or_else(|| OpError::new(format!("input `{}` has no value", from.name)))?
+            .clone();
+        self.emit_at(to.index as usize, v);
+        Ok(())
+    }
+}

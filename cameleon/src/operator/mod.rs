@@ -1,0 +1,141 @@
+//! The operator contract (Petri transitions): what an operator declares, its firing rule, `run`
+//! and `rollback` (docs/semantics.md §3–§5).
+//!
+//! [`Operator`] is the object-safe trait the engine calls. Users normally declare operators with
+//! `#[operator]` and implement [`Run`]; the macro writes the `Operator` glue.
+//!
+//! | module | holds |
+//! |---|---|
+//! | `spec` | [`OpSpec`], [`PortSpec`], [`TypeRef`]: ports, types, policy, emission sets |
+//! | `settings` | [`Execution`], [`OpSettings`], [`Retry`] |
+//! | `state` | [`OpState`], [`InputSet`] |
+//! | `firing` | [`Firing`]: what `run` reads and emits |
+//! | `ports` | typed port handles ([`InPort`], [`OutPort`], [`AnyInPort`]), field markers [`In`], [`Out`] |
+//! | `typed` | [`Run`], [`RunAsync`], [`CanFire`], [`Emitted`] |
+//! | `control` | [`FiniteControl`]: finite control state declared to the verifier |
+//! | `error` | [`OpError`], [`ParamError`] |
+
+use std::any::Any as StdAny;
+
+use crate::connection::ConnState;
+use crate::policy::Enabling;
+use crate::types::Value;
+
+mod control;
+mod error;
+mod firing;
+mod ports;
+mod settings;
+mod spec;
+mod state;
+mod typed;
+
+pub use control::FiniteControl;
+pub use error::{OpError, ParamError};
+pub(crate) use firing::InputSlot;
+pub use firing::{Firing, Untyped};
+pub use ports::{AnyInPort, In, InPort, InputHandle, Out, OutPort};
+pub use settings::{Execution, OpFuture, OpSettings, Retry};
+pub use spec::{OpSpec, PortSpec, TypeRef};
+pub use state::{InputSet, OpState};
+pub use typed::{CanFire, Emitted, Run, RunAsync, run_async_blocking, run_async_boxed};
+
+/// An operator's parameters as written in `.cm` `params:` (declaration order kept).
+pub type Params = serde_json::Map<String, serde_json::Value>;
+
+/// The object-safe operator interface the engine calls. See [`Run`] for the
+/// user-facing typed form.
+///
+/// The engine knows nothing of any particular operator: it asks [`can_fire`](Self::can_fire),
+/// calls [`run`](Self::run), and on a backward step calls [`rollback`](Self::rollback).
+pub trait Operator: StdAny + Send {
+    /// The operator's ports, policy and identity. Called once, when the operator is added to a
+    /// net.
+    fn spec(&self) -> OpSpec;
+
+    /// The parameters this instance was built from, as `.cm` writes them.
+    fn params(&self) -> Params {
+        Params::new()
+    }
+
+    /// The firing rule of an operator whose policy is [`Policy::Custom`](crate::Policy::Custom)
+    /// (docs/semantics.md §3.1). May read the operator's own internal state.
+    ///
+    /// The engine and the verifier evaluate a built-in policy (`Any`, `All`, `AnyNoGuard`,
+    /// `Source`) themselves and call this method only for `Custom`: declare `Custom` in
+    /// [`spec`](Self::spec) to give an operator a rule of its own. The default applies the
+    /// declared policy, for callers that ask an operator directly.
+    fn can_fire(&self, e: &Enabling<'_>) -> bool {
+        e.policy_allows()
+    }
+
+    /// Which inputs a firing consumes, given the input states. Default: every NEW input.
+    fn consumes(&self, inputs: &[ConnState]) -> InputSet {
+        InputSet::new_inputs(inputs)
+    }
+
+    /// The finite control state this operator declares to the verifier (SPEC §8), if its firing
+    /// rule or its emissions depend on an internal state that is finite and independent of data
+    /// (a counter modulo n, a phase). Default: none — the verifier then asks
+    /// [`can_fire`](Self::can_fire) on the operator as built and explores every declared emission
+    /// set. See [`FiniteControl`](FiniteControl).
+    fn control(&self) -> Option<&dyn FiniteControl> {
+        None
+    }
+
+    /// Fires: read inputs from `cx`, emit outputs to it. An error (or a panic) applies nothing.
+    ///
+    /// An async operator implements this by driving [`run_async`](Self::run_async) to
+    /// completion ([`run_async_blocking`] does it), so that sequential mode's synchronous API
+    /// can call it.
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError>;
+
+    /// How parallel mode runs this operator's firings. Default: [`Execution::Blocking`]
+    /// (ignored for structural operators, which always run inline).
+    fn execution(&self) -> Execution {
+        Execution::Blocking
+    }
+
+    /// Fires asynchronously. The engine calls it instead of [`run`](Self::run) when
+    /// [`execution`](Self::execution) is [`Execution::Async`] and it is driving the net
+    /// asynchronously (parallel mode, [`Cvm::step_async`](crate::Cvm::step_async)). Default:
+    /// `run`, already finished.
+    ///
+    /// Users write `impl RunAsync for MyOp { async fn run(…) }` and let `#[operator]` (or
+    /// [`run_async_boxed`]) write this method.
+    fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
+        let result = self.run(cx);
+        Box::pin(std::future::ready(result))
+    }
+
+    /// The operator type's default timeout and retries; a net's instance settings override
+    /// them field by field. Default: none.
+    fn settings(&self) -> OpSettings {
+        OpSettings::NONE
+    }
+
+    /// A copy of the internal state, taken before and after each firing of a stateful operator,
+    /// so a backward step restores it and a replay re-applies it. Default: `None` (stateless).
+    fn save_state(&self) -> Option<OpState> {
+        None
+    }
+
+    /// Restores a state produced by [`save_state`](Self::save_state).
+    fn restore_state(&mut self, _state: &OpState) {}
+
+    /// Undoes a firing on a backward step: compensation for side effects. `before` is the state
+    /// saved before the firing; `emitted` what it emitted. Default: restore `before`.
+    fn rollback(&mut self, before: Option<&OpState>, _emitted: &[(u16, Value)]) {
+        if let Some(s) = before {
+            self.restore_state(s);
+        }
+    }
+
+    /// Re-applies a recorded firing on a forward step after a backward one, without running:
+    /// `after` is the state saved after the original firing. Default: restore `after`.
+    fn replay(&mut self, after: Option<&OpState>, _emitted: &[(u16, Value)]) {
+        if let Some(s) = after {
+            self.restore_state(s);
+        }
+    }
+}
