@@ -6,12 +6,12 @@
 //! such a net forward *and backward*, exactly, and replays recorded steps without running
 //! operators again; the same net and data always give the same firing sequence.
 //!
-//! The semantics are those of the project's `SPEC.md`; this crate is organised after its
-//! concepts:
+//! The semantics are those of the repository's `docs/semantics.md` (the §n below); this crate is
+//! organised after its concepts:
 //!
 //! | module | concept |
 //! |---|---|
-//! | [`types`] | data types and values (SPEC §9) |
+//! | [`types`] | data types and values (§9) |
 //! | [`connection`] | connections, their states, tokens (§2) |
 //! | [`operator`](mod@operator) | operators: spec, `can_fire`, `run`, `rollback` (§3–§5) |
 //! | [`policy`] | the built-in firing policies (§3) |
@@ -22,9 +22,11 @@
 //! | [`catalogue`] | operator types by id, for `.cm` files, the CLI and LLMs |
 //! | [`cm`] | the `.cm` file: load (every problem located), write (canonical), schema |
 //! | [`export`] | diagrams: DOT, Mermaid, SVG |
-//! | [`cli`] | the `cameleon` command line |
 //! | [`dsl`] | compile-time typed connections for `pipeline!` |
 //! | [`ops`] | the standard operators |
+//!
+//! The `cameleon` command line is another crate, `cameleon-cli`, built on this one: this crate
+//! has no argument parsing, progress bars or terminal rendering.
 //!
 //! ```
 //! use cameleon::prelude::*;
@@ -148,7 +150,6 @@
 extern crate self as cameleon;
 
 pub mod catalogue;
-pub mod cli;
 pub mod cm;
 pub mod connection;
 pub mod dsl;

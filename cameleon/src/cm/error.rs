@@ -1,5 +1,6 @@
-//! [`CmError`]: every problem of a `.cm` file, each with its line, column, snippet and hint,
-//! rendered by miette.
+//! [`CmError`]: every problem of a `.cm` file, each with its line, column, snippet and hint, a
+//! [`miette::Diagnostic`] (the `cameleon` command line draws it with miette's graphical
+//! renderer).
 
 use std::fmt;
 use std::sync::Arc;
@@ -263,7 +264,8 @@ impl Diagnostic for CmProblem {
 }
 
 /// Renders each problem with its snippet and hint, as related diagnostics (snippets are left
-/// out when the file has lines too long to draw; [`CmError::render`] crops them instead).
+/// out when the file has lines too long to draw; the `cameleon` command line crops them
+/// instead).
 impl Diagnostic for CmError {
     fn source_code(&self) -> Option<&dyn SourceCode> {
         (!self.long_lines).then_some(&self.source as &dyn SourceCode)
@@ -273,168 +275,5 @@ impl Diagnostic for CmError {
     }
 }
 
-/// A problem with the source it points into, for rendering alone.
-struct Sourced<'a> {
-    problem: &'a CmProblem,
-    source: &'a dyn SourceCode,
-    /// Where the label goes in `source` (offset, length).
-    label: (usize, usize),
-}
-
-/// Lines longer than this are cropped around the problem when rendered.
+/// Lines longer than this are cropped around the problem in a [`CmProblem`]'s snippet.
 const MAX_SHOWN_LINE: usize = 160;
-
-/// The lines around a problem on a very long line, cropped to a readable width: miette prints
-/// whole lines, and a 2 MB line helps nobody. Line numbers stay those of the file.
-struct Window {
-    name: String,
-    text: String,
-    first_line: usize,
-}
-
-impl SourceCode for Window {
-    fn read_span<'a>(
-        &'a self,
-        span: &miette::SourceSpan,
-        before: usize,
-        after: usize,
-    ) -> Result<Box<dyn miette::SpanContents<'a> + 'a>, miette::MietteError> {
-        let inner = self.text.read_span(span, before, after)?;
-        Ok(Box::new(miette::MietteSpanContents::new_named(
-            self.name.clone(),
-            inner.data(),
-            *inner.span(),
-            inner.line() + self.first_line,
-            inner.column(),
-            inner.line_count(),
-        )))
-    }
-}
-
-fn crop(line: &str) -> String {
-    match line.char_indices().nth(MAX_SHOWN_LINE) {
-        Some((i, _)) => format!("{}…", &line[..i]),
-        None => line.to_owned(),
-    }
-}
-
-/// A window on the lines around `p`, and where its label goes in it; `None` when the line is
-/// short enough to show as it is.
-fn window(src: &str, name: &str, p: &CmProblem) -> Option<(Window, (usize, usize))> {
-    let offset = p.offset.min(src.len());
-    let start = src[..offset].rfind('\n').map_or(0, |i| i + 1);
-    let end = src[offset..].find('\n').map_or(src.len(), |i| offset + i);
-    let line = &src[start..end];
-    if line.chars().count() <= MAX_SHOWN_LINE {
-        return None;
-    }
-    let line_index = src[..start].matches('\n').count();
-    let mut text = String::new();
-    let mut first_line = line_index;
-    if start > 0 {
-        let prev_start = src[..start - 1].rfind('\n').map_or(0, |i| i + 1);
-        text.push_str(&crop(&src[prev_start..start - 1]));
-        text.push('\n');
-        first_line -= 1;
-    }
-    // Keep some context before the problem and a line's width after it.
-    let col = line[..offset - start].chars().count();
-    let from = col.saturating_sub(60);
-    let from_byte = line.char_indices().nth(from).map_or(line.len(), |(i, _)| i);
-    let to_byte = line[from_byte..]
-        .char_indices()
-        .nth(MAX_SHOWN_LINE)
-        .map_or(line.len(), |(i, _)| from_byte + i);
-    if from_byte > 0 {
-        text.push('…');
-    }
-    let label_at = text.len() + (offset - start - from_byte);
-    text.push_str(&line[from_byte..to_byte]);
-    let label_len = p.len.min(to_byte - (offset - start));
-    if to_byte < line.len() {
-        text.push('…');
-    }
-    if end < src.len() {
-        let next_end = src[end + 1..].find('\n').map_or(src.len(), |i| end + 1 + i);
-        text.push('\n');
-        text.push_str(&crop(&src[end + 1..next_end]));
-    }
-    Some((
-        Window {
-            name: name.to_owned(),
-            text,
-            first_line,
-        },
-        (label_at, label_len),
-    ))
-}
-
-impl fmt::Debug for Sourced<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(self.problem, f)
-    }
-}
-
-impl fmt::Display for Sourced<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self.problem, f)
-    }
-}
-
-impl std::error::Error for Sourced<'_> {}
-
-impl Diagnostic for Sourced<'_> {
-    fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.problem.code()
-    }
-    fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
-        self.problem.help()
-    }
-    fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {
-        Some(Box::new(std::iter::once(LabeledSpan::new(
-            Some(label_text(self.problem.kind).to_owned()),
-            self.label.0,
-            self.label.1,
-        ))))
-    }
-    fn source_code(&self) -> Option<&dyn SourceCode> {
-        Some(self.source)
-    }
-}
-
-impl CmError {
-    /// Renders every problem with its snippet and hint, as the CLI prints them; `color` adds
-    /// ANSI colours.
-    pub fn render(&self, color: bool) -> String {
-        let theme = if color {
-            miette::GraphicalTheme::unicode()
-        } else {
-            miette::GraphicalTheme::unicode_nocolor()
-        };
-        let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(100);
-        let n = self.problems.len();
-        let mut out = format!(
-            "`{}` is not a valid net: {n} problem{}\n\n",
-            self.file_name(),
-            if n == 1 { "" } else { "s" }
-        );
-        for p in &self.problems {
-            let windowed = window(self.source_text(), self.file_name(), p);
-            let d = match &windowed {
-                Some((w, label)) => Sourced {
-                    problem: p,
-                    source: w,
-                    label: *label,
-                },
-                None => Sourced {
-                    problem: p,
-                    source: &self.source,
-                    label: (p.offset, p.len),
-                },
-            };
-            let _ = handler.render_report(&mut out, &d);
-            out.push('\n');
-        }
-        out
-    }
-}

@@ -50,7 +50,7 @@ mod tests {
         let shipped = include_str!("../../cm.schema.json");
         assert!(
             shipped == schema_json(),
-            "cameleon/cm.schema.json is out of date: regenerate it with `cargo run -p cameleon -- schema > cameleon/cm.schema.json`"
+            "cameleon/cm.schema.json is out of date: regenerate it with `cargo run -p cameleon-cli -- schema > cameleon/cm.schema.json`"
         );
     }
 

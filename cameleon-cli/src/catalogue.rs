@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use super::{CatalogueArgs, Io, exit};
-use crate::catalogue::{Catalogue, ParamInfo};
-use crate::operator::PortSpec;
+use cameleon::catalogue::{Catalogue, ParamInfo};
+use cameleon::operator::PortSpec;
 
 pub(super) fn catalogue(a: &CatalogueArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let c = Catalogue::global();

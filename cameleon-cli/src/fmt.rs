@@ -4,13 +4,13 @@ use std::io::Read as _;
 use std::path::Path;
 
 use super::{FmtArgs, Io, exit, report_invalid};
-use crate::cm::Loader;
+use cameleon::cm::Loader;
 
 pub(super) fn fmt(a: &FmtArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let stdin = a.file == Path::new("-");
     let (text, loaded) = if stdin {
         let mut text = String::new();
-        let limit = crate::cm::limits::MAX_FILE_BYTES as u64 + 1;
+        let limit = cameleon::cm::limits::MAX_FILE_BYTES as u64 + 1;
         if let Err(e) = std::io::Read::take(&mut *io.stdin, limit).read_to_string(&mut text) {
             writeln!(io.stderr, "error: cannot read stdin: {e}")?;
             return Ok(exit::INVALID);

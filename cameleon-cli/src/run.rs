@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde_json::{Map, Value as Json, json};
 
 use super::{Io, RunArgs, display_name, exit, load};
-use crate::engine::{Cvm, EndState, Event, Step, StepError};
-use crate::net::Net;
-use crate::verify;
+use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
+use cameleon::net::Net;
+use cameleon::verify;
 
 /// What a run did: the facts `run` prints, as text or JSON.
 #[derive(Debug)]

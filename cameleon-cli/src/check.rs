@@ -3,8 +3,8 @@
 use serde_json::json;
 
 use super::{CheckArgs, Io, display_name, exit, load};
-use crate::net::Net;
-use crate::verify::{Progress, Verdict, VerifyOptions, verify_with};
+use cameleon::net::Net;
+use cameleon::verify::{Progress, Verdict, VerifyOptions, verify_with};
 
 pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let net = match load(&a.file, false, a.json, io)? {
@@ -37,8 +37,8 @@ pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     Ok(exit::OK)
 }
 
-/// `check --verify`: the state-space exploration of SPEC §8 (`cameleon::verify`): the
-/// properties with witnesses, as text or as the JSON object of API.md
+/// `check --verify`: the state-space exploration of docs/semantics.md §8 (`cameleon::verify`):
+/// the properties with witnesses, as text or as the JSON object of docs/cli.md
 /// (`{"valid":true,"states":…,"edges":…,"deadlock_free":…,"witness":[…],…}`). Exit 0 when every
 /// property holds, 3 when one fails, 4 when the state budget ran out before a verdict.
 fn verify(net: &Net, a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {

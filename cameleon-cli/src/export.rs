@@ -1,7 +1,7 @@
 //! `cameleon export`: diagrams (`--dot`, `--mermaid`, `--svg`) and the PNML net (`--pnml`).
 
 use super::{ExportArgs, Io, exit, load};
-use crate::export;
+use cameleon::export;
 
 pub(super) fn export(a: &ExportArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let net = match load(&a.file, false, false, io)? {
@@ -15,7 +15,7 @@ pub(super) fn export(a: &ExportArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     } else if a.svg {
         export::svg(&net)
     } else {
-        match crate::verify::to_pnml(&net) {
+        match cameleon::verify::to_pnml(&net) {
             Ok(t) => t,
             Err(e) => {
                 writeln!(

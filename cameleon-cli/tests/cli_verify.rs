@@ -67,7 +67,7 @@ fn xor_split_and_join_fails_with_its_deadlock_witness_and_exit_3() {
     let (exit, v) = verify_json("bad/xor-split-and-join.cm");
     assert_eq!(exit, 3);
     assert_eq!(v["deadlock_free"], false);
-    // The witness names operators (API.md); its path says which way the gate went.
+    // The witness names operators (docs/cli.md); its path says which way the gate went.
     assert_eq!(
         strings(&v["witness"]),
         ["src", "split", "test", "choose", "a"]

@@ -1,17 +1,43 @@
-//! The `cameleon` command line: `run`, `check`, `fmt`, `catalogue`, `export`, `schema`.
+//! The `cameleon` command line: `run`, `check`, `fmt`, `catalogue`, `export`, `schema`
+//! (docs/cli.md has each command in detail).
 //!
-//! The binary (`src/main.rs`) only calls [`main`]; everything is here, driven by [`run_cli`]
-//! with any argument list and output streams, so tests call it like the shell does.
+//! Everything terminal-facing lives in this crate — argument parsing, progress bars, diagnostics
+//! drawn with their source snippets, Ctrl-C — so the `cameleon` library stays free of it. The
+//! binary (`src/main.rs`) only calls [`main`]; everything is here, driven by [`run_cli`] with any
+//! argument list and output streams, so tests call it like the shell does.
+//!
+//! ## The command line with your own operators
+//!
+//! The catalogue a `.cm` file names its operator types from is filled at link time: every
+//! `#[operator]` linked into the program is in it. A crate that declares its own operators gets
+//! the whole command line with them by making this its `main`:
+//!
+//! ```no_run
+//! use std::process::ExitCode;
+//!
+//! // … `#[operator]` declarations in this crate, or `use my_ops as _;` for a crate of them …
+//!
+//! fn main() -> ExitCode {
+//!     cameleon_cli::main()
+//! }
+//! ```
+//!
+//! `cargo run -- run pipeline.cm` then runs a `.cm` file that uses them; `cargo run -- catalogue`
+//! lists them beside the standard operators. The repository's `examples/custom_cli` is such a
+//! crate.
+//!
+//! ## Exit codes
 //!
 //! | command | exit code |
 //! |---|---|
-//! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR |
+//! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR, 130 CANCELLED (Ctrl-C) |
 //! | `run FILE.cm --follow WITNESS [--json]` | 0 replayed, 2 not replayable, 3 it ends in DEADLOCK |
 //! | `check FILE.cm [--verify [--max-states N]] [--json]` | 0 valid (and every property holds), 2 invalid, 3 a property fails, 4 the state budget ran out first |
 //! | `fmt FILE.cm [--check]` (`-`: stdin to stdout) | 0, 1 if `--check` finds a difference, 2 invalid |
 //! | `catalogue [--json\|--markdown]` | 0 |
 //! | `export FILE.cm --dot\|--mermaid\|--svg\|--pnml` | 0, 2 invalid |
 //! | `schema` | 0 |
+#![deny(missing_docs)]
 
 use std::ffi::OsString;
 use std::io::{IsTerminal, Read, Write};
@@ -20,19 +46,20 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::cm::{CmError, Loader};
-use crate::net::{Mode, Net};
+use cameleon::cm::{CmError, Loader};
+use cameleon::net::{Mode, Net};
 
 mod catalogue;
 mod check;
 mod export;
 mod fmt;
+pub mod render;
 mod run;
 
 pub use catalogue::catalogue_text;
 pub use run::{RunReport, trace_jsonl};
 
-/// Exit codes (API.md, "The command line").
+/// Exit codes of every command (docs/cli.md).
 pub mod exit {
     /// Success: the run COMPLETED, the file is valid, every property holds.
     pub const OK: i32 = 0;
@@ -188,12 +215,12 @@ pub struct RunArgs {
 pub struct CheckArgs {
     /// The .cm file.
     pub file: PathBuf,
-    /// Also explore the state space and report the properties of SPEC §8 with witnesses.
+    /// Also explore the state space and report the properties of docs/semantics.md §8 with witnesses.
     #[arg(long)]
     pub verify: bool,
     /// With `--verify`: store at most N states; past it the exploration stops and says what it
     /// covered (exit 4 unless a property already failed).
-    #[arg(long, value_name = "N", default_value_t = crate::verify::DEFAULT_MAX_STATES, requires = "verify")]
+    #[arg(long, value_name = "N", default_value_t = cameleon::verify::DEFAULT_MAX_STATES, requires = "verify")]
     pub max_states: u64,
     /// Print the result as one JSON object.
     #[arg(long)]
@@ -241,7 +268,7 @@ pub struct ExportArgs {
     /// SVG drawing (uses the operators' `x`/`y` when every operator has one).
     #[arg(long, group = "format")]
     pub svg: bool,
-    /// The PNML place/transition net of SPEC §8.
+    /// The PNML place/transition net of docs/semantics.md §8.
     #[arg(long, group = "format")]
     pub pnml: bool,
 }
@@ -260,7 +287,7 @@ pub struct Io<'a> {
     pub progress: bool,
     /// Cancelled when the user interrupts (Ctrl-C): `run` then stops after the current step
     /// and ends in CANCELLED. `None`: not interruptible.
-    pub interrupt: Option<crate::CancelToken>,
+    pub interrupt: Option<cameleon::CancelToken>,
 }
 
 impl std::fmt::Debug for Io<'_> {
@@ -295,8 +322,8 @@ pub fn main() -> ExitCode {
 
 /// A token cancelled by the first Ctrl-C; a second Ctrl-C exits at once with
 /// [`exit::CANCELLED`].
-fn cancel_on_ctrl_c() -> crate::CancelToken {
-    let token = crate::CancelToken::new();
+fn cancel_on_ctrl_c() -> cameleon::CancelToken {
+    let token = cameleon::CancelToken::new();
     let cancel = token.clone();
     let listener = std::thread::Builder::new()
         .name("cameleon-ctrl-c".into())
@@ -352,7 +379,7 @@ where
         Command::Catalogue(a) => catalogue::catalogue(&a, io),
         Command::Export(a) => export::export(&a, io),
         Command::Schema => {
-            write!(io.stdout, "{}", crate::cm::schema::schema_json()).map(|()| exit::OK)
+            write!(io.stdout, "{}", cameleon::cm::schema::schema_json()).map(|()| exit::OK)
         }
     };
     r.unwrap_or_else(|e| {
@@ -392,7 +419,7 @@ fn report_invalid(e: &CmError, json: bool, io: &mut Io<'_>) -> std::io::Result<(
         });
         writeln!(io.stdout, "{v}")
     } else {
-        write!(io.stderr, "{}", e.render(io.color))
+        write!(io.stderr, "{}", render::cm_error(e, io.color))
     }
 }
 

@@ -1,0 +1,82 @@
+//! The example's binary is the `cameleon` command line with `acme_shout` linked in: it runs the
+//! `.cm` file that uses the operator, and lists the operator in its catalogue.
+
+use std::path::Path;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn custom_cli(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_custom-cli"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("the custom-cli binary runs")
+}
+
+fn shout_cm() -> String {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("shout.cm")
+        .display()
+        .to_string()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn run_fires_the_crates_own_operator() {
+    let o = custom_cli(&["run", &shout_cm(), "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&o.stdout)));
+    assert_eq!(v["end"], "COMPLETED");
+    assert_eq!(v["firings"], 3);
+    assert_eq!(v["sinks"]["out"], json!(["HELLO, CAMÉLÉON!!!"]));
+}
+
+#[test]
+fn run_prints_the_summary_as_the_cameleon_binary_does() {
+    let o = custom_cli(&["run", &shout_cm()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    assert_eq!(
+        text(&o.stdout),
+        "shout: COMPLETED after 3 steps (3 firings)\n\nout received 1 value:\n  \"HELLO, CAMÉLÉON!!!\"\n"
+    );
+}
+
+#[test]
+fn the_catalogue_lists_the_operator_beside_the_standard_ones() {
+    let o = custom_cli(&["catalogue", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("catalogue JSON");
+    let ops = v["operators"].as_array().expect("an operator list");
+    let shout = ops
+        .iter()
+        .find(|e| e["id"] == "acme_shout")
+        .expect("acme_shout is in the catalogue");
+    assert_eq!(shout["params"][0]["name"], "marks");
+    assert_eq!(shout["params"][0]["default"], 1);
+    assert!(
+        ops.iter().any(|e| e["id"] == "source"),
+        "and the standard operators"
+    );
+}
+
+#[test]
+fn check_and_fmt_treat_it_like_any_operator() {
+    let o = custom_cli(&["check", &shout_cm()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let o = custom_cli(&["fmt", &shout_cm(), "--check"]);
+    assert_eq!(o.status.code(), Some(0), "canonical: {}", text(&o.stderr));
+    let dir = std::env::temp_dir().join(format!("custom-cli-bad-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let bad = dir.join("bad.cm");
+    let source = std::fs::read_to_string(shout_cm()).expect("shout.cm is readable");
+    std::fs::write(&bad, source.replace("marks: 3", "marks: loud")).expect("bad.cm is written");
+    let o = custom_cli(&["check", &bad.display().to_string()]);
+    assert_eq!(o.status.code(), Some(2), "an ill-typed param is invalid");
+    assert!(text(&o.stderr).contains("marks"), "{}", text(&o.stderr));
+    let _ = std::fs::remove_dir_all(&dir);
+}
