@@ -3,7 +3,7 @@
 //! `Run` (or, for `exec = async`, `RunAsync`), `can_fire` to `CanFire` for `firing = custom`;
 //! the internal state is saved and restored through its `State` (a clone).
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned};
 use syn::Ident;
 use syn::spanned::Spanned;
@@ -12,21 +12,44 @@ use super::decl::execution_tokens;
 use super::spec::count_params;
 use super::{bounded_generics, private};
 use crate::operator::ast::Operator;
-use crate::operator::attr::Policy;
+use crate::operator::attr::{Exec, Policy};
 
 /// How the generated code reaches the user's trait for the operator type `ty`: a function path,
 /// given the name of a method of `Run` (`consumes`), or of the `AsyncOps` table of `RunAsync`
-/// for `exec = async`. Every use is spanned at the struct's name, so a missing impl is one error
-/// there: rustc reports each distinct diagnostic once.
+/// for `exec = async`. Every use is spanned at one place, so a missing impl is one error there
+/// (rustc reports each distinct diagnostic once): the struct's name for `Run`, the `async` of
+/// `exec = async` for `RunAsync` (`ty` too, so the whole path is there).
 pub fn user_fn(op: &Operator, ty: &TokenStream, method: &str) -> TokenStream {
     let p = private();
-    let span = op.ident.span();
-    let method = Ident::new(method, span);
-    if op.args.is_async() {
-        quote_spanned!(span=> (#p::async_ops::<#ty>().#method))
-    } else {
-        quote_spanned!(span=> <#ty as #p::Run>::#method)
+    match op.args.exec {
+        Some((Exec::Async, span)) => {
+            let method = Ident::new(method, span);
+            let ty = respan(ty.clone(), span);
+            quote_spanned!(span=> (#p::async_ops::<#ty>().#method))
+        }
+        _ => {
+            let span = op.ident.span();
+            let method = Ident::new(method, span);
+            quote_spanned!(span=> <#ty as #p::Run>::#method)
+        }
     }
+}
+
+/// `tokens` with every token, in groups too, at `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tt| {
+            if let TokenTree::Group(g) = &tt {
+                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                tt = TokenTree::Group(group);
+            } else {
+                tt.set_span(span);
+            }
+            tt
+        })
+        .collect()
 }
 
 /// The `impl Operator`, spliced into the expansion's `const _` block.
