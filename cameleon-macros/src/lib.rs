@@ -1,16 +1,19 @@
 //! Procedural macros of Caméléon. Use them through the `cameleon` crate, which re-exports them:
 //! `#[operator]` is documented there (`cameleon::operator`), `pipeline!` here.
 //!
-//! Layout (after serde_derive): `operator::attr` parses the attributes, `operator::ast` builds
-//! the model of a declaration, `operator::check` states the rules, and `operator::expand` only
-//! generates code. Mistakes accumulate in a `ctxt::Ctxt` so every one is reported at once.
-//! `pipeline!` follows the same layout in `pipeline` (`ast`, `check`, `expand`).
+//! Layout (after serde_derive and thiserror): `operator::attr` parses the attributes,
+//! `operator::ast` builds the model of a declaration, `operator::check` states the rules,
+//! `operator::expand` only generates code (a module per part of the output), and
+//! `operator::fallback` is the stub emitted next to errors so that they do not cascade. Mistakes
+//! accumulate in a `ctxt::Ctxt` so every one is reported at once; `suggest` finds the name a
+//! typo meant. `pipeline!` follows the same layout in `pipeline` (`ast`, `check`, `expand`).
 
 extern crate proc_macro;
 
 mod ctxt;
 mod operator;
 mod pipeline;
+mod suggest;
 mod symbol;
 
 use proc_macro::TokenStream;

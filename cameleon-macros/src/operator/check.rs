@@ -7,7 +7,7 @@ use syn::{Expr, ExprArray, ExprLit, ExprUnary, GenericParam, Lit, Type, UnOp};
 use super::ast::{Dir, Operator, PortKind};
 use super::attr::Exec;
 use crate::ctxt::Ctxt;
-use crate::symbol;
+use crate::suggest;
 
 pub fn check(cx: &Ctxt, op: &Operator) {
     check_id(cx, op);
@@ -22,8 +22,9 @@ pub fn check(cx: &Ctxt, op: &Operator) {
     check_exec(cx, op);
 }
 
-/// A structural operator runs inline whatever it declares (it only moves references, SPEC §7):
-/// `exec = blocking` or `exec = async` on one would be silently ignored, so it is an error.
+/// A structural operator runs inline whatever it declares (it only moves references,
+/// `docs/semantics.md` §7): `exec = blocking` or `exec = async` on one would be silently ignored,
+/// so it is an error.
 fn check_exec(cx: &Ctxt, op: &Operator) {
     if let Some((exec, span)) = op.args.exec
         && exec != Exec::Inline
@@ -175,7 +176,7 @@ fn check_variadic_groups(cx: &Ctxt, op: &Operator) {
             match op.params.iter().find(|p| p.field == v.param) {
                 None => {
                     let names: Vec<String> = op.params.iter().map(|p| p.field.to_string()).collect();
-                    let hint = symbol::did_you_mean(&v.param.to_string(), names.iter().map(String::as_str))
+                    let hint = suggest::did_you_mean(&v.param.to_string(), names.iter().map(String::as_str))
                         .map(|s| format!("did you mean `{s}`? "))
                         .unwrap_or_default();
                     cx.error_spanned_by(
@@ -207,10 +208,11 @@ fn check_variadic_groups(cx: &Ctxt, op: &Operator) {
     }
 }
 
-/// `Any` means two things (SPEC §1): on a behavioral operator's input, "accepts every type"; on
-/// a structural operator, a type variable. A structural operator names its variables with type
-/// parameters (`Fork<T>`); only its variadic groups use `Any`, one variable per position (the
-/// position's letter: `in_c` and `out_c` share one). A behavioral output emits one known type.
+/// `Any` means two things (`docs/semantics.md` §1): on a behavioral operator's input, "accepts
+/// every type"; on a structural operator, a type variable. A structural operator names its
+/// variables with type parameters (`Fork<T>`); only its variadic groups use `Any`, one variable
+/// per position (the position's letter: `in_c` and `out_c` share one). A behavioral output emits
+/// one known type.
 fn check_any_ports(cx: &Ctxt, op: &Operator) {
     let structural = op.is_structural();
     for port in op.ports() {
@@ -257,7 +259,7 @@ fn check_emits(cx: &Ctxt, op: &Operator) {
     for name in sets.iter().flatten() {
         let n = name.to_string();
         if !outputs.contains(&n) {
-            let hint = symbol::did_you_mean(&n, outputs.iter().map(String::as_str))
+            let hint = suggest::did_you_mean(&n, outputs.iter().map(String::as_str))
                 .map(|s| format!("; did you mean `{s}`?"))
                 .unwrap_or_default();
             let inputs: Vec<String> = op.inputs.iter().map(|p| p.name.to_string()).collect();

@@ -8,7 +8,7 @@ use syn::{Expr, Ident};
 
 use super::ast::{Connection, Endpoint, Instance, Pipeline, Setting};
 use crate::ctxt::Ctxt;
-use crate::symbol::did_you_mean;
+use crate::suggest::did_you_mean;
 
 /// The settings a pipeline may give.
 pub const NAME: &str = "name";
@@ -160,7 +160,8 @@ fn check_endpoints<'a>(
     out
 }
 
-/// Rule: an input has exactly one incoming connection (SPEC §1); the second is reported.
+/// Rule: an input has exactly one incoming connection (`docs/semantics.md` §1); the second is
+/// reported.
 fn check_single_incoming(connections: &[(&Connection, usize, usize)], cx: &Ctxt) {
     let mut seen: HashMap<String, &Connection> = HashMap::new();
     for (c, _, _) in connections {

@@ -208,7 +208,7 @@ impl<O: ?Sized> Copy for Emitted<'_, O> {}
 ///
 /// (Every one of these calls goes through one table of function pointers,
 /// `::cameleon::__private::async_ops::<Self>()`, so that a missing `impl RunAsync` is one
-/// compile error, at the struct's name.)
+/// compile error, at the `async` of `exec = async`.)
 ///
 /// [`ops::Delay`](crate::ops::Delay) is declared so. A sync operator may also say how parallel
 /// mode runs it: `exec = inline` (quick and non-blocking: stays on the engine's task, no thread
