@@ -1,4 +1,4 @@
-//! Exploration throughput of the verifier (SPEC §8) on the parallel-split family: `n` branches
+//! Exploration throughput of the verifier (docs/semantics.md §8) on the parallel-split family: `n` branches
 //! of 3 transforms between a fork and a join — 4^n + 4 reachable states.
 //!
 //! `cargo bench -p cameleon --bench verify` first prints one line per `n` (states, edges,

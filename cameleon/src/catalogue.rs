@@ -708,7 +708,7 @@ mod tests {
     use super::*;
     use crate::operator::TypeRef;
 
-    /// Every standard operator of API.md, with its ports (`name: type`, `T0` a type variable,
+    /// Every standard operator (the `ops` module table), with its ports (`name: type`, `T0` a type variable,
     /// `?` an optional input), policy and params (`name=default`, `name!` required).
     const STD: &[(&str, &str, &str, &str, &str)] = &[
         ("source", "", "out_data: DataString", "source", "value!"),

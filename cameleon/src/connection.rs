@@ -1,4 +1,4 @@
-//! Connections (Petri places) and their state (SPEC §2).
+//! Connections (Petri places) and their state (docs/semantics.md §2).
 
 use std::fmt;
 
@@ -61,7 +61,7 @@ impl ConnId {
     }
 }
 
-/// A token: a typed value plus logical-clock metadata (SPEC §5, §9). Never wall time.
+/// A token: a typed value plus logical-clock metadata (docs/semantics.md §5, §9). Never wall time.
 #[derive(Clone, Debug)]
 pub struct Token {
     /// The value (shared with every connection the same emission fed).

@@ -79,7 +79,7 @@ pub trait HasPorts: Operator {
     /// ports depend on its params (the `arity` of `merge`), the inputs every instance has.
     const INPUTS: &'static [InputDecl];
     /// The firing policy: an operator with no inputs whose policy is not `Custom` is a source,
-    /// and a source must feed something (SPEC §1).
+    /// and a source must feed something (docs/semantics.md §1).
     const POLICY: Policy;
 }
 

@@ -1,6 +1,6 @@
 //! Diagrams of a net: Graphviz DOT, Mermaid and a self-contained SVG.
 //!
-//! Edges are coloured by the connection's data type (SPEC §9 colours); operators are labelled
+//! Edges are coloured by the connection's data type (docs/semantics.md §9 colours); operators are labelled
 //! with their instance name and type.
 //!
 //! ```

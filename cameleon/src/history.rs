@@ -1,4 +1,4 @@
-//! History: the tree of applied firings, stored as deltas (SPEC §5).
+//! History: the tree of applied firings, stored as deltas (docs/semantics.md §5).
 //!
 //! Each entry (a *node*) records, per firing, the operator, the connections it consumed (their
 //! prior state was NEW and their data is unchanged by consumption, so the index is enough) and
@@ -41,7 +41,7 @@ pub(crate) struct Written {
     pub(crate) new_tok: u32,
 }
 
-// The history's size per firing (SPEC §5 deltas; issue 2 budgets 64 bytes per firing, payloads
+// The history's size per firing (docs/semantics.md §5 deltas; issue 2 budgets 64 bytes per firing, payloads
 // excluded) rests on these layouts: a node is two indices, a firing three, a written connection
 // three, a token a value pointer plus the logical clock.
 static_assertions::assert_eq_size!(Node, [u32; 2]);

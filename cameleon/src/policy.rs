@@ -1,8 +1,8 @@
-//! Firing policies: when an operator may fire (SPEC §3).
+//! Firing policies: when an operator may fire (docs/semantics.md §3).
 //!
 //! A policy is a default for [`Operator::can_fire`](crate::Operator::can_fire), which is a method on
 //! the operator (Template Method): the engine asks every operator the same question and never
-//! special-cases one. The engine adds back-pressure on top of the rule (SPEC §3.2).
+//! special-cases one. The engine adds back-pressure on top of the rule (docs/semantics.md §3.2).
 
 use std::fmt;
 use std::str::FromStr;
@@ -100,7 +100,7 @@ impl FromStr for Policy {
     }
 }
 
-/// The two families of operators (SPEC §1, seed §3).
+/// The two families of operators (docs/semantics.md §1).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Family {

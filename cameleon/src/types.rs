@@ -1,4 +1,4 @@
-//! Data types: what travels on connections (SPEC §9).
+//! Data types: what travels on connections (docs/semantics.md §9).
 //!
 //! A token's value is any `'static + Send + Sync + Clone` type that serde can serialize and
 //! deserialize, declared once with [`data_type!`](crate::data_type). The engine never looks inside a
@@ -300,7 +300,7 @@ pub struct DataError {
 data_type!(DataError, color = "#e5484d");
 
 /// The `Any` port type. On a *behavioral* operator's input it accepts every type; on a
-/// *structural* operator it is a type variable, bound by the connections (SPEC §1). It is not a
+/// *structural* operator it is a type variable, bound by the connections (docs/semantics.md §1). It is not a
 /// value type: read such an input with [`Firing::value`](crate::Firing::value).
 #[derive(Clone, Copy, Debug)]
 pub enum Any {}

@@ -1,5 +1,5 @@
 //! Parallel (maximal-step) mode, async operators, timeouts, retries, cancellation and events
-//! (SPEC §7).
+//! (docs/semantics.md §7).
 
 mod probe;
 

@@ -1,4 +1,4 @@
-//! Property tests of parallel mode (SPEC §7) on random nets: traces do not depend on timing,
+//! Property tests of parallel mode (docs/semantics.md §7) on random nets: traces do not depend on timing,
 //! `All` nets end in the same marking in both modes, and a maximal step is "every consumption,
 //! then every emission".
 
@@ -192,7 +192,7 @@ fn build(shape: &Shape, mode: Mode, jitter_seed: u64) -> Cvm {
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(20))]
 
-    /// SPEC §7: "the outcome never depends on timing" — each run draws other random waits.
+    /// docs/semantics.md §7: "the outcome never depends on timing" — each run draws other random waits.
     #[test]
     fn parallel_traces_do_not_depend_on_how_long_operators_take(seed in any::<u64>()) {
         let s = shape(seed, false);
@@ -207,7 +207,7 @@ proptest! {
         prop_assert_eq!(&traces[0], &traces[2]);
     }
 
-    /// SPEC §7: on nets where every multi-input operator is `All`, both modes reach the same
+    /// docs/semantics.md §7: on nets where every multi-input operator is `All`, both modes reach the same
     /// final marking.
     #[test]
     fn all_nets_end_in_the_same_marking_in_both_modes(seed in any::<u64>()) {
@@ -220,7 +220,7 @@ proptest! {
         prop_assert!(par.depth() <= seq.depth());
     }
 
-    /// Committing a maximal step firing by firing in declaration order equals the SPEC's
+    /// Committing a maximal step firing by firing in declaration order equals docs/semantics.md §7's
     /// "first every consumption, then every emission", with consumptions decided on the marking
     /// at the start of the step; and no firing consumes what another writes.
     #[test]

@@ -1,4 +1,4 @@
-//! The PNML export (SPEC §8) checked by an independent explorer: a small PNML reader and a
+//! The PNML export (docs/semantics.md §8) checked by an independent explorer: a small PNML reader and a
 //! brute-force place/transition-net explorer that know nothing of Caméléon, agreeing with the
 //! verifier on state counts, edge counts and deadlocks — for every example net and for random
 //! nets.

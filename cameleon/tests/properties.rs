@@ -1,4 +1,4 @@
-//! Property tests of the engine's invariants over random valid nets (SPEC §4–§5):
+//! Property tests of the engine's invariants over random valid nets (docs/semantics.md §4–§5):
 //! (a) k steps forward then k back gives the initial marking exactly, at every k;
 //! (b) two runs of the same net give identical firing sequences;
 //! (c) replay after back gives the same markings as the original forward, without calling `run`.

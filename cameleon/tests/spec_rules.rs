@@ -1,4 +1,4 @@
-//! One test per rule of SPEC.md §1–§6, named after the rule.
+//! One test per rule of docs/semantics.md §1–§6, named after the rule.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! The verifier (SPEC §8) on the workflow patterns, on known-bad nets, and on its own edges:
+//! The verifier (docs/semantics.md §8) on the workflow patterns, on known-bad nets, and on its own edges:
 //! witnesses, budget, replay, JSON.
 
 mod nets;

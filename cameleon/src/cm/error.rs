@@ -28,7 +28,7 @@ pub enum CmProblemKind {
     UnknownType,
     /// An operator's params are missing, unknown or ill-typed.
     Param,
-    /// The net is invalid (SPEC §1): unknown port, type mismatch, unconnected input, ….
+    /// The net is invalid (docs/semantics.md §1): unknown port, type mismatch, unconnected input, ….
     Net(ProblemKind),
 }
 

@@ -5,7 +5,7 @@ use crate::operator::InputSlot;
 use crate::types::Value;
 
 /// A set of operators, with a summary level so the first member is found without scanning
-/// every word (enabled-set maintenance is incremental, SPEC §4 picks the first).
+/// every word (enabled-set maintenance is incremental, docs/semantics.md §4 picks the first).
 #[derive(Debug, Default)]
 pub(crate) struct Bits {
     pub(crate) words: Vec<u64>,

@@ -10,7 +10,7 @@ use crate::history::BranchId;
 use crate::operator::OpError;
 use crate::types::Value;
 
-/// How a run ended (SPEC §6).
+/// How a run ended (docs/semantics.md §6).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(tag = "end", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum EndState {

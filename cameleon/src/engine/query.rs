@@ -97,7 +97,7 @@ impl Cvm {
         out
     }
 
-    /// Connections still EMPTY: never reached (information, not an error, SPEC §6).
+    /// Connections still EMPTY: never reached (information, not an error, docs/semantics.md §6).
     pub fn unreached(&self) -> Vec<&str> {
         self.state
             .iter()

@@ -135,7 +135,7 @@ impl NetBuilder {
         self
     }
 
-    /// Validates the net (SPEC §1) and builds it, or reports every problem found.
+    /// Validates the net (docs/semantics.md §1) and builds it, or reports every problem found.
     pub fn build(self) -> Result<Net, NetError> {
         Validator::new(self).run()
     }

@@ -1,4 +1,4 @@
-//! The net: operators and connections in declaration order, validated (SPEC §1).
+//! The net: operators and connections in declaration order, validated (docs/semantics.md §1).
 //!
 //! ```
 //! use cameleon::prelude::*;
@@ -37,7 +37,7 @@ pub(crate) use rules::{
 };
 pub(crate) use topo::Topo;
 
-/// Execution mode (SPEC §4, §7).
+/// Execution mode (docs/semantics.md §4, §7).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Mode {
@@ -64,7 +64,7 @@ impl fmt::Display for Mode {
     }
 }
 
-/// Default bound on how many times one operator may fire in a run (SPEC §4.7).
+/// Default bound on how many times one operator may fire in a run (docs/semantics.md §4.7).
 pub const DEFAULT_MAX_LOOP_ITERATIONS: u32 = 10_000;
 
 /// A net's `config:`.

@@ -137,7 +137,7 @@ pub(crate) fn gather(
 }
 
 /// Whether op `o` is enabled: its firing rule holds, and firing would overwrite no NEW token
-/// once its own consumption is applied (SPEC §3).
+/// once its own consumption is applied (docs/semantics.md §3).
 #[inline]
 pub(crate) fn evaluate(
     op: &dyn Operator,
@@ -159,7 +159,7 @@ pub(crate) fn evaluate(
     back_pressure_ok(op, topo, state, o, ins)
 }
 
-/// Back-pressure at run time: every output connection of `o` counts as written (SPEC §3.2).
+/// Back-pressure at run time: every output connection of `o` counts as written (docs/semantics.md §3.2).
 #[inline]
 pub(crate) fn back_pressure_ok(
     op: &dyn Operator,
@@ -173,7 +173,7 @@ pub(crate) fn back_pressure_ok(
 
 /// Back-pressure over the connections `writes` that a firing of `o` would write: none of them
 /// may be NEW once `o`'s own consumption is applied. The engine passes every output connection;
-/// the verifier (SPEC §8) those of the outputs in any declared emission set.
+/// the verifier (docs/semantics.md §8) those of the outputs in any declared emission set.
 #[inline]
 pub(crate) fn back_pressure_ok_on(
     op: &dyn Operator,
@@ -186,7 +186,7 @@ pub(crate) fn back_pressure_ok_on(
     let mut consumed: Option<InputSet> = None;
     for &c in writes {
         if state[c as usize] == ConnState::New {
-            // A self-loop the firing consumes first is fine (SPEC §3.2, "after consumption").
+            // A self-loop the firing consumes first is fine (docs/semantics.md §3.2, "after consumption").
             let own = topo.consumer[c as usize] == o as u32
                 && consumed
                     .get_or_insert_with(|| op.consumes(ins))

@@ -66,7 +66,7 @@ impl Topo {
                 let ty = node.out_types[p];
                 t.port_type.push((!ty.is_any()).then_some(ty));
             }
-            // SPEC §3: an operator with zero inputs and no custom rule uses `Source`.
+            // docs/semantics.md §3: an operator with zero inputs and no custom rule uses `Source`.
             let policy = match node.spec.policy {
                 Policy::Custom => Policy::Custom,
                 _ if node.spec.inputs.is_empty() => Policy::Source,

@@ -322,7 +322,7 @@ impl Validator {
         }
     }
 
-    /// Rule: an operator with no inputs (a source) must feed something (SPEC §1).
+    /// Rule: an operator with no inputs (a source) must feed something (docs/semantics.md §1).
     pub(super) fn check_sources(&mut self, resolved: &[Option<(Resolved, Resolved)>]) {
         for op in 0..self.specs.len() {
             let spec = &self.specs[op];
@@ -358,7 +358,7 @@ impl Validator {
     }
 
     /// Rule: `type(a.out) == type(b.in)` or `b.in` is `Any`; structural type variables are
-    /// unified across connections (SPEC §1). Returns the resolved types of every port.
+    /// unified across connections (docs/semantics.md §1). Returns the resolved types of every port.
     #[allow(clippy::type_complexity)] // two parallel tables, local to this function and `run`
     pub(super) fn infer_types(
         &mut self,

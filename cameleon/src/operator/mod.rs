@@ -74,7 +74,7 @@ pub trait Operator: StdAny + Send {
         InputSet::new_inputs(inputs)
     }
 
-    /// The finite control state this operator declares to the verifier (SPEC §8), if its firing
+    /// The finite control state this operator declares to the verifier (docs/semantics.md §8), if its firing
     /// rule or its emissions depend on an internal state that is finite and independent of data
     /// (a counter modulo n, a phase). Default: none — the verifier then asks
     /// [`can_fire`](Self::can_fire) on the operator as built and explores every declared emission

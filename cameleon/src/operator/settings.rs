@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::OpError;
 
-/// How parallel mode runs an operator's firings (SPEC §7). Sequential mode calls
+/// How parallel mode runs an operator's firings (docs/semantics.md §7). Sequential mode calls
 /// [`Operator::run`] on the engine's thread whatever the kind.
 ///
 /// Structural operators always run inline, whatever they declare.
@@ -42,7 +42,7 @@ impl Execution {
 pub type OpFuture<'a> = Pin<Box<dyn Future<Output = Result<(), OpError>> + Send + 'a>>;
 
 /// Retries of a failed firing (`retry: {max, backoff_ms}`), applied before the failure counts
-/// (SPEC §4).
+/// (docs/semantics.md §4).
 ///
 /// A firing is attempted at most `1 + max` times. Before the `k`-th retry the engine waits
 /// `backoff_ms × 2^(k-1)` milliseconds (exponential backoff; `0` retries at once) and restores

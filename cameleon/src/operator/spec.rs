@@ -10,7 +10,7 @@ use crate::types::{PortType, TypeInfo};
 pub enum TypeRef {
     /// A fixed type. `Any` on a behavioral input accepts every type.
     Is(&'static TypeInfo),
-    /// A type variable of a structural operator (SPEC §1): every port of the operator with the
+    /// A type variable of a structural operator (docs/semantics.md §1): every port of the operator with the
     /// same variable has the same type, bound by its connections.
     Var(u8),
 }
@@ -91,7 +91,7 @@ pub struct OpSpec {
     pub inputs: Vec<PortSpec>,
     /// Output ports, in order.
     pub outputs: Vec<PortSpec>,
-    /// Declared emission sets (output port indices), for the verifier (SPEC §8). Empty means
+    /// Declared emission sets (output port indices), for the verifier (docs/semantics.md §8). Empty means
     /// the one set "every output".
     pub emits: Vec<Vec<u16>>,
 }

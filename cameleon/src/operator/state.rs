@@ -31,7 +31,7 @@ impl fmt::Debug for OpState {
 pub struct InputSet(pub u64);
 
 impl InputSet {
-    /// Every input that is NEW: the default consumption (SPEC §4.4).
+    /// Every input that is NEW: the default consumption (docs/semantics.md §4.4).
     pub fn new_inputs(states: &[ConnState]) -> Self {
         let mut m = 0u64;
         for (i, s) in states.iter().enumerate().take(64) {

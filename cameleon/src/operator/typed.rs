@@ -52,7 +52,7 @@ pub trait Run {
     }
 
     /// Which inputs a firing consumes, given the input states. Default: every NEW input
-    /// (SPEC §4.4); a Merge consumes only the first ([`InputSet::first_new`]).
+    /// (docs/semantics.md §4.4); a Merge consumes only the first ([`InputSet::first_new`]).
     fn consumes(&self, inputs: &[ConnState]) -> InputSet {
         InputSet::new_inputs(inputs)
     }
@@ -63,14 +63,14 @@ pub trait Run {
         Ok(())
     }
 
-    /// The finite control state the operator declares to the verifier (SPEC §8); see
+    /// The finite control state the operator declares to the verifier (docs/semantics.md §8); see
     /// [`Operator::control`]. Default: none.
     fn control(&self) -> Option<&dyn FiniteControl> {
         None
     }
 }
 
-/// The firing rule of an operator declared with `firing = custom` (SPEC §3.1). It may read the
+/// The firing rule of an operator declared with `firing = custom` (docs/semantics.md §3.1). It may read the
 /// operator's own internal state.
 ///
 /// ```
@@ -103,7 +103,7 @@ pub trait Run {
 )]
 pub trait CanFire {
     /// Whether the operator may fire, given its input and output states. The engine adds
-    /// back-pressure on top (SPEC §3.2).
+    /// back-pressure on top (docs/semantics.md §3.2).
     fn can_fire(&self, e: &Enabling<'_>) -> bool;
 }
 

@@ -1,4 +1,5 @@
-//! The standard operators, in three libraries (API.md "Standard operators").
+//! The standard operators, in three libraries (the table below; `cameleon catalogue --markdown`
+//! lists them with their ports and params).
 //!
 //! | library | operators |
 //! |---|---|

@@ -1,5 +1,5 @@
 //! `std-struct`: flow control. These operators move references; their ports are type variables
-//! (SPEC §1): in Rust, type parameters (`Fork<T>`), which `pipeline!` infers from the
+//! (docs/semantics.md §1): in Rust, type parameters (`Fork<T>`), which `pipeline!` infers from the
 //! connections; built from `.cm`, `Any` (`Fork<Any>`, the default), whose ports the net binds by
 //! unification.
 //!
@@ -415,7 +415,7 @@ impl Run for Accumulator {
 }
 
 impl Accumulator {
-    /// Largest `n` whose fill level the verifier tracks exactly (SPEC §8).
+    /// Largest `n` whose fill level the verifier tracks exactly (docs/semantics.md §8).
     pub const MAX_TRACKED: usize = 1024;
 }
 

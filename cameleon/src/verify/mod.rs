@@ -1,9 +1,9 @@
-//! The verifier: explores a net's control abstraction and checks its properties (SPEC §8).
+//! The verifier: explores a net's control abstraction and checks its properties (docs/semantics.md §8).
 //!
 //! The abstraction's state is the vector of connection states (EMPTY/NEW/OLD) plus the finite
 //! control state an operator may declare ([`FiniteControl`]); data is abstracted away, so a
 //! data-dependent operator (a Gate, a Guard) contributes one successor per declared emission set.
-//! Successors follow the engine's own enabling rules (SPEC §3–§4) with interleaving semantics;
+//! Successors follow the engine's own enabling rules (docs/semantics.md §3–§4) with interleaving semantics;
 //! the exploration is breadth-first from the initial marking, so every witness is a shortest
 //! firing sequence.
 //!
@@ -179,7 +179,7 @@ pub struct Properties {
     pub option_to_complete: Check,
     /// Every operator is enabled in some reachable state.
     pub no_dead_operators: DeadCheck,
-    /// No firing writes a connection that is still NEW (holds by construction, SPEC §3).
+    /// No firing writes a connection that is still NEW (holds by construction, docs/semantics.md §3).
     pub one_safe: Check,
     /// Reachable cycles.
     pub may_loop: LoopCheck,
@@ -258,7 +258,7 @@ impl Report {
     }
 }
 
-/// Explores `net`'s control abstraction and checks the properties of SPEC §8.
+/// Explores `net`'s control abstraction and checks the properties of docs/semantics.md §8.
 pub fn verify(net: &Net, opts: &VerifyOptions) -> Report {
     verify_with(net, opts, &mut |_| {})
 }
@@ -333,7 +333,7 @@ fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
                 new: vec![conn.clone()],
                 message: Some(format!(
                     "the last firing writes `{conn}` while it still holds an unconsumed token: \
-                     a token is lost. This breaks SPEC §3 (back-pressure); the operator's \
+                     a token is lost. This breaks docs/semantics.md §3.2 (back-pressure); the operator's \
                      `consumes` or its declared control is inconsistent"
                 )),
             }

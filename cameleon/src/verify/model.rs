@@ -1,4 +1,4 @@
-//! The control abstraction of a net (SPEC §8), compiled for exploration.
+//! The control abstraction of a net (docs/semantics.md §8), compiled for exploration.
 //!
 //! A state is a packed vector of *fields*: one 2-bit field per connection (EMPTY = 0, NEW = 1,
 //! OLD = 2, the `repr` of [`ConnState`]) and one field per operator that declares a finite control
@@ -335,7 +335,7 @@ impl<'n> Model<'n> {
         if !rule || !back_pressure_ok_on(om.op, &self.topo, &self.syn, o, &self.ins, &om.writes) {
             return pack(start, 0);
         }
-        // Consumption first (NEW -> OLD), as the engine applies a firing (SPEC §4.5) ...
+        // Consumption first (NEW -> OLD), as the engine applies a firing (docs/semantics.md §4.5) ...
         let consumed = om.op.consumes(&self.ins);
         for (p, &c) in self.topo.ins(o).iter().enumerate() {
             if c != NONE && consumed.contains(p) && self.syn[c as usize] == ConnState::New {

@@ -242,7 +242,7 @@ pub fn st(cvm: &Cvm, conn: &str) -> ConnState {
 }
 
 /// Fails on every firing, but declares an `error` output of type `DataError`, where the engine
-/// puts the failure instead of stopping the run (SPEC §4).
+/// puts the failure instead of stopping the run (docs/semantics.md §4).
 #[derive(Debug)]
 pub struct Fragile;
 
