@@ -7,7 +7,7 @@
 //! the whole graph (option to complete, cycles).
 
 use super::model::Model;
-use crate::history::NONE;
+use crate::connection::NONE;
 
 /// A snapshot of a running exploration, for progress reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::connection::ConnState;
-use crate::history::NONE;
+use crate::connection::NONE;
 use crate::net::Net;
 
 mod explore;

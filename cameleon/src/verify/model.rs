@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 
 use crate::connection::ConnState;
-use crate::history::NONE;
+use crate::connection::NONE;
 use crate::net::Net;
 use crate::net::{Topo, back_pressure_ok_on, gather, rule_holds};
 use crate::operator::FiniteControl;
