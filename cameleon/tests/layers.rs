@@ -21,7 +21,9 @@ fn allowed() -> BTreeMap<String, BTreeSet<String>> {
         }
         let cells: Vec<&str> = line.split('|').map(str::trim).collect();
         // | `module` | layer | `a`, `b` |
-        let Some(module) = cells.get(1).and_then(|c| c.strip_prefix('`')?.strip_suffix('`'))
+        let Some(module) = cells
+            .get(1)
+            .and_then(|c| c.strip_prefix('`')?.strip_suffix('`'))
         else {
             continue; // the header and the separator
         };
@@ -212,5 +214,8 @@ fn the_table_lists_no_module_that_does_not_exist() {
         .into_keys()
         .filter(|m| !present.contains(m))
         .collect();
-    assert!(stale.is_empty(), "docs/architecture.md lists modules that do not exist: {stale:?}");
+    assert!(
+        stale.is_empty(),
+        "docs/architecture.md lists modules that do not exist: {stale:?}"
+    );
 }

@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 
 use cameleon::ops::{Delay, Fork, Join, Merge, Sink, Source, Transform};
 use cameleon::prelude::*;
-use cameleon::{Catalogue, Event, Marking, OpSettings, Params, Policy, ProblemKind, Retry};
+use cameleon::{
+    Catalogue, Event, Marking, OpSettings, OpState, Params, Policy, ProblemKind, Retry,
+};
 use probe::{Probe, marking_json, trace};
 
 /// The example of the issue: source → fork(8) → 8 delays → join(8) → sink.
@@ -1135,4 +1137,95 @@ fn the_fan_out_example_runs_its_delays_in_one_step() {
     assert_eq!(cvm.depth(), 5);
     assert_eq!(cvm.history().entries()[2].firings.len(), 8);
     assert_eq!(cvm.received("out")[0].to_json(), "hello");
+}
+
+/// One firing routine in every mode: the `FiringFinished` event of a plain sequential firing
+/// reports its measured time and its attempts, as a parallel one does.
+#[test]
+fn a_firing_reports_its_measured_time_and_attempts_in_both_modes() {
+    for mode in [Mode::Sequential, Mode::Parallel] {
+        let mut b = Net::builder("timed");
+        b.add("src", Source::new("x"));
+        b.add("slow", Probe::new(1, 1, Execution::Blocking).sleep(30));
+        b.add("out", Sink::new());
+        b.connect("src.out_data", "slow.in_0")
+            .connect("slow.out_0", "out.in_data");
+        let mut cvm = Cvm::builder(b.build().unwrap()).mode(mode).build();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&events);
+        cvm.on_event(move |e| sink.lock().unwrap().push(e.clone()));
+        assert_eq!(cvm.run().unwrap(), EndState::Completed);
+        let finished: Vec<(u32, u64)> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e {
+                Event::FiringFinished {
+                    op,
+                    attempts,
+                    elapsed_ms,
+                    ..
+                } if op == "slow" => Some((*attempts, *elapsed_ms)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(finished.len(), 1, "{mode:?}: one firing of `slow`");
+        let (attempts, elapsed_ms) = finished[0];
+        assert_eq!(attempts, 1, "{mode:?}");
+        assert!(
+            elapsed_ms >= 30,
+            "{mode:?}: a 30 ms firing reports {elapsed_ms} ms"
+        );
+    }
+}
+
+/// An operator that bumps its internal state, then fails, and catches its failures on
+/// `error: DataError`.
+struct Clumsy {
+    state: u64,
+}
+
+impl Operator for Clumsy {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("clumsy", "Clumsy", Family::Behavioral, Policy::Any)
+            .input("in_data", TypeRef::of::<Any>())
+            .output("out_data", TypeRef::of::<DataString>())
+            .output("error", TypeRef::of::<DataError>())
+    }
+    fn run(&mut self, _cx: &mut Firing<'_>) -> Result<(), OpError> {
+        self.state += 1;
+        Err(OpError::new("clumsy"))
+    }
+    fn save_state(&self) -> Option<OpState> {
+        Some(OpState::new(self.state))
+    }
+    fn restore_state(&mut self, s: &OpState) {
+        if let Some(v) = s.get::<u64>() {
+            self.state = *v;
+        }
+    }
+}
+
+/// docs/semantics.md §4: a failed firing leaves nothing behind, even when the failure is caught
+/// on `error` — the same in both modes, with and without retries.
+#[test]
+fn a_caught_failure_leaves_the_operators_state_as_before_in_every_mode() {
+    for (mode, settings) in [
+        (Mode::Sequential, OpSettings::NONE),
+        (Mode::Parallel, OpSettings::NONE),
+        (Mode::Sequential, retry(1, 0)),
+        (Mode::Parallel, retry(1, 0)),
+    ] {
+        let mut b = Net::builder("caught");
+        b.add("src", Source::new("x"));
+        b.add("clumsy", Clumsy { state: 7 }).settings(settings);
+        b.add("errors", Sink::new());
+        b.connect("src.out_data", "clumsy.in_data")
+            .connect("clumsy.error", "errors.in_data");
+        let mut cvm = Cvm::builder(b.build().unwrap()).mode(mode).build();
+        assert_eq!(cvm.run().unwrap(), EndState::Completed, "{mode:?}");
+        assert_eq!(cvm.received("errors").len(), 1, "{mode:?}");
+        let clumsy = cvm.net().operators()[1].downcast_ref::<Clumsy>().unwrap();
+        assert_eq!(clumsy.state, 7, "{mode:?} {settings:?}: state restored");
+    }
 }

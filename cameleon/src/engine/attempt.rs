@@ -323,14 +323,17 @@ fn bad_emission(spec: &OpSpec, p: usize, what: BadEmission<'_>) -> OpError {
 }
 
 /// A panic caught while running an operator, as an error.
+#[inline(always)]
 fn caught_panic(r: std::thread::Result<Result<(), OpError>>) -> Result<(), OpError> {
     match r {
         Ok(r) => r,
-        Err(panic) => Err(OpError::new(format!(
-            "panicked: {}",
-            panic_message(&*panic)
-        ))),
+        Err(panic) => Err(panicked(panic)),
     }
+}
+
+#[cold]
+fn panicked(panic: Box<dyn std::any::Any + Send>) -> OpError {
+    OpError::new(format!("panicked: {}", panic_message(&*panic)))
 }
 
 #[cold]

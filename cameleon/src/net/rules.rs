@@ -33,6 +33,12 @@ pub(crate) struct PortStates {
     old_count: Vec<u32>,
     /// Per op, how many of its output connections are NEW (0: no back-pressure possible).
     pub(crate) new_outs: Vec<u32>,
+    /// Per op, how many of its output connections are not EMPTY (0: the `Source` rule holds).
+    set_outs: Vec<u32>,
+    /// Per op, how many of its input connections are NEW / EMPTY: the built-in policies read
+    /// these two counts instead of the input states.
+    new_ins: Vec<u32>,
+    empty_ins: Vec<u32>,
 }
 
 impl PortStates {
@@ -54,6 +60,11 @@ impl PortStates {
             new_count: vec![0; topo.port_type.len()],
             old_count: vec![0; topo.port_type.len()],
             new_outs: vec![0; topo.policy.len()],
+            set_outs: vec![0; topo.policy.len()],
+            new_ins: vec![0; topo.policy.len()],
+            empty_ins: (0..topo.policy.len())
+                .map(|o| topo.ins(o).iter().filter(|&&c| c != NONE).count() as u32)
+                .collect(),
         }
     }
 
@@ -63,21 +74,30 @@ impl PortStates {
         self.inputs[topo.in_slot[c] as usize] = to;
         let gp = topo.out_port[c] as usize;
         let producer = topo.producer[c] as usize;
+        let consumer = topo.consumer[c] as usize;
         match from {
             ConnState::New => {
                 self.new_count[gp] -= 1;
                 self.new_outs[producer] -= 1;
+                self.new_ins[consumer] -= 1;
             }
             ConnState::Old => self.old_count[gp] -= 1,
-            ConnState::Empty => {}
+            ConnState::Empty => {
+                self.empty_ins[consumer] -= 1;
+                self.set_outs[producer] += 1;
+            }
         }
         match to {
             ConnState::New => {
                 self.new_count[gp] += 1;
                 self.new_outs[producer] += 1;
+                self.new_ins[consumer] += 1;
             }
             ConnState::Old => self.old_count[gp] += 1,
-            ConnState::Empty => {}
+            ConnState::Empty => {
+                self.empty_ins[consumer] += 1;
+                self.set_outs[producer] -= 1;
+            }
         }
         self.outputs[gp] = if self.new_count[gp] > 0 {
             ConnState::New
@@ -98,13 +118,21 @@ pub(crate) fn evaluate_cached(
     state: &[ConnState],
     o: usize,
 ) -> bool {
-    let inputs = &ports.inputs[topo.in_range(o)];
-    let e = Enabling {
-        inputs,
-        outputs: &ports.outputs[topo.out_range(o)],
-        policy: topo.policy[o],
+    let (new, empty) = (ports.new_ins[o], ports.empty_ins[o]);
+    let rule = match topo.policy[o] {
+        // The built-in policies of docs/semantics.md §3.1, on the maintained counts.
+        Policy::Any => empty == 0 && new > 0,
+        Policy::All => new > 0 && new as usize == topo.in_range(o).len(),
+        Policy::AnyNoGuard => new > 0,
+        Policy::Source => ports.set_outs[o] == 0,
+        Policy::Custom => op.can_fire(&Enabling {
+            inputs: &ports.inputs[topo.in_range(o)],
+            outputs: &ports.outputs[topo.out_range(o)],
+            policy: Policy::Custom,
+        }),
     };
-    rule_holds(op, &e) && (ports.new_outs[o] == 0 || back_pressure_ok(op, topo, state, o, inputs))
+    rule && (ports.new_outs[o] == 0
+        || back_pressure_ok(op, topo, state, o, &ports.inputs[topo.in_range(o)]))
 }
 
 /// Fills `ins`/`outs` with op `o`'s port states.
