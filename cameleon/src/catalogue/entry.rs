@@ -67,7 +67,7 @@ impl CatalogueEntry {
 }
 
 /// An operator type that carries its catalogue entry: every type declared with `#[operator]`.
-/// [`Catalogue::register`] takes one.
+/// [`Catalogue::register`](super::Catalogue::register) takes one.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not an operator declared with `#[operator]`",
     label = "no catalogue entry",
