@@ -330,7 +330,7 @@ impl<'n> Model<'n> {
         };
         let rule = match om.control {
             Some(c) => c.can_fire(q, &e),
-            None => rule_holds(&*om.op, &e),
+            None => rule_holds(om.op, &e),
         };
         if !rule || !back_pressure_ok_on(om.op, &self.topo, &self.syn, o, &self.ins, &om.writes) {
             return pack(start, 0);
