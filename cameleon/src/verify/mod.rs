@@ -33,7 +33,7 @@
 //! # Ok::<(), cameleon::NetError>(())
 //! ```
 //!
-//! [`follow`] replays a witness in the abstraction and shows the marking along it;
+//! [`follow`](fn@follow) replays a witness in the abstraction and shows the marking along it;
 //! [`to_pnml`] exports the abstraction as a 1-safe place/transition net.
 
 // The entry points and their options are here; the report's types are in `report`, how the

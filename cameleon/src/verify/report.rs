@@ -40,7 +40,7 @@ pub struct Check {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub witness: Option<Vec<String>>,
     /// The same firings, each naming the outputs it chose when the operator has several
-    /// emission sets (`gate:out_true`): the exact path, for [`follow`](super::follow).
+    /// emission sets (`gate:out_true`): the exact path, for [`follow`](super::follow()).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub path: Option<Vec<String>>,
     /// Connections NEW at the end of the witness (the stuck tokens of a deadlock).

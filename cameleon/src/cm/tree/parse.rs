@@ -1,6 +1,6 @@
-//! Text → tree: parsing `.cm` text into a located [`Node`] tree within the
-//! [`limits`](crate::cm::limits), how serde builds the tree from the YAML parser, and the
-//! messages (with hints) of syntax errors and refused input.
+//! Text → tree: parsing `.cm` text into a located [`Node`] tree within the [`limits`], how
+//! serde builds the tree from the YAML parser, and the messages (with hints) of syntax errors
+//! and refused input.
 
 use std::fmt;
 
