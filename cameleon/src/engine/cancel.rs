@@ -8,7 +8,7 @@ use tokio::sync::Notify;
 /// Cancels a run from anywhere: another task, another thread, a Ctrl-C handler. Cheap to clone;
 /// every clone is the same token.
 ///
-/// A cancelled run ends in [`EndState::Cancelled`] with the marking of its last committed step:
+/// A cancelled run ends in [`EndState::Cancelled`](super::EndState::Cancelled) with the marking of its last committed step:
 /// a step in flight is discarded (its async firings are dropped at once; a blocking or inline
 /// `run` cannot be interrupted, so the step waits for it, then discards it). The cancellation is
 /// consumed by the run (or step) that reports it, so the engine can be run again afterwards.

@@ -185,7 +185,7 @@ pub enum CheckoutError {
     Step(#[from] StepError),
 }
 
-/// A connection's state and data, from [`Cvm::state_of`].
+/// A connection's state and data, from [`Cvm::state_of`](super::Cvm::state_of).
 #[derive(Clone, Copy, Debug)]
 pub struct ConnView<'a> {
     /// EMPTY, NEW or OLD.

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::marker::PhantomData;
 
+#[cfg(doc)]
+use super::Operator;
 use super::{InPort, InputHandle, OpError, OutPort};
 use crate::connection::{ConnState, Token};
 use crate::types::{DataType, Value};

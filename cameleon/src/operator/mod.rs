@@ -78,7 +78,7 @@ pub trait Operator: StdAny + Send {
     /// rule or its emissions depend on an internal state that is finite and independent of data
     /// (a counter modulo n, a phase). Default: none — the verifier then asks
     /// [`can_fire`](Self::can_fire) on the operator as built and explores every declared emission
-    /// set. See [`FiniteControl`](FiniteControl).
+    /// set. See [`FiniteControl`].
     fn control(&self) -> Option<&dyn FiniteControl> {
         None
     }

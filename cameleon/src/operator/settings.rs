@@ -7,6 +7,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::OpError;
+#[cfg(doc)]
+use super::Operator;
 
 /// How parallel mode runs an operator's firings (docs/semantics.md §7). Sequential mode calls
 /// [`Operator::run`] on the engine's thread whatever the kind.

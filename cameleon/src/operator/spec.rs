@@ -2,6 +2,8 @@
 
 use std::borrow::Cow;
 
+#[cfg(doc)]
+use super::Operator;
 use crate::policy::{Family, Policy};
 use crate::types::{PortType, TypeInfo};
 

@@ -5,6 +5,8 @@ use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 
+#[cfg(doc)]
+use super::Operator;
 use super::{FiniteControl, Firing, InputSet, OpError, OpFuture, OutPort, ParamError};
 use crate::connection::ConnState;
 use crate::policy::Enabling;

@@ -9,6 +9,8 @@ use std::fmt;
 
 use serde_json::Value as Json;
 
+use crate::catalogue::{ParamType, list_param, option_param};
+
 /// A parsed test.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Test {
@@ -176,6 +178,41 @@ fn order(a: &Json, b: &Json, op: &str) -> Result<Ordering, String> {
         _ => Err(format!(
             "`{op}` compares numbers with numbers or strings with strings, not `{a}` with `{b}`"
         )),
+    }
+}
+
+impl ParamType for Test {
+    const NAME: &'static str = "test";
+    fn from_param(v: &Json) -> Result<Self, String> {
+        Test::parse(v).map_err(|m| {
+            format!(
+                "{m}; write a test such as `{{lt: 10}}`, `{{eq: \"stop\"}}`, `{{not: {{contains: \"x\"}}}}`"
+            )
+        })
+    }
+    fn to_param(&self) -> Json {
+        self.to_json()
+    }
+}
+
+impl ParamType for Vec<Test> {
+    const NAME: &'static str = "list of test";
+    fn from_param(v: &Json) -> Result<Self, String> {
+        list_param(v)
+    }
+    fn to_param(&self) -> Json {
+        Json::Array(self.iter().map(Test::to_json).collect())
+    }
+}
+
+impl ParamType for Option<Test> {
+    const NAME: &'static str = "test or null";
+    const IMPLICIT_DEFAULT: Option<&'static str> = Some("null");
+    fn from_param(v: &Json) -> Result<Self, String> {
+        option_param(v)
+    }
+    fn to_param(&self) -> Json {
+        self.as_ref().map_or(Json::Null, Test::to_json)
     }
 }
 

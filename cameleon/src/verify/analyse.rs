@@ -1,0 +1,336 @@
+//! From the explored state graph to the [`Report`]: each property of docs/semantics.md §8
+//! decided on the graph, with a shortest witness when it fails.
+
+use super::VerifyOptions;
+use super::explore::{self, Graph};
+use super::model::Model;
+use super::report::{
+    Check, DeadCheck, DeadOperator, Exploration, LoopCheck, Properties, Report, Stats, Verdict,
+};
+use crate::connection::ConnState;
+use crate::connection::NONE;
+
+/// The actions of the firings along a path of states.
+fn actions(model: &mut Model<'_>, g: &Graph, path: &[u32]) -> Vec<u32> {
+    let mut out = Vec::with_capacity(path.len().saturating_sub(1));
+    let mut next = vec![0u64; g.words];
+    for pair in path.windows(2) {
+        let (a, b) = (g.state(pair[0]).to_vec(), g.state(pair[1]));
+        let mut found = None;
+        model.for_each_outcome(&a, |m, k| {
+            if found.is_none() {
+                next.copy_from_slice(&a);
+                m.apply(k, &mut next);
+                if next == b {
+                    found = Some(m.outcomes[k].action);
+                }
+            }
+        });
+        // Every edge of the graph is some outcome of its source state.
+        out.extend(found);
+    }
+    out
+}
+
+/// A path as (operator names, exact labels).
+fn witness(model: &Model<'_>, actions: &[u32]) -> (Vec<String>, Vec<String>) {
+    (
+        actions.iter().map(|&a| model.name(a).to_owned()).collect(),
+        actions.iter().map(|&a| model.label(a)).collect(),
+    )
+}
+
+fn new_conns(model: &Model<'_>, s: &[u64]) -> Vec<String> {
+    (0..model.n_conns)
+        .filter(|&c| model.conn(s, c) == ConnState::New)
+        .map(|c| model.net.conns[c].name.clone())
+        .collect()
+}
+
+pub(super) fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
+    let complete = !g.budget_hit;
+    let n = g.len();
+
+    // 1-safety: a firing that writes a connection still NEW.
+    let one_safe = match g.overwrite {
+        Some((state, k)) => {
+            let oc = model.outcomes[k];
+            let mut acts = actions(model, g, &g.path_to(state));
+            acts.push(oc.action);
+            let (names, path) = witness(model, &acts);
+            let conn = &model.net.conns[oc.overwrites as usize].name;
+            Check {
+                holds: Some(false),
+                witness: Some(names),
+                path: Some(path),
+                new: vec![conn.clone()],
+                message: Some(format!(
+                    "the last firing writes `{conn}` while it still holds an unconsumed token: \
+                     a token is lost. This breaks docs/semantics.md §3.2 (back-pressure); the operator's \
+                     `consumes` or its declared control is inconsistent"
+                )),
+            }
+        }
+        None => Check {
+            holds: complete.then_some(true),
+            ..Check::default()
+        },
+    };
+
+    // Deadlocks: terminal states with a NEW connection. The first found is a shallowest one.
+    let deadlocked: Vec<bool> = (0..g.expanded())
+        .map(|id| g.terminal[id] && model.any_new(g.state(id as u32)))
+        .collect();
+    let deadlock_of = |id: usize| deadlocked.get(id).copied().unwrap_or(false);
+    let first_deadlock = (0..g.expanded()).find(|&id| deadlock_of(id));
+    let deadlock_free = match first_deadlock {
+        Some(id) => {
+            let s = g.state(id as u32).to_vec();
+            let stuck = new_conns(model, &s);
+            let acts = actions(model, g, &g.path_to(id as u32));
+            let (names, path) = witness(model, &acts);
+            Check {
+                holds: Some(false),
+                witness: Some(names),
+                path: Some(path),
+                message: Some(format!(
+                    "DEADLOCK: no operator is enabled but {} still hold{} a token: {}",
+                    plural(stuck.len(), "connection", "connections"),
+                    if stuck.len() == 1 { "s" } else { "" },
+                    stuck
+                        .iter()
+                        .map(|c| format!("`{c}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+                new: stuck,
+            }
+        }
+        None => Check {
+            holds: complete.then_some(true),
+            ..Check::default()
+        },
+    };
+
+    // Option to complete: every state reaches a COMPLETED one (terminal, nothing NEW).
+    let option_to_complete = if complete {
+        let can = explore::coreachable(g, model, |v| {
+            let v = v as usize;
+            v < g.expanded() && g.terminal[v] && !deadlocked[v]
+        });
+        match (0..n).find(|&id| !can[id]) {
+            Some(id) => {
+                let reaches_deadlock = forward_reaches(g, id as u32, |v| deadlock_of(v as usize));
+                let s = g.state(id as u32).to_vec();
+                // An empty witness means the initial marking itself cannot complete.
+                let from = if id == 0 {
+                    "from the initial marking"
+                } else {
+                    "from where the witness ends"
+                };
+                let message = if deadlock_of(id) {
+                    "the witness ends in DEADLOCK, not COMPLETED".to_owned()
+                } else if reaches_deadlock {
+                    format!(
+                        "{from} no run reaches COMPLETED: each one deadlocks or never ends (a trap)"
+                    )
+                } else {
+                    format!(
+                        "{from} no run ever ends: operators keep firing but COMPLETED is unreachable \
+                         (a livelock)"
+                    )
+                };
+                let acts = actions(model, g, &g.path_to(id as u32));
+                let (names, path) = witness(model, &acts);
+                Check {
+                    holds: Some(false),
+                    witness: Some(names),
+                    path: Some(path),
+                    new: new_conns(model, &s),
+                    message: Some(message),
+                }
+            }
+            None => Check {
+                holds: Some(true),
+                ..Check::default()
+            },
+        }
+    } else if let Some(d) = &deadlock_free.witness {
+        Check {
+            holds: Some(false),
+            witness: Some(d.clone()),
+            path: deadlock_free.path.clone(),
+            new: deadlock_free.new.clone(),
+            message: Some("the run ends in DEADLOCK, not COMPLETED".to_owned()),
+        }
+    } else {
+        Check::default()
+    };
+
+    // Dead operators.
+    let mut dead = Vec::new();
+    for (o, node) in model.net.ops.iter().enumerate() {
+        if g.op_enabled[o] {
+            continue;
+        }
+        let never_new: Vec<&str> = model
+            .topo
+            .ins(o)
+            .iter()
+            .filter(|&&c| c != NONE)
+            .filter(|&&c| {
+                let f = model.fields[c as usize];
+                g.ever_new[f.word as usize] & (1 << f.shift) == 0
+            })
+            .map(|&c| model.net.conns[c as usize].name.as_str())
+            .collect();
+        let reason = if !never_new.is_empty() {
+            format!(
+                "its input{} {} never receive{} a token",
+                if never_new.len() == 1 { "" } else { "s" },
+                never_new
+                    .iter()
+                    .map(|c| format!("`{c}`"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if never_new.len() == 1 { "s" } else { "" }
+            )
+        } else {
+            let p = model.topo.policy[o];
+            format!(
+                "its firing rule never holds with its outputs free (policy `{p}`: {})",
+                p.describe()
+            )
+        };
+        dead.push(DeadOperator {
+            op: node.name.clone(),
+            reason,
+        });
+    }
+    let no_dead_operators = DeadCheck {
+        holds: if dead.is_empty() {
+            complete.then_some(true)
+        } else if complete {
+            Some(false)
+        } else {
+            None
+        },
+        dead: if complete || dead.is_empty() {
+            dead
+        } else {
+            Vec::new()
+        },
+    };
+
+    // Cycles.
+    let cyclic = explore::on_cycle(g);
+    let may_loop = match (0..n).find(|&id| cyclic[id]) {
+        Some(id) => {
+            let prefix = actions(model, g, &g.path_to(id as u32));
+            let cycle = explore::shortest_cycle(g, id as u32)
+                .map(|path| actions(model, g, &path))
+                .unwrap_or_default();
+            let ((prefix, prefix_path), (cycle, cycle_path)) =
+                (witness(model, &prefix), witness(model, &cycle));
+            LoopCheck {
+                may_loop: Some(true),
+                prefix: Some(prefix),
+                cycle: Some(cycle),
+                prefix_path: Some(prefix_path),
+                cycle_path: Some(cycle_path),
+            }
+        }
+        None => LoopCheck {
+            may_loop: complete.then_some(false),
+            ..LoopCheck::default()
+        },
+    };
+
+    let props = Properties {
+        deadlock_free,
+        option_to_complete,
+        no_dead_operators,
+        one_safe,
+        may_loop,
+    };
+    let checks = [
+        props.one_safe.holds,
+        props.deadlock_free.holds,
+        props.option_to_complete.holds,
+        props.no_dead_operators.holds,
+    ];
+    let verdict = if checks.contains(&Some(false)) {
+        Verdict::Fails
+    } else if checks.iter().all(|c| *c == Some(true)) {
+        Verdict::Holds
+    } else {
+        Verdict::Inconclusive
+    };
+    let first_failing = [
+        &props.one_safe,
+        &props.deadlock_free,
+        &props.option_to_complete,
+    ]
+    .into_iter()
+    .find(|c| c.witness.is_some());
+    let witness = first_failing.and_then(|c| c.witness.clone());
+    let witness_path = first_failing.and_then(|c| c.path.clone());
+    let depth = if n == 0 {
+        0
+    } else {
+        g.depth(n as u32 - 1) as u64
+    };
+    Report {
+        valid: true,
+        net: model.net.name.clone(),
+        verdict,
+        complete,
+        states: n as u64,
+        edges: g.edges(),
+        deadlock_free: props.deadlock_free.holds,
+        option_to_complete: props.option_to_complete.holds,
+        no_dead_operators: props.no_dead_operators.holds,
+        one_safe: props.one_safe.holds,
+        may_loop: props.may_loop.may_loop,
+        witness,
+        witness_path,
+        dead_operators: props
+            .no_dead_operators
+            .dead
+            .iter()
+            .map(|d| d.op.clone())
+            .collect(),
+        properties: props,
+        exploration: Exploration {
+            max_states: opts.max_states,
+            budget_hit: g.budget_hit,
+            expanded: g.expanded() as u64,
+            frontier: (n - g.expanded()) as u64,
+            depth,
+        },
+        stats: Stats::default(),
+    }
+}
+
+/// Whether some state satisfying `hit` is reachable from `from`.
+fn forward_reaches(g: &Graph, from: u32, hit: impl Fn(u32) -> bool) -> bool {
+    let mut seen = vec![false; g.len()];
+    let mut stack = vec![from];
+    seen[from as usize] = true;
+    while let Some(v) = stack.pop() {
+        if hit(v) {
+            return true;
+        }
+        for &w in g.successors(v) {
+            if !seen[w as usize] {
+                seen[w as usize] = true;
+                stack.push(w);
+            }
+        }
+    }
+    false
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
