@@ -194,18 +194,43 @@ fn backward_step_restores_internal_state_and_calls_rollback() {
     let mut cvm = Cvm::new(b.build().expect("valid net"));
     assert_eq!(cvm.run().expect("runs"), EndState::Completed);
     assert_eq!(cvm.received("out")[0].to_json(), json!("ab+ab+ab"));
+    let fired = |cvm: &Cvm| {
+        let net = cvm.net();
+        let id = net.op_id("rep").expect("declared");
+        net.operators()[id.index()]
+            .downcast_ref::<Repeat>()
+            .expect("a Repeat")
+            .fired
+    };
+    assert_eq!(fired(&cvm), 1);
 
     cvm.back().expect("undo the sink");
     cvm.back().expect("undo the relay");
     assert_eq!(undo.0.load(Ordering::SeqCst), 0);
+    assert_eq!(fired(&cvm), 1, "not undone yet");
     cvm.back().expect("undo the repeat");
     assert_eq!(
         undo.0.load(Ordering::SeqCst),
         1,
         "rollback compensated once"
     );
+    assert_eq!(fired(&cvm), 0, "the counter reads its pre-firing value");
     assert_eq!(cvm.run().expect("replays"), EndState::Completed);
     assert_eq!(cvm.received("out")[0].to_json(), json!("ab+ab+ab"));
+    assert_eq!(
+        fired(&cvm),
+        1,
+        "replay re-installs the state after the firing"
+    );
+    // Re-executed rather than replayed, the counter starts again from its pre-firing value.
+    cvm.rewind();
+    cvm.step().expect("replays the source");
+    cvm.refire().expect("runs the repeat again");
+    assert_eq!(
+        fired(&cvm),
+        1,
+        "counted once, not on top of the undone firing"
+    );
 }
 
 #[test]

@@ -727,9 +727,34 @@ fn back_restores_a_stateful_operators_internal_state() {
     let mut cvm = Cvm::new(b.build().unwrap());
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(received(&cvm, "out"), [json!(["a", "b"])]);
-    // Go back past the accumulator's first firing, then re-execute: without restoring its
-    // internal list, it would hold a stale "a" and emit three items or emit too early.
-    while fired(&cvm).iter().filter(|n| *n == "acc").count() > 0 {
+    assert_eq!(fired(&cvm), ["a", "b", "m", "acc", "m", "acc", "out"]);
+    // Step back over the accumulator's second firing only (and the sink's): its list must be
+    // ["a"] again, as it was before that firing. Re-executed, it emits ["a", "b"]; with the
+    // list it had after the firing (emptied, or still ["a", "b"]), it would emit nothing or
+    // three items.
+    cvm.back().unwrap();
+    cvm.back().unwrap();
+    assert_eq!(fired(&cvm), ["a", "b", "m", "acc", "m"]);
+    assert_eq!(
+        st(&cvm, "acc.out_data -> out.in_data"),
+        ConnState::Empty,
+        "the emission is undone"
+    );
+    let acc = cvm.net().op_id("acc").unwrap();
+    assert_eq!(cvm.fire_count(acc), 1);
+    assert!(matches!(
+        cvm.refire().unwrap(),
+        Step::Fired {
+            replayed: false,
+            ..
+        }
+    ));
+    assert_eq!(fired(&cvm), ["a", "b", "m", "acc", "m", "acc"]);
+    assert_eq!(st(&cvm, "acc.out_data -> out.in_data"), ConnState::New);
+    while let Step::Fired { .. } = cvm.refire().unwrap() {}
+    assert_eq!(received(&cvm, "out"), [json!(["a", "b"])]);
+    // Back past both firings: the list is empty again, and a re-execution collects anew.
+    while fired(&cvm).iter().any(|n| n == "acc") {
         cvm.back().unwrap();
     }
     while let Step::Fired { .. } = cvm.refire().unwrap() {}
