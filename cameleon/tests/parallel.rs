@@ -784,6 +784,94 @@ fn the_loop_limit_names_the_first_operator_over_it_in_declaration_order() {
     );
 }
 
+/// src → split ─┬→ spin (a merge on a self-loop: fires every step)
+///              └→ t → p → out
+/// `p` is declared before `spin`: at step 4 both are enabled, `p` under the loop bound, `spin`
+/// at it.
+fn spin_beside_a_chain() -> Cvm {
+    let mut b = Net::builder("spin");
+    b.add("src", Source::new("x"));
+    b.add("split", Fork::<Any>::new(2).unwrap());
+    b.add("t", Transform::new());
+    b.add("p", Transform::new());
+    b.add("spin", Merge::<Any>::default());
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "split.in_data")
+        .connect("split.out_a", "spin.in_a")
+        .connect("spin.out_data", "spin.in_b")
+        .connect("split.out_b", "t.in_data")
+        .connect("t.out_data", "p.in_data")
+        .connect("p.out_data", "out.in_data");
+    Cvm::builder(b.build().unwrap())
+        .mode(Mode::Parallel)
+        .max_loop_iterations(1)
+        .build()
+}
+
+/// docs/semantics.md §7: "if any operator of the step has reached `max_loop_iterations`, the
+/// run stops in `LOOP_LIMIT` naming the first such operator" — also when it is not the first
+/// operator of the step, and without firing the others.
+#[test]
+fn the_loop_limit_stops_a_maximal_step_whose_later_operator_is_at_its_bound() {
+    let counts = |cvm: &Cvm| -> Vec<u32> {
+        (0..cvm.net().operators().len())
+            .map(|o| cvm.fire_count(cameleon::OpId(o as u32)))
+            .collect()
+    };
+    let limit = EndState::LoopLimit {
+        op: "spin".into(),
+        limit: 1,
+    };
+    for run in [false, true] {
+        let mut cvm = spin_beside_a_chain();
+        for _ in 0..3 {
+            cvm.step().unwrap(); // src; split; spin and t
+        }
+        assert_eq!(cvm.fireable(), ["p", "spin"]);
+        let (before, fired, recorded) = (
+            cvm.marking(),
+            counts(&cvm),
+            cvm.history().recorded_firings(),
+        );
+        assert_eq!(fired, [1, 1, 1, 0, 1, 0]);
+        let end = if run {
+            cvm.run().unwrap()
+        } else {
+            match cvm.step().unwrap() {
+                Step::Ended(end) => end,
+                other => panic!("expected LOOP_LIMIT, got {other:?}"),
+            }
+        };
+        assert_eq!(end, limit, "run: {run}");
+        assert_eq!(cvm.depth(), 3, "run: {run}");
+        assert!(
+            cvm.marking() == before,
+            "run: {run}: the marking is unchanged"
+        );
+        assert_eq!(counts(&cvm), fired, "run: {run}: `p` did not fire either");
+        assert_eq!(cvm.history().recorded_firings(), recorded);
+        // A higher bound lets the step go on, `p` and `spin` together.
+        cvm.set_max_loop_iterations(2);
+        match cvm.step().unwrap() {
+            Step::Fired { ops, step: 4, .. } => assert_eq!(ops.len(), 2),
+            other => panic!("expected step 4, got {other:?}"),
+        }
+    }
+    // Replaying that step under the lower bound stops the same way.
+    let mut cvm = spin_beside_a_chain();
+    cvm.set_max_loop_iterations(2);
+    for _ in 0..4 {
+        cvm.step().unwrap();
+    }
+    cvm.back().unwrap();
+    let (before, fired) = (cvm.marking(), counts(&cvm));
+    cvm.set_max_loop_iterations(1);
+    assert_eq!(cvm.step().unwrap(), Step::Ended(limit));
+    assert!(cvm.marking() == before);
+    assert_eq!(counts(&cvm), fired);
+    assert_eq!(cvm.history().redo_len(), 1, "the recorded step waits");
+}
+
 #[test]
 fn events_report_each_firing_and_each_committed_step() {
     let events = Arc::new(Mutex::new(Vec::new()));
