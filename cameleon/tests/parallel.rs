@@ -34,14 +34,22 @@ fn fan_out(ms: u64, mode: Mode) -> Cvm {
     Cvm::builder(b.build().unwrap()).mode(mode).build()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+/// On a paused clock (see `the_fan_out_example_runs_its_delays_in_one_step`): the eight delays
+/// of 100 ms take 100 ms together.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
 async fn fan_out_to_eight_delays_waits_for_them_at_once() {
     let mut cvm = fan_out(100, Mode::Parallel);
     let events = Arc::new(Mutex::new(Vec::new()));
     let log = Arc::clone(&events);
     cvm.on_event(move |e| log.lock().unwrap().push(e.clone()));
+    let t = tokio::time::Instant::now();
     assert_eq!(cvm.run_async().await.unwrap(), EndState::Completed);
-    // The eight delays of the step all started before any of them finished: they overlapped.
+    let waited = t.elapsed();
+    assert!(
+        waited >= Duration::from_millis(100) && waited < Duration::from_millis(200),
+        "waited together, not one after the other: {waited:?} of paused-clock time"
+    );
+    // The eight firings of the step were started, then each finished once.
     let events = events.lock().unwrap();
     let started =
         |e: &Event| matches!(e, Event::FiringStarted { op, .. } if op.starts_with("wait_"));
@@ -432,31 +440,54 @@ fn back_undoes_a_maximal_step_and_forward_replays_it_without_running() {
 }
 
 fn slow_chain(kind: Execution, ms: u64, settings: OpSettings, mode: Mode) -> Cvm {
+    chain(Probe::new(1, 1, kind).sleep(ms), settings, mode)
+}
+
+/// src → slow → out, `slow` being `op` (its first input and output are `in_0`/`in_data` and
+/// `out_0`/`out_data`).
+fn chain(op: impl Operator, settings: OpSettings, mode: Mode) -> Cvm {
+    let spec = op.spec();
+    let (input, output) = (spec.inputs[0].name.clone(), spec.outputs[0].name.clone());
     let mut b = Net::builder("slow");
     b.add("src", Source::new("x"));
-    b.add("slow", Probe::new(1, 1, kind).sleep(ms))
-        .settings(settings);
+    b.add("slow", op).settings(settings);
     b.add("out", Sink::new());
-    b.connect("src.out_data", "slow.in_0")
-        .connect("slow.out_0", "out.in_data");
+    b.connect("src.out_data", format!("slow.{input}"))
+        .connect(format!("slow.{output}"), "out.in_data");
     Cvm::builder(b.build().unwrap()).mode(mode).build()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_ends_the_run_in_cancelled_with_the_marking_of_the_last_step() {
-    let mut cvm = slow_chain(Execution::Async, 30_000, OpSettings::NONE, Mode::Parallel);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let mut slow = Probe::new(1, 1, Execution::Async)
+        .sleep(30_000)
+        .counting(&calls);
+    slow.dirty_before_wait = true;
+    let mut cvm = chain(slow, OpSettings::NONE, Mode::Parallel);
     cvm.step_async().await.unwrap();
     let before = cvm.marking();
+    // Cancel once the step has started `slow`'s firing: by the event stream, not by a timer.
     let token = cvm.cancel_token();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        token.cancel();
+    let mut events = cvm.events();
+    let canceller = tokio::spawn(async move {
+        while let Some(e) = events.recv().await {
+            if matches!(&e, Event::FiringStarted { op, .. } if op == "slow") {
+                token.cancel();
+                return true;
+            }
+        }
+        false
     });
-    let t = Instant::now();
     assert_eq!(cvm.run_async().await.unwrap(), EndState::Cancelled);
     assert!(
-        t.elapsed() < Duration::from_secs(5),
-        "the async firing was dropped"
+        canceller.await.unwrap(),
+        "cancelled on `slow`'s FiringStarted"
+    );
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        0,
+        "the async firing was dropped before its 30 s wait ended"
     );
     assert_eq!(cvm.marking(), before);
     assert_eq!(cvm.depth(), 1);
@@ -471,22 +502,45 @@ async fn cancelling_ends_the_run_in_cancelled_with_the_marking_of_the_last_step(
         .iter()
         .find(|o| o.name == "slow")
         .unwrap();
-    assert_eq!(slow.downcast_ref::<Probe>().unwrap().state, 0);
+    assert_eq!(
+        slow.downcast_ref::<Probe>().unwrap().state,
+        0,
+        "whatever the dropped firing changed is restored"
+    );
 }
 
 #[test]
 fn cancelling_a_sync_run_from_another_thread_waits_for_a_blocking_firing_then_discards_it() {
-    let mut cvm = slow_chain(Execution::Blocking, 200, OpSettings::NONE, Mode::Parallel);
+    let gate = probe::Gate::new();
+    let held = probe::Held {
+        gate: Arc::clone(&gate),
+        state: 0,
+    };
+    let mut cvm = chain(held, OpSettings::NONE, Mode::Parallel);
     cvm.step().unwrap();
     let before = cvm.marking();
     let token = cvm.cancel_token();
+    let mut events = cvm.events();
+    let g = Arc::clone(&gate);
+    // The canceller waits for the step to start `slow` and for its `run` to be under way,
+    // cancels, and only then lets `run` return: the cancellation arrives while the blocking
+    // firing is in flight, whatever the timing.
     let canceller = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(50));
+        while let Some(e) = events.blocking_recv() {
+            if matches!(&e, Event::FiringStarted { op, .. } if op == "slow") {
+                break;
+            }
+        }
+        let entered = g.wait_entered();
         token.cancel();
+        g.release();
+        entered
     });
     assert_eq!(cvm.run().unwrap(), EndState::Cancelled);
-    canceller.join().unwrap();
+    assert_eq!(canceller.join().unwrap(), 1, "`run` was under way");
+    assert_eq!(gate.entered(), 1);
     assert_eq!(cvm.marking(), before);
+    assert_eq!(cvm.depth(), 1);
     let slow = cvm
         .net()
         .operators()
@@ -494,10 +548,13 @@ fn cancelling_a_sync_run_from_another_thread_waits_for_a_blocking_firing_then_di
         .find(|o| o.name == "slow")
         .unwrap();
     assert_eq!(
-        slow.downcast_ref::<Probe>().unwrap().state,
+        slow.downcast_ref::<probe::Held>()
+            .expect("the operator is back in the net")
+            .state,
         0,
-        "operator back, state restored"
+        "state restored"
     );
+    assert_eq!(cvm.fireable(), ["slow"]);
 }
 
 #[test]
@@ -516,16 +573,25 @@ fn an_async_firing_past_its_timeout_fails_at_the_deadline() {
             timeout_ms: Some(50),
             retry: None,
         };
-        let mut cvm = slow_chain(Execution::Async, 30_000, settings, mode);
-        let t = Instant::now();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let slow = Probe::new(1, 1, Execution::Async)
+            .sleep(30_000)
+            .counting(&calls);
+        let mut cvm = chain(slow, settings, mode);
         match cvm.run().unwrap() {
             EndState::Error { op, error } => {
                 assert_eq!(op, "slow");
+                // Cut short: a firing that returned late would say "ran for … ms, over its
+                // timeout".
                 assert!(error.contains("timed out after 50 ms"), "{error}");
             }
             other => panic!("expected ERROR, got {other:?} ({mode})"),
         }
-        assert!(t.elapsed() < Duration::from_secs(5));
+        assert_eq!(
+            calls.load(Ordering::SeqCst),
+            0,
+            "{mode}: dropped at the deadline, before its 30 s wait ended"
+        );
         assert_eq!(cvm.depth(), 1);
     }
 }
@@ -1174,18 +1240,15 @@ fn cm_instance_settings_load_apply_and_write_back() {
     let mut cvm = Cvm::builder(net)
         .on_event(move |e| sink.lock().unwrap().push(e.clone()))
         .build();
-    let t = Instant::now();
     match cvm.run().unwrap() {
         EndState::Error { op, error } => {
             assert_eq!(op, "wait");
+            // Cut short at 50 ms (an attempt that ran its 500 ms would report "ran for … ms,
+            // over its timeout").
             assert!(error.contains("timed out after 50 ms"), "{error}");
         }
         other => panic!("expected ERROR, got {other:?}"),
     }
-    assert!(
-        t.elapsed() < Duration::from_millis(450),
-        "cut short, not 2 × 500 ms"
-    );
     let retried = events
         .lock()
         .unwrap()
@@ -1210,17 +1273,21 @@ fn an_unknown_retry_key_in_cm_is_refused() {
     assert!(e.contains("unknown key `backof_ms`"), "{e}");
 }
 
-#[test]
-fn the_fan_out_example_runs_its_delays_in_one_step() {
+/// The runtime's clock is paused: it jumps to the next timer when every task waits, so the time
+/// a run takes on it is exact — 200 ms for 8 delays of 200 ms waited together, 1600 ms one
+/// after the other — and owes nothing to the machine's speed.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn the_fan_out_example_runs_its_delays_in_one_step() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/fan_out_delays.cm");
     let net = Net::from_cm_file(path).unwrap();
     assert_eq!(net.config().mode, Mode::Parallel);
     let mut cvm = Cvm::new(net);
-    let t = Instant::now();
-    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let t = tokio::time::Instant::now();
+    assert_eq!(cvm.run_async().await.unwrap(), EndState::Completed);
+    let waited = t.elapsed();
     assert!(
-        t.elapsed() < Duration::from_millis(1_000),
-        "8 × 200 ms overlapped"
+        waited >= Duration::from_millis(200) && waited < Duration::from_millis(400),
+        "8 × 200 ms waited together, not one after the other: {waited:?} of paused-clock time"
     );
     assert_eq!(cvm.depth(), 5);
     assert_eq!(cvm.history().entries()[2].firings.len(), 8);

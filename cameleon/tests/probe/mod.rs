@@ -299,3 +299,86 @@ impl Operator for Rendezvous {
         })
     }
 }
+
+/// A blocking operator that holds its firing until the test lets it go: `run` records that it
+/// entered (and bumps its internal state), then waits on its [`Gate`] before emitting. The test
+/// decides what happens while a firing is in flight — by order, not by timing.
+pub struct Held {
+    pub gate: Arc<Gate>,
+    /// Internal state: firings entered (restored when the step is discarded).
+    pub state: u64,
+}
+
+/// Where a [`Held`] operator reports that it entered `run`, and waits to be released.
+#[derive(Default)]
+pub struct Gate {
+    inner: std::sync::Mutex<(usize, bool)>,
+    changed: std::sync::Condvar,
+}
+
+impl Gate {
+    pub fn new() -> Arc<Self> {
+        Arc::new(Gate::default())
+    }
+
+    /// Blocks until some `run` has entered (or 30 s: then the test fails on what it finds).
+    pub fn wait_entered(&self) -> usize {
+        let g = self.inner.lock().unwrap();
+        let (g, _) = self
+            .changed
+            .wait_timeout_while(g, Duration::from_secs(30), |(entered, _)| *entered == 0)
+            .unwrap();
+        g.0
+    }
+
+    /// Lets every held `run` go on.
+    pub fn release(&self) {
+        self.inner.lock().unwrap().1 = true;
+        self.changed.notify_all();
+    }
+
+    /// How many `run`s entered.
+    pub fn entered(&self) -> usize {
+        self.inner.lock().unwrap().0
+    }
+
+    fn enter_and_wait(&self) -> Result<(), OpError> {
+        let mut g = self.inner.lock().unwrap();
+        g.0 += 1;
+        self.changed.notify_all();
+        let (g, timeout) = self
+            .changed
+            .wait_timeout_while(g, Duration::from_secs(30), |(_, released)| !*released)
+            .unwrap();
+        drop(g);
+        if timeout.timed_out() {
+            return Err(OpError::new("never released"));
+        }
+        Ok(())
+    }
+}
+
+impl Operator for Held {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("held", "Held", Family::Behavioral, Policy::Any)
+            .input("in_data", TypeRef::of::<Any>())
+            .output("out_data", TypeRef::of::<DataString>())
+    }
+    fn execution(&self) -> Execution {
+        Execution::Blocking
+    }
+    fn save_state(&self) -> Option<OpState> {
+        Some(OpState::new(self.state))
+    }
+    fn restore_state(&mut self, s: &OpState) {
+        if let Some(v) = s.get::<u64>() {
+            self.state = *v;
+        }
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        self.state += 1;
+        self.gate.enter_and_wait()?;
+        cx.emit_at(0, DataString("released".into()));
+        Ok(())
+    }
+}
