@@ -7,6 +7,7 @@ use serde_json::{Map, Value as Json, json};
 
 use super::{Io, RunArgs, display_name, exit, load};
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
+use cameleon::history::Entry;
 use cameleon::net::Net;
 use cameleon::verify;
 
@@ -154,47 +155,101 @@ fn show_value(v: &Json) -> String {
 /// — then a last line with the end state, steps and firings. No wall time: the same net in the
 /// same mode gives the same bytes.
 pub fn trace_jsonl(cvm: &Cvm, report: &RunReport) -> String {
-    let net = cvm.net();
     let mut out = String::new();
     for entry in cvm.history().entries() {
-        for f in &entry.firings {
-            let consumed: Vec<&str> = f
-                .consumed
-                .iter()
-                .map(|c| net.connections()[c.index()].name.as_str())
-                .collect();
-            let emitted: Vec<Json> = f
-                .written
-                .iter()
-                .map(|(c, t)| {
-                    let conn = net.connections()[c.index()].name.as_str();
-                    match cvm.token(*t) {
-                        Some(tok) => json!({
-                            "conn": conn,
-                            "type": tok.type_name(),
-                            "value": tok.value.to_json(),
-                        }),
-                        None => json!({ "conn": conn }),
-                    }
-                })
-                .collect();
-            let line = json!({
-                "step": entry.step,
-                "op": net.op(f.op).name,
-                "consumed": consumed,
-                "emitted": emitted,
-            });
-            out.push_str(&line.to_string());
-            out.push('\n');
-        }
+        push_entry(&mut out, cvm, &entry);
     }
     out.push_str(&report.trace_end().to_string());
     out.push('\n');
     out
 }
 
-/// Runs `cvm` to an end state, with a progress bar on stderr when `progress`.
-fn drive(cvm: &mut Cvm, progress: bool) -> Result<EndState, StepError> {
+/// Appends the trace lines of one history entry: one per firing.
+fn push_entry(out: &mut String, cvm: &Cvm, entry: &Entry) {
+    let net = cvm.net();
+    for f in &entry.firings {
+        let consumed: Vec<&str> = f
+            .consumed
+            .iter()
+            .map(|c| net.connections()[c.index()].name.as_str())
+            .collect();
+        let emitted: Vec<Json> = f
+            .written
+            .iter()
+            .map(|(c, t)| {
+                let conn = net.connections()[c.index()].name.as_str();
+                match cvm.token(*t) {
+                    Some(tok) => json!({
+                        "conn": conn,
+                        "type": tok.type_name(),
+                        "value": tok.value.to_json(),
+                    }),
+                    None => json!({ "conn": conn }),
+                }
+            })
+            .collect();
+        let line = json!({
+            "step": entry.step,
+            "op": net.op(f.op).name,
+            "consumed": consumed,
+            "emitted": emitted,
+        });
+        out.push_str(&line.to_string());
+        out.push('\n');
+    }
+}
+
+/// Where `run --trace` writes, as the run goes: each step's lines once it is committed, so a
+/// reader sees the run progress (and what a cancelled run had done).
+struct TraceSink<'w> {
+    out: &'w mut dyn Write,
+    line: String,
+    /// The first write error; tracing stops there.
+    error: Option<std::io::Error>,
+}
+
+impl TraceSink<'_> {
+    /// Writes the lines of the step just committed.
+    fn step(&mut self, cvm: &Cvm) {
+        if self.error.is_some() {
+            return;
+        }
+        let Some(entry) = cvm.history().last() else {
+            return;
+        };
+        self.line.clear();
+        push_entry(&mut self.line, cvm, &entry);
+        self.write();
+    }
+
+    /// Writes the last line: the end state, steps and firings.
+    fn end(&mut self, report: &RunReport) {
+        if self.error.is_none() {
+            self.line.clear();
+            self.line.push_str(&report.trace_end().to_string());
+            self.line.push('\n');
+            self.write();
+        }
+    }
+
+    fn write(&mut self) {
+        if let Err(e) = self
+            .out
+            .write_all(self.line.as_bytes())
+            .and_then(|()| self.out.flush())
+        {
+            self.error = Some(e);
+        }
+    }
+}
+
+/// Runs `cvm` to an end state, with a progress bar on stderr when `progress`, writing each
+/// committed step to `trace`.
+fn drive(
+    cvm: &mut Cvm,
+    progress: bool,
+    mut trace: Option<&mut TraceSink<'_>>,
+) -> Result<EndState, StepError> {
     let bar = if progress {
         let b =
             indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
@@ -236,6 +291,9 @@ fn drive(cvm: &mut Cvm, progress: bool) -> Result<EndState, StepError> {
         }
         match cvm.step() {
             Ok(Step::Fired { .. }) => {
+                if let Some(t) = trace.as_deref_mut() {
+                    t.step(cvm);
+                }
                 n += 1;
                 if n.is_multiple_of(512) {
                     bar.set_position(n);
@@ -293,7 +351,31 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         b = b.cancel_token(token.clone());
     }
     let mut cvm = b.build();
-    let end = match drive(&mut cvm, io.progress && !a.json) {
+    let trace_to_stdout = a.trace.as_deref() == Some("-");
+    let mut file = match a.trace.as_deref() {
+        Some(path) if !trace_to_stdout => match std::fs::File::create(path) {
+            Ok(f) => Some(std::io::BufWriter::new(f)),
+            Err(e) => {
+                writeln!(io.stderr, "error: cannot write the trace to `{path}`: {e}")?;
+                return Ok(exit::ERROR);
+            }
+        },
+        _ => None,
+    };
+    let mut trace = match (&mut file, trace_to_stdout) {
+        (Some(f), _) => Some(TraceSink {
+            out: f,
+            line: String::new(),
+            error: None,
+        }),
+        (None, true) => Some(TraceSink {
+            out: &mut *io.stdout,
+            line: String::new(),
+            error: None,
+        }),
+        (None, false) => None,
+    };
+    let end = match drive(&mut cvm, io.progress && !a.json, trace.as_mut()) {
         Ok(end) => end,
         Err(e) => {
             writeln!(io.stderr, "error: {e}")?;
@@ -301,13 +383,10 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         }
     };
     let report = RunReport::new(&cvm, end);
-
-    let trace_to_stdout = a.trace.as_deref() == Some("-");
-    if let Some(path) = &a.trace {
-        let text = trace_jsonl(&cvm, &report);
-        if trace_to_stdout {
-            io.stdout.write_all(text.as_bytes())?;
-        } else if let Err(e) = std::fs::write(path, text) {
+    if let Some(mut t) = trace {
+        t.end(&report);
+        if let Some(e) = t.error {
+            let path = a.trace.as_deref().unwrap_or("-");
             writeln!(io.stderr, "error: cannot write the trace to `{path}`: {e}")?;
             return Ok(exit::ERROR);
         }

@@ -1,6 +1,7 @@
 //! The `cameleon` binary, run as a user runs it: every shipped example, every subcommand, the
 //! exit codes and JSON shapes of docs/cli.md.
 
+use std::io::BufRead;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
@@ -274,6 +275,39 @@ fn trace_to_stdout_moves_the_summary_to_stderr() {
         out.lines()
             .all(|l| serde_json::from_str::<Value>(l).is_ok())
     );
+}
+
+/// The trace is written as the run goes, step by step: in parallel mode each maximal step gives
+/// one line per firing, in declaration order, all with the step's number; to stdout or to a
+/// file, the same bytes.
+#[test]
+fn a_parallel_trace_has_one_line_per_firing_of_each_maximal_step() {
+    let o = cameleon(&["run", &example("fan_out_delays.cm"), "--trace", "-"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let v: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let steps: Vec<u64> = v[..v.len() - 1]
+        .iter()
+        .map(|l| l["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps, [1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 4, 5]);
+    let waits: Vec<&str> = v[2..10].iter().map(|l| l["op"].as_str().unwrap()).collect();
+    assert_eq!(waits, (0..8).map(|i| format!("wait_{i}")).collect::<Vec<_>>());
+    assert_eq!(
+        v[12],
+        json!({"end": "COMPLETED", "steps": 5, "firings": 12})
+    );
+    let dir = temp_dir("parallel-trace");
+    let path = dir.join("t.jsonl");
+    let o = cameleon(&[
+        "run",
+        &example("fan_out_delays.cm"),
+        "--trace",
+        &path.display().to_string(),
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), out);
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -575,22 +609,67 @@ fn ctrl_c_cancels_the_run_and_reports_cancelled() {
          - {from: wait.out_data, to: out.in_data}\n",
     )
     .unwrap();
-    let child = Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args(["run", file.to_str().unwrap()])
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cameleon"))
+        .args(["run", file.to_str().unwrap(), "--trace", "-"])
+        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Give the process time to install its handler (it does so before parsing arguments),
-    // then interrupt it as a terminal would. The delay alone would take ten minutes.
-    std::thread::sleep(std::time::Duration::from_secs(2));
+    // The trace streams each step as it is committed: once `src`'s line is out, the run is in
+    // the delay's step (ten minutes long), with its Ctrl-C handler installed (it is, before the
+    // arguments are even parsed). Interrupt it then, as a terminal would. (The 60 s waits only
+    // turn a hang into a failure; nothing is timed.)
+    let stdout_lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in stdout_lines {
+            if tx.send(l.expect("readable stdout")).is_err() {
+                break;
+            }
+        }
+    });
+    let give_up = std::time::Duration::from_secs(60);
+    let mut trace = Vec::new();
+    match rx.recv_timeout(give_up) {
+        Ok(first) => trace.push(first),
+        Err(e) => {
+            let _ = child.kill();
+            panic!("no trace line while the run goes on ({e}): is the trace streamed?");
+        }
+    }
     let sent = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(sent.success());
+    loop {
+        match rx.recv_timeout(give_up) {
+            Ok(l) => trace.push(l),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break, // stdout closed
+            Err(e) => {
+                let _ = child.kill();
+                panic!("the run did not stop after Ctrl-C ({e}); trace so far: {trace:#?}");
+            }
+        }
+    }
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
-    assert!(stdout(&out).contains("CANCELLED"), "{}", stdout(&out));
-    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    // The end state agrees with what the trace shows: one step, `src`'s; the delay's step was
+    // discarded.
+    let v: Vec<Value> = trace
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    assert_eq!(v.len(), 2, "{trace:#?}");
+    assert_eq!(v[0]["step"], 1);
+    assert_eq!(v[0]["op"], "src");
+    assert_eq!(
+        v[1],
+        json!({"end": "CANCELLED", "steps": 1, "firings": 1}),
+        "{trace:#?}"
+    );
+    let err = stderr(&out);
+    assert!(err.contains("interrupted"), "{err}");
+    assert!(err.contains("slow: CANCELLED after 1 step (1 firing)"), "{err}");
 }

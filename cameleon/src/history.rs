@@ -256,6 +256,12 @@ impl History<'_> {
             .collect()
     }
 
+    /// The last applied entry (the step just taken), without building the others.
+    pub fn last(&self) -> Option<Entry> {
+        let node = *self.store.path.last()?;
+        Some(self.entry(self.store.path.len() as u32, node))
+    }
+
     /// The entries a forward step would replay, next first.
     pub fn redo_entries(&self) -> Vec<Entry> {
         let depth = self.store.path.len() as u32;
