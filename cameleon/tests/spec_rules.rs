@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cameleon::ops::*;
 use cameleon::prelude::*;
-use cameleon::{ProblemKind, StepError, StuckReason};
+use cameleon::{OpState, ProblemKind, StepError, StuckReason};
 use common::*;
 use serde_json::json;
 
@@ -710,6 +710,199 @@ fn refire_executes_again_and_keeps_the_discarded_future_as_a_branch() {
         "switching back restores the first future exactly"
     );
     assert_eq!(calls.load(Ordering::SeqCst), 2);
+    assert!(cvm.branches().iter().any(|b| b.id == old.id && b.current));
+    // After a checkout the history is an ordinary one: back then forward replays.
+    let before_out = {
+        cvm.back().unwrap();
+        cvm.marking()
+    };
+    assert_eq!(cvm.history().redo_len(), 1);
+    assert_eq!(
+        cvm.step().unwrap(),
+        Step::Fired {
+            ops: vec![cvm.net().op_id("out").unwrap()],
+            step: 3,
+            replayed: true
+        }
+    );
+    assert_eq!(cvm.marking(), first, "the very same tokens again");
+    assert_ne!(cvm.marking(), before_out);
+    assert_eq!(calls.load(Ordering::SeqCst), 2, "replay does not run");
+}
+
+/// Succeeds its first `ok` firings, then fails.
+struct FailsAfter {
+    ok: usize,
+    calls: Arc<AtomicUsize>,
+}
+
+impl Operator for FailsAfter {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("fails_after", "Fails after", Family::Behavioral, Policy::Any)
+            .input("in_data", TypeRef::of::<Any>())
+            .output("out_data", TypeRef::of::<DataString>())
+    }
+    fn execution(&self) -> Execution {
+        Execution::Inline
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        if n > self.ok {
+            return Err(OpError::new(format!("call #{n} fails")));
+        }
+        cx.emit_at(0, DataString(format!("call #{n}")));
+        Ok(())
+    }
+}
+
+/// docs/semantics.md §5.4: a `refire` that fails changes nothing — the recorded future stays,
+/// and the next step replays it.
+#[test]
+fn a_failing_refire_keeps_the_recorded_future() {
+    for mode in [Mode::Sequential, Mode::Parallel] {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let mut b = Net::builder("n");
+        b.add("src", Source::new("x"));
+        b.add(
+            "llm",
+            FailsAfter {
+                ok: 1,
+                calls: Arc::clone(&calls),
+            },
+        );
+        b.add("out", Sink::new());
+        b.connect("src.out_data", "llm.in_data")
+            .connect("llm.out_data", "out.in_data");
+        let mut cvm = Cvm::builder(b.build().unwrap()).mode(mode).build();
+        assert_eq!(cvm.run().unwrap(), EndState::Completed, "{mode:?}");
+        let recorded = cvm.marking();
+        cvm.back().unwrap();
+        cvm.back().unwrap();
+        let before = cvm.marking();
+        let branches = cvm.branches();
+        match cvm.refire() {
+            Err(StepError::Operator { op, error }) => {
+                assert_eq!(op, "llm", "{mode:?}");
+                assert_eq!(error.to_string(), "call #2 fails", "{mode:?}");
+            }
+            other => panic!("{mode:?}: expected the operator's failure, got {other:?}"),
+        }
+        assert_eq!(cvm.marking(), before, "{mode:?}");
+        assert_eq!(cvm.depth(), 1, "{mode:?}");
+        assert_eq!(cvm.history().redo_len(), 2, "{mode:?}: the future is kept");
+        assert_eq!(cvm.branches(), branches, "{mode:?}: no new branch");
+        // The next step replays the recorded firing, not a new one.
+        assert!(
+            matches!(cvm.step().unwrap(), Step::Fired { replayed: true, .. }),
+            "{mode:?}"
+        );
+        assert_eq!(cvm.run().unwrap(), EndState::Completed, "{mode:?}");
+        assert_eq!(cvm.marking(), recorded, "{mode:?}: the recorded tokens");
+        assert_eq!(calls.load(Ordering::SeqCst), 2, "{mode:?}");
+        assert_eq!(received(&cvm, "out"), [json!("call #1")], "{mode:?}");
+    }
+}
+
+/// Fires while it has credits left (a custom rule on its internal state). Its `rollback`
+/// compensates nothing: a credit spent stays spent, as a paid API call would.
+struct Quota {
+    credits: u32,
+}
+
+impl Operator for Quota {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("quota", "Quota", Family::Behavioral, Policy::Custom)
+            .input("in_data", TypeRef::of::<Any>())
+            .output("out_data", TypeRef::of::<DataString>())
+    }
+    fn can_fire(&self, e: &Enabling<'_>) -> bool {
+        e.inputs[0] == ConnState::New && self.credits > 0
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        self.credits -= 1;
+        cx.emit_at(0, DataString(format!("{} left", self.credits)));
+        Ok(())
+    }
+    fn rollback(&mut self, _before: Option<&OpState>, _emitted: &[(u16, Value)]) {}
+}
+
+fn quota_net(credits: u32) -> Cvm {
+    let mut b = Net::builder("n");
+    b.add("src", Source::new("x"));
+    b.add("quota", Quota { credits });
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "quota.in_data")
+        .connect("quota.out_data", "out.in_data");
+    Cvm::new(b.build().unwrap())
+}
+
+/// docs/semantics.md §5.3: "If its operator is no longer enabled …, the step is refused and
+/// nothing changes" — by `step`, `run` and `checkout` alike.
+#[test]
+fn a_recorded_step_whose_operator_is_no_longer_enabled_is_not_replayed() {
+    let mut cvm = quota_net(1);
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    cvm.back().unwrap();
+    cvm.back().unwrap(); // before `quota`: its credit is not refunded
+    let before = cvm.marking();
+    assert_eq!(cvm.fireable(), Vec::<&str>::new());
+    for _ in 0..2 {
+        match cvm.step() {
+            Err(e @ StepError::ReplayDiverged { step: 2, .. }) => {
+                assert_eq!(e.to_string(), "cannot replay step 2: `quota` is not enabled");
+            }
+            other => panic!("expected ReplayDiverged, got {other:?}"),
+        }
+        assert_eq!(cvm.marking(), before);
+        assert_eq!(cvm.depth(), 1);
+        assert_eq!(cvm.history().redo_len(), 2, "the recorded steps wait");
+    }
+    assert!(matches!(
+        cvm.run(),
+        Err(cameleon::RunError::Step(StepError::ReplayDiverged { step: 2, .. }))
+    ));
+    assert_eq!(cvm.marking(), before);
+
+    // Two credits: a second branch can be made by re-firing; switching back to the first then
+    // needs a third credit.
+    let mut cvm = quota_net(2);
+    cvm.run().unwrap();
+    let first = cvm.branches()[0].id;
+    cvm.back().unwrap();
+    cvm.back().unwrap();
+    cvm.refire().unwrap();
+    cvm.run().unwrap();
+    assert_eq!(received(&cvm, "out"), [json!("0 left")]);
+    assert_eq!(cvm.branches().len(), 2);
+    match cvm.checkout(first) {
+        Err(cameleon::CheckoutError::Step(StepError::ReplayDiverged { step: 2, op })) => {
+            assert_eq!(op, "quota")
+        }
+        other => panic!("expected ReplayDiverged, got {other:?}"),
+    }
+    assert_eq!(cvm.depth(), 1, "back where the branches part");
+    assert_eq!(st(&cvm, "src.out_data -> quota.in_data"), ConnState::New);
+}
+
+/// A branch id names a node of one engine's history; another engine's may name none of its
+/// own.
+#[test]
+fn checking_out_a_branch_this_history_does_not_have_is_refused() {
+    let mut long = Cvm::new(counted_loop(4).build().unwrap());
+    long.run().unwrap();
+    let foreign = long.branches()[0].id;
+    let mut cvm = Cvm::new(linear().build().unwrap());
+    cvm.step().unwrap();
+    let before = cvm.marking();
+    match cvm.checkout(foreign) {
+        Err(e @ cameleon::CheckoutError::UnknownBranch(id)) => {
+            assert_eq!(id, foreign);
+            assert!(e.to_string().starts_with("no branch "), "{e}");
+        }
+        other => panic!("expected UnknownBranch, got {other:?}"),
+    }
+    assert_eq!(cvm.marking(), before);
+    assert_eq!(cvm.depth(), 1);
 }
 
 #[test]
