@@ -285,14 +285,20 @@ fn a_parallel_trace_has_one_line_per_firing_of_each_maximal_step() {
     let o = cameleon(&["run", &example("fan_out_delays.cm"), "--trace", "-"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
-    let v: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let v: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     let steps: Vec<u64> = v[..v.len() - 1]
         .iter()
         .map(|l| l["step"].as_u64().unwrap())
         .collect();
     assert_eq!(steps, [1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 4, 5]);
     let waits: Vec<&str> = v[2..10].iter().map(|l| l["op"].as_str().unwrap()).collect();
-    assert_eq!(waits, (0..8).map(|i| format!("wait_{i}")).collect::<Vec<_>>());
+    assert_eq!(
+        waits,
+        (0..8).map(|i| format!("wait_{i}")).collect::<Vec<_>>()
+    );
     assert_eq!(
         v[12],
         json!({"end": "COMPLETED", "steps": 5, "firings": 12})
@@ -671,5 +677,8 @@ fn ctrl_c_cancels_the_run_and_reports_cancelled() {
     );
     let err = stderr(&out);
     assert!(err.contains("interrupted"), "{err}");
-    assert!(err.contains("slow: CANCELLED after 1 step (1 firing)"), "{err}");
+    assert!(
+        err.contains("slow: CANCELLED after 1 step (1 firing)"),
+        "{err}"
+    );
 }

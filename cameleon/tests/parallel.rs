@@ -423,6 +423,7 @@ fn back_undoes_a_maximal_step_and_forward_replays_it_without_running() {
     }
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(calls.load(Ordering::SeqCst), 3);
+    let first_end = cvm.marking();
 
     // refire executes the step anew and keeps the old future as a branch
     cvm.rewind();
@@ -437,6 +438,33 @@ fn back_undoes_a_maximal_step_and_forward_replays_it_without_running() {
     ));
     assert_eq!(calls.load(Ordering::SeqCst), 6);
     assert_eq!(cvm.branches().len(), 2);
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let second_end = cvm.marking();
+    assert_ne!(second_end, first_end, "new tokens");
+
+    // checkout switches between the two futures, replaying maximal steps as units
+    let branches = cvm.branches();
+    let first = branches.iter().find(|b| !b.current).unwrap().id;
+    let second = branches.iter().find(|b| b.current).unwrap().id;
+    cvm.checkout(first).unwrap();
+    assert_eq!(
+        cvm.marking(),
+        first_end,
+        "the first future, token for token"
+    );
+    assert_eq!(cvm.depth(), 4); // src, fork, the probes, the sinks
+    cvm.back().unwrap();
+    cvm.back().unwrap(); // before the probes' step
+    assert_eq!(cvm.marking(), before_step);
+    assert!(
+        matches!(cvm.step().unwrap(), Step::Fired { ref ops, replayed: true, step: 3 } if ops.len() == 3)
+    );
+    assert_eq!(cvm.marking(), after_step, "replayed after the checkout");
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(cvm.marking(), first_end);
+    cvm.checkout(second).unwrap();
+    assert_eq!(cvm.marking(), second_end);
+    assert_eq!(calls.load(Ordering::SeqCst), 6, "switching runs nothing");
 }
 
 fn slow_chain(kind: Execution, ms: u64, settings: OpSettings, mode: Mode) -> Cvm {

@@ -738,9 +738,14 @@ struct FailsAfter {
 
 impl Operator for FailsAfter {
     fn spec(&self) -> OpSpec {
-        OpSpec::new("fails_after", "Fails after", Family::Behavioral, Policy::Any)
-            .input("in_data", TypeRef::of::<Any>())
-            .output("out_data", TypeRef::of::<DataString>())
+        OpSpec::new(
+            "fails_after",
+            "Fails after",
+            Family::Behavioral,
+            Policy::Any,
+        )
+        .input("in_data", TypeRef::of::<Any>())
+        .output("out_data", TypeRef::of::<DataString>())
     }
     fn execution(&self) -> Execution {
         Execution::Inline
@@ -849,7 +854,10 @@ fn a_recorded_step_whose_operator_is_no_longer_enabled_is_not_replayed() {
     for _ in 0..2 {
         match cvm.step() {
             Err(e @ StepError::ReplayDiverged { step: 2, .. }) => {
-                assert_eq!(e.to_string(), "cannot replay step 2: `quota` is not enabled");
+                assert_eq!(
+                    e.to_string(),
+                    "cannot replay step 2: `quota` is not enabled"
+                );
             }
             other => panic!("expected ReplayDiverged, got {other:?}"),
         }
@@ -859,7 +867,10 @@ fn a_recorded_step_whose_operator_is_no_longer_enabled_is_not_replayed() {
     }
     assert!(matches!(
         cvm.run(),
-        Err(cameleon::RunError::Step(StepError::ReplayDiverged { step: 2, .. }))
+        Err(cameleon::RunError::Step(StepError::ReplayDiverged {
+            step: 2,
+            ..
+        }))
     ));
     assert_eq!(cvm.marking(), before);
 
