@@ -785,17 +785,25 @@ fn a_failing_refire_keeps_the_recorded_future() {
         cvm.back().unwrap();
         let before = cvm.marking();
         let branches = cvm.branches();
-        match cvm.refire() {
-            Err(StepError::Operator { op, error }) => {
-                assert_eq!(op, "llm", "{mode:?}");
-                assert_eq!(error.to_string(), "call #2 fails", "{mode:?}");
+        // `refire`, then `refire_async`: each fails (calls #2, #3) and keeps the future.
+        for (n, asynchronous) in [(2, false), (3, true)] {
+            let result = if asynchronous {
+                cameleon::block_on(cvm.refire_async())
+            } else {
+                cvm.refire()
+            };
+            match result {
+                Err(StepError::Operator { op, error }) => {
+                    assert_eq!(op, "llm", "{mode:?}");
+                    assert_eq!(error.to_string(), format!("call #{n} fails"), "{mode:?}");
+                }
+                other => panic!("{mode:?}: expected the operator's failure, got {other:?}"),
             }
-            other => panic!("{mode:?}: expected the operator's failure, got {other:?}"),
+            assert_eq!(cvm.marking(), before, "{mode:?}");
+            assert_eq!(cvm.depth(), 1, "{mode:?}");
+            assert_eq!(cvm.history().redo_len(), 2, "{mode:?}: the future is kept");
+            assert_eq!(cvm.branches(), branches, "{mode:?}: no new branch");
         }
-        assert_eq!(cvm.marking(), before, "{mode:?}");
-        assert_eq!(cvm.depth(), 1, "{mode:?}");
-        assert_eq!(cvm.history().redo_len(), 2, "{mode:?}: the future is kept");
-        assert_eq!(cvm.branches(), branches, "{mode:?}: no new branch");
         // The next step replays the recorded firing, not a new one.
         assert!(
             matches!(cvm.step().unwrap(), Step::Fired { replayed: true, .. }),
@@ -803,7 +811,7 @@ fn a_failing_refire_keeps_the_recorded_future() {
         );
         assert_eq!(cvm.run().unwrap(), EndState::Completed, "{mode:?}");
         assert_eq!(cvm.marking(), recorded, "{mode:?}: the recorded tokens");
-        assert_eq!(calls.load(Ordering::SeqCst), 2, "{mode:?}");
+        assert_eq!(calls.load(Ordering::SeqCst), 3, "{mode:?}");
         assert_eq!(received(&cvm, "out"), [json!("call #1")], "{mode:?}");
     }
 }
