@@ -24,6 +24,11 @@ pub struct Probe {
     pub rollbacks: Arc<AtomicUsize>,
     /// The first `fail_first` calls fail.
     pub fail_first: usize,
+    /// This call (1-based) fails, if any.
+    pub fail_at: Option<usize>,
+    /// Declares an `error: DataError` output, where the engine puts its failures
+    /// (docs/semantics.md §4.9).
+    pub catching: bool,
     pub panics: bool,
     pub declared: OpSettings,
     /// Internal state: firings applied.
@@ -44,6 +49,8 @@ impl Probe {
             calls: Arc::default(),
             rollbacks: Arc::default(),
             fail_first: 0,
+            fail_at: None,
+            catching: false,
             panics: false,
             declared: OpSettings::NONE,
             state: 0,
@@ -64,6 +71,14 @@ impl Probe {
     }
     pub fn failing(mut self, first: usize) -> Self {
         self.fail_first = first;
+        self
+    }
+    pub fn failing_at(mut self, call: usize) -> Self {
+        self.fail_at = Some(call);
+        self
+    }
+    pub fn catching(mut self) -> Self {
+        self.catching = true;
         self
     }
     pub fn panicking(mut self) -> Self {
@@ -87,6 +102,9 @@ impl Probe {
         let call = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
         if call <= self.fail_first {
             return Err(OpError::new(format!("transient failure #{call}")));
+        }
+        if self.fail_at == Some(call) {
+            return Err(OpError::new(format!("failure of call #{call}")));
         }
         if self.panics {
             panic!("boom");
@@ -113,6 +131,9 @@ impl Operator for Probe {
         }
         for i in 0..self.n_out {
             s = s.output(format!("out_{i}"), TypeRef::of::<DataString>());
+        }
+        if self.catching {
+            s = s.output("error", TypeRef::of::<cameleon::DataError>());
         }
         s
     }
