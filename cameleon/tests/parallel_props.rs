@@ -515,8 +515,19 @@ fn generated_parallel_nets_are_not_trivial() {
     }
     eprintln!("kinds {kinds:?}, ends {ends:?}, {wide_steps} steps of 3+ firings, {caught} caught");
     for k in [
-        "source", "const", "merge", "counter", "guard", "fork", "join", "barrier", "gate",
-        "predicate", "accumulator", "probe", "sink",
+        "source",
+        "const",
+        "merge",
+        "counter",
+        "guard",
+        "fork",
+        "join",
+        "barrier",
+        "gate",
+        "predicate",
+        "accumulator",
+        "probe",
+        "sink",
     ] {
         assert!(kinds.contains(k), "no `{k}` ever fired: {kinds:?}");
     }
