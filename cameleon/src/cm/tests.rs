@@ -244,6 +244,58 @@ connections:
     );
 }
 
+/// Two swapped letters are one typo (an optimal-string-alignment distance of 1): in a short
+/// name, where two edits would be too many to suggest anything, the loader still suggests the
+/// name meant — for a type, a key, a param, a port.
+#[test]
+fn a_transposed_pair_of_letters_gets_a_did_you_mean() {
+    let text = "\
+naem: swapped
+operators:
+  - id: src
+    type: source
+    params: {value: hi}
+  - id: cut
+    type: chunker
+    params: {szie: 10}
+  - id: out
+    type: snik
+connections:
+  - from: src.out_data
+    to: cut.in_data
+";
+    let ps = problems(text);
+    let found: Vec<(CmProblemKind, usize, Option<&str>)> = ps
+        .iter()
+        .map(|p| (p.kind, p.line, p.hint.as_deref()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (CmProblemKind::Schema, 1, Some("did you mean `name`?")),
+            (CmProblemKind::Param, 8, Some("did you mean `size`?")),
+            (CmProblemKind::UnknownType, 10, Some("did you mean `sink`?")),
+        ],
+        "{ps:#?}"
+    );
+    assert_eq!(ps[0].message, "unknown key `naem` in the file");
+    assert!(ps[1].message.contains("`szie`"), "{}", ps[1].message);
+    assert_eq!(ps[2].message, "unknown operator type `snik`");
+    let ps = problems(
+        "operators:\n  - {id: s, type: source, params: {value: x}}\n  - {id: o, type: sink}\nconnections:\n  - {from: s.out_data, to: o.in_dtaa}\n",
+    );
+    assert_eq!(ps.len(), 1, "{ps:#?}");
+    assert_eq!(ps[0].kind, CmProblemKind::Net(ProblemKind::UnknownPort));
+    assert_eq!(
+        (ps[0].line, ps[0].hint.as_deref()),
+        (5, Some("did you mean `in_data`?"))
+    );
+    // The longer example of the issue: `tranfsorm`.
+    let ps = problems("operators:\n  - {id: t, type: tranfsorm}\n");
+    assert_eq!(ps[0].kind, CmProblemKind::UnknownType);
+    assert_eq!(ps[0].hint.as_deref(), Some("did you mean `transform`?"));
+}
+
 #[test]
 fn a_wrong_input_port_is_reported_once_not_also_as_an_unconnected_input() {
     let ps = problems(
