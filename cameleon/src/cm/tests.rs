@@ -116,7 +116,14 @@ fn a_net_built_in_code_writes_and_reads_back_equal() {
         .connect("fmt.out_data", "m.in_b")
         .connect("m.out_data", "out2.in_data")
         .connect("t.out_data", "out.in_data");
-    assert!(b.build().is_err());
+    let e = b.build().expect_err("`out2.in_data` has two connections");
+    assert_eq!(e.problems.len(), 1, "{e}");
+    assert_eq!(e.problems[0].kind, ProblemKind::InputHasManyConnections);
+    assert!(
+        e.problems[0].message.contains("`out2.in_data` has 2 connections"),
+        "{}",
+        e.problems[0].message
+    );
     let net = b2.build().unwrap();
     let text = net.to_cm();
     let back = Net::from_cm(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
@@ -162,9 +169,15 @@ connections:
 #[test]
 fn aliases_are_written_as_the_catalogue_id() {
     let text = "operators:\n  - {id: s, type: source, params: {value: x}}\n  - {id: c, type: const, params: {value: true}}\n  - {id: g, type: switch}\n  - {id: out, type: sink}\nconnections:\n  - {from: s.out_data, to: g.in_data}\n  - {from: c.out_data, to: g.in_condition}\n  - {from: g.out_true, to: out.in_data}\n";
-    let e = Net::from_cm(text).unwrap_err();
-    // `const` gives DataJSON, the gate's condition is a DataBool.
-    assert!(e.has(CmProblemKind::Net(ProblemKind::TypeMismatch)), "{e}");
+    let ps = problems(text);
+    // `const` gives DataJSON, the gate's condition is a DataBool: the alias `switch` is the gate.
+    assert_eq!(ps.len(), 1, "{ps:#?}");
+    assert_eq!(ps[0].kind, CmProblemKind::Net(ProblemKind::TypeMismatch));
+    assert_eq!((ps[0].line, ps[0].column), (8, 6));
+    assert_eq!(
+        ps[0].message,
+        "type mismatch: `c.out_data` gives DataJSON, but `g.in_condition` expects DataBool"
+    );
     let text = text
         .replace(
             "{id: c, type: const, params: {value: true}}",
@@ -351,9 +364,26 @@ fn structural_ports_are_inferred_across_the_file() {
         "{id: s, type: const, params: {value: x}}",
     );
     let ps = problems(&bad);
-    assert!(
-        ps.iter()
-            .all(|p| p.kind == CmProblemKind::Net(ProblemKind::TypeMismatch)),
+    let found: Vec<(CmProblemKind, usize, &str)> = ps
+        .iter()
+        .map(|p| (p.kind, p.line, p.message.as_str()))
+        .collect();
+    // Both of the fork's outputs, each at its connection, naming the connection that fixed the
+    // fork's type.
+    assert_eq!(
+        found,
+        [
+            (
+                CmProblemKind::Net(ProblemKind::TypeMismatch),
+                8,
+                "type mismatch: `f.out_a` gives DataJSON, but `fmt.in_main` expects DataString (the type was fixed by `s.out_data -> f.in_data`)"
+            ),
+            (
+                CmProblemKind::Net(ProblemKind::TypeMismatch),
+                9,
+                "type mismatch: `f.out_b` gives DataJSON, but `fmt.in_meta` expects DataString (the type was fixed by `s.out_data -> f.in_data`)"
+            ),
+        ],
         "{ps:#?}"
     );
 }
@@ -368,11 +398,17 @@ fn unknown_and_misplaced_keys_are_errors_not_ignored() {
     let ps = problems(
         "operators:\n  - id: a\n    type: sink\n    params: {}\n    extra: 1\n    more: 2\n",
     );
+    let schema: Vec<(usize, usize, &str)> = ps
+        .iter()
+        .filter(|p| p.kind == CmProblemKind::Schema)
+        .map(|p| (p.line, p.column, p.message.as_str()))
+        .collect();
     assert_eq!(
-        ps.iter()
-            .filter(|p| p.kind == CmProblemKind::Schema)
-            .count(),
-        2,
+        schema,
+        [
+            (5, 5, "unknown key `extra` in an operator"),
+            (6, 5, "unknown key `more` in an operator")
+        ],
         "{ps:#?}"
     );
     let ps = problems("config:\n  mode: paralel\noperators: []\n");
@@ -433,20 +469,46 @@ fn params_errors_point_at_the_param() {
 fn a_custom_catalogue_resolves_the_types() {
     let empty = crate::catalogue::Catalogue::new();
     let e = Net::from_cm_in("operators:\n  - {id: o, type: sink}\n", &empty).unwrap_err();
-    assert_eq!(e.problems()[0].kind, CmProblemKind::UnknownType);
+    let p = &e.problems()[0];
+    assert_eq!(p.kind, CmProblemKind::UnknownType);
+    assert_eq!((p.line, p.column), (2, 19), "at `sink`");
+    assert_eq!(p.message, "unknown operator type `sink`");
+    assert_eq!(
+        p.hint.as_deref(),
+        Some("`cameleon catalogue` lists the operator types")
+    );
 }
 
 #[test]
 fn syntax_errors_are_located() {
+    // A key indented one space too far.
     let ps = problems("operators:\n  - id: a\n   type: [b\n");
+    assert_eq!(ps.len(), 1, "{ps:#?}");
     assert_eq!(ps[0].kind, CmProblemKind::Syntax);
-    assert!(ps[0].line >= 2, "{ps:#?}");
+    assert_eq!((ps[0].line, ps[0].column), (3, 4), "{ps:#?}");
+    assert_eq!(ps[0].snippet, "   type: [b");
+    assert!(ps[0].message.contains("block collection"), "{}", ps[0].message);
     let ps = problems("a: 1\na: 2\n");
     assert_eq!(ps[0].kind, CmProblemKind::Syntax);
-    assert_eq!(ps[0].line, 2);
-    for text in ["", "[1, 2]", "just text", "~"] {
+    assert_eq!((ps[0].line, ps[0].column), (2, 1));
+    assert_eq!(ps[0].message, "duplicate mapping key: a");
+    for (text, holds) in [
+        ("", "nothing (null)"),
+        ("[1, 2]", "a list"),
+        ("just text", "a string"),
+        ("~", "nothing (null)"),
+    ] {
         let ps = problems(text);
+        assert_eq!(ps.len(), 1, "{text:?}: {ps:#?}");
         assert_eq!(ps[0].kind, CmProblemKind::Schema, "{text:?}: {ps:#?}");
+        assert_eq!((ps[0].line, ps[0].column), (1, 1), "{text:?}");
+        assert_eq!(
+            ps[0].message,
+            format!(
+                "a .cm file is a mapping with `operators:` and `connections:`, but this file holds {holds}"
+            ),
+            "{text:?}"
+        );
     }
 }
 
@@ -503,11 +565,13 @@ fn an_unknown_key_is_reported_alone_and_the_declaration_still_counts() {
 // ---------------------------------------------------------------------------------------------
 // Hostile input
 
-/// Refused with the expected kind of problem. How fast is measured by the `cm` benchmark, not
-/// asserted here (timed tests flake on a loaded machine).
-fn assert_refused_fast(text: &str, kind: CmProblemKind) {
+/// Refused with the expected kind of problem, saying so, at the given line. How fast is
+/// measured by the `cm` benchmark, not asserted here (timed tests flake on a loaded machine).
+fn assert_refused_fast(text: &str, kind: CmProblemKind, line: usize, says: &str) {
     let e = Net::from_cm(text).expect_err("should be refused");
-    assert!(e.has(kind), "{e}");
+    let p = &e.problems()[0];
+    assert_eq!((p.kind, p.line), (kind, line), "{e}");
+    assert!(p.message.contains(says), "{}", p.message);
 }
 
 #[test]
@@ -518,7 +582,13 @@ fn alias_expansion_bombs_are_refused_fast() {
         text.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
     }
     text.push_str("operators: []\n");
-    assert_refused_fast(&text, CmProblemKind::Limit);
+    // The first alias whose expansion passes the limit.
+    assert_refused_fast(
+        &text,
+        CmProblemKind::Limit,
+        5,
+        "the file looks like an alias-expansion bomb",
+    );
 }
 
 #[test]
@@ -528,16 +598,23 @@ fn deep_nesting_is_refused_fast() {
         "[".repeat(100_000),
         "]".repeat(100_000)
     );
-    assert_refused_fast(&deep, CmProblemKind::Limit);
+    assert_refused_fast(
+        &deep,
+        CmProblemKind::Limit,
+        1,
+        "values nest more than 32 levels deep",
+    );
     let mut block = String::from("operators:\n");
     for i in 0..200 {
         block.push_str(&" ".repeat(2 * i + 2));
         block.push_str("- \n");
     }
-    let e = Net::from_cm(&block).unwrap_err();
-    assert!(
-        e.has(CmProblemKind::Limit) || e.has(CmProblemKind::Schema),
-        "{e}"
+    // The 33rd level is on line 33.
+    assert_refused_fast(
+        &block,
+        CmProblemKind::Limit,
+        33,
+        "values nest more than 32 levels deep",
     );
 }
 
@@ -547,7 +624,12 @@ fn huge_files_are_refused_before_parsing() {
         "name: \"{}\"\noperators: []\n",
         "x".repeat(limits::MAX_FILE_BYTES)
     );
-    assert_refused_fast(&huge, CmProblemKind::Limit);
+    assert_refused_fast(
+        &huge,
+        CmProblemKind::Limit,
+        1,
+        &format!("; .cm files are limited to {} bytes", limits::MAX_FILE_BYTES),
+    );
 }
 
 #[test]
@@ -572,7 +654,12 @@ fn many_values_are_refused() {
         0,
         &format!("x: [{}]\n", vec!["1"; limits::MAX_NODES + 10].join(",")),
     );
-    assert_refused_fast(&text, CmProblemKind::Limit);
+    assert_refused_fast(
+        &text,
+        CmProblemKind::Limit,
+        1,
+        "the file expands to more than 50000 YAML values",
+    );
 }
 
 #[test]
@@ -723,3 +810,4 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
         ]
     })
 }
+

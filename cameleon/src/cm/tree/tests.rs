@@ -57,6 +57,14 @@ fn type_errors_point_at_the_value() {
 
 #[test]
 fn non_finite_numbers_are_refused() {
-    assert!(parse("x: .nan\n").is_err());
-    assert!(parse("x: -.inf\n").is_err());
+    for text in ["x: .nan\n", "x: -.inf\n"] {
+        let e = parse(text).expect_err("not a finite number");
+        assert_eq!(
+            e.message,
+            "`.nan` and `.inf` are not allowed in .cm files: numbers must be finite",
+            "{text:?}"
+        );
+        assert!(!e.is_limit);
+        assert_eq!(e.span.line, 1, "{text:?}");
+    }
 }
