@@ -120,7 +120,9 @@ fn a_net_built_in_code_writes_and_reads_back_equal() {
     assert_eq!(e.problems.len(), 1, "{e}");
     assert_eq!(e.problems[0].kind, ProblemKind::InputHasManyConnections);
     assert!(
-        e.problems[0].message.contains("`out2.in_data` has 2 connections"),
+        e.problems[0]
+            .message
+            .contains("`out2.in_data` has 2 connections"),
         "{}",
         e.problems[0].message
     );
@@ -487,7 +489,11 @@ fn syntax_errors_are_located() {
     assert_eq!(ps[0].kind, CmProblemKind::Syntax);
     assert_eq!((ps[0].line, ps[0].column), (3, 4), "{ps:#?}");
     assert_eq!(ps[0].snippet, "   type: [b");
-    assert!(ps[0].message.contains("block collection"), "{}", ps[0].message);
+    assert!(
+        ps[0].message.contains("block collection"),
+        "{}",
+        ps[0].message
+    );
     let ps = problems("a: 1\na: 2\n");
     assert_eq!(ps[0].kind, CmProblemKind::Syntax);
     assert_eq!((ps[0].line, ps[0].column), (2, 1));
@@ -628,7 +634,10 @@ fn huge_files_are_refused_before_parsing() {
         &huge,
         CmProblemKind::Limit,
         1,
-        &format!("; .cm files are limited to {} bytes", limits::MAX_FILE_BYTES),
+        &format!(
+            "; .cm files are limited to {} bytes",
+            limits::MAX_FILE_BYTES
+        ),
     );
 }
 
@@ -810,4 +819,3 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
         ]
     })
 }
-

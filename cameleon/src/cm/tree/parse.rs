@@ -78,9 +78,7 @@ impl<'de> Deserialize<'de> for Kind {
                 if v.is_finite() {
                     Ok(Kind::Float(v))
                 } else {
-                    Err(E::custom(
-                        "`.nan` and `.inf` are not allowed in .cm files: numbers must be finite",
-                    ))
+                    Err(E::custom(NON_FINITE))
                 }
             }
             fn visit_str<E>(self, v: &str) -> Result<Kind, E> {
@@ -122,6 +120,9 @@ pub(crate) struct ParseError {
     pub span: Span,
     pub is_limit: bool,
 }
+
+/// What a `.nan` or `.inf` in a `.cm` file is told.
+const NON_FINITE: &str = "`.nan` and `.inf` are not allowed in .cm files: numbers must be finite";
 
 fn options() -> serde_saphyr::Options {
     serde_saphyr::options! {
@@ -257,6 +258,10 @@ fn parse_error(text: &str, e: &serde_saphyr::Error) -> ParseError {
         Some("each key may appear once in a mapping; remove or rename one".into())
     } else if message.contains("tabs") {
         Some("indent with spaces, not tabs".into())
+    } else if message.contains("non-finite float") {
+        // The parser refuses them before the tree sees them (`visit_f64` says the same).
+        message = NON_FINITE.into();
+        Some("write a finite number, or quote the text (`\".nan\"`) to mean a string".into())
     } else {
         None
     };

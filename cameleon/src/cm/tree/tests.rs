@@ -60,11 +60,17 @@ fn non_finite_numbers_are_refused() {
     for text in ["x: .nan\n", "x: -.inf\n"] {
         let e = parse(text).expect_err("not a finite number");
         assert_eq!(
-            e.message,
-            "`.nan` and `.inf` are not allowed in .cm files: numbers must be finite",
+            e.message, "`.nan` and `.inf` are not allowed in .cm files: numbers must be finite",
             "{text:?}"
         );
         assert!(!e.is_limit);
+        assert!(
+            e.hint
+                .as_deref()
+                .is_some_and(|h| h.contains("finite number")),
+            "{:?}",
+            e.hint
+        );
         assert_eq!(e.span.line, 1, "{text:?}");
     }
 }
