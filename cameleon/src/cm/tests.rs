@@ -468,6 +468,31 @@ fn params_errors_point_at_the_param() {
 }
 
 #[test]
+fn a_bad_test_param_says_which_part_of_the_test_is_wrong() {
+    let ps = problems(
+        "operators:\n  - id: p\n    type: predicate\n    params:\n      test: {all: [{gt: 0}, {lte: 3}]}\n",
+    );
+    let p = ps
+        .iter()
+        .find(|p| p.kind == CmProblemKind::Param)
+        .unwrap_or_else(|| panic!("{ps:#?}"));
+    assert_eq!(
+        (p.line, p.snippet.as_str()),
+        (5, "      test: {all: [{gt: 0}, {lte: 3}]}")
+    );
+    assert_eq!(
+        p.message,
+        r#"`p` (predicate): param `test` expects test, got `{"all":[{"gt":0},{"lte":3}]}`"#
+    );
+    let hint = p.hint.as_deref().unwrap_or_default();
+    assert!(
+        hint.starts_with("in `all` (item 2): unknown test `lte`")
+            && hint.contains("did you mean `lt`?"),
+        "{hint}"
+    );
+}
+
+#[test]
 fn a_custom_catalogue_resolves_the_types() {
     let empty = crate::catalogue::Catalogue::new();
     let e = Net::from_cm_in("operators:\n  - {id: o, type: sink}\n", &empty).unwrap_err();

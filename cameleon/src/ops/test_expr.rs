@@ -56,9 +56,16 @@ impl Test {
                 TEST_KEYS.join(", ")
             ));
         };
+        // A problem inside a combinator says where: `in `all` (item 2): …`.
         let list = |arg: &Json| -> Result<Vec<Test>, String> {
             match arg {
-                Json::Array(items) => items.iter().map(Test::parse).collect(),
+                Json::Array(items) => items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| {
+                        Test::parse(t).map_err(|e| format!("in `{k}` (item {}): {e}", i + 1))
+                    })
+                    .collect(),
                 other => Err(format!("`{k}` takes a list of tests, not `{other}`")),
             }
         };
@@ -70,7 +77,9 @@ impl Test {
             "eq" => Test::Eq(arg.clone()),
             "ne" => Test::Ne(arg.clone()),
             "contains" => Test::Contains(arg.clone()),
-            "not" => Test::Not(Box::new(Test::parse(arg)?)),
+            "not" => Test::Not(Box::new(
+                Test::parse(arg).map_err(|e| format!("in `not`: {e}"))?,
+            )),
             "all" => Test::All(list(arg)?),
             "any" => Test::Any(list(arg)?),
             other => {
@@ -259,16 +268,58 @@ mod tests {
     #[test]
     fn ordering_mixed_kinds_is_an_error() {
         let e = t(json!({"lt": 10})).eval(&json!("abc")).unwrap_err();
-        assert!(e.contains("numbers with numbers"), "{e}");
+        assert_eq!(
+            e,
+            "`lt` compares numbers with numbers or strings with strings, not `\"abc\"` with `10`"
+        );
+        let e = t(json!({"contains": "x"})).eval(&json!(3)).unwrap_err();
+        assert_eq!(
+            e,
+            "`contains` needs a string, a list or a map, not `3` (against `\"x\"`)"
+        );
+        // Inside a combinator, the failing test names itself.
+        let e = t(json!({"all": [{"gt": 0}, {"le": "z"}]}))
+            .eval(&json!(5))
+            .unwrap_err();
+        assert!(e.starts_with("`le` compares numbers"), "{e}");
     }
 
     #[test]
-    fn bad_tests_are_rejected_with_a_hint() {
+    fn bad_tests_are_rejected_with_what_is_wrong_and_where() {
+        let keys = TEST_KEYS.join(", ");
         let e = Test::parse(&json!({"lte": 3})).unwrap_err();
-        assert!(e.contains("did you mean `lt`"), "{e}");
-        assert!(Test::parse(&json!({"lt": 1, "gt": 0})).is_err());
-        assert!(Test::parse(&json!(3)).is_err());
-        assert!(Test::parse(&json!({"all": 3})).is_err());
+        assert_eq!(
+            e,
+            format!("unknown test `lte` (expected one of {keys}); did you mean `lt`?")
+        );
+        let e = Test::parse(&json!({"lt": 1, "gt": 0})).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "a test is a map with exactly one key (one of {keys}); combine several with `all` or `any`"
+            )
+        );
+        let e = Test::parse(&json!(3)).unwrap_err();
+        assert_eq!(e, "a test is a one-key map such as `{lt: 10}`, not `3`");
+        let e = Test::parse(&json!({"all": 3})).unwrap_err();
+        assert_eq!(e, "`all` takes a list of tests, not `3`");
+        // Nested: the path to the problem.
+        let e = Test::parse(&json!({"any": [{"eq": 1}, {"not": {"lte": 3}}]})).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "in `any` (item 2): in `not`: unknown test `lte` (expected one of {keys}); did you mean `lt`?"
+            )
+        );
+        // As a param, with the examples to copy.
+        let e = <Test as ParamType>::from_param(&json!({"ltt": 3})).unwrap_err();
+        assert!(e.starts_with("unknown test `ltt`"), "{e}");
+        assert!(
+            e.ends_with(
+                "write a test such as `{lt: 10}`, `{eq: \"stop\"}`, `{not: {contains: \"x\"}}`"
+            ),
+            "{e}"
+        );
     }
 
     #[test]
