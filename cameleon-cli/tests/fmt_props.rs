@@ -210,9 +210,10 @@ fn rewrite(text: &str, net: &Net, seed: u64) -> String {
     let mut out = header(text).to_owned();
     let mut keys: Vec<&String> = top.keys().collect();
     r.shuffle(&mut keys);
-    for (i, k) in keys.into_iter().enumerate() {
+    let head = out.len();
+    for k in keys {
         let v = &top[k.as_str()];
-        if i > 0 {
+        if out.len() > head {
             // (Before the first key a comment would join the header, which `fmt` keeps.)
             maybe_comment(&mut r, &mut out, 0);
         }
