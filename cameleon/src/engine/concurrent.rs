@@ -495,6 +495,12 @@ async fn run_firings(
             }
         }
         if futures.iter().all(Option::is_none) {
+            // A cancellation that arrived while this poll was running the firings (the last
+            // one may have finished after it) still discards the step: its outcome must not
+            // depend on when the poll began.
+            if !cancelled && cancel.is_cancelled() {
+                cancelled = true;
+            }
             Poll::Ready(())
         } else {
             Poll::Pending
