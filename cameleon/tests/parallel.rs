@@ -585,6 +585,56 @@ fn cancelling_a_sync_run_from_another_thread_waits_for_a_blocking_firing_then_di
     assert_eq!(cvm.fireable(), ["slow"]);
 }
 
+/// Cancels the run from inside its own firing (async, done at once): the cancellation arrives
+/// while the step waits on that firing, whichever poll of the step sees it finish.
+struct CancelsItsRun {
+    token: cameleon::CancelToken,
+}
+
+impl Operator for CancelsItsRun {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("cancels", "Cancels", Family::Behavioral, Policy::Any)
+            .input("in_data", TypeRef::of::<Any>())
+            .output("out_data", TypeRef::of::<DataString>())
+    }
+    fn execution(&self) -> Execution {
+        Execution::Async
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        self.token.cancel();
+        cx.emit_at(0, DataString("done".into()));
+        Ok(())
+    }
+    fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> cameleon::OpFuture<'a> {
+        Box::pin(async move { self.run(cx) })
+    }
+}
+
+#[test]
+fn a_cancellation_during_the_last_firing_of_a_step_discards_the_step() {
+    for mode in [Mode::Parallel, Mode::Sequential] {
+        let token = cameleon::CancelToken::new();
+        let op = CancelsItsRun {
+            token: token.clone(),
+        };
+        let mut b = Net::builder("self-cancel");
+        b.add("src", Source::new("x"));
+        b.add("slow", op);
+        b.add("out", Sink::new());
+        b.connect("src.out_data", "slow.in_data")
+            .connect("slow.out_data", "out.in_data");
+        let mut cvm = Cvm::builder(b.build().unwrap())
+            .mode(mode)
+            .cancel_token(token)
+            .build();
+        cvm.step().unwrap();
+        let before = cvm.marking();
+        assert_eq!(cvm.run().unwrap(), EndState::Cancelled, "{mode:?}");
+        assert_eq!(cvm.marking(), before, "{mode:?}: the step was discarded");
+        assert_eq!(cvm.depth(), 1, "{mode:?}");
+    }
+}
+
 #[test]
 fn a_cancelled_token_stops_a_sequential_run_before_the_next_step() {
     let mut cvm = slow_chain(Execution::Inline, 0, OpSettings::NONE, Mode::Sequential);
