@@ -156,6 +156,9 @@ pub enum StepError {
         /// Its operator.
         op: String,
     },
+    /// The run's recorder (its journal) could not record the step, so the step was undone.
+    #[error("the step could not be journaled, so it was undone: {0}")]
+    Record(#[from] super::RecordError),
 }
 
 /// A backward step that could not be taken.
