@@ -156,6 +156,7 @@ pub mod dsl;
 pub mod engine;
 pub mod export;
 pub mod history;
+pub mod journal;
 pub mod net;
 pub mod operator;
 pub mod ops;
