@@ -1,12 +1,14 @@
 //! `cameleon run`: run to a terminal state, report it, optionally trace every firing.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
 
-use super::{Io, RunArgs, display_name, exit, load};
+use super::{DurabilityArg, Io, RunArgs, display_name, exit, load, report_invalid};
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
+use cameleon::journal::{Durability, Journal, JournalError, RunOptions};
 use cameleon::net::Net;
 use cameleon::verify;
 
@@ -194,7 +196,7 @@ pub fn trace_jsonl(cvm: &Cvm, report: &RunReport) -> String {
 }
 
 /// Runs `cvm` to an end state, with a progress bar on stderr when `progress`.
-fn drive(cvm: &mut Cvm, progress: bool) -> Result<EndState, StepError> {
+pub(super) fn drive(cvm: &mut Cvm, progress: bool) -> Result<EndState, StepError> {
     let bar = if progress {
         let b =
             indicatif::ProgressBar::with_draw_target(None, indicatif::ProgressDrawTarget::stderr());
@@ -232,6 +234,11 @@ fn drive(cvm: &mut Cvm, progress: bool) -> Result<EndState, StepError> {
     let cancel = cvm.cancel_token();
     let end = loop {
         if cancel.is_cancelled() {
+            // A journaled run records that it was interrupted (the engine decides other ends).
+            if let Err(e) = cvm.record_end(&EndState::Cancelled) {
+                bar.finish_and_clear();
+                return Err(e);
+            }
             break EndState::Cancelled;
         }
         match cvm.step() {
@@ -293,6 +300,25 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         b = b.cancel_token(token.clone());
     }
     let mut cvm = b.build();
+    let mut run_id = None;
+    if let Some(db) = &a.journal {
+        let opts = RunOptions {
+            durability: durability(a),
+            name: Some(name.clone()),
+            base_dir: Some(base_dir(&a.file)),
+            allow_outside: a.allow_outside,
+            generation: None,
+        };
+        match Journal::create(db).and_then(|j| j.start(&mut cvm, &opts)) {
+            Ok(id) => {
+                // The first line on stderr, before any progress: the id `resume` takes.
+                writeln!(io.stderr, "run {id}")?;
+                io.stderr.flush()?;
+                run_id = Some(id);
+            }
+            Err(e) => return journal_failed(&e, a.json, io),
+        }
+    }
     let end = match drive(&mut cvm, io.progress && !a.json) {
         Ok(end) => end,
         Err(e) => {
@@ -300,11 +326,38 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             return Ok(exit::ERROR);
         }
     };
-    let report = RunReport::new(&cvm, end);
+    let out = Output {
+        name: &name,
+        trace: a.trace.as_deref(),
+        json: a.json,
+        run_id: run_id.as_deref(),
+    };
+    report(&cvm, end, &out, io)
+}
 
-    let trace_to_stdout = a.trace.as_deref() == Some("-");
-    if let Some(path) = &a.trace {
-        let text = trace_jsonl(&cvm, &report);
+/// How a finished run is reported.
+pub(super) struct Output<'a> {
+    /// The net's name, for the text summary.
+    pub(super) name: &'a str,
+    /// `--trace`.
+    pub(super) trace: Option<&'a str>,
+    /// `--json`.
+    pub(super) json: bool,
+    /// A journaled run's id (`--json` adds it).
+    pub(super) run_id: Option<&'a str>,
+}
+
+/// Writes the trace and the summary of `cvm`, which ended in `end`; returns the exit code.
+pub(super) fn report(
+    cvm: &Cvm,
+    end: EndState,
+    out: &Output<'_>,
+    io: &mut Io<'_>,
+) -> std::io::Result<i32> {
+    let report = RunReport::new(cvm, end);
+    let trace_to_stdout = out.trace == Some("-");
+    if let Some(path) = out.trace {
+        let text = trace_jsonl(cvm, &report);
         if trace_to_stdout {
             io.stdout.write_all(text.as_bytes())?;
         } else if let Err(e) = std::fs::write(path, text) {
@@ -312,10 +365,14 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             return Ok(exit::ERROR);
         }
     }
-    let summary = if a.json {
-        format!("{}\n", report.to_json())
+    let summary = if out.json {
+        let mut v = report.to_json();
+        if let (Some(id), Json::Object(m)) = (out.run_id, &mut v) {
+            m.insert("run_id".into(), json!(id));
+        }
+        format!("{v}\n")
     } else {
-        report.to_text(&name)
+        report.to_text(out.name)
     };
     let w: &mut dyn Write = if trace_to_stdout {
         io.stderr
@@ -324,6 +381,41 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     };
     w.write_all(summary.as_bytes())?;
     Ok(report.exit_code())
+}
+
+/// The durability `run --durability` asks for.
+fn durability(a: &RunArgs) -> Durability {
+    match a.durability {
+        DurabilityArg::Sync => Durability::Sync,
+        DurabilityArg::Batch => Durability::Batch { ms: a.batch_ms },
+        DurabilityArg::Exit => Durability::Exit,
+    }
+}
+
+/// The folder a `.cm` file's relative paths resolve against (as the loader does).
+fn base_dir(file: &Path) -> PathBuf {
+    file.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Reports a journal error: on stderr (a stored net that does not load is drawn with its
+/// problems), and as `{"error":…}` on stdout with `--json`. Exit 2: the file, the id or the net
+/// is at fault.
+pub(super) fn journal_failed(
+    e: &JournalError,
+    json: bool,
+    io: &mut Io<'_>,
+) -> std::io::Result<i32> {
+    if let JournalError::Net { error, .. } = e {
+        writeln!(io.stderr, "error: {e}")?;
+        return report_invalid(error, json, io).map(|()| exit::INVALID);
+    }
+    writeln!(io.stderr, "error: {e}")?;
+    if json {
+        writeln!(io.stdout, "{}", json!({ "error": e.to_string() }))?;
+    }
+    Ok(exit::INVALID)
 }
 
 /// `run --follow WITNESS`: replays a witness of `check --verify` in the verifier's abstraction

@@ -45,6 +45,12 @@ impl Cvm {
         self.cancel.clone()
     }
 
+    /// Uses `token` to cancel this engine's runs from now on (as
+    /// [`CvmBuilder::cancel_token`](super::CvmBuilder::cancel_token) does at build time).
+    pub fn set_cancel_token(&mut self, token: CancelToken) {
+        self.cancel = token;
+    }
+
     /// Fires one step forward, asynchronously: replays the next recorded step if the history has
     /// one, else executes one step — every enabled operator (parallel mode) or the first one
     /// (sequential mode) — awaiting async operators instead of blocking on them.

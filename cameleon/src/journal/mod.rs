@@ -51,7 +51,10 @@
 //! [`Durability::Sync`] (the default) commits each step before the next one starts,
 //! [`Durability::Batch`] commits at most every `ms` milliseconds (from a background thread, so
 //! a step waits at most that long on memory), [`Durability::Exit`] when the run ends. A crash
-//! loses at most what was not committed; a resumed run executes those steps again.
+//! of the process (`kill -9`, a panic, the OOM killer) loses at most what was not committed; a
+//! resumed run executes those steps again. Commits are not synced to the disk one by one
+//! (SQLite's WAL with `synchronous = NORMAL`): an OS crash or a power loss may also lose the
+//! last committed steps, which a resumed run likewise executes again.
 //!
 //! ## Resuming, and idempotency
 //!
@@ -114,7 +117,7 @@ use writer::JournalRecorder;
 /// When a journaled run's steps reach the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Durability {
-    /// Each step is committed (and synced to disk) before the next one starts.
+    /// Each step is committed before the next one starts.
     #[default]
     Sync,
     /// Steps are committed together, at most every `ms` milliseconds.

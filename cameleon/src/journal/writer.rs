@@ -1,7 +1,7 @@
 //! The recorder of a journaled run: encodes each step on the engine's thread and commits it as
 //! the durability mode says.
 //!
-//! - `sync`: every step is committed (`synchronous = FULL`) before the engine goes on;
+//! - `sync`: every step is committed before the engine goes on;
 //! - `batch`: steps wait in memory; a flusher thread commits what is waiting at most every
 //!   `ms` milliseconds, in one transaction;
 //! - `exit`: steps wait in memory until the run ends (or the recorder is dropped).
@@ -101,7 +101,7 @@ pub(super) struct JournalRecorder {
 impl JournalRecorder {
     /// A recorder writing run `run` into the journal at `path`.
     pub(super) fn new(path: &Path, run: &str, durability: Durability) -> Result<Self, JournalError> {
-        let conn = super::store::open_writer(path, durability == Durability::Sync)?;
+        let conn = super::store::open_writer(path)?;
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
             wake: Condvar::new(),
