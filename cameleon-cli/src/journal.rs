@@ -55,7 +55,12 @@ pub(super) fn runs(a: &RunsArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         writeln!(io.stdout, "no runs in `{}`", a.db.display())?;
         return Ok(exit::OK);
     }
-    let width = runs.iter().map(|r| r.status.len()).max().unwrap_or(6).max(6);
+    let width = runs
+        .iter()
+        .map(|r| r.status.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
     writeln!(
         io.stdout,
         "{:<36}  {:<width$}  {:>6}  {:<24}  NAME",
@@ -87,7 +92,13 @@ pub(super) fn history(a: &HistoryArgs, io: &mut Io<'_>) -> std::io::Result<i32> 
     }
     writeln!(io.stdout, "{:>6}  {:>6}  OPERATORS", "STEP", "BRANCH")?;
     for e in &h.entries {
-        writeln!(io.stdout, "{:>6}  {:>6}  {}", e.step, e.branch, e.ops.join(", "))?;
+        writeln!(
+            io.stdout,
+            "{:>6}  {:>6}  {}",
+            e.step,
+            e.branch,
+            e.ops.join(", ")
+        )?;
     }
     writeln!(io.stdout)?;
     for b in &h.branches {

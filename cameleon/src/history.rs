@@ -200,7 +200,11 @@ impl Store {
             self.written.truncate(f.written_start as usize);
         }
         self.firings.truncate(first);
-        while self.states.last().is_some_and(|s| s.firing as usize >= first) {
+        while self
+            .states
+            .last()
+            .is_some_and(|s| s.firing as usize >= first)
+        {
             self.states.pop();
         }
         if node.parent == NONE {

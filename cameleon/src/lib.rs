@@ -240,8 +240,8 @@ pub mod __private {
     pub use ::core::marker::PhantomData;
     pub use ::core::option::Option::{self, None, Some};
     pub use ::core::result::Result::{self, Err, Ok};
-    pub use ::std::borrow::ToOwned;
     pub use ::std::any::Any as StdAny;
+    pub use ::std::borrow::ToOwned;
     pub use ::std::boxed::Box;
     pub use ::std::string::String;
     pub use ::std::vec::Vec;
@@ -307,15 +307,11 @@ pub mod __private {
         pub from_json: fn(serde_json::Value) -> Result<T, ::std::string::String>,
     }
 
-    fn state_to_json<T: JournalState>(
-        v: &T,
-    ) -> Result<serde_json::Value, ::std::string::String> {
+    fn state_to_json<T: JournalState>(v: &T) -> Result<serde_json::Value, ::std::string::String> {
         serde_json::to_value(v).map_err(|e| e.to_string())
     }
 
-    fn state_from_json<T: JournalState>(
-        v: serde_json::Value,
-    ) -> Result<T, ::std::string::String> {
+    fn state_from_json<T: JournalState>(v: serde_json::Value) -> Result<T, ::std::string::String> {
         serde_json::from_value(v).map_err(|e| e.to_string())
     }
 

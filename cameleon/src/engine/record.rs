@@ -16,8 +16,8 @@
 
 use std::fmt;
 
-use super::{Cvm, EndState, Event, StepError};
 use super::outcome::Advance;
+use super::{Cvm, EndState, Event, StepError};
 use crate::connection::{ConnId, ConnState, NONE, OpId, Token};
 use crate::history::{FiringRec, SavedStates, Written};
 use crate::operator::OpState;
@@ -143,7 +143,9 @@ impl<'a> CommittedFiring<'a> {
     /// The connections it consumed (NEW → OLD), in port order.
     pub fn consumed(&self) -> impl Iterator<Item = ConnId> + 'a {
         let h = &self.cvm.hist;
-        h.consumed[h.consumed_range(self.f)].iter().map(|c| ConnId(*c))
+        h.consumed[h.consumed_range(self.f)]
+            .iter()
+            .map(|c| ConnId(*c))
     }
 
     /// The connections it wrote: the connection, the token it held before (`None`: it was
@@ -296,7 +298,10 @@ impl Cvm {
     }
 
     /// After a step: records its end, if it ended (or failed).
-    pub(super) fn record_outcome(&mut self, r: &Result<Advance, StepError>) -> Result<(), StepError> {
+    pub(super) fn record_outcome(
+        &mut self,
+        r: &Result<Advance, StepError>,
+    ) -> Result<(), StepError> {
         match r {
             Ok(Advance::Ended(end)) => self.record_end(end),
             Err(StepError::Operator { op, error }) => self.record_end(&EndState::Error {
@@ -496,7 +501,11 @@ impl Cvm {
                     message: "the recorded future does not continue the position".into(),
                 });
             }
-            self.hist.redo = future[self.hist.path.len()..].iter().rev().copied().collect();
+            self.hist.redo = future[self.hist.path.len()..]
+                .iter()
+                .rev()
+                .copied()
+                .collect();
         }
         Ok(())
     }

@@ -112,11 +112,7 @@ pub(super) fn encode(c: &Committed<'_>) -> Result<Row, RecordError> {
 
 /// Decodes an entry's body for `net`: values through their data type's serde form, states
 /// through the operator's own (the operator as built lends its state's type).
-pub(super) fn decode(
-    net: &Net,
-    parent: Option<u32>,
-    body: &str,
-) -> Result<RecordedStep, String> {
+pub(super) fn decode(net: &Net, parent: Option<u32>, body: &str) -> Result<RecordedStep, String> {
     let body: Body = serde_json::from_str(body).map_err(|e| format!("unreadable entry: {e}"))?;
     let mut firings = Vec::with_capacity(body.firings.len());
     for f in body.firings {

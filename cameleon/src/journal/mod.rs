@@ -241,7 +241,9 @@ impl Resumed {
 #[derive(Debug, thiserror::Error)]
 pub enum JournalError {
     /// No file at the path.
-    #[error("no journal at `{path}`: the file does not exist (`cameleon run FILE.cm --journal {path}` creates it)")]
+    #[error(
+        "no journal at `{path}`: the file does not exist (`cameleon run FILE.cm --journal {path}` creates it)"
+    )]
     NotFound {
         /// The path.
         path: String,
@@ -255,7 +257,9 @@ pub enum JournalError {
         why: String,
     },
     /// The journal was written by a newer version.
-    #[error("`{path}` is a journal of schema version {version}, newer than this program reads (up to {supported}): use a newer cameleon")]
+    #[error(
+        "`{path}` is a journal of schema version {version}, newer than this program reads (up to {supported}): use a newer cameleon"
+    )]
     TooNew {
         /// The path.
         path: String,
@@ -291,7 +295,9 @@ pub enum JournalError {
         known: Vec<String>,
     },
     /// `resume` without an id, and every run has finished.
-    #[error("nothing to resume in `{path}`: every run has finished (`cameleon runs {path}` lists them)")]
+    #[error(
+        "nothing to resume in `{path}`: every run has finished (`cameleon runs {path}` lists them)"
+    )]
     NothingToResume {
         /// The path.
         path: String,
@@ -323,7 +329,10 @@ fn known_hint(known: &[String]) -> String {
     if known.is_empty() {
         " (it holds no run)".into()
     } else {
-        format!(" (most recent: {}; `cameleon runs` lists them)", known.join(", "))
+        format!(
+            " (most recent: {}; `cameleon runs` lists them)",
+            known.join(", ")
+        )
     }
 }
 
@@ -459,7 +468,11 @@ impl Journal {
             }
         }
         let cm = net.to_cm();
-        let loader = loader(Catalogue::global(), opts.base_dir.as_deref(), opts.allow_outside);
+        let loader = loader(
+            Catalogue::global(),
+            opts.base_dir.as_deref(),
+            opts.allow_outside,
+        );
         if let Err(e) = loader.load_str(&cm) {
             let first = e
                 .problems()
@@ -533,12 +546,7 @@ impl Journal {
                     None => Err(JournalError::UnknownRun {
                         path: self.path.display().to_string(),
                         id: id.to_owned(),
-                        known: self
-                            .runs()?
-                            .into_iter()
-                            .take(3)
-                            .map(|r| r.id)
-                            .collect(),
+                        known: self.runs()?.into_iter().take(3).map(|r| r.id).collect(),
                     }),
                 }
             }
@@ -649,10 +657,11 @@ impl Journal {
         }
         let mut cvm = b.build();
         let recorded = self.recorded(&id, cvm.net(), tip, redo_tip)?;
-        cvm.restore(recorded).map_err(|e| JournalError::Incompatible {
-            run: id.clone(),
-            what: e.to_string(),
-        })?;
+        cvm.restore(recorded)
+            .map_err(|e| JournalError::Incompatible {
+                run: id.clone(),
+                what: e.to_string(),
+            })?;
         let end = match (status.as_str(), end_state) {
             ("RUNNING" | "WAITING", _) => None,
             (_, Some(json)) => Some(
@@ -660,7 +669,9 @@ impl Journal {
                     .ok_or_else(|| self.corrupt(format!("run `{id}`: unreadable end state")))?,
             ),
             (other, None) => {
-                return Err(self.corrupt(format!("run `{id}`: status `{other}` without an end state")));
+                return Err(
+                    self.corrupt(format!("run `{id}`: status `{other}` without an end state"))
+                );
             }
         };
         let resumed = Resumed {
@@ -704,12 +715,11 @@ impl Journal {
             }
             let parent =
                 node_index(parent).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?;
-            let step = codec::decode(net, parent, &body).map_err(|what| {
-                JournalError::Incompatible {
+            let step =
+                codec::decode(net, parent, &body).map_err(|what| JournalError::Incompatible {
                     run: id.to_owned(),
                     what: format!("entry #{i}: {what}"),
-                }
-            })?;
+                })?;
             rec.steps.push(step);
         }
         Ok(rec)
@@ -719,11 +729,9 @@ impl Journal {
     pub fn history(&self, id: &str) -> Result<RunHistory, JournalError> {
         let id = self.pick(Some(id))?;
         let (tip, redo_tip): (Option<i64>, Option<i64>) = self.with(|c| {
-            c.query_row(
-                "SELECT tip, redo_tip FROM runs WHERE id = ?1",
-                [&id],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            c.query_row("SELECT tip, redo_tip FROM runs WHERE id = ?1", [&id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
         })?;
         let rows: Vec<(i64, Option<i64>, i64, i64, String)> = self.with(|c| {
             let mut st = c.prepare(
@@ -748,9 +756,7 @@ impl Journal {
         }
         // The current branch: the one of the deepest node of the position.
         let here = redo_tip.or(tip).map(|n| n.max(0) as u32);
-        let current = here
-            .and_then(|n| entries.get(n as usize))
-            .map(|e| e.branch);
+        let current = here.and_then(|n| entries.get(n as usize)).map(|e| e.branch);
         let mut branches: Vec<BranchInfo> = Vec::new();
         for e in &entries {
             match branches.iter_mut().find(|b| b.branch == e.branch) {
@@ -778,7 +784,9 @@ fn node_index(n: Option<i64>) -> Result<Option<u32>, String> {
 }
 
 fn loader<'c>(catalogue: &'c Catalogue, base: Option<&Path>, allow_outside: bool) -> Loader<'c> {
-    let l = Loader::new().catalogue(catalogue).allow_outside(allow_outside);
+    let l = Loader::new()
+        .catalogue(catalogue)
+        .allow_outside(allow_outside);
     match base {
         Some(b) => l.base_dir(b),
         None => l,
@@ -788,7 +796,6 @@ fn loader<'c>(catalogue: &'c Catalogue, base: Option<&Path>, allow_outside: bool
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
-
 
 /// A stored end state. A deadlock's report is computed again from the restored marking (its
 /// sentences are not stored).

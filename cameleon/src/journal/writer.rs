@@ -100,7 +100,11 @@ pub(super) struct JournalRecorder {
 
 impl JournalRecorder {
     /// A recorder writing run `run` into the journal at `path`.
-    pub(super) fn new(path: &Path, run: &str, durability: Durability) -> Result<Self, JournalError> {
+    pub(super) fn new(
+        path: &Path,
+        run: &str,
+        durability: Durability,
+    ) -> Result<Self, JournalError> {
         let conn = super::store::open_writer(path)?;
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
