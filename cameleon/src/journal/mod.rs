@@ -498,14 +498,25 @@ impl Journal {
         let config = serde_json::to_string(&config).map_err(|e| JournalError::io(&self.path, e))?;
         let name = opts.name.clone().unwrap_or_else(|| net.name().to_owned());
         let mode = cvm.mode().as_str();
+        // An immediate transaction: a plain autocommit INSERT reads before it writes, and in WAL
+        // mode another process's commit in between makes it fail at once with "database is
+        // locked" (a stale snapshot), which no busy wait cures.
         self.with(|c| {
-            c.execute(
+            c.execute_batch("BEGIN IMMEDIATE")?;
+            let r = c.execute(
                 "INSERT INTO runs (id, name, cm, cm_hash, mode, config, generation, status, steps,
                                    started, updated)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'RUNNING', 0,
                          strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
                 (&id, &name, &cm, store::hash(&cm), mode, &config, opts.generation.map(|g| g as i64)),
-            )
+            );
+            match r {
+                Ok(_) => c.execute_batch("COMMIT"),
+                Err(e) => {
+                    let _ = c.execute_batch("ROLLBACK");
+                    Err(e)
+                }
+            }
         })?;
         let recorder = JournalRecorder::new(&self.path, &id, opts.durability)?;
         cvm.set_run_id(id.as_str());
