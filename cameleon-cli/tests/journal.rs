@@ -34,13 +34,6 @@ fn json(o: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(o), stderr(o)))
 }
 
-fn net(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/nets")
-        .join(name)
-        .display()
-        .to_string()
-}
 
 fn example(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -224,7 +217,7 @@ fn crash_test(mode: &str, seed: u64) {
     let ref_trace = d.join("reference.jsonl");
     let reference = cameleon(&[
         "run",
-        &net("slow_count.cm"),
+        &example("slow_count.cm"),
         "--mode",
         mode,
         "--json",
@@ -241,7 +234,7 @@ fn crash_test(mode: &str, seed: u64) {
         let db = d.join(format!("round{round}.db"));
         let run_args = [
             "run",
-            &net("slow_count.cm"),
+            &example("slow_count.cm"),
             "--mode",
             mode,
             "--journal",
@@ -319,7 +312,7 @@ fn kill_9_at_random_instants_then_resume_gives_the_uninterrupted_run_parallel() 
 fn two_processes_journal_into_one_file_at_once_and_both_complete() {
     let d = dir("two");
     let db = d.join("shared.db");
-    let reference = json(&cameleon(&["run", &net("slow_count.cm"), "--json"]));
+    let reference = json(&cameleon(&["run", &example("slow_count.cm"), "--json"]));
     let children: Vec<(Child, PathBuf)> = ["sequential", "parallel"]
         .iter()
         .map(|mode| {
@@ -327,7 +320,7 @@ fn two_processes_journal_into_one_file_at_once_and_both_complete() {
             let c = spawn(
                 &[
                     "run",
-                    &net("slow_count.cm"),
+                    &example("slow_count.cm"),
                     "--journal",
                     &s(&db),
                     "--mode",

@@ -18,6 +18,7 @@
 //! | [`net`] | the validated net (§1) |
 //! | [`engine`] | the CVM: forward, backward, replay, end states (§4–§6); parallel mode, async operators, events, cancellation (§7) |
 //! | [`history`] | the history tree of deltas (§5) |
+//! | [`journal`] | durable runs: the history in a SQLite file, resume after a crash (§5.5) |
 //! | [`verify`] | state-space exploration of the control abstraction, PNML export (§8) |
 //! | [`catalogue`] | operator types by id, for `.cm` files, the CLI and LLMs |
 //! | [`cm`] | the `.cm` file: load (every problem located), write (canonical), schema |
