@@ -34,7 +34,6 @@ fn json(o: &Output) -> Value {
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(o), stderr(o)))
 }
 
-
 fn example(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../examples")

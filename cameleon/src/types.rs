@@ -177,7 +177,7 @@ trait DynData: Send + Sync + fmt::Debug + 'static {
     fn info(&self) -> &'static TypeInfo;
     fn as_any(&self) -> &dyn StdAny;
     fn to_json(&self) -> serde_json::Value;
-    fn try_to_json(&self) -> Result<serde_json::Value, serde_json::Error>;
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error>;
 }
 
 impl<T: DataType> DynData for T {
@@ -192,8 +192,8 @@ impl<T: DataType> DynData for T {
         // traces rather than taking the run down.
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
-    fn try_to_json(&self) -> Result<serde_json::Value, serde_json::Error> {
-        serde_json::to_value(self)
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(out, self)
     }
 }
 
@@ -228,10 +228,11 @@ impl Value {
         self.0.to_json()
     }
 
-    /// The value's JSON form, or serde's error (a journal must not write `null` for a value it
-    /// could not serialise).
-    pub fn try_to_json(&self) -> Result<serde_json::Value, serde_json::Error> {
-        self.0.try_to_json()
+    /// Appends the value's JSON text to `out`, or returns serde's error (a journal must not
+    /// write `null` for a value it could not serialise). On error, `out` may hold part of the
+    /// text: truncate it back.
+    pub fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        self.0.write_json(out)
     }
 
     /// Whether two values are the same shared allocation (not merely equal).

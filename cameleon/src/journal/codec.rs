@@ -1,7 +1,7 @@
 //! An entry's `body`: its firings as JSON, written from a committed step and read back into a
 //! [`RecordedStep`].
 
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value as Json;
 
 use crate::connection::{ConnId, OpId};
@@ -10,7 +10,7 @@ use crate::net::Net;
 use crate::types::{Value, type_by_name};
 
 /// One firing, as stored.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 pub(super) struct FiringBody {
     /// The operator's index in the net.
     pub(super) op: u32,
@@ -24,15 +24,15 @@ pub(super) struct FiringBody {
     #[serde(default)]
     pub(super) tokens: Vec<TokenBody>,
     /// State before, if the operator has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub(super) before: Option<Json>,
     /// State after, if the operator has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub(super) after: Option<Json>,
 }
 
 /// One token, as stored: its data type's name and its serde form.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 pub(super) struct TokenBody {
     #[serde(rename = "type")]
     pub(super) ty: String,
@@ -40,7 +40,7 @@ pub(super) struct TokenBody {
 }
 
 /// The stored form of an entry.
-#[derive(Serialize, Deserialize)]
+#[derive(Deserialize)]
 pub(super) struct Body {
     pub(super) firings: Vec<FiringBody>,
 }
@@ -56,58 +56,115 @@ pub(super) struct Row {
     pub(super) body: String,
 }
 
-/// Encodes a committed step. A value or a state that serde cannot write is an error naming the
-/// operator, the output and the type — never a `null` in the journal.
-pub(super) fn encode(c: &Committed<'_>) -> Result<Row, RecordError> {
-    let mut firings = Vec::new();
-    let mut ops = Vec::new();
-    for f in c.firings() {
+/// Encodes a committed step, writing the JSON of [`Body`] directly (no intermediate tree: this
+/// runs on the engine's thread for every step). A value or a state that serde cannot write is an
+/// error naming the operator and the type — never a `null` in the journal.
+pub(super) fn encode(c: &Committed<'_>, buf: &mut Vec<u8>) -> Result<Row, RecordError> {
+    buf.clear();
+    let mut ops = Vec::with_capacity(16);
+    ops.push(b'[');
+    buf.extend_from_slice(b"{\"firings\":[");
+    for (i, f) in c.firings().enumerate() {
         let name = f.op_name();
-        ops.push(name);
-        let mut tokens = Vec::new();
-        for (_, t) in f.tokens() {
-            let value = t.value.try_to_json().map_err(|e| {
-                RecordError(format!(
+        if i > 0 {
+            buf.push(b',');
+            ops.push(b',');
+        }
+        json_str(&mut ops, name);
+        buf.extend_from_slice(b"{\"op\":");
+        num(buf, f.op().0);
+        buf.extend_from_slice(b",\"consumed\":[");
+        for (k, conn) in f.consumed().enumerate() {
+            if k > 0 {
+                buf.push(b',');
+            }
+            num(buf, conn.0);
+        }
+        buf.extend_from_slice(b"],\"written\":[");
+        for (k, (conn, prior, new)) in f.written().enumerate() {
+            if k > 0 {
+                buf.push(b',');
+            }
+            buf.push(b'[');
+            num(buf, conn.0);
+            buf.push(b',');
+            match prior {
+                Some(p) => num(buf, p),
+                None => buf.extend_from_slice(b"null"),
+            }
+            buf.push(b',');
+            num(buf, new);
+            buf.push(b']');
+        }
+        buf.extend_from_slice(b"],\"tokens\":[");
+        for (k, (_, t)) in f.tokens().enumerate() {
+            if k > 0 {
+                buf.push(b',');
+            }
+            buf.extend_from_slice(b"{\"type\":");
+            json_str(buf, t.type_name());
+            buf.extend_from_slice(b",\"value\":");
+            let at = buf.len();
+            if let Err(e) = t.value.write_json(buf) {
+                buf.truncate(at);
+                return Err(RecordError(format!(
                     "`{name}` emitted a {} that cannot be written as JSON: {e}",
                     t.type_name()
+                )));
+            }
+            buf.push(b'}');
+        }
+        buf.push(b']');
+        for (key, state) in [("before", f.before()), ("after", f.after())] {
+            let Some(state) = state else { continue };
+            let json = state.to_json().map_err(|e| {
+                RecordError(format!(
+                    "the internal state of `{name}` cannot be written to the journal: {e}"
                 ))
             })?;
-            tokens.push(TokenBody {
-                ty: t.type_name().to_owned(),
-                value,
-            });
+            buf.extend_from_slice(b",\"");
+            buf.extend_from_slice(key.as_bytes());
+            buf.extend_from_slice(b"\":");
+            serde_json::to_writer(&mut *buf, &json)
+                .map_err(|e| RecordError(format!("cannot encode the step: {e}")))?;
         }
-        let state = |s: Option<&crate::operator::OpState>| -> Result<Option<Json>, RecordError> {
-            s.map(|s| {
-                s.to_json().map_err(|e| {
-                    RecordError(format!(
-                        "the internal state of `{name}` cannot be written to the journal: {e}"
-                    ))
-                })
-            })
-            .transpose()
-        };
-        firings.push(FiringBody {
-            op: f.op().0,
-            consumed: f.consumed().map(|c| c.0).collect(),
-            written: f.written().map(|(c, p, n)| (c.0, p, n)).collect(),
-            tokens,
-            before: state(f.before())?,
-            after: state(f.after())?,
-        });
+        buf.push(b'}');
     }
-    let body = serde_json::to_string(&Body { firings })
-        .map_err(|e| RecordError(format!("cannot encode the step: {e}")))?;
-    let ops = serde_json::to_string(&ops)
-        .map_err(|e| RecordError(format!("cannot encode the step: {e}")))?;
+    buf.extend_from_slice(b"]}");
+    ops.push(b']');
+    let text = |b: Vec<u8>| {
+        String::from_utf8(b).map_err(|e| RecordError(format!("cannot encode the step: {e}")))
+    };
     Ok(Row {
         node: c.node(),
         parent: c.parent(),
         step: c.step(),
         branch: c.branch(),
-        ops,
-        body,
+        ops: text(ops)?,
+        body: text(buf.clone())?,
     })
+}
+
+/// Appends `n` in decimal.
+fn num(buf: &mut Vec<u8>, n: u32) {
+    let mut digits = [0u8; 10];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
+/// Appends `s` as a JSON string.
+fn json_str(buf: &mut Vec<u8>, s: &str) {
+    // Writing a `str` to a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut *buf, s);
 }
 
 /// Decodes an entry's body for `net`: values through their data type's serde form, states

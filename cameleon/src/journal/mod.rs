@@ -77,7 +77,8 @@
 //! | table | column | holds |
 //! |---|---|---|
 //! | `meta` | `key`, `value` | `format` = `cameleon-journal`, `schema` = the version |
-//! | `runs` | `id` | the run id, a UUID v7 (sortable by start time) |
+//! | `runs` | `seq` | the run's number in this file (the key entries use) |
+//! | | `id` | the run id, a UUID v7 (sortable by start time) |
 //! | | `name` | the net's name |
 //! | | `cm`, `cm_hash` | the net's canonical `.cm` text, and its FNV-1a 64 hash (hex) |
 //! | | `mode` | `sequential` or `parallel` |
@@ -88,7 +89,8 @@
 //! | | `steps` | applied steps (the depth of the position) |
 //! | | `tip`, `redo_tip` | the position: the last applied node, and the deepest node of the recorded future (`NULL`: none) |
 //! | | `started`, `updated` | UTC wall time, RFC 3339 (annotations only) |
-//! | `entries` | `run`, `node` | the run, and the node's index in the history tree (creation order, from 0) |
+//! | `entries` | `id` | `runs.seq << 32 \| node`: a run's entries are one range, in node order |
+//! | | `run`, `node` | the run (`runs.seq`), and the node's index in the history tree (creation order, from 0) |
 //! | | `parent` | the parent node (`NULL`: a first step) |
 //! | | `step`, `branch` | the node's depth (1-based) and branch number (1-based, creation order) |
 //! | | `ops` | JSON array of the names of the operators that fired |
@@ -501,7 +503,7 @@ impl Journal {
         // An immediate transaction: a plain autocommit INSERT reads before it writes, and in WAL
         // mode another process's commit in between makes it fail at once with "database is
         // locked" (a stale snapshot), which no busy wait cures.
-        self.with(|c| {
+        let seq = self.with(|c| {
             c.execute_batch("BEGIN IMMEDIATE")?;
             let r = c.execute(
                 "INSERT INTO runs (id, name, cm, cm_hash, mode, config, generation, status, steps,
@@ -511,14 +513,17 @@ impl Journal {
                 (&id, &name, &cm, store::hash(&cm), mode, &config, opts.generation.map(|g| g as i64)),
             );
             match r {
-                Ok(_) => c.execute_batch("COMMIT"),
+                Ok(_) => {
+                    let seq = c.last_insert_rowid();
+                    c.execute_batch("COMMIT").map(|()| seq)
+                }
                 Err(e) => {
                     let _ = c.execute_batch("ROLLBACK");
                     Err(e)
                 }
             }
         })?;
-        let recorder = JournalRecorder::new(&self.path, &id, opts.durability)?;
+        let recorder = JournalRecorder::new(&self.path, seq, opts.durability)?;
         cvm.set_run_id(id.as_str());
         cvm.set_recorder(Box::new(recorder));
         Ok(id)
@@ -609,6 +614,7 @@ impl Journal {
     ) -> Result<Resumed, JournalError> {
         let id = self.pick(id)?;
         type RunRow = (
+            i64,
             String,
             String,
             String,
@@ -621,7 +627,7 @@ impl Journal {
         );
         let row: RunRow = self.with(|c| {
             c.query_row(
-                "SELECT name, cm, cm_hash, mode, config, status, end_state, tip, redo_tip
+                "SELECT seq, name, cm, cm_hash, mode, config, status, end_state, tip, redo_tip
                  FROM runs WHERE id = ?1",
                 [&id],
                 |r| {
@@ -635,11 +641,12 @@ impl Journal {
                         r.get(6)?,
                         r.get(7)?,
                         r.get(8)?,
+                        r.get(9)?,
                     ))
                 },
             )
         })?;
-        let (name, cm, cm_hash, mode, config, status, end_state, tip, redo_tip) = row;
+        let (seq, name, cm, cm_hash, mode, config, status, end_state, tip, redo_tip) = row;
         if store::hash(&cm) != cm_hash {
             return Err(self.corrupt(format!(
                 "run `{id}`: its stored net does not match its hash (the file was edited or damaged)"
@@ -667,7 +674,7 @@ impl Journal {
             b = b.max_steps(n);
         }
         let mut cvm = b.build();
-        let recorded = self.recorded(&id, cvm.net(), tip, redo_tip)?;
+        let recorded = self.recorded(&id, seq, cvm.net(), tip, redo_tip)?;
         cvm.restore(recorded)
             .map_err(|e| JournalError::Incompatible {
                 run: id.clone(),
@@ -693,7 +700,7 @@ impl Journal {
         };
         if record && !resumed.is_finished() {
             let mut resumed = resumed;
-            let recorder = JournalRecorder::new(&self.path, &id, config.durability())?;
+            let recorder = JournalRecorder::new(&self.path, seq, config.durability())?;
             resumed.cvm.set_recorder(Box::new(recorder));
             return Ok(resumed);
         }
@@ -704,15 +711,17 @@ impl Journal {
     fn recorded(
         &self,
         id: &str,
+        seq: i64,
         net: &Net,
         tip: Option<i64>,
         redo_tip: Option<i64>,
     ) -> Result<Recorded, JournalError> {
         let rows: Vec<(i64, Option<i64>, String)> = self.with(|c| {
             let mut st = c.prepare_cached(
-                "SELECT node, parent, body FROM entries WHERE run = ?1 ORDER BY node",
+                "SELECT node, parent, body FROM entries WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
             )?;
-            st.query_map([id], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            let range = (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX));
+            st.query_map(range, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
                 .collect()
         })?;
         let mut rec = Recorded {
@@ -739,16 +748,20 @@ impl Journal {
     /// Run `id`'s history tree: every entry, every branch.
     pub fn history(&self, id: &str) -> Result<RunHistory, JournalError> {
         let id = self.pick(Some(id))?;
-        let (tip, redo_tip): (Option<i64>, Option<i64>) = self.with(|c| {
-            c.query_row("SELECT tip, redo_tip FROM runs WHERE id = ?1", [&id], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
+        let (seq, tip, redo_tip): (i64, Option<i64>, Option<i64>) = self.with(|c| {
+            c.query_row(
+                "SELECT seq, tip, redo_tip FROM runs WHERE id = ?1",
+                [&id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
         })?;
         let rows: Vec<(i64, Option<i64>, i64, i64, String)> = self.with(|c| {
             let mut st = c.prepare(
-                "SELECT node, parent, step, branch, ops FROM entries WHERE run = ?1 ORDER BY node",
+                "SELECT node, parent, step, branch, ops FROM entries
+                 WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
             )?;
-            st.query_map([&id], |r| {
+            let range = (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX));
+            st.query_map(range, |r| {
                 Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
             })?
             .collect()

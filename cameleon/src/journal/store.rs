@@ -14,6 +14,12 @@ pub(super) const SCHEMA: i64 = 1;
 /// `meta.format`: what marks a SQLite file as a Caméléon journal.
 pub(super) const FORMAT: &str = "cameleon-journal";
 
+/// An entry's `id`: its run's `seq` in the high 32 bits, its node in the low 32, so a run's
+/// entries are one range of the table, in node order, and new ones are appended.
+pub(super) fn entry_id(run: i64, node: u32) -> i64 {
+    (run << 32) | i64::from(node)
+}
+
 /// How long a writer waits for another process's transaction before giving up.
 const BUSY: Duration = Duration::from_secs(60);
 
@@ -23,7 +29,8 @@ CREATE TABLE meta (
     value TEXT NOT NULL
 );
 CREATE TABLE runs (
-    id         TEXT PRIMARY KEY,
+    seq        INTEGER PRIMARY KEY,
+    id         TEXT NOT NULL UNIQUE,
     name       TEXT NOT NULL,
     cm         TEXT NOT NULL,
     cm_hash    TEXT NOT NULL,
@@ -40,15 +47,15 @@ CREATE TABLE runs (
 );
 CREATE INDEX runs_by_start ON runs (started, id);
 CREATE TABLE entries (
-    run    TEXT NOT NULL REFERENCES runs (id),
+    id     INTEGER PRIMARY KEY,
+    run    INTEGER NOT NULL REFERENCES runs (seq),
     node   INTEGER NOT NULL,
     parent INTEGER,
     step   INTEGER NOT NULL,
     branch INTEGER NOT NULL,
     ops    TEXT NOT NULL,
-    body   TEXT NOT NULL,
-    PRIMARY KEY (run, node)
-) WITHOUT ROWID;
+    body   TEXT NOT NULL
+);
 ";
 
 /// What a file is, read from its first bytes before SQLite opens it (so a foreign file is

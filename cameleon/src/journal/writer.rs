@@ -45,7 +45,8 @@ struct Shared {
 
 struct Writer {
     conn: Connection,
-    run: String,
+    /// The run's `runs.seq`.
+    run: i64,
 }
 
 impl Writer {
@@ -64,27 +65,34 @@ impl Writer {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT OR REPLACE INTO entries (run, node, parent, step, branch, ops, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT INTO entries (id, run, node, parent, step, branch, ops, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?;
             for r in rows {
                 insert.execute((
-                    &self.run, r.node, r.parent, r.step, r.branch, &r.ops, &r.body,
+                    super::store::entry_id(self.run, r.node),
+                    self.run,
+                    r.node,
+                    r.parent,
+                    r.step,
+                    r.branch,
+                    &r.ops,
+                    &r.body,
                 ))?;
             }
             if let Some(p) = position {
                 tx.prepare_cached(
                     "UPDATE runs SET tip = ?2, redo_tip = ?3, steps = ?4,
-                     updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
+                     updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE seq = ?1",
                 )?
-                .execute((&self.run, p.tip, p.redo_tip, p.depth))?;
+                .execute((self.run, p.tip, p.redo_tip, p.depth))?;
             }
             if let Some((status, end)) = status {
                 tx.prepare_cached(
-                    "UPDATE runs SET status = ?2, end_state = ?3,
-                     updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE id = ?1",
+                    "UPDATE runs SET status = ?2, end_state = ?3 WHERE seq = ?1 AND
+                     (status IS NOT ?2 OR end_state IS NOT ?3)",
                 )?
-                .execute((&self.run, status, end))?;
+                .execute((self.run, status, end))?;
             }
         }
         tx.commit()
@@ -94,25 +102,20 @@ impl Writer {
 /// The [`Recorder`] of one journaled run.
 pub(super) struct JournalRecorder {
     durability: Durability,
+    /// Reused for encoding each step.
+    buf: Vec<u8>,
     shared: Arc<Shared>,
     flusher: Option<JoinHandle<()>>,
 }
 
 impl JournalRecorder {
     /// A recorder writing run `run` into the journal at `path`.
-    pub(super) fn new(
-        path: &Path,
-        run: &str,
-        durability: Durability,
-    ) -> Result<Self, JournalError> {
+    pub(super) fn new(path: &Path, run: i64, durability: Durability) -> Result<Self, JournalError> {
         let conn = super::store::open_writer(path)?;
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
             wake: Condvar::new(),
-            writer: Mutex::new(Writer {
-                conn,
-                run: run.to_owned(),
-            }),
+            writer: Mutex::new(Writer { conn, run }),
         });
         let flusher = match durability {
             Durability::Batch { ms } => {
@@ -129,6 +132,7 @@ impl JournalRecorder {
         };
         Ok(JournalRecorder {
             durability,
+            buf: Vec::with_capacity(512),
             shared,
             flusher,
         })
@@ -219,7 +223,7 @@ pub(super) fn status_of(end: &EndState) -> (String, Option<String>) {
 
 impl Recorder for JournalRecorder {
     fn committed(&mut self, step: &Committed<'_>) -> Result<(), RecordError> {
-        let row = codec::encode(step)?;
+        let row = codec::encode(step, &mut self.buf)?;
         let status = Some(("RUNNING".to_owned(), None));
         self.queue(Some(row), Some(step.position()), status, false)
     }
