@@ -847,3 +847,150 @@ fn an_edited_stored_net_is_reported_damaged() {
     let err = journal.resume(Some(&id)).unwrap_err();
     assert!(err.to_string().contains("does not match its hash"), "{err}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// The engine's hook, without SQLite; reading a run without journaling
+
+/// Keeps what it is told in memory, as another journal backend would.
+#[derive(Default)]
+struct InMemory {
+    steps: std::sync::Arc<Mutex<Vec<cameleon::engine::RecordedStep>>>,
+    position: std::sync::Arc<Mutex<cameleon::engine::Position>>,
+}
+
+impl cameleon::engine::Recorder for InMemory {
+    fn committed(
+        &mut self,
+        step: &cameleon::engine::Committed<'_>,
+    ) -> Result<(), cameleon::engine::RecordError> {
+        let firings = step
+            .firings()
+            .map(|f| cameleon::engine::RecordedFiring {
+                op: f.op(),
+                consumed: f.consumed().collect(),
+                written: f.written().collect(),
+                tokens: f.tokens().map(|(_, t)| t.value.clone()).collect(),
+                before: f
+                    .before()
+                    .map(|s| s.from_json_like(s.to_json().unwrap()).unwrap()),
+                after: f
+                    .after()
+                    .map(|s| s.from_json_like(s.to_json().unwrap()).unwrap()),
+            })
+            .collect();
+        self.steps
+            .lock()
+            .unwrap()
+            .push(cameleon::engine::RecordedStep {
+                parent: step.parent(),
+                firings,
+            });
+        *self.position.lock().unwrap() = step.position();
+        Ok(())
+    }
+    fn moved(
+        &mut self,
+        at: cameleon::engine::Position,
+    ) -> Result<(), cameleon::engine::RecordError> {
+        *self.position.lock().unwrap() = at;
+        Ok(())
+    }
+    fn ended(
+        &mut self,
+        _: &EndState,
+        at: cameleon::engine::Position,
+    ) -> Result<(), cameleon::engine::RecordError> {
+        *self.position.lock().unwrap() = at;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_recorder_sees_every_step_and_restore_rebuilds_the_run_without_running_it() {
+    let rec = InMemory::default();
+    let (steps, position) = (rec.steps.clone(), rec.position.clone());
+    let mut cvm = Cvm::new(chain("hook", 3));
+    cvm.set_recorder(Box::new(rec));
+    for _ in 0..4 {
+        cvm.step().unwrap();
+    }
+    cvm.back().unwrap();
+    let marking: Vec<_> = cvm
+        .marking()
+        .0
+        .into_iter()
+        .map(|(s, t)| (s, t.map(|t| t.value.to_json())))
+        .collect();
+    let ran = calls("hook").len();
+    assert_eq!(steps.lock().unwrap().len(), 4);
+    let at = *position.lock().unwrap();
+    assert_eq!((at.tip, at.redo_tip, at.depth), (Some(2), Some(3), 3));
+
+    let mut fresh = Cvm::new(chain("hook", 3));
+    fresh
+        .restore(cameleon::engine::Recorded {
+            steps: std::mem::take(&mut *steps.lock().unwrap()),
+            tip: at.tip,
+            redo_tip: at.redo_tip,
+        })
+        .unwrap();
+    assert_eq!(calls("hook").len(), ran, "restore ran an operator");
+    let restored: Vec<_> = fresh
+        .marking()
+        .0
+        .into_iter()
+        .map(|(s, t)| (s, t.map(|t| t.value.to_json())))
+        .collect();
+    assert_eq!(restored, marking);
+    assert_eq!(fresh.position(), cvm.position());
+    assert!(matches!(
+        fresh.step().unwrap(),
+        Step::Fired { replayed: true, .. }
+    ));
+    assert_eq!(
+        calls("hook").len(),
+        ran,
+        "the recorded future is replayed, not run"
+    );
+    // A record that does not fit the net is refused.
+    let mut other = Cvm::new(chain("hook", 3));
+    let bad = cameleon::engine::Recorded {
+        steps: vec![cameleon::engine::RecordedStep {
+            parent: None,
+            firings: vec![cameleon::engine::RecordedFiring {
+                op: OpId(1), // c0, which is not enabled at the start
+                consumed: vec![],
+                written: vec![],
+                tokens: vec![],
+                before: None,
+                after: None,
+            }],
+        }],
+        tip: Some(0),
+        redo_tip: None,
+    };
+    let err = other.restore(bad).unwrap_err().to_string();
+    assert!(err.contains("`c0` is not enabled there"), "{err}");
+}
+
+#[test]
+fn open_run_travels_a_run_without_changing_its_journal() {
+    let path = db("travel");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(chain("travel", 2));
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    cvm.run().unwrap();
+    drop(cvm);
+    let mut run = journal.open_run(&id).unwrap();
+    assert!(run.is_finished());
+    run.cvm.rewind();
+    assert_eq!(run.cvm.depth(), 0);
+    assert_eq!(run.cvm.history().redo_len(), 4);
+    drop(run);
+    assert_eq!(rows(&path, "SELECT steps FROM runs"), 4);
+    assert_eq!(
+        rows(&path, "SELECT count(*) FROM runs WHERE redo_tip IS NULL"),
+        1
+    );
+    assert_eq!(journal.runs().unwrap()[0].status, "COMPLETED");
+}
