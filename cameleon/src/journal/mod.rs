@@ -357,11 +357,6 @@ impl JournalError {
             _ => JournalError::io(path, e),
         }
     }
-
-    /// Whether the error is the user's input (a file, an id, a net): the CLI's exit 2.
-    pub fn is_invalid_input(&self) -> bool {
-        !matches!(self, JournalError::Io { .. })
-    }
 }
 
 /// The stored `config` of a run.
