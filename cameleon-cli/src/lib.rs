@@ -31,6 +31,9 @@
 //! | command | exit code |
 //! |---|---|
 //! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR, 130 CANCELLED (Ctrl-C) |
+//! | `run FILE.cm --journal DB [--durability sync\|batch\|exit]` | as `run`; 2 also when `DB` is not a journal |
+//! | `resume DB [RUN_ID] [--json] [--trace PATH\|-]` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file |
+//! | `runs DB [--json]`, `history DB RUN_ID [--json]` | 0, 2 not a journal or an unknown id |
 //! | `run FILE.cm --follow WITNESS [--json]` | 0 replayed, 2 not replayable, 3 it ends in DEADLOCK |
 //! | `check FILE.cm [--verify [--max-states N]] [--json]` | 0 valid (and every property holds), 2 invalid, 3 a property fails, 4 the state budget ran out first |
 //! | `fmt FILE.cm [--check]` (`-`: stdin to stdout) | 0, 1 if `--check` finds a difference, 2 invalid |
@@ -53,6 +56,7 @@ mod catalogue;
 mod check;
 mod export;
 mod fmt;
+mod journal;
 pub mod render;
 mod run;
 
@@ -108,6 +112,7 @@ Examples:
   cameleon run examples/counter.cm --max-steps 100 --json
   cameleon run examples/digest.cm --trace trace.jsonl
   cameleon run examples/digest.cm --trace - | jq -c .op
+  cameleon run examples/counter.cm --journal runs.db     durable: `cameleon resume runs.db` after a crash
   cameleon run examples/wcp/bad/xor-split-and-join.cm --follow src,split,test,choose:out_true,a")]
     // Not `Run`: rustc would then print the operator trait `cameleon::Run` with its full path
     // in users' compile errors (two public items named `Run`).
@@ -153,6 +158,36 @@ Examples:
   cameleon export examples/digest.cm --svg > digest.svg
   cameleon export examples/wcp/wcp04-exclusive-choice.cm --pnml > choice.pnml")]
     Export(ExportArgs),
+    /// Continue a journaled run after a crash or an interruption (or show how a finished one
+    /// ended), firing nothing that was already committed.
+    #[command(after_help = "\
+Without RUN_ID, the most recently started run that has not finished (RUNNING, WAITING or
+CANCELLED). Its trace holds every firing from step 1, restored ones included: the same bytes as
+an uninterrupted run. A firing that was in flight at the crash runs again (its idempotency key
+is the same). A finished run prints its end and exits with its code.
+
+Exit codes: as `run`; 2 nothing to resume, an unknown run id, a damaged or foreign file, a net
+whose operator types this program lacks.
+
+Examples:
+  cameleon resume runs.db
+  cameleon resume runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11 --json
+  cameleon resume runs.db --trace trace.jsonl")]
+    Resume(ResumeArgs),
+    /// List the runs of a journal, newest first.
+    #[command(after_help = "\
+STATUS is RUNNING (unfinished, crashed included), WAITING, or the run's end state.
+
+Examples:
+  cameleon runs runs.db
+  cameleon runs runs.db --json")]
+    Runs(RunsArgs),
+    /// Show a journaled run's history tree: every step, on which branch.
+    #[command(after_help = "\
+Examples:
+  cameleon history runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11
+  cameleon history runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11 --json")]
+    History(HistoryArgs),
     /// Print the JSON Schema of the .cm format.
     #[command(after_help = "\
 Examples:
@@ -176,6 +211,18 @@ impl From<ModeArg> for Mode {
             ModeArg::Parallel => Mode::Parallel,
         }
     }
+}
+
+/// When a journaled run's steps reach the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum DurabilityArg {
+    /// Each step is committed before the next one starts.
+    #[default]
+    Sync,
+    /// Steps are committed together, at most every --batch-ms milliseconds.
+    Batch,
+    /// Steps are committed when the run ends.
+    Exit,
 }
 
 /// `cameleon run`.
@@ -206,8 +253,56 @@ pub struct RunArgs {
     /// Instead of running, replay a witness of `check --verify` (labels separated by commas or
     /// spaces, or its JSON array) in the verifier's abstraction, showing the connection states
     /// along it. No operator runs.
-    #[arg(long, value_name = "WITNESS", conflicts_with_all = ["mode", "max_steps", "trace"])]
+    #[arg(long, value_name = "WITNESS", conflicts_with_all = ["mode", "max_steps", "trace", "journal"])]
     pub follow: Option<String>,
+    /// Journal the run into DB (a SQLite file, created if missing): a crashed or interrupted
+    /// run then goes on with `cameleon resume DB`. The first line on stderr is `run <ID>`.
+    #[arg(long, value_name = "DB")]
+    pub journal: Option<PathBuf>,
+    /// With --journal: when steps reach the disk.
+    #[arg(long, value_enum, default_value_t = DurabilityArg::Sync, requires = "journal")]
+    pub durability: DurabilityArg,
+    /// With --durability batch: the longest a step waits before it is committed.
+    #[arg(long, value_name = "MS", default_value_t = cameleon::journal::Durability::DEFAULT_BATCH_MS, requires = "journal")]
+    pub batch_ms: u64,
+}
+
+/// `cameleon resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The journal file.
+    pub db: PathBuf,
+    /// The run (default: the most recently started unfinished one).
+    pub run_id: Option<String>,
+    /// Print the result as one JSON object (with `run_id`).
+    #[arg(long)]
+    pub json: bool,
+    /// Write one JSON line per firing from step 1, then the end state, to PATH (`-`: stdout;
+    /// the summary then goes to stderr).
+    #[arg(long, value_name = "PATH|-")]
+    pub trace: Option<String>,
+}
+
+/// `cameleon runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// The journal file.
+    pub db: PathBuf,
+    /// As JSON: `[{"id","name","status","steps","started"}]`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cameleon history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The journal file.
+    pub db: PathBuf,
+    /// The run.
+    pub run_id: String,
+    /// As JSON: `{"entries":[{"step","ops","branch"}…],"branches":[…]}`.
+    #[arg(long)]
+    pub json: bool,
 }
 
 /// `cameleon check`.
@@ -378,6 +473,9 @@ where
         Command::Fmt(a) => fmt::fmt(&a, io),
         Command::Catalogue(a) => catalogue::catalogue(&a, io),
         Command::Export(a) => export::export(&a, io),
+        Command::Resume(a) => journal::resume(&a, io),
+        Command::Runs(a) => journal::runs(&a, io),
+        Command::History(a) => journal::history(&a, io),
         Command::Schema => {
             write!(io.stdout, "{}", cameleon::cm::schema::schema_json()).map(|()| exit::OK)
         }

@@ -1,13 +1,15 @@
 //! `cameleon run`: run to a terminal state, report it, optionally trace every firing.
 
 use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
 
-use super::{Io, RunArgs, display_name, exit, load};
+use super::{DurabilityArg, Io, RunArgs, display_name, exit, load, report_invalid};
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
 use cameleon::history::Entry;
+use cameleon::journal::{Durability, Journal, JournalError, RunOptions};
 use cameleon::net::Net;
 use cameleon::verify;
 
@@ -222,6 +224,18 @@ impl TraceSink<'_> {
         self.write();
     }
 
+    /// Writes the lines of every step already applied (a resumed run's restored steps).
+    fn history(&mut self, cvm: &Cvm) {
+        for entry in cvm.history().entries() {
+            if self.error.is_some() {
+                return;
+            }
+            self.line.clear();
+            push_entry(&mut self.line, cvm, &entry);
+            self.write();
+        }
+    }
+
     /// Writes the last line: the end state, steps and firings.
     fn end(&mut self, report: &RunReport) {
         if self.error.is_none() {
@@ -287,6 +301,11 @@ fn drive(
     let cancel = cvm.cancel_token();
     let end = loop {
         if cancel.is_cancelled() {
+            // A journaled run records that it was interrupted (the engine decides other ends).
+            if let Err(e) = cvm.record_end(&EndState::Cancelled) {
+                bar.finish_and_clear();
+                return Err(e);
+            }
             break EndState::Cancelled;
         }
         match cvm.step() {
@@ -351,8 +370,58 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         b = b.cancel_token(token.clone());
     }
     let mut cvm = b.build();
-    let trace_to_stdout = a.trace.as_deref() == Some("-");
-    let mut file = match a.trace.as_deref() {
+    let mut run_id = None;
+    if let Some(db) = &a.journal {
+        let opts = RunOptions {
+            durability: durability(a),
+            name: Some(name.clone()),
+            base_dir: Some(base_dir(&a.file)),
+            allow_outside: a.allow_outside,
+            generation: None,
+        };
+        match Journal::create(db).and_then(|j| j.start(&mut cvm, &opts)) {
+            Ok(id) => {
+                // The first line on stderr, before any progress: the id `resume` takes.
+                writeln!(io.stderr, "run {id}")?;
+                io.stderr.flush()?;
+                run_id = Some(id);
+            }
+            Err(e) => return journal_failed(&e, a.json, io),
+        }
+    }
+    let out = Output {
+        name: &name,
+        trace: a.trace.as_deref(),
+        json: a.json,
+        run_id: run_id.as_deref(),
+    };
+    drive_and_report(&mut cvm, None, &out, io)
+}
+
+/// How a run is reported.
+pub(super) struct Output<'a> {
+    /// The net's name, for the text summary.
+    pub(super) name: &'a str,
+    /// `--trace`.
+    pub(super) trace: Option<&'a str>,
+    /// `--json`.
+    pub(super) json: bool,
+    /// A journaled run's id (`--json` adds it).
+    pub(super) run_id: Option<&'a str>,
+}
+
+/// Drives `cvm` to an end state — unless `ended` says it has one already (a finished journaled
+/// run: nothing fires) — and reports it: the trace, streamed as steps commit and starting with
+/// the steps already in its history (a resumed run's, so the trace holds every firing from step
+/// 1), then the summary. Returns the exit code.
+pub(super) fn drive_and_report(
+    cvm: &mut Cvm,
+    ended: Option<EndState>,
+    out: &Output<'_>,
+    io: &mut Io<'_>,
+) -> std::io::Result<i32> {
+    let trace_to_stdout = out.trace == Some("-");
+    let mut file = match out.trace {
         Some(path) if !trace_to_stdout => match std::fs::File::create(path) {
             Ok(f) => Some(std::io::BufWriter::new(f)),
             Err(e) => {
@@ -362,6 +431,7 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         },
         _ => None,
     };
+    let progress = io.progress && !out.json;
     let mut trace = match (&mut file, trace_to_stdout) {
         (Some(f), _) => Some(TraceSink {
             out: f,
@@ -375,26 +445,36 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         }),
         (None, false) => None,
     };
-    let end = match drive(&mut cvm, io.progress && !a.json, trace.as_mut()) {
-        Ok(end) => end,
-        Err(e) => {
-            writeln!(io.stderr, "error: {e}")?;
-            return Ok(exit::ERROR);
-        }
+    if let Some(t) = trace.as_mut() {
+        t.history(cvm);
+    }
+    let end = match ended {
+        Some(end) => end,
+        None => match drive(cvm, progress, trace.as_mut()) {
+            Ok(end) => end,
+            Err(e) => {
+                writeln!(io.stderr, "error: {e}")?;
+                return Ok(exit::ERROR);
+            }
+        },
     };
-    let report = RunReport::new(&cvm, end);
+    let report = RunReport::new(cvm, end);
     if let Some(mut t) = trace {
         t.end(&report);
         if let Some(e) = t.error {
-            let path = a.trace.as_deref().unwrap_or("-");
+            let path = out.trace.unwrap_or("-");
             writeln!(io.stderr, "error: cannot write the trace to `{path}`: {e}")?;
             return Ok(exit::ERROR);
         }
     }
-    let summary = if a.json {
-        format!("{}\n", report.to_json())
+    let summary = if out.json {
+        let mut v = report.to_json();
+        if let (Some(id), Json::Object(m)) = (out.run_id, &mut v) {
+            m.insert("run_id".into(), json!(id));
+        }
+        format!("{v}\n")
     } else {
-        report.to_text(&name)
+        report.to_text(out.name)
     };
     let w: &mut dyn Write = if trace_to_stdout {
         io.stderr
@@ -403,6 +483,41 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     };
     w.write_all(summary.as_bytes())?;
     Ok(report.exit_code())
+}
+
+/// The durability `run --durability` asks for.
+fn durability(a: &RunArgs) -> Durability {
+    match a.durability {
+        DurabilityArg::Sync => Durability::Sync,
+        DurabilityArg::Batch => Durability::Batch { ms: a.batch_ms },
+        DurabilityArg::Exit => Durability::Exit,
+    }
+}
+
+/// The folder a `.cm` file's relative paths resolve against (as the loader does).
+fn base_dir(file: &Path) -> PathBuf {
+    file.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
+
+/// Reports a journal error: on stderr (a stored net that does not load is drawn with its
+/// problems), and as `{"error":…}` on stdout with `--json`. Exit 2: the file, the id or the net
+/// is at fault.
+pub(super) fn journal_failed(
+    e: &JournalError,
+    json: bool,
+    io: &mut Io<'_>,
+) -> std::io::Result<i32> {
+    if let JournalError::Net { error, .. } = e {
+        writeln!(io.stderr, "error: {e}")?;
+        return report_invalid(error, json, io).map(|()| exit::INVALID);
+    }
+    writeln!(io.stderr, "error: {e}")?;
+    if json {
+        writeln!(io.stdout, "{}", json!({ "error": e.to_string() }))?;
+    }
+    Ok(exit::INVALID)
 }
 
 /// `run --follow WITNESS`: replays a witness of `check --verify` in the verifier's abstraction

@@ -23,6 +23,9 @@ pub(crate) use crate::connection::NONE;
 pub(crate) struct Node {
     pub(crate) parent: u32,
     pub(crate) first_firing: u32,
+    /// The branch number (1-based, in creation order) the node lies on: a node that is its
+    /// parent's first child continues the parent's branch; a later child starts a new one.
+    pub(crate) branch: u32,
 }
 
 /// One operator firing inside a node.
@@ -43,8 +46,8 @@ pub(crate) struct Written {
 
 // The history's size per firing (docs/semantics.md §5 deltas; issue 2 budgets 64 bytes per firing, payloads
 // excluded) rests on these layouts: a node is two indices, a firing three, a written connection
-// three, a token a value pointer plus the logical clock.
-static_assertions::assert_eq_size!(Node, [u32; 2]);
+// three, a token a value pointer plus the logical clock; a node also names its branch.
+static_assertions::assert_eq_size!(Node, [u32; 3]);
 static_assertions::assert_eq_size!(FiringRec, [u32; 3]);
 static_assertions::assert_eq_size!(Written, [u32; 3]);
 static_assertions::assert_eq_size!(crate::connection::Token, [usize; 3]);
@@ -68,6 +71,12 @@ pub(crate) struct Store {
     pub(crate) path: Vec<u32>,
     /// Nodes a forward step replays, next one last.
     pub(crate) redo: Vec<u32>,
+    /// Per node: whether it has a child (a new child then starts a new branch).
+    pub(crate) has_child: Vec<bool>,
+    /// Whether some node is a root (a second root starts a new branch).
+    pub(crate) root_has_child: bool,
+    /// The highest branch number given so far.
+    pub(crate) branch_count: u32,
 }
 
 impl fmt::Debug for Store {
@@ -91,6 +100,9 @@ impl Store {
             states: Vec::new(),
             path: Vec::with_capacity(ops),
             redo: Vec::new(),
+            has_child: Vec::with_capacity(ops),
+            root_has_child: false,
+            branch_count: 0,
         }
     }
 
@@ -130,13 +142,78 @@ impl Store {
     }
 
     /// Starts a new node as a child of the current tip.
+    #[inline]
     pub(crate) fn open_node(&mut self) -> u32 {
         let parent = self.path.last().copied().unwrap_or(NONE);
+        self.open_node_at(parent)
+    }
+
+    /// Starts a new node as a child of `parent` (`NONE`: a root).
+    #[inline]
+    pub(crate) fn open_node_at(&mut self, parent: u32) -> u32 {
+        let branch = self.branch_under(parent);
+        self.branch_count = self.branch_count.max(branch);
+        if parent == NONE {
+            self.root_has_child = true;
+        } else {
+            self.has_child[parent as usize] = true;
+        }
         self.nodes.push(Node {
             parent,
             first_firing: self.firings.len() as u32,
+            branch,
         });
+        self.has_child.push(false);
         (self.nodes.len() - 1) as u32
+    }
+
+    /// The branch a new child of `parent` (`NONE`: a root) lies on.
+    #[inline]
+    pub(crate) fn branch_under(&self, parent: u32) -> u32 {
+        let (taken, branch) = if parent == NONE {
+            (self.root_has_child, 1)
+        } else {
+            (
+                self.has_child[parent as usize],
+                self.nodes[parent as usize].branch,
+            )
+        };
+        if taken { self.branch_count + 1 } else { branch }
+    }
+
+    /// The branch the next new step (a child of the current tip) lies on.
+    #[inline]
+    pub(crate) fn next_branch(&self) -> u32 {
+        self.branch_under(self.path.last().copied().unwrap_or(NONE))
+    }
+
+    /// Removes the last node, which must be the current tip's last child and must not be
+    /// applied, with its firings and saved states (a step whose journaling failed).
+    pub(crate) fn drop_last_node(&mut self) {
+        let Some(node) = self.nodes.pop() else {
+            return;
+        };
+        self.has_child.pop();
+        let first = node.first_firing as usize;
+        if let Some(f) = self.firings.get(first) {
+            self.consumed.truncate(f.consumed_start as usize);
+            self.written.truncate(f.written_start as usize);
+        }
+        self.firings.truncate(first);
+        while self
+            .states
+            .last()
+            .is_some_and(|s| s.firing as usize >= first)
+        {
+            self.states.pop();
+        }
+        if node.parent == NONE {
+            self.root_has_child = self.nodes.iter().any(|n| n.parent == NONE);
+        } else {
+            let p = node.parent;
+            self.has_child[p as usize] = self.nodes.iter().any(|n| n.parent == p);
+        }
+        self.branch_count = self.nodes.iter().map(|n| n.branch).max().unwrap_or(0);
     }
 
     /// Leaves of the tree: the tips of every branch.

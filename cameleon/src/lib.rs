@@ -18,6 +18,7 @@
 //! | [`net`] | the validated net (§1) |
 //! | [`engine`] | the CVM: forward, backward, replay, end states (§4–§6); parallel mode, async operators, events, cancellation (§7) |
 //! | [`history`] | the history tree of deltas (§5) |
+//! | [`journal`] | durable runs: the history in a SQLite file, resume after a crash (§5.5) |
 //! | [`verify`] | state-space exploration of the control abstraction, PNML export (§8) |
 //! | [`catalogue`] | operator types by id, for `.cm` files, the CLI and LLMs |
 //! | [`cm`] | the `.cm` file: load (every problem located), write (canonical), schema |
@@ -156,6 +157,7 @@ pub mod dsl;
 pub mod engine;
 pub mod export;
 pub mod history;
+pub mod journal;
 pub mod net;
 pub mod operator;
 pub mod ops;
@@ -182,7 +184,7 @@ pub use net::{Mode, Net, NetBuilder, NetConfig, NetError, OpMeta, OpNode, Proble
 pub use operator::{
     AnyInPort, CanFire, Emitted, Execution, FiniteControl, Firing, In, InPort, InputHandle,
     InputSet, OpError, OpFuture, OpSettings, OpSpec, OpState, Operator, Out, OutPort, ParamError,
-    Params, PortSpec, Retry, Run, RunAsync, TypeRef,
+    Params, PortSpec, Retry, Run, RunAsync, StateCodec, StateError, TypeRef,
 };
 pub use policy::{Enabling, Family, Policy};
 pub use runtime::block_on;
@@ -230,7 +232,7 @@ pub mod __private {
     pub use crate::operator::{
         AnyInPort, CanFire, Emitted, Execution, FiniteControl, Firing, InPort, InputSet, OpError,
         OpFuture, OpSettings, OpSpec, OpState, Operator, OutPort, ParamError, Params, Retry, Run,
-        RunAsync, TypeRef, run_async_blocking, run_async_boxed,
+        RunAsync, StateCodec, TypeRef, run_async_blocking, run_async_boxed,
     };
     pub use crate::policy::{Enabling, Family, Policy};
     pub use crate::types::{Any, PortType, Value};
@@ -239,8 +241,10 @@ pub mod __private {
     pub use ::core::marker::PhantomData;
     pub use ::core::option::Option::{self, None, Some};
     pub use ::core::result::Result::{self, Err, Ok};
+    pub use ::std::any::Any as StdAny;
     pub use ::std::borrow::ToOwned;
     pub use ::std::boxed::Box;
+    pub use ::std::string::String;
     pub use ::std::vec::Vec;
 
     /// Most ports a variadic port group (`in_a`, `in_b`, …) can have.
@@ -289,22 +293,59 @@ pub mod __private {
         }
     }
 
-    /// How generated code saves and initialises an internal-state field of type `T`. Every use
-    /// goes through [`state`], so a field that is not [`State`] is reported once.
+    /// How generated code saves, initialises and journals an internal-state field of type `T`.
+    /// Every use goes through [`state`], so a field that is not [`State`] (or not
+    /// [`JournalState`]) is reported once, at the field.
     #[derive(Debug)]
     pub struct StateOf<T> {
         /// A copy of the field, taken before and after each firing.
         pub save: fn(&T) -> T,
         /// The field's value when the catalogue builds the operator.
         pub initial: fn() -> T,
+        /// The field's JSON form, for the journal.
+        pub to_json: fn(&T) -> Result<serde_json::Value, ::std::string::String>,
+        /// The field read back from its JSON form.
+        pub from_json: fn(serde_json::Value) -> Result<T, ::std::string::String>,
+    }
+
+    fn state_to_json<T: JournalState>(v: &T) -> Result<serde_json::Value, ::std::string::String> {
+        serde_json::to_value(v).map_err(|e| e.to_string())
+    }
+
+    fn state_from_json<T: JournalState>(v: serde_json::Value) -> Result<T, ::std::string::String> {
+        serde_json::from_value(v).map_err(|e| e.to_string())
     }
 
     /// The state operations of `T`.
-    pub fn state<T: State>() -> StateOf<T> {
+    pub fn state<T: State + JournalState>() -> StateOf<T> {
         StateOf {
             save: T::clone,
             initial: T::default,
+            to_json: state_to_json::<T>,
+            from_json: state_from_json::<T>,
         }
+    }
+
+    /// The `n` fields of a saved state's JSON form (an array, one element per state field).
+    pub fn state_fields(
+        v: serde_json::Value,
+        n: usize,
+    ) -> Result<::std::vec::IntoIter<serde_json::Value>, ::std::string::String> {
+        match v {
+            serde_json::Value::Array(a) if a.len() == n => Ok(a.into_iter()),
+            other => Err(format!(
+                "expected the {n} internal-state fields as a JSON array, found {other}"
+            )),
+        }
+    }
+
+    /// The state field read by `read`, or the error naming the field.
+    pub fn state_field<T>(
+        v: Option<serde_json::Value>,
+        field: &str,
+        read: fn(serde_json::Value) -> Result<T, ::std::string::String>,
+    ) -> Result<T, ::std::string::String> {
+        read(v.unwrap_or_default()).map_err(|e| format!("internal state `{field}`: {e}"))
     }
 
     /// How generated code reads, writes and names a `#[param]` of type `T`. Every use goes
@@ -344,6 +385,16 @@ pub mod __private {
     )]
     pub trait State: Clone + Default + Send + 'static {}
     impl<T: Clone + Default + Send + 'static> State for T {}
+
+    /// What an internal-state field must also be: written to the journal of a durable run and
+    /// read back when the run resumes.
+    #[diagnostic::on_unimplemented(
+        message = "internal state `{Self}` must be `Serialize + Deserialize` (serde)",
+        label = "internal state is written to the journal of a durable run",
+        note = "a journaled run records each operator's internal state before and after every firing, so a crashed run resumes exactly: derive `serde::Serialize` and `serde::Deserialize` for it, or make it a `#[param]` or a `#[context]` field"
+    )]
+    pub trait JournalState: serde::Serialize + serde::de::DeserializeOwned {}
+    impl<T: serde::Serialize + serde::de::DeserializeOwned> JournalState for T {}
 }
 
 // A net and its engine move between threads (parallel mode, servers); values are shared by

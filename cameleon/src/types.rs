@@ -177,6 +177,7 @@ trait DynData: Send + Sync + fmt::Debug + 'static {
     fn info(&self) -> &'static TypeInfo;
     fn as_any(&self) -> &dyn StdAny;
     fn to_json(&self) -> serde_json::Value;
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error>;
 }
 
 impl<T: DataType> DynData for T {
@@ -190,6 +191,9 @@ impl<T: DataType> DynData for T {
         // A data type whose Serialize fails (a map with non-string keys, say) shows as null in
         // traces rather than taking the run down.
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+    fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        serde_json::to_writer(out, self)
     }
 }
 
@@ -219,9 +223,16 @@ impl Value {
         self.0.as_any().downcast_ref::<T>()
     }
 
-    /// The value's JSON form (as serde serializes it).
+    /// The value's JSON form (as serde serializes it); `null` if its `Serialize` fails.
     pub fn to_json(&self) -> serde_json::Value {
         self.0.to_json()
+    }
+
+    /// Appends the value's JSON text to `out`, or returns serde's error (a journal must not
+    /// write `null` for a value it could not serialise). On error, `out` may hold part of the
+    /// text: truncate it back.
+    pub fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
+        self.0.write_json(out)
     }
 
     /// Whether two values are the same shared allocation (not merely equal).

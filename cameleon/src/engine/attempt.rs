@@ -53,6 +53,10 @@ pub(super) struct FiringCx<'a> {
     pub(super) topo: &'a Topo,
     /// The logical step (1-based).
     pub(super) step: u32,
+    /// The run's id, for the idempotency key.
+    pub(super) run: &'a std::sync::Arc<str>,
+    /// The branch the step extends, for the idempotency key.
+    pub(super) branch: u32,
     /// Set when the firing's result is no longer wanted: do not retry.
     pub(super) stop: Option<&'a AtomicBool>,
     /// Where retry events go (when somebody observes).
@@ -71,6 +75,8 @@ impl<'a> FiringCx<'a> {
             self.n_outputs(),
             self.step,
             self.name,
+            self.run,
+            self.branch,
         )
     }
 
@@ -422,14 +428,17 @@ async fn attempt_blocking(
         })
         .collect();
     let name = cx.name.to_owned();
-    let (n_outputs, step) = (cx.n_outputs(), cx.step);
+    let run = std::sync::Arc::clone(cx.run);
+    let (n_outputs, step, branch) = (cx.n_outputs(), cx.step, cx.branch);
     let t0 = Instant::now();
     let (mut loan, carrier) = Loan::new(slot);
     let mut handle = tokio::task::spawn_blocking(move || {
         carrier.run(|op| {
             let mut out = Vec::new();
             let result = {
-                let mut f = Firing::new(&tokens, &slots, &mut out, n_outputs, step, &name);
+                let mut f = Firing::new(
+                    &tokens, &slots, &mut out, n_outputs, step, &name, &run, branch,
+                );
                 catch_unwind(AssertUnwindSafe(|| op.run(&mut f)))
             };
             caught_panic(result).map(|()| out)

@@ -7,16 +7,32 @@ use crate::history::{Branch, BranchId};
 impl Cvm {
     /// Undoes the last step exactly: the marking, the operators' states and firing counts are
     /// as they were before it. The step stays recorded: the next [`step`](Self::step) replays it.
+    ///
+    /// A journaled run records the move; if that fails the step is still undone and the
+    /// recorder reports the failure with the next step.
     pub fn back(&mut self) -> Result<(), BackError> {
+        self.back_unrecorded()?;
+        if self.recorder.is_some() {
+            self.record_move_later();
+        }
+        Ok(())
+    }
+
+    fn back_unrecorded(&mut self) -> Result<(), BackError> {
         if !self.pending.is_empty() {
             self.restore_pending();
         }
         let node = self.hist.path.pop().ok_or(BackError::AtStart)?;
+        self.undo_node(node);
+        self.hist.redo.push(node);
+        Ok(())
+    }
+
+    /// Undoes the firings of `node`, the applied tip, in reverse order.
+    pub(super) fn undo_node(&mut self, node: u32) {
         for f in self.hist.firing_range(node).rev() {
             self.undo_firing(f);
         }
-        self.hist.redo.push(node);
-        Ok(())
     }
 
     fn undo_firing(&mut self, f: usize) {
@@ -69,14 +85,23 @@ impl Cvm {
             .take_while(|(a, b)| a == b)
             .count();
         while self.hist.path.len() > common {
-            let _ = self.back();
+            let _ = self.back_unrecorded();
         }
         self.hist.redo = target[common..].iter().rev().copied().collect();
+        let mut replayed = Ok(());
         while let Some(&node) = self.hist.redo.last() {
-            if let Advance::Ended(_) = self.replay_next(node)? {
-                break;
+            match self.replay_next(node) {
+                Ok(Advance::Ended(_)) => break,
+                Ok(Advance::Fired { .. }) => {}
+                Err(e) => {
+                    replayed = Err(e);
+                    break;
+                }
             }
         }
-        Ok(())
+        if self.recorder.is_some() {
+            self.record_move_later();
+        }
+        Ok(replayed?)
     }
 }

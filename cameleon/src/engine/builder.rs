@@ -13,6 +13,7 @@ pub struct CvmBuilder {
     mode: Option<Mode>,
     observer: Option<Observer>,
     cancel: Option<CancelToken>,
+    run_id: Option<String>,
 }
 
 impl fmt::Debug for CvmBuilder {
@@ -59,6 +60,13 @@ impl CvmBuilder {
         self
     }
 
+    /// Names the run (the `run` part of each firing's
+    /// [`idempotency_key`](crate::Firing::idempotency_key)); default: a fresh UUID v7.
+    pub fn run_id(mut self, id: impl Into<String>) -> Self {
+        self.run_id = Some(id.into());
+        self
+    }
+
     /// Builds the engine at the initial marking.
     pub fn build(self) -> Cvm {
         let mut cvm = Cvm::new(self.net);
@@ -72,6 +80,9 @@ impl CvmBuilder {
         cvm.observer = self.observer;
         if let Some(t) = self.cancel {
             cvm.cancel = t;
+        }
+        if let Some(id) = self.run_id {
+            cvm.run_id = id.into();
         }
         cvm.update_slow();
         cvm
@@ -88,6 +99,7 @@ impl Cvm {
             mode: None,
             observer: None,
             cancel: None,
+            run_id: None,
         }
     }
 }

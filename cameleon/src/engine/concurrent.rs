@@ -45,6 +45,12 @@ impl Cvm {
         self.cancel.clone()
     }
 
+    /// Uses `token` to cancel this engine's runs from now on (as
+    /// [`CvmBuilder::cancel_token`](super::CvmBuilder::cancel_token) does at build time).
+    pub fn set_cancel_token(&mut self, token: CancelToken) {
+        self.cancel = token;
+    }
+
     /// Fires one step forward, asynchronously: replays the next recorded step if the history has
     /// one, else executes one step — every enabled operator (parallel mode) or the first one
     /// (sequential mode) — awaiting async operators instead of blocking on them.
@@ -62,8 +68,11 @@ impl Cvm {
     /// [`net`](Self::net) may show a half-fired operator's state). Prefer the
     /// [`cancel_token`](Self::cancel_token), which restores everything before returning.
     pub async fn step_async(&mut self) -> Result<Step, StepError> {
-        let advanced = self.advance_async().await?;
-        Ok(self.describe(advanced))
+        let advanced = self.advance_async().await;
+        if self.recorder.is_some() {
+            self.record_outcome(&advanced)?;
+        }
+        Ok(self.describe(advanced?))
     }
 
     async fn advance_async(&mut self) -> Result<Advance, StepError> {
@@ -71,7 +80,9 @@ impl Cvm {
             self.restore_pending();
         }
         if let Some(&node) = self.hist.redo.last() {
-            return self.replay_next(node);
+            let advanced = self.replay_next(node)?;
+            self.record_move()?;
+            return Ok(advanced);
         }
         self.execute_step().await
     }
@@ -86,6 +97,9 @@ impl Cvm {
         let advanced = self.execute_step().await;
         if !matches!(advanced, Ok(Advance::Fired { .. })) {
             self.hist.redo = redo; // nothing fired: keep the future as it was
+        }
+        if self.recorder.is_some() {
+            self.record_outcome(&advanced)?;
         }
         Ok(self.describe(advanced?))
     }
@@ -129,6 +143,7 @@ impl Cvm {
                 break end;
             }
         };
+        self.record_end(&end)?;
         self.notify(|_| Event::Ended { end: end.clone() });
         Ok(end)
     }
@@ -180,6 +195,7 @@ impl Cvm {
             // Nothing to wait for: the firings one after the other, without futures.
             self.run_inline(step, &ops, &plan)
         } else {
+            let branch = self.hist.next_branch();
             let Cvm {
                 net,
                 tokens,
@@ -188,6 +204,7 @@ impl Cvm {
                 settings,
                 observer,
                 cancel,
+                run_id,
                 ..
             } = self;
             run_firings(
@@ -199,6 +216,8 @@ impl Cvm {
                     exec,
                     settings,
                     step,
+                    run: run_id,
+                    branch,
                 },
                 &mut net.ops,
                 cancel,
@@ -213,12 +232,14 @@ impl Cvm {
     /// through [`fire_now`], up to the first failure (later firings are not needed: the step is
     /// discarded).
     fn run_inline(&mut self, step: u32, ops: &[usize], plan: &Plan) -> Ran {
+        let branch = self.hist.next_branch();
         let Cvm {
             net,
             tokens,
             topo,
             observer,
             pending,
+            run_id,
             ..
         } = self;
         let mut outcomes = Vec::with_capacity(ops.len());
@@ -234,6 +255,8 @@ impl Cvm {
                 tokens,
                 topo,
                 step,
+                run: run_id,
+                branch,
                 stop: None,
                 events: None,
                 timed: observer.is_some(),
@@ -334,6 +357,7 @@ impl Cvm {
                 error,
             });
         }
+        let first_token = self.tokens.len() as u32;
         let node = self.hist.open_node();
         for (j, ((o, before), emitted)) in pending.into_iter().zip(ran.emitted).enumerate() {
             let o = o as usize;
@@ -347,6 +371,10 @@ impl Cvm {
             self.apply_firing(o, step, before, after, plan.consumes[j]);
         }
         self.hist.path.push(node);
+        if self.recorder.is_some() {
+            let observed = self.observed();
+            self.record_commit(node, first_token, step, observed)?;
+        }
         if self.observed() {
             self.notify(|cvm| Event::StepCommitted {
                 step,
@@ -385,6 +413,8 @@ struct Batch<'a> {
     exec: &'a [Execution],
     settings: &'a [OpSettings],
     step: u32,
+    run: &'a std::sync::Arc<str>,
+    branch: u32,
 }
 
 /// How the firings of a step ended: one outcome and its emissions per firing (`None`: cancelled
@@ -435,6 +465,8 @@ async fn run_firings(
             tokens: b.tokens,
             topo: b.topo,
             step: b.step,
+            run: b.run,
+            branch: b.branch,
             stop: Some(&stops[j]),
             events: observed.then_some(&queue),
             timed: observed,

@@ -55,6 +55,7 @@ mod events;
 mod loan;
 mod outcome;
 mod query;
+mod record;
 mod step;
 
 use bits::{Bits, Scratch};
@@ -65,6 +66,10 @@ use outcome::Advance;
 pub use outcome::{
     BackError, CheckoutError, ConnView, EndState, Marking, RunError, Step, StepError, Stuck,
     StuckReason,
+};
+pub use record::{
+    Committed, CommittedFiring, Position, RecordError, Recorded, RecordedFiring, RecordedStep,
+    Recorder, RestoreError,
 };
 
 /// The Caméléon virtual machine: a net, its marking, and its history.
@@ -94,9 +99,15 @@ pub struct Cvm {
     /// States to restore before anything else: the operators of an async step whose future was
     /// dropped before it finished.
     pending: Vec<(u32, Option<OpState>)>,
+    /// The run's id (idempotency keys): a journaled run's id, else a fresh UUID v7.
+    run_id: std::sync::Arc<str>,
+    /// Told of every committed step, move and end (a journal), if installed.
+    recorder: Option<Box<dyn Recorder>>,
+    /// A recorder's failure to record a move, reported by the next recording.
+    deferred: Option<RecordError>,
     /// Whether a step needs more than the plain sequential path: parallel mode, an observer,
-    /// an operator with settings, or states to restore (see [`Cvm::update_slow`]). One flag, so
-    /// the sequential hot path pays one branch for all of it.
+    /// a recorder, an operator with settings, or states to restore (see [`Cvm::update_slow`]).
+    /// One flag, so the sequential hot path pays one branch for all of it.
     slow: bool,
 }
 
@@ -151,6 +162,9 @@ impl Cvm {
             observer: None,
             cancel: CancelToken::new(),
             pending: Vec::new(),
+            run_id: uuid::Uuid::now_v7().to_string().into(),
+            recorder: None,
+            deferred: None,
             slow: false,
             net,
         };
@@ -179,6 +193,28 @@ impl Cvm {
     /// Sets the loop bound for later firings.
     pub fn set_max_loop_iterations(&mut self, n: u32) {
         self.max_loop = n;
+    }
+
+    /// The step budget (`None`: unbounded).
+    pub fn max_steps(&self) -> Option<u64> {
+        self.max_steps
+    }
+
+    /// The loop bound (`max_loop_iterations`).
+    pub fn max_loop_iterations(&self) -> u32 {
+        self.max_loop
+    }
+
+    /// The run's id, as firings see it in their
+    /// [`idempotency_key`](crate::Firing::idempotency_key): a journaled run's id, else a
+    /// UUID v7 drawn when the engine was built.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// Sets the run's id (a journal does, for the run it records).
+    pub fn set_run_id(&mut self, id: impl Into<std::sync::Arc<str>>) {
+        self.run_id = id.into();
     }
 
     #[inline]
@@ -212,6 +248,7 @@ impl Cvm {
     pub(super) fn update_slow(&mut self) {
         self.slow = self.mode == Mode::Parallel
             || self.observer.is_some()
+            || self.recorder.is_some()
             || !self.pending.is_empty()
             || self.guarded.contains(&true);
     }

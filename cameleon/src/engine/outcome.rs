@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::connection::{ConnState, OpId, Token};
 use crate::history::BranchId;
@@ -11,7 +11,7 @@ use crate::operator::OpError;
 use crate::types::Value;
 
 /// How a run ended (docs/semantics.md §6).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "end", rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum EndState {
     /// No operator is enabled and no connection is NEW.
@@ -82,7 +82,7 @@ impl fmt::Display for EndState {
 }
 
 /// Why a stuck consumer cannot fire.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum StuckReason {
     /// An input has never received a token.
@@ -96,7 +96,7 @@ pub enum StuckReason {
 }
 
 /// One reason one operator is stuck in a deadlock.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Stuck {
     /// The stuck operator.
     pub op: String,
@@ -156,6 +156,9 @@ pub enum StepError {
         /// Its operator.
         op: String,
     },
+    /// The run's recorder (its journal) could not record the step, so the step was undone.
+    #[error("the step could not be journaled, so it was undone: {0}")]
+    Record(#[from] super::RecordError),
 }
 
 /// A backward step that could not be taken.

@@ -17,8 +17,11 @@ impl Cvm {
     ///
     /// Returns [`Step::Ended`] when nothing can fire. On `Err`, nothing changed.
     pub fn step(&mut self) -> Result<Step, StepError> {
-        let advanced = self.advance()?;
-        Ok(self.describe(advanced))
+        let advanced = self.advance();
+        if self.recorder.is_some() {
+            self.record_outcome(&advanced)?;
+        }
+        Ok(self.describe(advanced?))
     }
 
     /// Executes the next step anew (as [`step`](Self::step) would without history), even if the
@@ -37,6 +40,9 @@ impl Cvm {
         };
         if !matches!(advanced, Ok(Advance::Fired { .. })) {
             self.hist.redo = redo; // nothing fired: keep the future as it was
+        }
+        if self.recorder.is_some() {
+            self.record_outcome(&advanced)?;
         }
         Ok(self.describe(advanced?))
     }
@@ -58,6 +64,7 @@ impl Cvm {
                 break end;
             }
         };
+        self.record_end(&end)?;
         self.notify(|_| Event::Ended { end: end.clone() });
         Ok(end)
     }
@@ -81,7 +88,9 @@ impl Cvm {
             self.restore_pending();
         }
         if let Some(&node) = self.hist.redo.last() {
-            return self.replay_next(node);
+            let advanced = self.replay_next(node)?;
+            self.record_move()?;
+            return Ok(advanced);
         }
         self.execute_next_slow()
     }
@@ -132,7 +141,7 @@ impl Cvm {
             return Ok(Advance::Ended(end));
         }
         let step = self.hist.path.len() as u32 + 1;
-        self.fire_one(o, step, false)
+        self.fire_one(o, step, false, false)
     }
 
     /// [`execute_next`](Self::execute_next) when [`slow`](Self::update_slow): a parallel step,
@@ -158,14 +167,22 @@ impl Cvm {
         if observed {
             self.notify_started(&[o], step);
         }
-        self.fire_one(o, step, observed)
+        let recording = self.recorder.is_some();
+        self.fire_one(o, step, observed, recording)
     }
 
     /// Fires operator `o` alone, on this thread, through the firing routine
     /// ([`fire_now`]), and commits it as step `step`. `observed`: send its events.
     // Always inlined: it is the sequential hot path (see benches/engine.rs).
     #[inline(always)]
-    fn fire_one(&mut self, o: usize, step: u32, observed: bool) -> Result<Advance, StepError> {
+    fn fire_one(
+        &mut self,
+        o: usize,
+        step: u32,
+        observed: bool,
+        recording: bool,
+    ) -> Result<Advance, StepError> {
+        let branch = self.hist.next_branch();
         let Cvm {
             net,
             topo,
@@ -173,6 +190,7 @@ impl Cvm {
             tok,
             tokens,
             s,
+            run_id,
             ..
         } = self;
         s.slots.clear();
@@ -190,6 +208,8 @@ impl Cvm {
             tokens,
             topo,
             step,
+            run: run_id,
+            branch,
             stop: None,
             events: None,
             timed: observed,
@@ -217,9 +237,13 @@ impl Cvm {
             None
         };
         let consumes = op.consumes(&self.ports.inputs[self.topo.in_range(o)]);
+        let first_token = self.tokens.len() as u32;
         let node = self.hist.open_node();
         self.apply_firing(o, step, before, after, consumes);
         self.hist.path.push(node);
+        if recording {
+            self.record_commit(node, first_token, step, observed)?;
+        }
         if observed {
             self.notify(|cvm| Event::StepCommitted {
                 step,
@@ -367,7 +391,7 @@ impl Cvm {
         Ok(Advance::Fired { replayed: true })
     }
 
-    fn redo_firing(&mut self, f: usize) {
+    pub(super) fn redo_firing(&mut self, f: usize) {
         let o = self.hist.firings[f].op as usize;
         for i in self.hist.consumed_range(f) {
             let c = self.hist.consumed[i] as usize;

@@ -33,6 +33,8 @@ pub struct Firing<'a, O: ?Sized = Untyped> {
     pub(crate) n_outputs: u16,
     pub(crate) step: u32,
     pub(crate) name: &'a str,
+    pub(crate) run: &'a str,
+    pub(crate) branch: u32,
     pub(crate) _op: PhantomData<fn(&O)>,
 }
 
@@ -50,6 +52,7 @@ impl<O: ?Sized> fmt::Debug for Firing<'_, O> {
 impl<'a> Firing<'a> {
     /// The engine's view of a firing: the inputs (indices into `tokens`), where emissions go.
     #[inline]
+    #[allow(clippy::too_many_arguments)] // the engine's one constructor of the firing context
     pub(crate) fn new(
         tokens: &'a [Token],
         inputs: &'a [InputSlot],
@@ -57,6 +60,8 @@ impl<'a> Firing<'a> {
         n_outputs: u16,
         step: u32,
         name: &'a str,
+        run: &'a str,
+        branch: u32,
     ) -> Self {
         Firing {
             tokens,
@@ -65,6 +70,8 @@ impl<'a> Firing<'a> {
             n_outputs,
             step,
             name,
+            run,
+            branch,
             _op: PhantomData,
         }
     }
@@ -80,6 +87,8 @@ impl<'a, O: ?Sized> Firing<'a, O> {
             n_outputs: self.n_outputs,
             step: self.step,
             name: self.name,
+            run: self.run,
+            branch: self.branch,
             _op: PhantomData,
         }
     }
@@ -87,6 +96,29 @@ impl<'a, O: ?Sized> Firing<'a, O> {
     /// The logical step of this firing (1-based).
     pub fn step(&self) -> u32 {
         self.step
+    }
+
+    /// The id of the run this firing belongs to (a journaled run's id, else the engine's own).
+    pub fn run_id(&self) -> &str {
+        self.run
+    }
+
+    /// The branch of the history this firing extends (1 for the first line; each re-fire that
+    /// leaves a recorded future behind starts the next number, docs/semantics.md §5.4).
+    pub fn branch(&self) -> u32 {
+        self.branch
+    }
+
+    /// A key that names this firing and stays the same when the firing runs again:
+    /// `"{run}/{branch}/{step}/{op}"` (docs/semantics.md §5.5).
+    ///
+    /// A journaled run that crashed during a firing runs that firing again when it resumes —
+    /// effects are at-least-once. An operator with side effects outside the net (a payment, an
+    /// e-mail, a write to another system) passes this key along (an `Idempotency-Key` header, a
+    /// unique column) so the second attempt is recognised and not done twice. Retries of one
+    /// firing share its key too.
+    pub fn idempotency_key(&self) -> String {
+        format!("{}/{}/{}/{}", self.run, self.branch, self.step, self.name)
     }
 
     /// The instance name of the firing operator.

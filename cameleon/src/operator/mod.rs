@@ -37,7 +37,7 @@ pub use firing::{Firing, Untyped};
 pub use ports::{AnyInPort, In, InPort, InputHandle, Out, OutPort};
 pub use settings::{Execution, OpFuture, OpSettings, Retry};
 pub use spec::{OpSpec, PortSpec, TypeRef};
-pub use state::{InputSet, OpState};
+pub use state::{InputSet, OpState, StateCodec, StateError};
 pub use typed::{CanFire, Emitted, Run, RunAsync, run_async_blocking, run_async_boxed};
 
 /// An operator's parameters as written in `.cm` `params:` (declaration order kept).
@@ -116,6 +116,10 @@ pub trait Operator: StdAny + Send {
 
     /// A copy of the internal state, taken before and after each firing of a stateful operator,
     /// so a backward step restores it and a replay re-applies it. Default: `None` (stateless).
+    ///
+    /// A journaled run also writes it to disk: return [`OpState::serde`] (what `#[operator]`
+    /// generates) for the operator to be journaled; a state saved with [`OpState::new`] makes
+    /// starting a journaled run an error naming the operator.
     fn save_state(&self) -> Option<OpState> {
         None
     }

@@ -160,9 +160,35 @@ pub fn operator_impl(op: &Operator) -> TokenStream {
             let i = syn::Index::from(i);
             quote!(self.#f = (#o.save)(&__saved.#i);)
         });
+        // The journal's form of the state: a JSON array, one element per field, each through the
+        // field's own serde form (so a field that is not serde is reported once, at the field).
+        let to_json = ops.iter().enumerate().map(|(i, o)| {
+            let i = syn::Index::from(i);
+            quote!((#o.to_json)(&__s.#i)?)
+        });
+        let from_json = fields.iter().zip(&ops).map(|(f, o)| {
+            let name = f.to_string();
+            quote!(#p::state_field(__it.next(), #name, #o.from_json)?)
+        });
+        let n = fields.len();
         quote! {
             fn save_state(&self) -> #p::Option<#p::OpState> {
-                #p::Some(#p::OpState::new((#(#saves,)*)))
+                #p::Some(#p::OpState::with_codec(
+                    (#(#saves,)*),
+                    #p::StateCodec {
+                        to_json: |__any: &(dyn #p::StdAny + ::core::marker::Send)| {
+                            let __s = __any
+                                .downcast_ref::<(#(#tys,)*)>()
+                                .ok_or_else(|| #p::String::from("the state is not of this operator's type"))?;
+                            #p::Ok(#p::serde_json::Value::Array(#p::Vec::from([#(#to_json,)*])))
+                        },
+                        from_json: |__v: #p::serde_json::Value| {
+                            let mut __it = #p::state_fields(__v, #n)?;
+                            let __s: (#(#tys,)*) = (#(#from_json,)*);
+                            #p::Ok(#p::Box::new(__s) as #p::Box<dyn #p::StdAny + ::core::marker::Send>)
+                        },
+                    },
+                ))
             }
             fn restore_state(&mut self, state: &#p::OpState) {
                 if let #p::Some(__saved) = state.get::<(#(#tys,)*)>() {

@@ -1,0 +1,106 @@
+//! `cameleon resume`, `runs` and `history`: durable runs in a journal file (docs/cli.md).
+
+use serde_json::json;
+
+use super::run::{Output, drive_and_report, journal_failed};
+use super::{HistoryArgs, Io, ResumeArgs, RunsArgs, exit};
+use cameleon::journal::Journal;
+
+/// `resume DB [RUN_ID]`: continues the run (or the most recently started unfinished one); a
+/// finished run is reported as it ended, firing nothing.
+pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
+    let resumed = match Journal::open(&a.db).and_then(|j| j.resume(a.run_id.as_deref())) {
+        Ok(r) => r,
+        Err(e) => return journal_failed(&e, a.json, io),
+    };
+    writeln!(io.stderr, "run {}", resumed.id)?;
+    io.stderr.flush()?;
+    let finished = resumed.is_finished();
+    let (id, name, mut cvm, end) = (resumed.id, resumed.name, resumed.cvm, resumed.end);
+    let ended = end.filter(|_| finished);
+    if ended.is_none()
+        && let Some(token) = &io.interrupt
+    {
+        cvm.set_cancel_token(token.clone());
+    }
+    let out = Output {
+        name: &name,
+        trace: a.trace.as_deref(),
+        json: a.json,
+        run_id: Some(&id),
+    };
+    drive_and_report(&mut cvm, ended, &out, io)
+}
+
+/// `runs DB`: every run, newest first.
+pub(super) fn runs(a: &RunsArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
+    let runs = match Journal::open(&a.db).and_then(|j| j.runs()) {
+        Ok(r) => r,
+        Err(e) => return journal_failed(&e, a.json, io),
+    };
+    if a.json {
+        writeln!(io.stdout, "{}", json!(runs))?;
+        return Ok(exit::OK);
+    }
+    if runs.is_empty() {
+        writeln!(io.stdout, "no runs in `{}`", a.db.display())?;
+        return Ok(exit::OK);
+    }
+    let width = runs
+        .iter()
+        .map(|r| r.status.len())
+        .max()
+        .unwrap_or(6)
+        .max(6);
+    writeln!(
+        io.stdout,
+        "{:<36}  {:<width$}  {:>6}  {:<24}  NAME",
+        "ID", "STATUS", "STEPS", "STARTED (UTC)"
+    )?;
+    for r in &runs {
+        writeln!(
+            io.stdout,
+            "{:<36}  {:<width$}  {:>6}  {:<24}  {}",
+            r.id, r.status, r.steps, r.started, r.name
+        )?;
+    }
+    Ok(exit::OK)
+}
+
+/// `history DB RUN_ID`: the run's history tree, entry by entry, and its branches.
+pub(super) fn history(a: &HistoryArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
+    let h = match Journal::open(&a.db).and_then(|j| j.history(&a.run_id)) {
+        Ok(h) => h,
+        Err(e) => return journal_failed(&e, a.json, io),
+    };
+    if a.json {
+        writeln!(io.stdout, "{}", json!(h))?;
+        return Ok(exit::OK);
+    }
+    if h.entries.is_empty() {
+        writeln!(io.stdout, "run {}: no step recorded", a.run_id)?;
+        return Ok(exit::OK);
+    }
+    writeln!(io.stdout, "{:>6}  {:>6}  OPERATORS", "STEP", "BRANCH")?;
+    for e in &h.entries {
+        writeln!(
+            io.stdout,
+            "{:>6}  {:>6}  {}",
+            e.step,
+            e.branch,
+            e.ops.join(", ")
+        )?;
+    }
+    writeln!(io.stdout)?;
+    for b in &h.branches {
+        writeln!(
+            io.stdout,
+            "branch {}: steps {}–{}{}",
+            b.branch,
+            b.from_step,
+            b.steps,
+            if b.current { " (current)" } else { "" }
+        )?;
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,199 @@
+//! Journal benchmarks (issue 11): the per-firing cost of journaling in `sync`, `batch` and
+//! `exit` modes against the in-memory engine, on a chain and on the merge/counter/guard loop;
+//! journal bytes per firing; resuming a run of 10 000 entries.
+//!
+//! `cargo bench -p cameleon --bench journal`
+//!
+//! The journal files live in the system's temporary folder (a disk, not memory, on most
+//! machines); `sync` commits each step without an fsync (WAL, `synchronous = NORMAL`).
+
+use std::hint::black_box;
+use std::path::PathBuf;
+
+use cameleon::journal::{Durability, Journal, RunOptions};
+use cameleon::prelude::*;
+use criterion::{BatchSize, BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
+
+/// The trivial structural operator: passes its input's value (a shared reference) through.
+#[operator(id = "bench_pass", family = structural)]
+pub struct Pass {
+    #[input]
+    in_data: In<DataString>,
+    #[output]
+    out_data: Out<DataString>,
+}
+
+impl Run for Pass {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        cx.forward(Self::in_data, Self::out_data)
+    }
+}
+
+/// source -> n x pass -> sink: n + 2 firings (from `.cm`, as a journaled run is resumed).
+fn chain(n: usize) -> Net {
+    let mut cm =
+        String::from("operators:\n  - {id: src, type: source, params: {value: payload}}\n");
+    for i in 0..n {
+        cm.push_str(&format!("  - {{id: p{i}, type: bench_pass}}\n"));
+    }
+    cm.push_str("  - {id: out, type: sink}\nconnections:\n");
+    let mut prev = "src.out_data".to_owned();
+    for i in 0..n {
+        cm.push_str(&format!("  - {{from: {prev}, to: p{i}.in_data}}\n"));
+        prev = format!("p{i}.out_data");
+    }
+    cm.push_str(&format!("  - {{from: {prev}, to: out.in_data}}\n"));
+    Net::from_cm(&cm).expect("valid chain")
+}
+
+/// `iterations` rounds of merge + counter + guard, plus const and sink.
+fn counter_loop(iterations: i64) -> Net {
+    Net::from_cm(&format!(
+        "config: {{max_loop_iterations: 1000000}}
+operators:
+  - {{id: zero, type: const, params: {{value: 0}}}}
+  - {{id: m, type: merge}}
+  - {{id: inc, type: counter}}
+  - {{id: g, type: guard, params: {{continue_if: {{lt: {iterations}}}}}}}
+  - {{id: out, type: sink}}
+connections:
+  - {{from: zero.out_data, to: m.in_a}}
+  - {{from: m.out_data, to: inc.in_data}}
+  - {{from: inc.out_data, to: g.in_data}}
+  - {{from: g.out_continue, to: m.in_b}}
+  - {{from: g.out_exit, to: out.in_data}}
+"
+    ))
+    .expect("valid loop")
+}
+
+fn db(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cameleon-bench-journal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let p = dir.join(format!("{name}.db"));
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", p.display()));
+    }
+    p
+}
+
+const MODES: [(&str, Option<Durability>); 4] = [
+    ("in_memory", None),
+    ("sync", Some(Durability::Sync)),
+    ("batch_50ms", Some(Durability::Batch { ms: 50 })),
+    ("exit", Some(Durability::Exit)),
+];
+
+/// Runs `make()` to its end, journaled as `mode` says, per iteration.
+fn bench_net(c: &mut Criterion, group: &str, firings: u64, make: &dyn Fn() -> Net) {
+    let mut g = c.benchmark_group(group);
+    g.throughput(Throughput::Elements(firings));
+    g.sample_size(20);
+    for (name, durability) in MODES {
+        let journal =
+            durability.map(|_| Journal::create(db(&format!("{group}-{name}"))).expect("journal"));
+        g.bench_function(BenchmarkId::from_parameter(name), |b| {
+            b.iter_batched_ref(
+                || {
+                    let mut cvm = Cvm::new(make());
+                    if let (Some(j), Some(d)) = (&journal, durability) {
+                        let opts = RunOptions {
+                            durability: d,
+                            ..RunOptions::default()
+                        };
+                        j.start(&mut cvm, &opts).expect("journaled");
+                    }
+                    cvm
+                },
+                |cvm| black_box(cvm.run().expect("runs")),
+                BatchSize::PerIteration,
+            )
+        });
+    }
+    g.finish();
+}
+
+fn journaled_chain(c: &mut Criterion) {
+    bench_net(c, "journal_chain_1000", 1_002, &|| chain(1_000));
+}
+
+fn journaled_loop(c: &mut Criterion) {
+    bench_net(c, "journal_loop_1000", 3 * 1_000 + 2, &|| {
+        counter_loop(1_000)
+    });
+}
+
+fn resume(c: &mut Criterion) {
+    let path = db("resume");
+    let journal = Journal::create(&path).expect("journal");
+    // 3 333 rounds of the loop: 10 001 entries. (A chain of 10 000 operators is over the `.cm`
+    // loader's size limits, and a journaled run is resumed from its `.cm`.)
+    let mut cvm = Cvm::new(counter_loop(3_333));
+    let opts = RunOptions {
+        durability: Durability::Exit,
+        ..RunOptions::default()
+    };
+    let id = journal.start(&mut cvm, &opts).expect("journaled");
+    cvm.run().expect("runs");
+    drop(cvm);
+    let mut g = c.benchmark_group("journal_resume");
+    g.sample_size(20);
+    g.throughput(Throughput::Elements(10_001));
+    g.bench_function("10000_entries", |b| {
+        b.iter(|| {
+            let r = journal.resume(Some(&id)).expect("resumes");
+            assert_eq!(r.cvm.depth(), 10_001);
+            black_box(r)
+        })
+    });
+    g.finish();
+}
+
+fn bytes_per_firing(_c: &mut Criterion) {
+    for (name, make, firings) in [
+        (
+            "chain 1000",
+            &(|| chain(1_000)) as &dyn Fn() -> Net,
+            1_002u64,
+        ),
+        (
+            "loop 1000",
+            &(|| counter_loop(1_000)) as &dyn Fn() -> Net,
+            3_002,
+        ),
+    ] {
+        let path = db("bytes");
+        let journal = Journal::create(&path).expect("journal");
+        let mut cvm = Cvm::new(make());
+        journal
+            .start(&mut cvm, &RunOptions::default())
+            .expect("journaled");
+        cvm.run().expect("runs");
+        drop(cvm);
+        drop(journal); // checkpoints the WAL into the file
+        let c = rusqlite::Connection::open(&path).expect("opens");
+        let payload: i64 = c
+            .query_row(
+                "SELECT sum(length(body) + length(ops) + 24) FROM entries",
+                [],
+                |r| r.get(0),
+            )
+            .expect("sums");
+        drop(c);
+        let file = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        println!(
+            "journal bytes per firing ({name}): {:.1} in entries (body + ops + keys), {:.1} of file",
+            payload as f64 / firings as f64,
+            file as f64 / firings as f64
+        );
+    }
+}
+
+criterion_group!(
+    benches,
+    journaled_chain,
+    journaled_loop,
+    resume,
+    bytes_per_firing
+);
+criterion_main!(benches);

@@ -1,0 +1,827 @@
+//! Durable runs: the journal, a SQLite file holding any number of runs, their whole history
+//! tree, and what is needed to resume them after a crash (docs/semantics.md §5.5).
+//!
+//! ```
+//! use cameleon::journal::{Journal, RunOptions};
+//! use cameleon::prelude::*;
+//!
+//! # let dir = std::env::temp_dir().join(format!("cameleon-doc-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir)?;
+//! let db = dir.join("runs.db");
+//! let net = Net::from_cm(
+//!     "operators:\n  - {id: hi, type: source, params: {value: hi}}\n  - {id: out, type: sink}\n\
+//!      connections:\n  - {from: hi.out_data, to: out.in_data}\n",
+//! )?;
+//! let journal = Journal::create(&db)?;
+//! let mut cvm = Cvm::new(net);
+//! let id = journal.start(&mut cvm, &RunOptions::default())?;   // every step is journaled
+//! cvm.step()?;                                                // `hi` fires, committed to disk
+//! drop(cvm);                                                  // … a crash, say
+//!
+//! let mut again = journal.resume(Some(&id))?.cvm;             // `hi` restored, not run again
+//! assert_eq!(again.depth(), 1);
+//! assert_eq!(again.run()?, EndState::Completed);
+//! assert_eq!(again.received("out")[0].to_json(), "hi");
+//! assert_eq!(journal.runs()?[0].status, "COMPLETED");
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! ## What is journaled
+//!
+//! Each history entry (a step: one firing, or every firing of a parallel step) with what
+//! backward stepping and replay need (docs/semantics.md §5.1): per firing, the operator, the
+//! connections it consumed, the connections it wrote with the token each held before, the
+//! values it emitted — as JSON, through each data type's serde form — and, for an operator with
+//! internal state, that state before and after, through its serde form (`#[operator]` requires
+//! state fields to be `Serialize + Deserialize`). Backward steps, replays, re-fires and
+//! checkouts are journaled too: the run row keeps the current position in the tree, the
+//! entries keep every branch.
+//!
+//! A run is started on a fresh engine ([`Journal::start`]); every operator must then be
+//! journalable — stateless, or with a serde form of its state (a hand-written operator whose
+//! [`save_state`](crate::Operator::save_state) returns [`OpState::new`](crate::OpState::new) is
+//! refused, named) — and the net must load back from its canonical `.cm` text with this
+//! program's catalogue, since that is what [`Journal::resume`] rebuilds it from. A value that
+//! serde cannot write is an error at the firing that emitted it: the step is undone and the
+//! journal keeps every step before it.
+//!
+//! ## Durability
+//!
+//! [`Durability::Sync`] (the default) commits each step before the next one starts,
+//! [`Durability::Batch`] commits at most every `ms` milliseconds (from a background thread, so
+//! a step waits at most that long on memory), [`Durability::Exit`] when the run ends. A crash
+//! of the process (`kill -9`, a panic, the OOM killer) loses at most what was not committed; a
+//! resumed run executes those steps again. Commits are not synced to the disk one by one
+//! (SQLite's WAL with `synchronous = NORMAL`): an OS crash or a power loss may also lose the
+//! last committed steps, which a resumed run likewise executes again.
+//!
+//! ## Resuming, and idempotency
+//!
+//! [`Journal::resume`] rebuilds the net from the stored `.cm`, restores every committed entry
+//! **without running any operator** ([`Cvm::restore`]), and hands back an engine that goes on
+//! journaling into the same run. A firing that was in flight at the crash was never committed:
+//! it runs again. Effects outside the net are therefore at-least-once; an operator with such
+//! effects deduplicates them with [`Firing::idempotency_key`](crate::Firing::idempotency_key),
+//! `"{run}/{branch}/{step}/{op}"`, which is the same for that firing when it runs again.
+//!
+//! ## The file
+//!
+//! One SQLite file in WAL mode holds any number of runs; several processes may journal into it
+//! at once (SQLite serialises the writers; each waits up to a minute for the others). A file
+//! that is not a journal, a journal written by a newer version, a damaged file, an unknown run
+//! id, or a stored net whose operator types this program lacks are each a [`JournalError`];
+//! the file is left as it was. Schema (version 1, in `meta.schema` and `PRAGMA user_version`;
+//! a newer version is refused):
+//!
+//! | table | column | holds |
+//! |---|---|---|
+//! | `meta` | `key`, `value` | `format` = `cameleon-journal`, `schema` = the version |
+//! | `runs` | `seq` | the run's number in this file (the key entries use) |
+//! | | `id` | the run id, a UUID v7 (sortable by start time) |
+//! | | `name` | the net's name |
+//! | | `cm`, `cm_hash` | the net's canonical `.cm` text, and its FNV-1a 64 hash (hex) |
+//! | | `mode` | `sequential` or `parallel` |
+//! | | `config` | JSON: `max_loop_iterations`, `max_steps`, `durability`, `batch_ms`, `base_dir`, `allow_outside` |
+//! | | `generation` | the capability generation the run pinned (`NULL`: none) |
+//! | | `status` | `RUNNING` (unfinished, crashed included), `WAITING`, or an end state (`COMPLETED`, `DEADLOCK`, `LOOP_LIMIT`, `STEP_LIMIT`, `ERROR`, `CANCELLED`) |
+//! | | `end_state` | the end state as JSON (`{"end":"ERROR","op":…,"error":…}`), `NULL` while running |
+//! | | `steps` | applied steps (the depth of the position) |
+//! | | `tip`, `redo_tip` | the position: the last applied node, and the deepest node of the recorded future (`NULL`: none) |
+//! | | `started`, `updated` | UTC wall time, RFC 3339 (annotations only) |
+//! | `entries` | `id` | `runs.seq << 32 \| node`: a run's entries are one range, in node order |
+//! | | `run`, `node` | the run (`runs.seq`), and the node's index in the history tree (creation order, from 0) |
+//! | | `parent` | the parent node (`NULL`: a first step) |
+//! | | `step`, `branch` | the node's depth (1-based) and branch number (1-based, creation order) |
+//! | | `ops` | JSON array of the names of the operators that fired |
+//! | | `body` | JSON `{"firings":[{"op":i,"consumed":[c…],"written":[[c,prior,new]…],"tokens":[{"type":T,"value":V}…],"before":S,"after":S}…]}`: operator and connection indices in declaration order, token indices in the run's token arena (tokens are numbered in node order, then emission order) |
+//!
+//! A later feature adds its own table keyed by `runs.id` (answers to `ask`, a memory's
+//! documents) and raises the schema version, migrating older files forward.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
+
+use rusqlite::{Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+
+use crate::catalogue::Catalogue;
+use crate::cm::{CmError, Loader};
+use crate::engine::{Cvm, EndState, Recorded};
+use crate::net::{Mode, Net};
+
+mod codec;
+mod store;
+mod writer;
+
+use writer::JournalRecorder;
+
+/// When a journaled run's steps reach the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// Each step is committed before the next one starts.
+    #[default]
+    Sync,
+    /// Steps are committed together, at most every `ms` milliseconds.
+    Batch {
+        /// The longest a committed step waits in memory.
+        ms: u64,
+    },
+    /// Steps are committed when the run ends (or its engine is dropped).
+    Exit,
+}
+
+impl Durability {
+    /// The default wait of [`Durability::Batch`], in milliseconds.
+    pub const DEFAULT_BATCH_MS: u64 = 50;
+
+    /// `sync`, `batch` or `exit`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Durability::Sync => "sync",
+            Durability::Batch { .. } => "batch",
+            Durability::Exit => "exit",
+        }
+    }
+}
+
+/// Options of a journaled run.
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions {
+    /// When steps reach the disk.
+    pub durability: Durability,
+    /// The run's name (default: the net's name).
+    pub name: Option<String>,
+    /// The folder file-reading operators resolve paths against when the run is resumed (the
+    /// `.cm` file's folder; default: the current directory).
+    pub base_dir: Option<PathBuf>,
+    /// Whether file-reading operators may leave that folder.
+    pub allow_outside: bool,
+    /// The capability generation the run pinned, if any.
+    pub generation: Option<u64>,
+}
+
+/// A run as [`Journal::runs`] lists it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RunInfo {
+    /// The run id.
+    pub id: String,
+    /// The run's name.
+    pub name: String,
+    /// `RUNNING` (unfinished, crashed included), `WAITING`, or its end state.
+    pub status: String,
+    /// Applied steps.
+    pub steps: u64,
+    /// When it started (UTC, RFC 3339).
+    pub started: String,
+}
+
+/// An entry of a run's history tree, as [`Journal::history`] gives it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HistoryEntry {
+    /// The entry's depth: its 1-based logical step.
+    pub step: u32,
+    /// The operators that fired, in declaration order.
+    pub ops: Vec<String>,
+    /// The branch it lies on (1-based, in creation order).
+    pub branch: u32,
+    /// Its node in the tree (creation order, from 0).
+    #[serde(skip)]
+    pub node: u32,
+    /// Its parent node.
+    #[serde(skip)]
+    pub parent: Option<u32>,
+}
+
+/// A branch of a run's history tree.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct BranchInfo {
+    /// Its number (1-based, in creation order).
+    pub branch: u32,
+    /// The step at which it leaves its parent branch (1 for the first branch).
+    pub from_step: u32,
+    /// The depth of its tip.
+    pub steps: u32,
+    /// Whether the run's position lies on it.
+    pub current: bool,
+}
+
+/// A run's history tree, from [`Journal::history`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RunHistory {
+    /// Every entry, in creation order.
+    pub entries: Vec<HistoryEntry>,
+    /// Every branch, by number.
+    pub branches: Vec<BranchInfo>,
+}
+
+/// A run brought back by [`Journal::resume`] or [`Journal::open_run`].
+#[derive(Debug)]
+pub struct Resumed {
+    /// The run id.
+    pub id: String,
+    /// The run's name.
+    pub name: String,
+    /// The engine, at the run's recorded position.
+    pub cvm: Cvm,
+    /// The run's end, if it has finished (see [`is_finished`](Self::is_finished)); `None` while
+    /// it is `RUNNING`.
+    pub end: Option<EndState>,
+}
+
+impl Resumed {
+    /// Whether the run has reached an end that resuming does not continue: every end state
+    /// but `CANCELLED` (a cancelled run was interrupted; it goes on).
+    pub fn is_finished(&self) -> bool {
+        self.end
+            .as_ref()
+            .is_some_and(|e| !matches!(e, EndState::Cancelled))
+    }
+}
+
+/// What went wrong with a journal. Nothing is written to the file when opening it fails.
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    /// No file at the path.
+    #[error(
+        "no journal at `{path}`: the file does not exist (`cameleon run FILE.cm --journal {path}` creates it)"
+    )]
+    NotFound {
+        /// The path.
+        path: String,
+    },
+    /// The file is not a Caméléon journal.
+    #[error("`{path}` is not a Caméléon journal: {why}")]
+    NotAJournal {
+        /// The path.
+        path: String,
+        /// What it is instead.
+        why: String,
+    },
+    /// The journal was written by a newer version.
+    #[error(
+        "`{path}` is a journal of schema version {version}, newer than this program reads (up to {supported}): use a newer cameleon"
+    )]
+    TooNew {
+        /// The path.
+        path: String,
+        /// Its schema version.
+        version: i64,
+        /// The newest this program reads.
+        supported: i64,
+    },
+    /// The file is damaged (truncated, overwritten) or its content is inconsistent.
+    #[error("the journal `{path}` is damaged: {what}")]
+    Corrupt {
+        /// The path.
+        path: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// An I/O or SQLite error.
+    #[error("cannot use the journal `{path}`: {what}")]
+    Io {
+        /// The path.
+        path: String,
+        /// The error.
+        what: String,
+    },
+    /// No run with that id.
+    #[error("no run `{id}` in `{path}`{}", known_hint(.known))]
+    UnknownRun {
+        /// The path.
+        path: String,
+        /// The id asked for.
+        id: String,
+        /// The most recent run ids, newest first.
+        known: Vec<String>,
+    },
+    /// `resume` without an id, and every run has finished.
+    #[error(
+        "nothing to resume in `{path}`: every run has finished (`cameleon runs {path}` lists them)"
+    )]
+    NothingToResume {
+        /// The path.
+        path: String,
+    },
+    /// The stored net does not load with this program (an operator type it lacks, say).
+    #[error("run `{run}`: its stored net does not load with this program")]
+    Net {
+        /// The run.
+        run: String,
+        /// The loader's problems.
+        #[source]
+        error: Box<CmError>,
+    },
+    /// The run's recorded history does not fit the net or this program (a data type it lacks,
+    /// a state it cannot read).
+    #[error("run `{run}` cannot be restored: {what}")]
+    Incompatible {
+        /// The run.
+        run: String,
+        /// What is wrong.
+        what: String,
+    },
+    /// The engine or its net cannot be journaled.
+    #[error("this run cannot be journaled: {0}")]
+    NotJournalable(String),
+}
+
+fn known_hint(known: &[String]) -> String {
+    if known.is_empty() {
+        " (it holds no run)".into()
+    } else {
+        format!(
+            " (most recent: {}; `cameleon runs` lists them)",
+            known.join(", ")
+        )
+    }
+}
+
+impl JournalError {
+    fn io(path: &Path, e: impl std::fmt::Display) -> Self {
+        JournalError::Io {
+            path: path.display().to_string(),
+            what: e.to_string(),
+        }
+    }
+
+    /// A SQLite error: damage reported as such.
+    fn sql(path: &Path, e: rusqlite::Error) -> Self {
+        use rusqlite::ErrorCode::{DatabaseCorrupt, NotADatabase};
+        match e.sqlite_error_code() {
+            Some(DatabaseCorrupt) | Some(NotADatabase) => JournalError::Corrupt {
+                path: path.display().to_string(),
+                what: format!("{e} (the file was truncated or overwritten)"),
+            },
+            _ => JournalError::io(path, e),
+        }
+    }
+}
+
+/// The stored `config` of a run.
+#[derive(Serialize, Deserialize, Default)]
+struct Config {
+    max_loop_iterations: u32,
+    #[serde(default)]
+    max_steps: Option<u64>,
+    durability: String,
+    #[serde(default)]
+    batch_ms: Option<u64>,
+    #[serde(default)]
+    base_dir: Option<PathBuf>,
+    #[serde(default)]
+    allow_outside: bool,
+}
+
+impl Config {
+    fn durability(&self) -> Durability {
+        match self.durability.as_str() {
+            "batch" => Durability::Batch {
+                ms: self.batch_ms.unwrap_or(Durability::DEFAULT_BATCH_MS),
+            },
+            "exit" => Durability::Exit,
+            _ => Durability::Sync,
+        }
+    }
+}
+
+/// A journal file. Cheap to share between threads; each journaled run writes through its own
+/// connection.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    conn: Mutex<ConnDebug>,
+}
+
+struct ConnDebug(Connection);
+
+impl std::fmt::Debug for ConnDebug {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Connection")
+    }
+}
+
+impl Journal {
+    /// Opens the journal at `path`, creating it (WAL mode, the current schema) if the file is
+    /// missing or empty.
+    pub fn create(path: impl AsRef<Path>) -> Result<Journal, JournalError> {
+        let path = path.as_ref();
+        let conn = store::open(path, true)?;
+        Ok(Journal {
+            path: path.to_path_buf(),
+            conn: Mutex::new(ConnDebug(conn)),
+        })
+    }
+
+    /// Opens an existing journal; a missing file is [`JournalError::NotFound`].
+    pub fn open(path: impl AsRef<Path>) -> Result<Journal, JournalError> {
+        let path = path.as_ref();
+        let conn = store::open(path, false)?;
+        Ok(Journal {
+            path: path.to_path_buf(),
+            conn: Mutex::new(ConnDebug(conn)),
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn with<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, JournalError> {
+        let c = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+        f(&c.0).map_err(|e| JournalError::sql(&self.path, e))
+    }
+
+    fn corrupt(&self, what: impl Into<String>) -> JournalError {
+        JournalError::Corrupt {
+            path: self.path.display().to_string(),
+            what: what.into(),
+        }
+    }
+
+    /// Starts journaling `cvm`, which must be fresh (initial marking, empty history), as a new
+    /// run; returns its id (also the engine's [`run_id`](Cvm::run_id)). From now on every step,
+    /// move and end of `cvm` is recorded as `opts.durability` says.
+    pub fn start(&self, cvm: &mut Cvm, opts: &RunOptions) -> Result<String, JournalError> {
+        if cvm.depth() != 0 || cvm.history().recorded_firings() != 0 {
+            return Err(JournalError::NotJournalable(
+                "the engine has already stepped: start the journal on a fresh engine".into(),
+            ));
+        }
+        let net = cvm.net();
+        for node in net.operators() {
+            if let Some(s) = node.op.save_state()
+                && !s.has_serde_form()
+            {
+                return Err(JournalError::NotJournalable(format!(
+                    "operator `{}` (type `{}`) has an internal state without a serde form: declare it with `#[operator]`, or save its state with `OpState::serde`",
+                    node.name, node.spec.type_id
+                )));
+            }
+        }
+        let cm = net.to_cm();
+        let loader = loader(
+            Catalogue::global(),
+            opts.base_dir.as_deref(),
+            opts.allow_outside,
+        );
+        if let Err(e) = loader.load_str(&cm) {
+            let first = e
+                .problems()
+                .first()
+                .map(ToString::to_string)
+                .unwrap_or_default();
+            return Err(JournalError::NotJournalable(format!(
+                "a journaled run is resumed from its net's `.cm` text, and this net's does not load back: {first}"
+            )));
+        }
+        let id = uuid::Uuid::now_v7().to_string();
+        let config = Config {
+            max_loop_iterations: cvm.max_loop_iterations(),
+            max_steps: cvm.max_steps(),
+            durability: opts.durability.name().into(),
+            batch_ms: match opts.durability {
+                Durability::Batch { ms } => Some(ms),
+                _ => None,
+            },
+            base_dir: opts.base_dir.as_ref().map(|d| absolute(d)),
+            allow_outside: opts.allow_outside,
+        };
+        let config = serde_json::to_string(&config).map_err(|e| JournalError::io(&self.path, e))?;
+        let name = opts.name.clone().unwrap_or_else(|| net.name().to_owned());
+        let mode = cvm.mode().as_str();
+        // An immediate transaction: a plain autocommit INSERT reads before it writes, and in WAL
+        // mode another process's commit in between makes it fail at once with "database is
+        // locked" (a stale snapshot), which no busy wait cures.
+        let seq = self.with(|c| {
+            c.execute_batch("BEGIN IMMEDIATE")?;
+            let r = c.execute(
+                "INSERT INTO runs (id, name, cm, cm_hash, mode, config, generation, status, steps,
+                                   started, updated)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'RUNNING', 0,
+                         strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                (&id, &name, &cm, store::hash(&cm), mode, &config, opts.generation.map(|g| g as i64)),
+            );
+            match r {
+                Ok(_) => {
+                    let seq = c.last_insert_rowid();
+                    c.execute_batch("COMMIT").map(|()| seq)
+                }
+                Err(e) => {
+                    let _ = c.execute_batch("ROLLBACK");
+                    Err(e)
+                }
+            }
+        })?;
+        let recorder = JournalRecorder::new(&self.path, seq, opts.durability)?;
+        cvm.set_run_id(id.as_str());
+        cvm.set_recorder(Box::new(recorder));
+        Ok(id)
+    }
+
+    /// Every run, newest first.
+    pub fn runs(&self) -> Result<Vec<RunInfo>, JournalError> {
+        self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT id, name, status, steps, started FROM runs ORDER BY started DESC, id DESC",
+            )?;
+            st.query_map([], |r| {
+                Ok(RunInfo {
+                    id: r.get(0)?,
+                    name: r.get(1)?,
+                    status: r.get(2)?,
+                    steps: r.get::<_, i64>(3)?.max(0) as u64,
+                    started: r.get(4)?,
+                })
+            })?
+            .collect()
+        })
+    }
+
+    /// The id of the run to resume: `id` if it exists, else the most recently started one that
+    /// has not finished (`RUNNING`, `WAITING` or `CANCELLED`).
+    pub fn pick(&self, id: Option<&str>) -> Result<String, JournalError> {
+        match id {
+            Some(id) => {
+                let found: Option<String> = self.with(|c| {
+                    c.query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
+                        .optional()
+                })?;
+                match found {
+                    Some(id) => Ok(id),
+                    None => Err(JournalError::UnknownRun {
+                        path: self.path.display().to_string(),
+                        id: id.to_owned(),
+                        known: self.runs()?.into_iter().take(3).map(|r| r.id).collect(),
+                    }),
+                }
+            }
+            None => self
+                .with(|c| {
+                    c.query_row(
+                        "SELECT id FROM runs WHERE status IN ('RUNNING', 'WAITING', 'CANCELLED')
+                         ORDER BY started DESC, id DESC LIMIT 1",
+                        [],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                })?
+                .ok_or_else(|| JournalError::NothingToResume {
+                    path: self.path.display().to_string(),
+                }),
+        }
+    }
+
+    /// Brings run `id` back (or, with `None`, the most recently started unfinished one — see
+    /// [`pick`](Self::pick)): the net rebuilt from its stored `.cm`, every committed entry
+    /// restored without running an operator. An unfinished run goes on journaling into the same
+    /// run, with its durability; a finished one is returned with its [`end`](Resumed::end) and
+    /// no recorder.
+    pub fn resume(&self, id: Option<&str>) -> Result<Resumed, JournalError> {
+        self.load(id, Catalogue::global(), true)
+    }
+
+    /// Brings run `id` back at its recorded position, without journaling what is done with it
+    /// afterwards (to inspect a run, or travel its history, leaving the journal as it is).
+    pub fn open_run(&self, id: &str) -> Result<Resumed, JournalError> {
+        self.load(Some(id), Catalogue::global(), false)
+    }
+
+    /// [`resume`](Self::resume) with the operator types of `catalogue`.
+    pub fn resume_in(
+        &self,
+        id: Option<&str>,
+        catalogue: &Catalogue,
+    ) -> Result<Resumed, JournalError> {
+        self.load(id, catalogue, true)
+    }
+
+    fn load(
+        &self,
+        id: Option<&str>,
+        catalogue: &Catalogue,
+        record: bool,
+    ) -> Result<Resumed, JournalError> {
+        let id = self.pick(id)?;
+        type RunRow = (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            Option<String>,
+            Option<i64>,
+            Option<i64>,
+        );
+        let row: RunRow = self.with(|c| {
+            c.query_row(
+                "SELECT seq, name, cm, cm_hash, mode, config, status, end_state, tip, redo_tip
+                 FROM runs WHERE id = ?1",
+                [&id],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                        r.get(8)?,
+                        r.get(9)?,
+                    ))
+                },
+            )
+        })?;
+        let (seq, name, cm, cm_hash, mode, config, status, end_state, tip, redo_tip) = row;
+        if store::hash(&cm) != cm_hash {
+            return Err(self.corrupt(format!(
+                "run `{id}`: its stored net does not match its hash (the file was edited or damaged)"
+            )));
+        }
+        let config: Config = serde_json::from_str(&config)
+            .map_err(|e| self.corrupt(format!("run `{id}`: unreadable config: {e}")))?;
+        let mode = match mode.as_str() {
+            "parallel" => Mode::Parallel,
+            "sequential" => Mode::Sequential,
+            other => return Err(self.corrupt(format!("run `{id}`: unknown mode `{other}`"))),
+        };
+        let net = loader(catalogue, config.base_dir.as_deref(), config.allow_outside)
+            .file_name(format!("{} (run {id})", self.path.display()))
+            .load_str(&cm)
+            .map_err(|e| JournalError::Net {
+                run: id.clone(),
+                error: Box::new(e),
+            })?;
+        let mut b = Cvm::builder(net)
+            .mode(mode)
+            .max_loop_iterations(config.max_loop_iterations.max(1))
+            .run_id(id.clone());
+        if let Some(n) = config.max_steps {
+            b = b.max_steps(n);
+        }
+        let mut cvm = b.build();
+        let recorded = self.recorded(&id, seq, cvm.net(), tip, redo_tip)?;
+        cvm.restore(recorded)
+            .map_err(|e| JournalError::Incompatible {
+                run: id.clone(),
+                what: e.to_string(),
+            })?;
+        let end = match (status.as_str(), end_state) {
+            ("RUNNING" | "WAITING", _) => None,
+            (_, Some(json)) => Some(
+                end_from_json(&cvm, &json)
+                    .ok_or_else(|| self.corrupt(format!("run `{id}`: unreadable end state")))?,
+            ),
+            (other, None) => {
+                return Err(
+                    self.corrupt(format!("run `{id}`: status `{other}` without an end state"))
+                );
+            }
+        };
+        let resumed = Resumed {
+            id: id.clone(),
+            name,
+            cvm,
+            end,
+        };
+        if record && !resumed.is_finished() {
+            let mut resumed = resumed;
+            let recorder = JournalRecorder::new(&self.path, seq, config.durability())?;
+            resumed.cvm.set_recorder(Box::new(recorder));
+            return Ok(resumed);
+        }
+        Ok(resumed)
+    }
+
+    /// Reads run `id`'s entries into a [`Recorded`] history for `net`.
+    fn recorded(
+        &self,
+        id: &str,
+        seq: i64,
+        net: &Net,
+        tip: Option<i64>,
+        redo_tip: Option<i64>,
+    ) -> Result<Recorded, JournalError> {
+        let rows: Vec<(i64, Option<i64>, String)> = self.with(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT node, parent, body FROM entries WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
+            )?;
+            let range = (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX));
+            st.query_map(range, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect()
+        })?;
+        let mut rec = Recorded {
+            steps: Vec::with_capacity(rows.len()),
+            tip: node_index(tip).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?,
+            redo_tip: node_index(redo_tip).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?,
+        };
+        for (i, (node, parent, body)) in rows.into_iter().enumerate() {
+            if node != i as i64 {
+                return Err(self.corrupt(format!("run `{id}`: entry #{i} is missing")));
+            }
+            let parent =
+                node_index(parent).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?;
+            let step =
+                codec::decode(net, parent, &body).map_err(|what| JournalError::Incompatible {
+                    run: id.to_owned(),
+                    what: format!("entry #{i}: {what}"),
+                })?;
+            rec.steps.push(step);
+        }
+        Ok(rec)
+    }
+
+    /// Run `id`'s history tree: every entry, every branch.
+    pub fn history(&self, id: &str) -> Result<RunHistory, JournalError> {
+        let id = self.pick(Some(id))?;
+        let (seq, tip, redo_tip): (i64, Option<i64>, Option<i64>) = self.with(|c| {
+            c.query_row(
+                "SELECT seq, tip, redo_tip FROM runs WHERE id = ?1",
+                [&id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+        })?;
+        let rows: Vec<(i64, Option<i64>, i64, i64, String)> = self.with(|c| {
+            let mut st = c.prepare(
+                "SELECT node, parent, step, branch, ops FROM entries
+                 WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
+            )?;
+            let range = (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX));
+            st.query_map(range, |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+            })?
+            .collect()
+        })?;
+        let mut entries = Vec::with_capacity(rows.len());
+        for (node, parent, step, branch, ops) in rows {
+            let ops: Vec<String> = serde_json::from_str(&ops)
+                .map_err(|e| self.corrupt(format!("run `{id}`: entry #{node}: {e}")))?;
+            entries.push(HistoryEntry {
+                step: step.max(0) as u32,
+                ops,
+                branch: branch.max(0) as u32,
+                node: node.max(0) as u32,
+                parent: parent.map(|p| p.max(0) as u32),
+            });
+        }
+        // The current branch: the one of the deepest node of the position.
+        let here = redo_tip.or(tip).map(|n| n.max(0) as u32);
+        let current = here.and_then(|n| entries.get(n as usize)).map(|e| e.branch);
+        let mut branches: Vec<BranchInfo> = Vec::new();
+        for e in &entries {
+            match branches.iter_mut().find(|b| b.branch == e.branch) {
+                Some(b) => b.steps = b.steps.max(e.step),
+                None => branches.push(BranchInfo {
+                    branch: e.branch,
+                    from_step: e.step,
+                    steps: e.step,
+                    current: current == Some(e.branch),
+                }),
+            }
+        }
+        branches.sort_by_key(|b| b.branch);
+        Ok(RunHistory { entries, branches })
+    }
+}
+
+fn node_index(n: Option<i64>) -> Result<Option<u32>, String> {
+    match n {
+        None => Ok(None),
+        Some(n) => u32::try_from(n)
+            .map(Some)
+            .map_err(|_| format!("node index {n} is out of range")),
+    }
+}
+
+fn loader<'c>(catalogue: &'c Catalogue, base: Option<&Path>, allow_outside: bool) -> Loader<'c> {
+    let l = Loader::new()
+        .catalogue(catalogue)
+        .allow_outside(allow_outside);
+    match base {
+        Some(b) => l.base_dir(b),
+        None => l,
+    }
+}
+
+fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+/// A stored end state. A deadlock's report is computed again from the restored marking (its
+/// sentences are not stored).
+fn end_from_json(cvm: &Cvm, json: &str) -> Option<EndState> {
+    let end: EndState = serde_json::from_str(json).ok()?;
+    if let EndState::Deadlock { .. } = end {
+        return cvm.terminal_state().or(Some(end));
+    }
+    Some(end)
+}

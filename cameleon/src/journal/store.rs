@@ -1,0 +1,256 @@
+//! Opening a journal file: checks before SQLite touches it, the schema, its version.
+
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use super::JournalError;
+
+/// The schema version this code writes and reads (`meta.schema`, also `PRAGMA user_version`).
+pub(super) const SCHEMA: i64 = 1;
+
+/// `meta.format`: what marks a SQLite file as a Caméléon journal.
+pub(super) const FORMAT: &str = "cameleon-journal";
+
+/// An entry's `id`: its run's `seq` in the high 32 bits, its node in the low 32, so a run's
+/// entries are one range of the table, in node order, and new ones are appended.
+pub(super) fn entry_id(run: i64, node: u32) -> i64 {
+    (run << 32) | i64::from(node)
+}
+
+/// How long a writer waits for another process's transaction before giving up.
+const BUSY: Duration = Duration::from_secs(60);
+
+const CREATE: &str = "
+CREATE TABLE meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE runs (
+    seq        INTEGER PRIMARY KEY,
+    id         TEXT NOT NULL UNIQUE,
+    name       TEXT NOT NULL,
+    cm         TEXT NOT NULL,
+    cm_hash    TEXT NOT NULL,
+    mode       TEXT NOT NULL,
+    config     TEXT NOT NULL,
+    generation INTEGER,
+    status     TEXT NOT NULL,
+    end_state  TEXT,
+    steps      INTEGER NOT NULL DEFAULT 0,
+    tip        INTEGER,
+    redo_tip   INTEGER,
+    started    TEXT NOT NULL,
+    updated    TEXT NOT NULL
+);
+CREATE INDEX runs_by_start ON runs (started, id);
+CREATE TABLE entries (
+    id     INTEGER PRIMARY KEY,
+    run    INTEGER NOT NULL REFERENCES runs (seq),
+    node   INTEGER NOT NULL,
+    parent INTEGER,
+    step   INTEGER NOT NULL,
+    branch INTEGER NOT NULL,
+    ops    TEXT NOT NULL,
+    body   TEXT NOT NULL
+);
+";
+
+/// What a file is, read from its first bytes before SQLite opens it (so a foreign file is
+/// refused untouched).
+enum Head {
+    Missing,
+    Empty,
+    Sqlite,
+    Other(Vec<u8>),
+}
+
+fn head(path: &Path) -> Result<Head, JournalError> {
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Head::Missing),
+        Err(e) => return Err(JournalError::io(path, e)),
+    };
+    if f.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(JournalError::NotAJournal {
+            path: path.display().to_string(),
+            why: "it is a folder".into(),
+        });
+    }
+    let mut buf = [0u8; 16];
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) => return Err(JournalError::io(path, e)),
+        }
+    }
+    Ok(match n {
+        0 => Head::Empty,
+        _ if &buf[..n] == b"SQLite format 3\0" => Head::Sqlite,
+        _ => Head::Other(buf[..n].to_vec()),
+    })
+}
+
+/// Opens the journal at `path`. `create`: make the file (and the schema) if it is missing or
+/// empty; otherwise a missing file is an error. Nothing is written to a file that is not a
+/// journal of a version this code reads.
+pub(super) fn open(path: &Path, create: bool) -> Result<Connection, JournalError> {
+    let shown = path.display().to_string();
+    let fresh = match head(path)? {
+        Head::Missing if create => true,
+        Head::Missing => return Err(JournalError::NotFound { path: shown }),
+        Head::Empty if create => true,
+        Head::Empty => {
+            return Err(JournalError::NotAJournal {
+                path: shown,
+                why: "the file is empty".into(),
+            });
+        }
+        Head::Other(bytes) => {
+            return Err(JournalError::NotAJournal {
+                path: shown,
+                why: format!(
+                    "it is not a SQLite database (it starts with {:?})",
+                    String::from_utf8_lossy(&bytes)
+                ),
+            });
+        }
+        Head::Sqlite => false,
+    };
+    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    if fresh {
+        flags |= OpenFlags::SQLITE_OPEN_CREATE;
+    }
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| JournalError::sql(path, e))?;
+    conn.busy_timeout(BUSY)
+        .map_err(|e| JournalError::sql(path, e))?;
+    let tables = table_names(&conn).map_err(|e| JournalError::sql(path, e))?;
+    if tables.is_empty() {
+        if !create {
+            return Err(JournalError::NotAJournal {
+                path: shown,
+                why: "it is a SQLite database with no tables".into(),
+            });
+        }
+        init(&conn).map_err(|e| JournalError::sql(path, e))?;
+    } else {
+        check(&conn, path, &tables)?;
+    }
+    Ok(conn)
+}
+
+fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut st = conn.prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?;
+    let names = st
+        .query_map([], |r| r.get::<_, String>(0))?
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(names)
+}
+
+/// Creates the schema in an empty database (another process may be doing the same: the
+/// immediate transaction serialises us, and the second one finds the tables there).
+fn init(conn: &Connection) -> rusqlite::Result<()> {
+    // WAL: readers never block the writer, and a crash leaves the last commit intact. The mode
+    // is stored in the file; it cannot change inside a transaction.
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.execute_batch("BEGIN IMMEDIATE")?;
+    let r = (|| {
+        if !table_names(conn)?.is_empty() {
+            return Ok(());
+        }
+        conn.execute_batch(CREATE)?;
+        conn.execute(
+            "INSERT INTO meta (key, value) VALUES ('format', ?1), ('schema', ?2)",
+            (FORMAT, SCHEMA.to_string()),
+        )?;
+        conn.pragma_update(None, "user_version", SCHEMA)?;
+        Ok(())
+    })();
+    match r {
+        Ok(()) => conn.execute_batch("COMMIT"),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+/// Checks that a database with tables is a journal this code reads.
+fn check(conn: &Connection, path: &Path, tables: &[String]) -> Result<(), JournalError> {
+    let shown = path.display().to_string();
+    if !tables.iter().any(|t| t == "meta") {
+        return Err(JournalError::NotAJournal {
+            path: shown,
+            why: format!(
+                "it is a SQLite database of another program (tables: {})",
+                tables.join(", ")
+            ),
+        });
+    }
+    let get = |key: &str| -> Result<Option<String>, JournalError> {
+        conn.query_row("SELECT value FROM meta WHERE key = ?1", [key], |r| r.get(0))
+            .optional()
+            .map_err(|e| JournalError::sql(path, e))
+    };
+    if get("format")?.as_deref() != Some(FORMAT) {
+        return Err(JournalError::NotAJournal {
+            path: shown,
+            why: "it is a SQLite database of another program (its `meta` table does not name a Caméléon journal)".into(),
+        });
+    }
+    let version = get("schema")?
+        .and_then(|v| v.parse::<i64>().ok())
+        .ok_or_else(|| JournalError::Corrupt {
+            path: shown.clone(),
+            what: "its schema version is missing".into(),
+        })?;
+    if version > SCHEMA {
+        return Err(JournalError::TooNew {
+            path: shown,
+            version,
+            supported: SCHEMA,
+        });
+    }
+    for t in ["runs", "entries"] {
+        if !tables.iter().any(|x| x == t) {
+            return Err(JournalError::Corrupt {
+                path: shown,
+                what: format!("the `{t}` table is missing"),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// A writer's connection to a journal already checked by [`open`].
+pub(super) fn open_writer(path: &Path) -> Result<Connection, JournalError> {
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| JournalError::sql(path, e))?;
+    conn.busy_timeout(BUSY)
+        .map_err(|e| JournalError::sql(path, e))?;
+    // In WAL mode, NORMAL: a committed transaction survives any crash of the process (kill -9
+    // included) without an fsync per commit; an OS crash or a power loss may lose the last
+    // commits (the WAL is synced at checkpoints). FULL would fsync every step: tens of
+    // milliseconds each on common disks.
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(|e| JournalError::sql(path, e))?;
+    Ok(conn)
+}
+
+/// FNV-1a (64 bits) of `text`, as 16 hex digits: detects a stored net that was edited or
+/// damaged (not a cryptographic seal).
+pub(super) fn hash(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}

@@ -1,0 +1,250 @@
+//! The recorder of a journaled run: encodes each step on the engine's thread and commits it as
+//! the durability mode says.
+//!
+//! - `sync`: every step is committed before the engine goes on;
+//! - `batch`: steps wait in memory; a flusher thread commits what is waiting at most every
+//!   `ms` milliseconds, in one transaction;
+//! - `exit`: steps wait in memory until the run ends (or the recorder is dropped).
+//!
+//! In every mode the end of a run is committed before [`Recorder::ended`] returns. A flush
+//! writes the new entries and the run's position in one transaction, so the file always holds a
+//! consistent prefix of the run. A failure (disk full, a lock held too long) is kept and
+//! reported by the next recording; nothing after it is written.
+
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+use super::codec::{self, Row};
+use super::{Durability, JournalError};
+use crate::engine::{Committed, EndState, Position, RecordError, Recorder};
+
+/// What waits to be committed.
+#[derive(Default)]
+struct Pending {
+    rows: Vec<Row>,
+    /// The latest position (and step count) to write.
+    position: Option<Position>,
+    /// The latest status and end state to write.
+    status: Option<(String, Option<String>)>,
+    /// A failed flush: reported by the next recording.
+    error: Option<String>,
+    /// Tells the flusher thread to finish.
+    stop: bool,
+}
+
+struct Shared {
+    pending: Mutex<Pending>,
+    wake: Condvar,
+    /// The connection; held while flushing, so flushes are ordered.
+    writer: Mutex<Writer>,
+}
+
+struct Writer {
+    conn: Connection,
+    /// The run's `runs.seq`.
+    run: i64,
+}
+
+impl Writer {
+    /// Commits `rows`, then the position and status, in one transaction.
+    fn flush(
+        &mut self,
+        rows: &[Row],
+        position: Option<Position>,
+        status: Option<&(String, Option<String>)>,
+    ) -> rusqlite::Result<()> {
+        if rows.is_empty() && position.is_none() && status.is_none() {
+            return Ok(());
+        }
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        {
+            let mut insert = tx.prepare_cached(
+                "INSERT INTO entries (id, run, node, parent, step, branch, ops, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?;
+            for r in rows {
+                insert.execute((
+                    super::store::entry_id(self.run, r.node),
+                    self.run,
+                    r.node,
+                    r.parent,
+                    r.step,
+                    r.branch,
+                    &r.ops,
+                    &r.body,
+                ))?;
+            }
+            if let Some(p) = position {
+                tx.prepare_cached(
+                    "UPDATE runs SET tip = ?2, redo_tip = ?3, steps = ?4,
+                     updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE seq = ?1",
+                )?
+                .execute((self.run, p.tip, p.redo_tip, p.depth))?;
+            }
+            if let Some((status, end)) = status {
+                tx.prepare_cached(
+                    "UPDATE runs SET status = ?2, end_state = ?3 WHERE seq = ?1 AND
+                     (status IS NOT ?2 OR end_state IS NOT ?3)",
+                )?
+                .execute((self.run, status, end))?;
+            }
+        }
+        tx.commit()
+    }
+}
+
+/// The [`Recorder`] of one journaled run.
+pub(super) struct JournalRecorder {
+    durability: Durability,
+    /// Reused for encoding each step.
+    buf: Vec<u8>,
+    shared: Arc<Shared>,
+    flusher: Option<JoinHandle<()>>,
+}
+
+impl JournalRecorder {
+    /// A recorder writing run `run` into the journal at `path`.
+    pub(super) fn new(path: &Path, run: i64, durability: Durability) -> Result<Self, JournalError> {
+        let conn = super::store::open_writer(path)?;
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Pending::default()),
+            wake: Condvar::new(),
+            writer: Mutex::new(Writer { conn, run }),
+        });
+        let flusher = match durability {
+            Durability::Batch { ms } => {
+                let s = Arc::clone(&shared);
+                let every = Duration::from_millis(ms.max(1));
+                Some(
+                    std::thread::Builder::new()
+                        .name("cameleon-journal".into())
+                        .spawn(move || flusher(&s, every))
+                        .map_err(|e| JournalError::io(path, e))?,
+                )
+            }
+            _ => None,
+        };
+        Ok(JournalRecorder {
+            durability,
+            buf: Vec::with_capacity(512),
+            shared,
+            flusher,
+        })
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
+        lock(&self.shared.pending)
+    }
+
+    /// Queues a row, position or status; commits at once in `sync` mode.
+    fn queue(
+        &mut self,
+        row: Option<Row>,
+        position: Option<Position>,
+        status: Option<(String, Option<String>)>,
+        now: bool,
+    ) -> Result<(), RecordError> {
+        {
+            let mut p = self.pending();
+            if let Some(e) = &p.error {
+                return Err(RecordError(e.clone()));
+            }
+            p.rows.extend(row);
+            if position.is_some() {
+                p.position = position;
+            }
+            if status.is_some() {
+                p.status = status;
+            }
+        }
+        if now || self.durability == Durability::Sync {
+            flush(&self.shared)?;
+        }
+        Ok(())
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Commits everything waiting. The writer is locked first, so two flushes never interleave.
+fn flush(shared: &Shared) -> Result<(), RecordError> {
+    let mut w = lock(&shared.writer);
+    let (rows, position, status) = {
+        let mut p = lock(&shared.pending);
+        if let Some(e) = &p.error {
+            return Err(RecordError(e.clone()));
+        }
+        (
+            std::mem::take(&mut p.rows),
+            p.position.take(),
+            p.status.take(),
+        )
+    };
+    match w.flush(&rows, position, status.as_ref()) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let msg = format!("cannot write to the journal: {e}");
+            lock(&shared.pending).error = Some(msg.clone());
+            Err(RecordError(msg))
+        }
+    }
+}
+
+/// `batch`: commits what waits, every `every`, until told to stop (then once more).
+fn flusher(shared: &Shared, every: Duration) {
+    loop {
+        let stop = {
+            let p = lock(&shared.pending);
+            let (p, _) = shared
+                .wake
+                .wait_timeout_while(p, every, |p| !p.stop)
+                .unwrap_or_else(PoisonError::into_inner);
+            p.stop
+        };
+        let _ = flush(shared); // a failure is kept in `pending.error`
+        if stop {
+            return;
+        }
+    }
+}
+
+/// The status of a run that ended in `end`, and the end state's JSON.
+pub(super) fn status_of(end: &EndState) -> (String, Option<String>) {
+    (end.name().to_owned(), serde_json::to_string(end).ok())
+}
+
+impl Recorder for JournalRecorder {
+    fn committed(&mut self, step: &Committed<'_>) -> Result<(), RecordError> {
+        let row = codec::encode(step, &mut self.buf)?;
+        let status = Some(("RUNNING".to_owned(), None));
+        self.queue(Some(row), Some(step.position()), status, false)
+    }
+
+    fn moved(&mut self, at: Position) -> Result<(), RecordError> {
+        self.queue(None, Some(at), Some(("RUNNING".to_owned(), None)), false)
+    }
+
+    fn ended(&mut self, end: &EndState, at: Position) -> Result<(), RecordError> {
+        self.queue(None, Some(at), Some(status_of(end)), true)
+    }
+}
+
+impl Drop for JournalRecorder {
+    fn drop(&mut self) {
+        if let Some(h) = self.flusher.take() {
+            self.pending().stop = true;
+            self.shared.wake.notify_all();
+            let _ = h.join();
+        }
+        // `exit` (and anything left): commit on the way out.
+        let _ = flush(&self.shared);
+    }
+}

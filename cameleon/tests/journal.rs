@@ -1,0 +1,996 @@
+//! Durable runs (docs/semantics.md §5.5): what the journal records, resuming without running
+//! operators, the history tree on disk, durability modes, and bad files.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{LazyLock, Mutex};
+
+use cameleon::journal::{Durability, Journal, JournalError, RunOptions};
+use cameleon::prelude::*;
+use cameleon::{Marking, OpState, StepError};
+use serde::{Deserialize, Serialize};
+
+// ---------------------------------------------------------------------------------------------
+// Test operators (declared with `#[operator]`: a journaled net is rebuilt from its `.cm`)
+
+/// Per test tag: how many times `run` was called, and the idempotency keys seen.
+static CALLS: LazyLock<Mutex<HashMap<String, Vec<String>>>> = LazyLock::new(Mutex::default);
+/// Tags whose `Fragile` values refuse to serialise.
+static FRAGILE: LazyLock<Mutex<Vec<String>>> = LazyLock::new(Mutex::default);
+/// Tags whose `jt_fragile` operators emit a `Fragile` value (else a plain string).
+static SERDE_FAILS: AtomicUsize = AtomicUsize::new(0);
+
+fn calls(tag: &str) -> Vec<String> {
+    CALLS.lock().unwrap().get(tag).cloned().unwrap_or_default()
+}
+
+/// Passes its input on and counts its firings (keyed by `tag`), remembering each firing's
+/// idempotency key.
+#[operator(id = "jt_counted", family = behavioral)]
+pub struct Counted {
+    #[param(default = "")]
+    tag: String,
+    #[input]
+    in_data: In<DataJSON>,
+    #[output]
+    out_data: Out<DataJSON>,
+}
+
+impl Run for Counted {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        CALLS
+            .lock()
+            .unwrap()
+            .entry(self.tag.clone())
+            .or_default()
+            .push(cx.idempotency_key());
+        let v = cx.get(Self::in_data)?.clone();
+        cx.emit(Self::out_data, v);
+        Ok(())
+    }
+}
+
+/// A value whose `Serialize` fails while its tag is in `FRAGILE`.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Fragile {
+    tag: String,
+    text: String,
+}
+cameleon::data_type!(Fragile);
+
+impl Serialize for Fragile {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        if FRAGILE.lock().unwrap().contains(&self.tag) {
+            SERDE_FAILS.fetch_add(1, Ordering::SeqCst);
+            return Err(serde::ser::Error::custom(
+                "this value refuses to be written",
+            ));
+        }
+        #[derive(Serialize)]
+        struct Plain<'a> {
+            tag: &'a str,
+            text: &'a str,
+        }
+        Plain {
+            tag: &self.tag,
+            text: &self.text,
+        }
+        .serialize(s)
+    }
+}
+
+/// Turns a JSON value into a `Fragile` value, counting its firings and keys like `jt_counted`.
+#[operator(id = "jt_fragile", family = behavioral)]
+pub struct MakeFragile {
+    #[param(default = "")]
+    tag: String,
+    #[input]
+    in_data: In<DataJSON>,
+    #[output]
+    out_data: Out<Fragile>,
+}
+
+impl Run for MakeFragile {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        CALLS
+            .lock()
+            .unwrap()
+            .entry(self.tag.clone())
+            .or_default()
+            .push(cx.idempotency_key());
+        let v = cx.get(Self::in_data)?;
+        cx.emit(
+            Self::out_data,
+            Fragile {
+                tag: self.tag.clone(),
+                text: v.0.to_string(),
+            },
+        );
+        Ok(())
+    }
+}
+
+/// A hand-written stateful operator whose state has no serde form.
+struct Opaque {
+    n: u32,
+}
+
+impl Operator for Opaque {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("jt_opaque", "Opaque", Family::Behavioral, Policy::Any)
+            .input("in_data", TypeRef::of::<DataJSON>())
+            .output("out_data", TypeRef::of::<DataJSON>())
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        self.n += 1;
+        let v = cx.value_at(0).cloned().ok_or("no input")?;
+        cx.emit_at(0, v);
+        Ok(())
+    }
+    fn save_state(&self) -> Option<OpState> {
+        Some(OpState::new(self.n))
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+fn db(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("cameleon-journal-tests-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(format!("{name}.db"));
+    for ext in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(format!("{}{ext}", p.display()));
+    }
+    p
+}
+
+/// `const 0 → jt_counted × n → sink`, counted under `tag`.
+fn chain(tag: &str, n: usize) -> Net {
+    let mut cm =
+        String::from("name: chain\noperators:\n  - {id: src, type: const, params: {value: 0}}\n");
+    for i in 0..n {
+        cm.push_str(&format!(
+            "  - {{id: c{i}, type: jt_counted, params: {{tag: {tag}}}}}\n"
+        ));
+    }
+    cm.push_str("  - {id: out, type: sink}\nconnections:\n");
+    let mut prev = "src.out_data".to_owned();
+    for i in 0..n {
+        cm.push_str(&format!("  - {{from: {prev}, to: c{i}.in_data}}\n"));
+        prev = format!("c{i}.out_data");
+    }
+    cm.push_str(&format!("  - {{from: {prev}, to: out.in_data}}\n"));
+    Net::from_cm(&cm).unwrap()
+}
+
+/// The counter loop of examples/counter.cm: merge, counter, guard (< 5), an accumulator of 2
+/// (internal state) and two sinks.
+fn counter_loop() -> Net {
+    Net::from_cm(
+        "name: loop
+operators:
+  - {id: zero, type: const, params: {value: 0}}
+  - {id: loop, type: merge}
+  - {id: inc, type: counter}
+  - {id: tap, type: fork}
+  - {id: check, type: guard, params: {continue_if: {lt: 5}}}
+  - {id: collect, type: accumulator, params: {n: 2}}
+  - {id: done, type: sink}
+  - {id: pairs, type: sink}
+connections:
+  - {from: zero.out_data, to: loop.in_a}
+  - {from: check.out_continue, to: loop.in_b}
+  - {from: loop.out_data, to: inc.in_data}
+  - {from: inc.out_data, to: tap.in_data}
+  - {from: tap.out_a, to: check.in_data}
+  - {from: tap.out_b, to: collect.in_data}
+  - {from: check.out_exit, to: done.in_data}
+  - {from: collect.out_data, to: pairs.in_data}
+",
+    )
+    .unwrap()
+}
+
+/// What a finished run shows: end, sinks, and every history entry's ops and emitted values.
+fn outcome(cvm: &Cvm, end: &EndState) -> (String, Vec<String>, Vec<String>) {
+    let sinks = ["out", "done", "pairs"]
+        .iter()
+        .map(|s| {
+            let v: Vec<serde_json::Value> = cvm.received(s).iter().map(|v| v.to_json()).collect();
+            format!("{s}={}", serde_json::Value::Array(v))
+        })
+        .collect();
+    let entries = cvm
+        .history()
+        .entries()
+        .iter()
+        .map(|e| {
+            e.firings
+                .iter()
+                .map(|f| {
+                    let vals: Vec<String> = f
+                        .written
+                        .iter()
+                        .map(|(c, t)| format!("{}={}", c.0, cvm.token(*t).unwrap().value.to_json()))
+                        .collect();
+                    format!("{}:{}:{}", e.step, cvm.net().op(f.op).name, vals.join(","))
+                })
+                .collect::<Vec<_>>()
+                .join(";")
+        })
+        .collect();
+    (end.name().to_owned(), sinks, entries)
+}
+
+fn rows(path: &PathBuf, sql: &str) -> i64 {
+    let c = rusqlite::Connection::open(path).unwrap();
+    c.query_row(sql, [], |r| r.get(0)).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Resume
+
+#[test]
+fn resume_restores_committed_steps_without_running_any_operator() {
+    let path = db("no-rerun");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(chain("no-rerun", 4));
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    for _ in 0..4 {
+        cvm.step().unwrap(); // src, c0, c1, c2
+    }
+    let marking = cvm.marking();
+    assert_eq!(calls("no-rerun").len(), 3);
+    drop(cvm); // a crash after step 4
+
+    let resumed = journal.resume(Some(&id)).unwrap();
+    assert_eq!(calls("no-rerun").len(), 3, "restoring ran an operator");
+    let mut cvm = resumed.cvm;
+    assert_eq!(cvm.depth(), 4);
+    assert_eq!(cvm.fireable(), ["c3"]);
+    let restored = cvm.marking();
+    // Same states and values (not the same allocations: they were read back from disk).
+    assert_eq!(marking.0.len(), restored.0.len());
+    for (a, b) in marking.0.iter().zip(&restored.0) {
+        assert_eq!(a.0, b.0);
+        assert_eq!(
+            a.1.as_ref().map(|t| (t.value.to_json(), t.step, t.op)),
+            b.1.as_ref().map(|t| (t.value.to_json(), t.step, t.op))
+        );
+    }
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(
+        calls("no-rerun").len(),
+        4,
+        "each counted operator ran exactly once overall"
+    );
+    assert_eq!(cvm.received("out")[0].to_json(), 0);
+    assert_eq!(journal.runs().unwrap()[0].status, "COMPLETED");
+}
+
+fn crash_and_resume(mode: Mode, durability: Durability, crash_after: usize, asynchronous: bool) {
+    let reference = {
+        let mut cvm = Cvm::builder(counter_loop()).mode(mode).build();
+        let end = cvm.run().unwrap();
+        outcome(&cvm, &end)
+    };
+    let path = db(&format!(
+        "loop-{mode}-{}-{crash_after}-{asynchronous}",
+        durability.name()
+    ));
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::builder(counter_loop()).mode(mode).build();
+    let opts = RunOptions {
+        durability,
+        ..RunOptions::default()
+    };
+    let id = journal.start(&mut cvm, &opts).unwrap();
+    for _ in 0..crash_after {
+        cvm.step().unwrap();
+    }
+    drop(cvm);
+    let mut cvm = journal.resume(None).unwrap().cvm;
+    assert!(cvm.depth() <= crash_after);
+    let end = if asynchronous {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(cvm.run_async()).unwrap()
+    } else {
+        cvm.run().unwrap()
+    };
+    assert_eq!(outcome(&cvm, &end), reference);
+    // Resumed once more, the finished run comes back at its end, nothing to run.
+    let again = journal.resume(Some(&id)).unwrap();
+    assert!(again.is_finished());
+    assert_eq!(again.end, Some(end.clone()));
+    assert_eq!(outcome(&again.cvm, &end), reference);
+}
+
+#[test]
+fn a_crashed_sequential_run_resumes_to_the_same_end_sinks_and_history() {
+    for (durability, after) in [
+        (Durability::Sync, 7),
+        (Durability::Batch { ms: 1 }, 12),
+        (Durability::Exit, 9),
+    ] {
+        crash_and_resume(Mode::Sequential, durability, after, false);
+    }
+    crash_and_resume(Mode::Sequential, Durability::Sync, 13, true);
+}
+
+#[test]
+fn a_crashed_parallel_run_resumes_to_the_same_end_sinks_and_history() {
+    crash_and_resume(Mode::Parallel, Durability::Sync, 6, false);
+    crash_and_resume(Mode::Parallel, Durability::Sync, 4, true);
+    crash_and_resume(Mode::Parallel, Durability::Exit, 3, true);
+}
+
+#[test]
+fn the_accumulators_state_is_restored_mid_collection() {
+    let path = db("state");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(counter_loop());
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    // Up to the accumulator's first firing: it holds [1] and has emitted nothing.
+    while cvm.fire_count(cvm.net().op_id("collect").unwrap()) == 0 {
+        cvm.step().unwrap();
+    }
+    let collect = cvm.net().op_id("collect").unwrap();
+    let held = |cvm: &Cvm| {
+        cvm.net()
+            .op(collect)
+            .operator()
+            .save_state()
+            .unwrap()
+            .to_json()
+            .unwrap()
+    };
+    assert_eq!(held(&cvm), serde_json::json!([[1]]));
+    drop(cvm);
+    let mut cvm = journal.resume(Some(&id)).unwrap().cvm;
+    assert_eq!(held(&cvm), serde_json::json!([[1]]));
+    cvm.run().unwrap();
+    let pairs: Vec<_> = cvm.received("pairs").iter().map(|v| v.to_json()).collect();
+    assert_eq!(
+        pairs,
+        [serde_json::json!([1, 2]), serde_json::json!([3, 4])]
+    );
+}
+
+#[test]
+fn back_refire_and_checkout_are_journaled_as_a_tree() {
+    let path = db("tree");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(chain("tree", 3));
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    for _ in 0..3 {
+        cvm.step().unwrap(); // src, c0, c1
+    }
+    cvm.back().unwrap(); // c1 undone, kept for replay
+    cvm.refire().unwrap(); // c1 again: a second branch
+    cvm.step().unwrap(); // c2 on branch 2
+    let branches = cvm.branches();
+    assert_eq!(branches.len(), 2);
+    let old = branches.iter().find(|b| !b.current).unwrap().id;
+    drop(cvm);
+
+    let h = journal.history(&id).unwrap();
+    let shape: Vec<(u32, u32, String)> = h
+        .entries
+        .iter()
+        .map(|e| (e.step, e.branch, e.ops.join(",")))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            (1, 1, "src".into()),
+            (2, 1, "c0".into()),
+            (3, 1, "c1".into()),
+            (3, 2, "c1".into()),
+            (4, 2, "c2".into())
+        ]
+    );
+    assert_eq!(h.branches.len(), 2);
+    assert!(h.branches[1].current && !h.branches[0].current);
+    assert_eq!((h.branches[1].from_step, h.branches[1].steps), (3, 4));
+
+    // Resumed: the same tree, at the same position; the old branch can be checked out.
+    let mut cvm = journal.resume(Some(&id)).unwrap().cvm;
+    assert_eq!(cvm.depth(), 4);
+    assert_eq!(cvm.branches().len(), 2);
+    let before = calls("tree").len();
+    cvm.checkout(old).unwrap();
+    assert_eq!(cvm.depth(), 3);
+    assert_eq!(
+        calls("tree").len(),
+        before,
+        "checkout replays, it does not run"
+    );
+    drop(cvm);
+    // The checkout is on disk: resuming puts us on the old branch, its tip at step 3.
+    let cvm = journal.resume(Some(&id)).unwrap().cvm;
+    assert_eq!(cvm.depth(), 3);
+    assert_eq!(cvm.fireable(), ["c2"]);
+    let h = journal.history(&id).unwrap();
+    assert!(h.branches[0].current && !h.branches[1].current);
+}
+
+#[test]
+fn backward_steps_are_on_disk_and_replay_after_resume() {
+    let path = db("back");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(chain("back", 2));
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    cvm.back().unwrap();
+    cvm.back().unwrap();
+    let at = cvm.marking();
+    let depth = cvm.depth();
+    drop(cvm);
+    let runs_before = calls("back").len();
+    let mut cvm = journal.resume(Some(&id)).unwrap().cvm;
+    assert_eq!(cvm.depth(), depth);
+    assert_eq!(cvm.history().redo_len(), 2);
+    assert_eq!(
+        at.0.iter().map(|c| c.0).collect::<Vec<_>>(),
+        cvm.marking().0.iter().map(|c| c.0).collect::<Vec<_>>()
+    );
+    assert!(matches!(
+        cvm.step().unwrap(),
+        Step::Fired { replayed: true, .. }
+    ));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(calls("back").len(), runs_before, "replayed, not run again");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Failures at the firing; idempotency keys
+
+#[test]
+fn an_unserialisable_value_undoes_its_step_and_its_rerun_has_the_same_idempotency_key() {
+    let tag = "fragile";
+    let net = Net::from_cm(&format!(
+        "operators:
+  - {{id: src, type: const, params: {{value: 1}}}}
+  - {{id: a, type: jt_counted, params: {{tag: {tag}}}}}
+  - {{id: f, type: jt_fragile, params: {{tag: {tag}}}}}
+  - {{id: out, type: sink}}
+connections:
+  - {{from: src.out_data, to: a.in_data}}
+  - {{from: a.out_data, to: f.in_data}}
+  - {{from: f.out_data, to: out.in_data}}
+"
+    ))
+    .unwrap();
+    let path = db("fragile");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(net);
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    let before: Marking = cvm.marking();
+    FRAGILE.lock().unwrap().push(tag.into());
+    let err = cvm.step().unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, StepError::Record(_)), "{msg}");
+    assert!(
+        msg.contains("`f` emitted a Fragile that cannot be written as JSON"),
+        "{msg}"
+    );
+    assert!(msg.contains("refuses to be written"), "{msg}");
+    assert_eq!(cvm.depth(), 2, "the step was undone");
+    assert_eq!(cvm.marking(), before);
+    assert_eq!(
+        rows(&path, "SELECT count(*) FROM entries"),
+        2,
+        "nothing of it on disk"
+    );
+    drop(cvm);
+
+    // The firing that could not be journaled runs again on resume, with the same key.
+    FRAGILE.lock().unwrap().retain(|t| t != tag);
+    let mut cvm = journal.resume(Some(&id)).unwrap().cvm;
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let keys = calls(tag);
+    assert_eq!(keys.len(), 3, "{keys:?}"); // a once, f twice
+    assert_eq!(keys[0], format!("{id}/1/2/a"));
+    assert_eq!(keys[1], format!("{id}/1/3/f"));
+    assert_eq!(keys[1], keys[2], "the re-run has the same idempotency key");
+    assert!(SERDE_FAILS.load(Ordering::SeqCst) >= 1);
+}
+
+#[test]
+fn refire_starts_a_branch_and_its_idempotency_key_says_so() {
+    let tag = "key-branch";
+    let mut cvm = Cvm::builder(chain(tag, 1)).run_id("r").build();
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    cvm.back().unwrap();
+    cvm.refire().unwrap();
+    assert_eq!(calls(tag), ["r/1/2/c0", "r/2/2/c0"]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// What cannot be journaled
+
+#[test]
+fn an_operator_whose_state_has_no_serde_form_is_refused_naming_it() {
+    let mut b = Net::builder("opaque");
+    b.add("src", cameleon::ops::Const::new(serde_json::json!(1)));
+    b.add("secret", Opaque { n: 0 });
+    b.add("out", cameleon::ops::Sink::new());
+    b.connect("src.out_data", "secret.in_data");
+    b.connect("secret.out_data", "out.in_data");
+    let mut cvm = Cvm::new(b.build().unwrap());
+    let path = db("opaque");
+    let journal = Journal::create(&path).unwrap();
+    let err = journal.start(&mut cvm, &RunOptions::default()).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, JournalError::NotJournalable(_)), "{msg}");
+    assert!(
+        msg.contains("operator `secret` (type `jt_opaque`)"),
+        "{msg}"
+    );
+    assert!(msg.contains("OpState::serde"), "{msg}");
+    assert!(journal.runs().unwrap().is_empty());
+    // Un-journaled, it runs.
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+}
+
+#[test]
+fn a_net_that_does_not_load_back_from_its_cm_is_refused_at_start() {
+    struct Unlisted;
+    impl Operator for Unlisted {
+        fn spec(&self) -> OpSpec {
+            OpSpec::new("jt_unlisted", "Unlisted", Family::Behavioral, Policy::Any)
+                .input("in_data", TypeRef::of::<DataJSON>())
+        }
+        fn run(&mut self, _: &mut Firing<'_>) -> Result<(), OpError> {
+            Ok(())
+        }
+    }
+    let mut b = Net::builder("unlisted");
+    b.add("src", cameleon::ops::Const::new(serde_json::json!(1)));
+    b.add("x", Unlisted);
+    b.connect("src.out_data", "x.in_data");
+    let mut cvm = Cvm::new(b.build().unwrap());
+    let journal = Journal::create(db("unlisted")).unwrap();
+    let msg = journal
+        .start(&mut cvm, &RunOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("does not load back"), "{msg}");
+    assert!(msg.contains("jt_unlisted"), "{msg}");
+}
+
+#[test]
+fn a_journal_starts_on_a_fresh_engine_only() {
+    let mut cvm = Cvm::new(chain("fresh", 1));
+    cvm.step().unwrap();
+    let journal = Journal::create(db("fresh")).unwrap();
+    let msg = journal
+        .start(&mut cvm, &RunOptions::default())
+        .unwrap_err()
+        .to_string();
+    assert!(msg.contains("fresh engine"), "{msg}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Durability
+
+#[test]
+fn sync_commits_each_step_before_the_next_and_exit_only_at_the_end() {
+    for (durability, per_step) in [(Durability::Sync, true), (Durability::Exit, false)] {
+        let path = db(&format!("durability-{}", durability.name()));
+        let journal = Journal::create(&path).unwrap();
+        let mut cvm = Cvm::new(chain("durability", 3));
+        let opts = RunOptions {
+            durability,
+            ..RunOptions::default()
+        };
+        journal.start(&mut cvm, &opts).unwrap();
+        for k in 1..=3 {
+            cvm.step().unwrap();
+            let on_disk = rows(&path, "SELECT count(*) FROM entries");
+            assert_eq!(
+                on_disk,
+                if per_step { k } else { 0 },
+                "{}",
+                durability.name()
+            );
+        }
+        assert_eq!(cvm.run().unwrap(), EndState::Completed);
+        assert_eq!(rows(&path, "SELECT count(*) FROM entries"), 5);
+        assert_eq!(rows(&path, "SELECT steps FROM runs"), 5);
+    }
+}
+
+#[test]
+fn batch_commits_what_waits_from_its_own_thread() {
+    let path = db("batch");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(chain("batch", 3));
+    let opts = RunOptions {
+        durability: Durability::Batch { ms: 5 },
+        ..RunOptions::default()
+    };
+    journal.start(&mut cvm, &opts).unwrap();
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    // No further step: the flusher thread commits them by itself.
+    let mut waited = 0;
+    while rows(&path, "SELECT count(*) FROM entries") < 2 {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        waited += 1;
+        assert!(waited < 12_000, "the batch was never committed");
+    }
+    assert_eq!(rows(&path, "SELECT steps FROM runs"), 2);
+    assert_eq!(
+        journal.runs().unwrap()[0].status,
+        "RUNNING",
+        "not ended yet"
+    );
+}
+
+#[test]
+fn two_runs_journal_into_one_file_at_once() {
+    let path = db("shared");
+    let threads: Vec<_> = (0..2)
+        .map(|i| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let journal = Journal::create(&path).unwrap();
+                let mut cvm = Cvm::new(chain(&format!("shared-{i}"), 40));
+                let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+                assert_eq!(cvm.run().unwrap(), EndState::Completed);
+                id
+            })
+        })
+        .collect();
+    let ids: Vec<String> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    let journal = Journal::open(&path).unwrap();
+    for id in &ids {
+        let h = journal.history(id).unwrap();
+        assert_eq!(h.entries.len(), 42);
+        let cvm = journal.resume(Some(id)).unwrap();
+        assert!(cvm.is_finished());
+        assert_eq!(cvm.cvm.depth(), 42);
+    }
+    assert!(
+        journal
+            .runs()
+            .unwrap()
+            .iter()
+            .all(|r| r.status == "COMPLETED")
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad files, unknown ids, nets this program cannot build
+
+fn bytes(p: &PathBuf) -> Vec<u8> {
+    std::fs::read(p).unwrap()
+}
+
+/// Asserts the file holds `before` (without printing megabytes on failure).
+fn untouched(p: &PathBuf, before: &[u8]) {
+    assert!(bytes(p) == before, "`{}` was modified", p.display());
+}
+
+#[test]
+fn a_file_that_is_not_a_journal_is_refused_untouched() {
+    // Text.
+    let text = db("text");
+    std::fs::write(&text, "hello, not a database\n").unwrap();
+    for r in [Journal::open(&text), Journal::create(&text)] {
+        let msg = r.unwrap_err().to_string();
+        assert!(
+            msg.contains("is not a Caméléon journal: it is not a SQLite database"),
+            "{msg}"
+        );
+    }
+    untouched(&text, b"hello, not a database\n");
+    // Another program's SQLite database.
+    let foreign = db("foreign");
+    {
+        let c = rusqlite::Connection::open(&foreign).unwrap();
+        c.execute_batch(
+            "CREATE TABLE customers (name TEXT); INSERT INTO customers VALUES ('ada');",
+        )
+        .unwrap();
+    }
+    let before = bytes(&foreign);
+    for r in [Journal::open(&foreign), Journal::create(&foreign)] {
+        let msg = r.unwrap_err().to_string();
+        assert!(
+            msg.contains("SQLite database of another program (tables: customers)"),
+            "{msg}"
+        );
+    }
+    untouched(&foreign, &before);
+    assert!(!PathBuf::from(format!("{}-wal", foreign.display())).exists());
+    // Missing.
+    let missing = db("missing");
+    let msg = Journal::open(&missing).unwrap_err().to_string();
+    assert!(msg.contains("the file does not exist"), "{msg}");
+    assert!(!missing.exists(), "opening for reading created it");
+}
+
+#[test]
+fn a_journal_of_a_newer_schema_is_refused_untouched() {
+    let path = db("newer");
+    drop(Journal::create(&path).unwrap());
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute("UPDATE meta SET value = '99' WHERE key = 'schema'", [])
+            .unwrap();
+    }
+    let before = bytes(&path);
+    let err = Journal::open(&path).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            JournalError::TooNew {
+                version: 99,
+                supported: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert!(err.to_string().contains("use a newer cameleon"));
+    untouched(&path, &before);
+}
+
+#[test]
+fn a_truncated_journal_is_reported_damaged_untouched() {
+    let path = db("truncated");
+    {
+        let journal = Journal::create(&path).unwrap();
+        let mut cvm = Cvm::new(chain("truncated", 300));
+        journal.start(&mut cvm, &RunOptions::default()).unwrap();
+        cvm.run().unwrap();
+    } // the last connection closed: the WAL is checkpointed into the file
+    let full = bytes(&path);
+    assert!(full.len() > 8192, "{}", full.len());
+    std::fs::write(&path, &full[..full.len() / 2]).unwrap();
+    let before = bytes(&path);
+    let err = Journal::open(&path)
+        .and_then(|j| {
+            let id = j.runs()?[0].id.clone();
+            j.resume(Some(&id)).map(|_| ())
+        })
+        .unwrap_err();
+    assert!(matches!(err, JournalError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("is damaged"), "{err}");
+    untouched(&path, &before);
+}
+
+#[test]
+fn an_unknown_run_id_or_nothing_to_resume_is_an_error() {
+    let path = db("ids");
+    let journal = Journal::create(&path).unwrap();
+    let err = journal.resume(None).unwrap_err();
+    assert!(matches!(err, JournalError::NothingToResume { .. }), "{err}");
+    let mut cvm = Cvm::new(chain("ids", 1));
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    cvm.run().unwrap();
+    let err = journal.resume(Some("nope")).unwrap_err();
+    let msg = err.to_string();
+    assert!(matches!(err, JournalError::UnknownRun { .. }), "{msg}");
+    assert!(msg.contains(&format!("most recent: {id}")), "{msg}");
+    assert!(matches!(
+        journal.history("nope"),
+        Err(JournalError::UnknownRun { .. })
+    ));
+    assert!(matches!(
+        journal.resume(None),
+        Err(JournalError::NothingToResume { .. })
+    ));
+}
+
+#[test]
+fn a_stored_net_whose_operator_types_this_program_lacks_is_an_error_naming_them() {
+    let path = db("types");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(chain("types", 1));
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    cvm.step().unwrap();
+    drop(cvm);
+    {
+        // As if written by a program with an operator type this one does not have.
+        let c = rusqlite::Connection::open(&path).unwrap();
+        let cm: String = c
+            .query_row("SELECT cm FROM runs", [], |r| r.get(0))
+            .unwrap();
+        let cm = cm.replace("type: jt_counted", "type: acme_summarize");
+        // The stored hash is FNV-1a 64 of the text: recomputed, so only the type is at fault.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in cm.bytes() {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        c.execute(
+            "UPDATE runs SET cm = ?1, cm_hash = ?2",
+            (&cm, format!("{h:016x}")),
+        )
+        .unwrap();
+    }
+    drop(journal); // the last connection: everything is in the file itself
+    let before = bytes(&path);
+    let journal = Journal::open(&path).unwrap();
+    let err = journal.resume(Some(&id)).unwrap_err();
+    let JournalError::Net { error, .. } = &err else {
+        panic!("{err}");
+    };
+    let problems = format!("{:?}", error.problems());
+    assert!(problems.contains("acme_summarize"), "{problems}");
+    drop(journal);
+    untouched(&path, &before);
+}
+
+#[test]
+fn an_edited_stored_net_is_reported_damaged() {
+    let path = db("edited");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(chain("edited", 1));
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    drop(cvm);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute("UPDATE runs SET cm = cm || '# edited'", [])
+        .unwrap();
+    let err = journal.resume(Some(&id)).unwrap_err();
+    assert!(err.to_string().contains("does not match its hash"), "{err}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The engine's hook, without SQLite; reading a run without journaling
+
+/// Keeps what it is told in memory, as another journal backend would.
+#[derive(Default)]
+struct InMemory {
+    steps: std::sync::Arc<Mutex<Vec<cameleon::engine::RecordedStep>>>,
+    position: std::sync::Arc<Mutex<cameleon::engine::Position>>,
+}
+
+impl cameleon::engine::Recorder for InMemory {
+    fn committed(
+        &mut self,
+        step: &cameleon::engine::Committed<'_>,
+    ) -> Result<(), cameleon::engine::RecordError> {
+        let firings = step
+            .firings()
+            .map(|f| cameleon::engine::RecordedFiring {
+                op: f.op(),
+                consumed: f.consumed().collect(),
+                written: f.written().collect(),
+                tokens: f.tokens().map(|(_, t)| t.value.clone()).collect(),
+                before: f
+                    .before()
+                    .map(|s| s.from_json_like(s.to_json().unwrap()).unwrap()),
+                after: f
+                    .after()
+                    .map(|s| s.from_json_like(s.to_json().unwrap()).unwrap()),
+            })
+            .collect();
+        self.steps
+            .lock()
+            .unwrap()
+            .push(cameleon::engine::RecordedStep {
+                parent: step.parent(),
+                firings,
+            });
+        *self.position.lock().unwrap() = step.position();
+        Ok(())
+    }
+    fn moved(
+        &mut self,
+        at: cameleon::engine::Position,
+    ) -> Result<(), cameleon::engine::RecordError> {
+        *self.position.lock().unwrap() = at;
+        Ok(())
+    }
+    fn ended(
+        &mut self,
+        _: &EndState,
+        at: cameleon::engine::Position,
+    ) -> Result<(), cameleon::engine::RecordError> {
+        *self.position.lock().unwrap() = at;
+        Ok(())
+    }
+}
+
+#[test]
+fn a_recorder_sees_every_step_and_restore_rebuilds_the_run_without_running_it() {
+    let rec = InMemory::default();
+    let (steps, position) = (rec.steps.clone(), rec.position.clone());
+    let mut cvm = Cvm::new(chain("hook", 3));
+    cvm.set_recorder(Box::new(rec));
+    for _ in 0..4 {
+        cvm.step().unwrap();
+    }
+    cvm.back().unwrap();
+    let marking: Vec<_> = cvm
+        .marking()
+        .0
+        .into_iter()
+        .map(|(s, t)| (s, t.map(|t| t.value.to_json())))
+        .collect();
+    let ran = calls("hook").len();
+    assert_eq!(steps.lock().unwrap().len(), 4);
+    let at = *position.lock().unwrap();
+    assert_eq!((at.tip, at.redo_tip, at.depth), (Some(2), Some(3), 3));
+
+    let mut fresh = Cvm::new(chain("hook", 3));
+    fresh
+        .restore(cameleon::engine::Recorded {
+            steps: std::mem::take(&mut *steps.lock().unwrap()),
+            tip: at.tip,
+            redo_tip: at.redo_tip,
+        })
+        .unwrap();
+    assert_eq!(calls("hook").len(), ran, "restore ran an operator");
+    let restored: Vec<_> = fresh
+        .marking()
+        .0
+        .into_iter()
+        .map(|(s, t)| (s, t.map(|t| t.value.to_json())))
+        .collect();
+    assert_eq!(restored, marking);
+    assert_eq!(fresh.position(), cvm.position());
+    assert!(matches!(
+        fresh.step().unwrap(),
+        Step::Fired { replayed: true, .. }
+    ));
+    assert_eq!(
+        calls("hook").len(),
+        ran,
+        "the recorded future is replayed, not run"
+    );
+    // A record that does not fit the net is refused.
+    let mut other = Cvm::new(chain("hook", 3));
+    let bad = cameleon::engine::Recorded {
+        steps: vec![cameleon::engine::RecordedStep {
+            parent: None,
+            firings: vec![cameleon::engine::RecordedFiring {
+                op: OpId(1), // c0, which is not enabled at the start
+                consumed: vec![],
+                written: vec![],
+                tokens: vec![],
+                before: None,
+                after: None,
+            }],
+        }],
+        tip: Some(0),
+        redo_tip: None,
+    };
+    let err = other.restore(bad).unwrap_err().to_string();
+    assert!(err.contains("`c0` is not enabled there"), "{err}");
+}
+
+#[test]
+fn open_run_travels_a_run_without_changing_its_journal() {
+    let path = db("travel");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(chain("travel", 2));
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    cvm.run().unwrap();
+    drop(cvm);
+    let mut run = journal.open_run(&id).unwrap();
+    assert!(run.is_finished());
+    run.cvm.rewind();
+    assert_eq!(run.cvm.depth(), 0);
+    assert_eq!(run.cvm.history().redo_len(), 4);
+    drop(run);
+    assert_eq!(rows(&path, "SELECT steps FROM runs"), 4);
+    assert_eq!(
+        rows(&path, "SELECT count(*) FROM runs WHERE redo_tip IS NULL"),
+        1
+    );
+    assert_eq!(journal.runs().unwrap()[0].status, "COMPLETED");
+}
