@@ -1,6 +1,6 @@
 //! Unit tests of the verifier's internals: state packing and the state table.
 
-use super::explore::{Table, hash};
+use super::store::{ROOT, Store, hash};
 use super::model::Model;
 use crate::net::Net;
 use crate::ops::{Accumulator, Sink, Source};
@@ -44,24 +44,34 @@ fn connection_fields_are_two_bits_and_control_fields_never_straddle_words() {
         !m.any_new(&s),
         "a control value is never read as a NEW connection"
     );
-    assert_eq!(m.potential(&s), 4);
 }
 
 #[test]
-fn the_state_table_finds_every_state_across_growth() {
-    let words = 3;
-    let mut t = Table::new(words, 16);
-    let state = |i: u64| [i, i.wrapping_mul(0x9e37_79b9), !i];
-    for i in 0..50_000u64 {
-        let s = state(i);
-        let h = hash(&s);
-        let slot = t.find(&s, h).expect_err("not stored yet");
-        t.put(slot, &s, i as u32);
+fn the_store_finds_every_state_across_growth_and_chunks() {
+    // 150 000 states span three chunks and many doublings of the table; with a budget of 2^18
+    // the slots keep 13 bits of tag, with one of 2^32 - 2 none (every probe compares states).
+    for budget in [1 << 18, u32::MAX as usize - 1] {
+        let words = 3;
+        let mut t = Store::new(words, budget);
+        let state = |i: u64| [i, i.wrapping_mul(0x9e37_79b9), !i];
+        for i in 0..150_000u64 {
+            let s = state(i);
+            let h = hash(&s);
+            let slot = t.find(&s, h).expect_err("not stored yet");
+            let parent = if i == 0 { ROOT } else { (i / 2) as u32 };
+            assert_eq!(t.put(slot, &s, h, parent), i as u32);
+        }
+        assert_eq!(t.len(), 150_000);
+        for i in (0..150_000u64).rev() {
+            let s = state(i);
+            assert_eq!(t.find(&s, hash(&s)), Ok(i as u32));
+            assert_eq!(t.state(i as u32), &s[..]);
+        }
+        let absent = state(150_000);
+        assert!(t.find(&absent, hash(&absent)).is_err());
+        assert_eq!(t.path_to(100_000), [0, 1, 3, 6, 12, 24, 48, 97, 195, 390, 781, 1562, 3125, 6250, 12500, 25000, 50000, 100_000]);
+        // Three full chunks' worth of states at most, and the table: no doubling slack on the
+        // states themselves.
+        assert!(t.bytes() < 150_000 * (3 * 8 + 4) + (1 << 18) * 4 + 65_536 * (3 * 8 + 4), "{}", t.bytes());
     }
-    for i in (0..50_000u64).rev() {
-        let s = state(i);
-        assert_eq!(t.find(&s, hash(&s)), Ok(i as u32));
-    }
-    let absent = state(50_000);
-    assert!(t.find(&absent, hash(&absent)).is_err());
 }
