@@ -254,6 +254,22 @@ proptest! {
     ) {
         reduction_is_exact(&random_net(sources, &kinds, &picks)).map_err(TestCaseError::fail)?;
     }
+
+    /// Two or three independent random components side by side: loops beside work, deadlocks
+    /// beside loops — where a reduction that ignores a component would go wrong.
+    #[test]
+    fn reduction_is_exact_on_independent_components(
+        parts in proptest::collection::vec(
+            (
+                1usize..=2,
+                proptest::collection::vec(nets::kind(), 1..=6),
+                proptest::collection::vec(0usize..64, 1..=16),
+            ),
+            2..=3,
+        ),
+    ) {
+        reduction_is_exact(&random_parallel_net(&parts)).map_err(TestCaseError::fail)?;
+    }
 }
 
 #[test]

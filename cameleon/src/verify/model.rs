@@ -359,7 +359,7 @@ impl<'n> Model<'n> {
 
     /// The memo cell of operator `o` for the local values `vals` (one per read field), computed
     /// if not known yet.
-    fn cell_of(&mut self, o: usize, vals: &[u32]) -> u64 {
+    pub(crate) fn cell_of(&mut self, o: usize, vals: &[u32]) -> u64 {
         let om = &self.ops[o];
         let mut idx = 0u128;
         for (&f, &v) in om.reads.iter().zip(vals) {
