@@ -72,9 +72,9 @@ pub(crate) struct Explored {
 }
 
 impl Explored {
-    pub(crate) fn new(model: &Model<'_>, max_states: usize, edges: Option<Edges>) -> Self {
+    pub(crate) fn new(model: &Model<'_>, edges: Option<Edges>) -> Self {
         Explored {
-            store: Store::new(model.words, max_states),
+            store: Store::new(model.words),
             expanded: 0,
             edges,
             n_edges: 0,
@@ -151,8 +151,10 @@ impl Explored {
         }
         let s = self.state(id).to_vec();
         let mut next = s.clone();
-        for o in 0..model.ops.len() {
-            let (start, len) = model.outcomes_in(o, &s);
+        let mut ops = Vec::new();
+        model.candidates(&s, &mut ops);
+        for o in ops {
+            let (start, len) = model.outcomes_in(o as usize, &s);
             for k in start..start + len {
                 next.copy_from_slice(&s);
                 model.apply(k, &mut next);
@@ -173,7 +175,10 @@ impl Explored {
             return e.start[i] == e.start[i + 1] && !e.extra.contains_key(&id);
         }
         let s = self.state(id).to_vec();
-        (0..model.ops.len()).all(|o| model.outcomes_in(o, &s).1 == 0)
+        let mut ops = Vec::new();
+        model.candidates(&s, &mut ops);
+        ops.into_iter()
+            .all(|o| model.outcomes_in(o as usize, &s).1 == 0)
     }
 
     fn progress(&self, max_states: usize) -> Progress {
@@ -195,11 +200,12 @@ pub(crate) fn explore_full(
 ) -> Explored {
     let words = model.words;
     let max_states = max_states.clamp(1, u32::MAX as u64 - 1) as usize;
-    let mut ex = Explored::new(model, max_states, None);
+    let mut ex = Explored::new(model, None);
     let initial = model.initial.clone();
     ex.insert(model, &initial, hash(&initial), ROOT, max_states);
 
     let mut cur = vec![0u64; words];
+    let mut ops: Vec<u32> = Vec::new();
     // The successors of a batch of states being expanded: states, hashes, outcomes, and where
     // each state's successors end. Computing a whole batch before looking any of them up lets
     // the memory loads of all the lookups be in flight at once.
@@ -216,7 +222,9 @@ pub(crate) fn explore_full(
         ends.clear();
         for b in id..batch_end {
             cur.copy_from_slice(ex.state(b as u32));
-            for o in 0..model.ops.len() {
+            model.candidates(&cur, &mut ops);
+            for &o in &ops {
+                let o = o as usize;
                 let (start, len) = model.outcomes_in(o, &cur);
                 if len > 0 {
                     ex.op_enabled[o] = true;

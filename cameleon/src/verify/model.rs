@@ -143,6 +143,13 @@ pub(crate) struct Model<'n> {
     pub(crate) dependents: Vec<Vec<u32>>,
     /// Blames found by enumeration, per (operator, local combination).
     blame_memo: HashMap<(u32, u128), Box<[u32]>>,
+    /// Operators whose rule may hold with no input NEW (a `source` or `custom` policy, or a
+    /// declared control): [`candidates`](Self::candidates) always includes them.
+    unguarded: Vec<u32>,
+    /// Per connection: its consumer, when that operator's rule needs a NEW input (the built-in
+    /// `any`, `all` and `any_no_guard` of docs/semantics.md §3.1, no declared control); `NONE`
+    /// otherwise.
+    guarded_consumer: Vec<u32>,
     syn: Vec<ConnState>,
     ins: Vec<ConnState>,
     outs: Vec<ConnState>,
@@ -269,6 +276,23 @@ impl<'n> Model<'n> {
                 writers[f as usize].push(o as u32);
             }
         }
+        let needs_new = |o: usize| {
+            ops[o].control.is_none()
+                && matches!(
+                    topo.policy[o],
+                    Policy::Any | Policy::All | Policy::AnyNoGuard
+                )
+        };
+        let unguarded: Vec<u32> = (0..ops.len())
+            .filter(|&o| !needs_new(o))
+            .map(|o| o as u32)
+            .collect();
+        let guarded_consumer: Vec<u32> = (0..n_conns)
+            .map(|c| {
+                let o = topo.consumer[c];
+                if needs_new(o as usize) { o } else { NONE }
+            })
+            .collect();
         let dependents = ops
             .iter()
             .enumerate()
@@ -301,6 +325,8 @@ impl<'n> Model<'n> {
             writers,
             dependents,
             blame_memo: HashMap::new(),
+            unguarded,
+            guarded_consumer,
             syn: vec![ConnState::Empty; n_conns],
             ins: Vec::new(),
             outs: Vec::new(),
@@ -314,6 +340,28 @@ impl<'n> Model<'n> {
         s.iter()
             .zip(&self.new_mask)
             .any(|(&w, &m)| w & !(w >> 1) & m != 0)
+    }
+
+    /// The operators that may be enabled in state `s`, in declaration order: those whose
+    /// rule needs a NEW input and has one, and the others. Every operator not listed has no
+    /// outcome in `s`.
+    #[inline]
+    pub(crate) fn candidates(&self, s: &[u64], out: &mut Vec<u32>) {
+        out.clear();
+        out.extend_from_slice(&self.unguarded);
+        for (i, (&w, &m)) in s.iter().zip(&self.new_mask).enumerate() {
+            let mut new = w & !(w >> 1) & m;
+            while new != 0 {
+                let bit = new.trailing_zeros();
+                new &= new - 1;
+                let o = self.guarded_consumer[i * 32 + bit as usize / 2];
+                if o != NONE {
+                    out.push(o);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
     }
 
     /// The outcomes of operator `o` in state `s`, as a range of `self.outcomes`.

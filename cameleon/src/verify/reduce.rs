@@ -148,7 +148,6 @@ pub(crate) fn explore_reduced(
     let max_states = max_states.clamp(1, u32::MAX as u64 - 1) as usize;
     let mut ex = Explored::new(
         model,
-        max_states,
         Some(Edges {
             start: vec![0],
             ..Edges::default()
@@ -160,6 +159,7 @@ pub(crate) fn explore_reduced(
         stubborn: Stubborn::new(model.ops.len()),
         enabled: vec![false; model.ops.len()],
         enabled_list: Vec::new(),
+        candidates: Vec::new(),
         full: Vec::new(),
         succ: Vec::new(),
         max_states,
@@ -228,6 +228,7 @@ struct Reducer {
     stubborn: Stubborn,
     enabled: Vec<bool>,
     enabled_list: Vec<u32>,
+    candidates: Vec<u32>,
     /// Per expanded state: every enabled operator fired there.
     full: Vec<bool>,
     succ: Vec<u32>,
@@ -238,12 +239,13 @@ impl Reducer {
     /// Computes which operators are enabled in `s`.
     fn enabled_in(&mut self, model: &mut Model<'_>, ex: &mut Explored, s: &[u64]) {
         self.enabled_list.clear();
-        for o in 0..model.ops.len() {
-            let on = model.outcomes_in(o, s).1 > 0;
-            self.enabled[o] = on;
-            if on {
-                ex.op_enabled[o] = true;
-                self.enabled_list.push(o as u32);
+        self.enabled.fill(false);
+        model.candidates(s, &mut self.candidates);
+        for &o in &self.candidates {
+            if model.outcomes_in(o as usize, s).1 > 0 {
+                self.enabled[o as usize] = true;
+                ex.op_enabled[o as usize] = true;
+                self.enabled_list.push(o);
             }
         }
     }

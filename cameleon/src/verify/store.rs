@@ -4,10 +4,11 @@
 //! 2 bits per connection, a few per control state), in fixed-size chunks, so the memory is the
 //! states themselves with no slack beyond the last chunk. A parent link per state (4 bytes)
 //! gives the witnesses. An open-addressing hash table with linear probing finds a state's
-//! number; its slots are 32 bits: the number in the low bits, and in the bits the state budget
-//! leaves free a tag of the state's hash, so that a probe that meets another state almost never
-//! reads that state. For the parallel split of 12 branches (2 words a state) this is about 16
-//! bytes of state, 4 of parent and 5 to 11 of table per stored state.
+//! number; its slots are 32 bits: the number in the low bits, and in the bits the table's size
+//! leaves free (every number is below it) a tag of the state's hash, so that a probe that meets
+//! another state almost never reads that state. For the parallel split of 12 branches (2 words
+//! a state) this is about 16 bytes of state, 4 of parent and 5 to 11 of table per stored
+//! state.
 
 /// `log2` of the number of states per chunk.
 const CHUNK_BITS: u32 = 16;
@@ -32,6 +33,17 @@ pub(crate) fn hash(s: &[u64]) -> u64 {
     h ^ (h >> 33)
 }
 
+/// The slot bits that hold a state number in a table of `cap` slots: every number is below
+/// `cap` (the table is at most 3/4 full), and the all-ones number is left over for `FREE`.
+fn id_mask(cap: usize) -> u32 {
+    let bits = cap.trailing_zeros();
+    if bits >= 32 {
+        u32::MAX
+    } else {
+        (1u32 << bits) - 1
+    }
+}
+
 /// Stored states, their parents, and the table that finds them.
 pub(crate) struct Store {
     words: usize,
@@ -47,16 +59,8 @@ pub(crate) struct Store {
 }
 
 impl Store {
-    /// A store for states of `words` words, numbered below `max_states` (at most `u32::MAX - 1`).
-    pub(crate) fn new(words: usize, max_states: usize) -> Self {
-        // Enough bits for every number below `max_states` with the all-ones number left over
-        // for `FREE`: `max_states < 2^bits`.
-        let bits = (usize::BITS - max_states.leading_zeros()).clamp(1, 32);
-        let id_mask = if bits == 32 {
-            u32::MAX
-        } else {
-            (1u32 << bits) - 1
-        };
+    /// A store for states of `words` words (at most `u32::MAX - 1` of them).
+    pub(crate) fn new(words: usize) -> Self {
         let cap = 64;
         Store {
             words,
@@ -65,7 +69,7 @@ impl Store {
             len: 0,
             slots: vec![FREE; cap],
             mask: cap - 1,
-            id_mask,
+            id_mask: id_mask(cap),
         }
     }
 
@@ -142,7 +146,7 @@ impl Store {
     #[inline]
     pub(crate) fn put(&mut self, slot: usize, s: &[u64], h: u64, parent: u32) -> u32 {
         let id = self.len as u32;
-        debug_assert!(id < self.id_mask, "state numbers stay below the budget");
+        debug_assert!(id < self.id_mask, "state numbers stay below the table's size");
         let c = self.len >> CHUNK_BITS;
         if c == self.chunks.len() {
             // The first chunk grows as needed (small nets stay small); the next ones are
@@ -166,11 +170,12 @@ impl Store {
         id
     }
 
-    /// Doubles the table and puts every state back.
+    /// Doubles the table and puts every state back, with tags one bit shorter.
     fn grow(&mut self) {
         let cap = (self.mask + 1) * 2;
         self.slots = vec![FREE; cap];
         self.mask = cap - 1;
+        self.id_mask = id_mask(cap);
         for id in 0..self.len as u32 {
             let h = hash(self.state(id));
             let mut i = h as usize & self.mask;
