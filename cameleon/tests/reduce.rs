@@ -231,6 +231,12 @@ fn reduction_is_exact(net: &Net) -> Result<(), String> {
         format!("{:?}", r.properties.no_dead_operators),
     )?;
     same("may loop", format!("{:?}", f.may_loop), format!("{:?}", r.may_loop))?;
+    // A deadlock is reached in as few firings in the reduced graph as in the full one.
+    same(
+        "deadlock witness length",
+        format!("{:?}", f.properties.deadlock_free.path.as_ref().map(Vec::len)),
+        format!("{:?}", r.properties.deadlock_free.path.as_ref().map(Vec::len)),
+    )?;
     // With the full state space within the budget, the lasso is the full one: the shortest.
     same(
         "lasso",
