@@ -248,16 +248,26 @@ fn reduce_none_explores_every_interleaving() {
     };
     let (c, reduced) = run(&[]);
     assert_eq!(c, 0);
-    assert_eq!((reduced["reduced"].clone(), reduced["states"].clone()), (true.into(), 7.into()));
+    assert_eq!(
+        (reduced["reduced"].clone(), reduced["states"].clone()),
+        (true.into(), 7.into())
+    );
     let (c, full) = run(&["--reduce", "none"]);
     assert_eq!(c, 0);
-    assert_eq!((full["reduced"].clone(), full["states"].clone()), (false.into(), 8.into()));
+    assert_eq!(
+        (full["reduced"].clone(), full["states"].clone()),
+        (false.into(), 8.into())
+    );
     let (c, again) = run(&["--reduce", "stubborn"]);
     assert_eq!(c, 0);
     assert_eq!(again, reduced);
     // The human form says which.
     let o = cameleon(&["check", &file, "--verify"]);
-    assert!(stdout(&o).contains("reduced by stubborn sets"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("reduced by stubborn sets"),
+        "{}",
+        stdout(&o)
+    );
     let o = cameleon(&["check", &file, "--verify", "--reduce", "none"]);
     assert!(stdout(&o).contains("8 reachable states"), "{}", stdout(&o));
 }

@@ -42,10 +42,20 @@ fn full_table() {
     println!("full exploration (--reduce none)");
     println!(
         "{:>3} {:>10} {:>10} {:>8} {:>11} {:>7} {:>13} {:>11} {:>9}",
-        "n", "states", "edges", "seconds", "states/s", "cpu s", "states/cpu-s", "bytes/state", "peak MB"
+        "n",
+        "states",
+        "edges",
+        "seconds",
+        "states/s",
+        "cpu s",
+        "states/cpu-s",
+        "bytes/state",
+        "peak MB"
     );
     // `VERIFY_BENCH_N=12` runs that size alone (for a profiler).
-    let only: Option<usize> = std::env::var("VERIFY_BENCH_N").ok().and_then(|v| v.parse().ok());
+    let only: Option<usize> = std::env::var("VERIFY_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok());
     for n in 6..=12 {
         if only.is_some_and(|m| m != n) {
             continue;

@@ -56,7 +56,11 @@ impl Operator for Forced {
         self.inner.consumes(inputs)
     }
     fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let forced = self.choice.lock().map_err(|_| OpError::new("poisoned"))?.take();
+        let forced = self
+            .choice
+            .lock()
+            .map_err(|_| OpError::new("poisoned"))?
+            .take();
         match forced {
             Some(ports) => {
                 let value = cx
@@ -82,15 +86,15 @@ fn steered(net: &Net, choice: &Choice) -> Net {
         let copy = Catalogue::global()
             .build(&op.spec().type_id, &node.params(), &BuildContext::default())
             .expect("a catalogued operator");
-        let copy: Box<dyn Operator> = if op.spec().emission_sets().len() > 1 && op.control().is_none()
-        {
-            Box::new(Forced {
-                inner: copy,
-                choice: choice.clone(),
-            })
-        } else {
-            copy
-        };
+        let copy: Box<dyn Operator> =
+            if op.spec().emission_sets().len() > 1 && op.control().is_none() {
+                Box::new(Forced {
+                    inner: copy,
+                    choice: choice.clone(),
+                })
+            } else {
+                copy
+            };
         b.add_boxed(node.name.clone(), copy);
     }
     for c in net.connections() {
@@ -197,7 +201,10 @@ fn reduction_is_exact(net: &Net) -> Result<(), String> {
     let f = verify(net, &opts.reduce(Reduction::None));
     let r = verify(net, &opts);
     if !r.complete {
-        return Err(format!("the reduced state space of {} exceeds 20 000 states", net.name()));
+        return Err(format!(
+            "the reduced state space of {} exceeds 20 000 states",
+            net.name()
+        ));
     }
     witnesses_replay(net, &r)?;
     if !f.complete {
@@ -207,13 +214,19 @@ fn reduction_is_exact(net: &Net) -> Result<(), String> {
         if a == b {
             Ok(())
         } else {
-            Err(format!("{what}: full {a}, reduced {b}\nfull:\n{f}\nreduced:\n{r}"))
+            Err(format!(
+                "{what}: full {a}, reduced {b}\nfull:\n{f}\nreduced:\n{r}"
+            ))
         }
     };
     if r.states > f.states {
         return Err(format!("{} reduced states, {} in full", r.states, f.states));
     }
-    same("verdict", format!("{:?}", f.verdict), format!("{:?}", r.verdict))?;
+    same(
+        "verdict",
+        format!("{:?}", f.verdict),
+        format!("{:?}", r.verdict),
+    )?;
     same(
         "deadlock-free",
         format!("{:?}", f.deadlock_free),
@@ -224,18 +237,32 @@ fn reduction_is_exact(net: &Net) -> Result<(), String> {
         format!("{:?}", f.option_to_complete),
         format!("{:?}", r.option_to_complete),
     )?;
-    same("1-safe", format!("{:?}", f.one_safe), format!("{:?}", r.one_safe))?;
+    same(
+        "1-safe",
+        format!("{:?}", f.one_safe),
+        format!("{:?}", r.one_safe),
+    )?;
     same(
         "dead operators",
         format!("{:?}", f.properties.no_dead_operators),
         format!("{:?}", r.properties.no_dead_operators),
     )?;
-    same("may loop", format!("{:?}", f.may_loop), format!("{:?}", r.may_loop))?;
+    same(
+        "may loop",
+        format!("{:?}", f.may_loop),
+        format!("{:?}", r.may_loop),
+    )?;
     // A deadlock is reached in as few firings in the reduced graph as in the full one.
     same(
         "deadlock witness length",
-        format!("{:?}", f.properties.deadlock_free.path.as_ref().map(Vec::len)),
-        format!("{:?}", r.properties.deadlock_free.path.as_ref().map(Vec::len)),
+        format!(
+            "{:?}",
+            f.properties.deadlock_free.path.as_ref().map(Vec::len)
+        ),
+        format!(
+            "{:?}",
+            r.properties.deadlock_free.path.as_ref().map(Vec::len)
+        ),
     )?;
     // With the full state space within the budget, the lasso is the full one: the shortest.
     same(
@@ -311,7 +338,11 @@ fn parallel_split_reduces_to_one_interleaving() {
         let r = reduced(&parallel_split(n));
         assert!(r.reduced && r.complete, "n = {n}");
         assert_eq!(r.verdict, Verdict::Holds, "n = {n}\n{r}");
-        assert_eq!((r.states, r.edges), (3 * n as u64 + 5, 3 * n as u64 + 4), "n = {n}");
+        assert_eq!(
+            (r.states, r.edges),
+            (3 * n as u64 + 5, 3 * n as u64 + 4),
+            "n = {n}"
+        );
         assert_eq!(r.deadlock_free, Some(true));
         assert_eq!(r.option_to_complete, Some(true));
         assert_eq!(r.no_dead_operators, Some(true));
@@ -417,9 +448,15 @@ fn the_shortest_lasso_comes_from_a_full_exploration_within_the_budget() {
     assert_eq!(l.lasso, Some(NOT_CHECKED_UNDER_REDUCTION));
     assert_eq!((l.prefix.as_ref(), l.cycle.as_ref()), (None, None));
     let j = small.to_json();
-    assert_eq!(j["properties"]["may_loop"]["lasso"], "not_checked_under_reduction");
+    assert_eq!(
+        j["properties"]["may_loop"]["lasso"],
+        "not_checked_under_reduction"
+    );
     assert_eq!(j["may_loop"], true);
-    assert!(small.to_string().contains("not checked under reduction"), "{small}");
+    assert!(
+        small.to_string().contains("not checked under reduction"),
+        "{small}"
+    );
 }
 
 #[test]
@@ -447,7 +484,10 @@ fn a_reduced_deadlock_witness_is_a_real_run_of_the_engine() {
     // The other branch too: the data says `out_true`; forced, the engine takes `out_false`.
     let path = ["src", "split", "test", "choose:out_false", "b"].map(String::from);
     let cvm = drive(&net, &path).unwrap();
-    assert!(matches!(cvm.terminal_state(), Some(EndState::Deadlock { .. })));
+    assert!(matches!(
+        cvm.terminal_state(),
+        Some(EndState::Deadlock { .. })
+    ));
 }
 
 #[test]
@@ -469,13 +509,11 @@ fn fire_op_fires_the_operator_named_and_refuses_one_not_enabled() {
         other => panic!("{other:?}"),
     }
     assert_eq!(
-        cvm.state_of("b.out_data -> out_b.in_data")
-            .map(|c| c.state),
+        cvm.state_of("b.out_data -> out_b.in_data").map(|c| c.state),
         Some(ConnState::New)
     );
     assert_eq!(
-        cvm.state_of("a.out_data -> out_a.in_data")
-            .map(|c| c.state),
+        cvm.state_of("a.out_data -> out_a.in_data").map(|c| c.state),
         Some(ConnState::Empty)
     );
     // Backward undoes it like any step.
@@ -487,7 +525,12 @@ fn fire_op_fires_the_operator_named_and_refuses_one_not_enabled() {
 fn a_follow_of_a_reduced_witness_ends_where_the_report_says() {
     let r = reduced(&bad_loop_without_exit());
     assert!(r.reduced);
-    let path = r.properties.option_to_complete.path.clone().unwrap_or_default();
+    let path = r
+        .properties
+        .option_to_complete
+        .path
+        .clone()
+        .unwrap_or_default();
     let t = follow(&bad_loop_without_exit(), &path).unwrap();
     assert_eq!(
         t.end,

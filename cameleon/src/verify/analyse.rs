@@ -78,9 +78,7 @@ fn graph_facts(model: &mut Model<'_>, g: &Explored) -> GraphFacts {
     explore::tarjan(
         n,
         |v, out| g.successors(&mut model.borrow_mut(), v, out),
-        |v, has_succ| {
-            !has_succ && (v as usize) < expanded && !model.borrow().any_new(g.state(v))
-        },
+        |v, has_succ| !has_succ && (v as usize) < expanded && !model.borrow().any_new(g.state(v)),
         |members: &[u32], scc: Scc| {
             if scc.cyclic {
                 let m = members.iter().copied().min().unwrap_or(0);

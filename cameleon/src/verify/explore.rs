@@ -42,7 +42,11 @@ impl Edges {
     fn bytes(&self) -> usize {
         self.start.capacity() * 8
             + self.succ.capacity() * 4
-            + self.extra.values().map(|v| v.capacity() * 4 + 32).sum::<usize>()
+            + self
+                .extra
+                .values()
+                .map(|v| v.capacity() * 4 + 32)
+                .sum::<usize>()
     }
 }
 

@@ -221,7 +221,8 @@ impl<'n> Model<'n> {
                     }
                 }
             }
-            let mut may_write: Vec<u32> = topo.ins(o).iter().copied().filter(|&c| c != NONE).collect();
+            let mut may_write: Vec<u32> =
+                topo.ins(o).iter().copied().filter(|&c| c != NONE).collect();
             for &c in &writes {
                 if !may_write.contains(&c) {
                     may_write.push(c);
@@ -510,7 +511,10 @@ impl<'n> Model<'n> {
     /// per local combination.
     fn enumerated_blame(&mut self, o: usize, s: &[u64]) -> Box<[u32]> {
         let reads = self.ops[o].reads.clone();
-        let vals: Vec<u32> = reads.iter().map(|&f| self.fields[f as usize].get(s)).collect();
+        let vals: Vec<u32> = reads
+            .iter()
+            .map(|&f| self.fields[f as usize].get(s))
+            .collect();
         let mut idx = 0u128;
         for (&f, &v) in reads.iter().zip(&vals) {
             idx = idx * self.fields[f as usize].radix as u128 + v as u128;
@@ -666,7 +670,10 @@ impl<'n> Model<'n> {
                     next
                 };
                 if now != v {
-                    debug_assert!(om.may_write.contains(&f), "a firing writes only what it may");
+                    debug_assert!(
+                        om.may_write.contains(&f),
+                        "a firing writes only what it may"
+                    );
                     self.writes.push((f, now));
                 }
             }

@@ -146,7 +146,10 @@ impl Store {
     #[inline]
     pub(crate) fn put(&mut self, slot: usize, s: &[u64], h: u64, parent: u32) -> u32 {
         let id = self.len as u32;
-        debug_assert!(id < self.id_mask, "state numbers stay below the table's size");
+        debug_assert!(
+            id < self.id_mask,
+            "state numbers stay below the table's size"
+        );
         let c = self.len >> CHUNK_BITS;
         if c == self.chunks.len() {
             // The first chunk grows as needed (small nets stay small); the next ones are

@@ -1,7 +1,7 @@
 //! Unit tests of the verifier's internals: state packing and the state table.
 
-use super::store::{ROOT, Store, hash};
 use super::model::Model;
+use super::store::{ROOT, Store, hash};
 use crate::net::Net;
 use crate::ops::{Accumulator, Sink, Source};
 
@@ -69,10 +69,20 @@ fn the_store_finds_every_state_across_growth_and_chunks() {
         }
         let absent = state(150_000);
         assert!(t.find(&absent, hash(&absent)).is_err());
-        assert_eq!(t.path_to(100_000), [0, 1, 3, 6, 12, 24, 48, 97, 195, 390, 781, 1562, 3125, 6250, 12500, 25000, 50000, 100_000]);
+        assert_eq!(
+            t.path_to(100_000),
+            [
+                0, 1, 3, 6, 12, 24, 48, 97, 195, 390, 781, 1562, 3125, 6250, 12500, 25000, 50000,
+                100_000
+            ]
+        );
         // Three full chunks' worth of states at most, and the table: no doubling slack on the
         // states themselves.
-        assert!(t.bytes() < 150_000 * (3 * 8 + 4) + (1 << 18) * 4 + 65_536 * (3 * 8 + 4), "{}", t.bytes());
+        assert!(
+            t.bytes() < 150_000 * (3 * 8 + 4) + (1 << 18) * 4 + 65_536 * (3 * 8 + 4),
+            "{}",
+            t.bytes()
+        );
     }
 }
 
@@ -117,7 +127,10 @@ fn blames_are_sound(net: &Net) -> Result<(), TestCaseError> {
                 continue;
             }
             let reads = m.ops[o].reads.clone();
-            let here: Vec<u32> = reads.iter().map(|&f| m.fields[f as usize].get(&s)).collect();
+            let here: Vec<u32> = reads
+                .iter()
+                .map(|&f| m.fields[f as usize].get(&s))
+                .collect();
             if !seen.insert((o, here.clone())) {
                 continue; // blames depend on the operator's local combination only
             }
@@ -182,17 +195,31 @@ fn independent_operators_commute(net: &Net) -> Result<(), TestCaseError> {
                 for sa in &next_a {
                     // `b` is as enabled after `a` as before, with as many outcomes.
                     let ab = after(&mut m, sa, b);
-                    prop_assert_eq!(ab.len(), next_b.len(), "`{}` then `{}`", &net.ops[a].name, &net.ops[b].name);
+                    prop_assert_eq!(
+                        ab.len(),
+                        next_b.len(),
+                        "`{}` then `{}`",
+                        &net.ops[a].name,
+                        &net.ops[b].name
+                    );
                     for sb in &next_b {
                         let ba = after(&mut m, sb, a);
                         prop_assert_eq!(ba.len(), next_a.len());
                     }
                 }
-                let mut ab: Vec<Vec<u64>> = next_a.iter().flat_map(|sa| after(&mut m, sa, b)).collect();
-                let mut ba: Vec<Vec<u64>> = next_b.iter().flat_map(|sb| after(&mut m, sb, a)).collect();
+                let mut ab: Vec<Vec<u64>> =
+                    next_a.iter().flat_map(|sa| after(&mut m, sa, b)).collect();
+                let mut ba: Vec<Vec<u64>> =
+                    next_b.iter().flat_map(|sb| after(&mut m, sb, a)).collect();
                 ab.sort();
                 ba.sort();
-                prop_assert_eq!(ab, ba, "`{}` and `{}` commute", &net.ops[a].name, &net.ops[b].name);
+                prop_assert_eq!(
+                    ab,
+                    ba,
+                    "`{}` and `{}` commute",
+                    &net.ops[a].name,
+                    &net.ops[b].name
+                );
             }
         }
     }
