@@ -72,7 +72,7 @@ for n in "${sizes[@]}"; do
     reduced=$("$cameleon" check "$cm" --verify --json)
     full_s=$(seconds "$cameleon" check "$cm" --verify --reduce none --max-states 4000000000 --json)
     reduced_s=$(seconds "$cameleon" check "$cm" --verify --json)
-    pm=$("$venv/bin/python" - "$work/split-$n.pnml" <<'PY'
+    pm=$("$venv/bin/python" -W ignore - "$work/split-$n.pnml" <<'PY'
 import sys, time
 import pm4py
 from pm4py.objects.petri_net.utils import reachability_graph
