@@ -104,6 +104,56 @@ fn reduced_table() {
     }
 }
 
+/// `k` sources into one merge, then a sink: the merge takes one value at a time, so the sources'
+/// firings all depend on it and the stubborn sets cannot leave any out — the reduced
+/// exploration's cost where it does not reduce.
+fn fan_in(k: usize) -> cameleon::Net {
+    use cameleon::ops::{Merge, Sink, Source};
+    let mut b = cameleon::Net::builder(format!("fan-in-{k}"));
+    b.add("m", Merge::<cameleon::Any>::new(k).expect("arity 2..=26"));
+    b.add("out", Sink::new());
+    b.connect("m.out_data", "out.in_data");
+    for i in 0..k {
+        let letter = (b'a' + i as u8) as char;
+        b.add(format!("s{i}"), Source::new("x"));
+        b.connect(format!("s{i}.out_data"), format!("m.in_{letter}"));
+    }
+    b.build().expect("valid")
+}
+
+fn unreduced_table() {
+    println!("reduction that does not reduce (k sources into a merge)");
+    println!(
+        "{:>3} {:>9} {:>9} {:>9} {:>11} {:>9} {:>11}",
+        "k", "states", "full s", "states/s", "reduced", "reduced s", "states/s"
+    );
+    for k in [10, 12] {
+        let net = fan_in(k);
+        let t0 = Instant::now();
+        let f = verify(
+            &net,
+            &VerifyOptions::default()
+                .max_states(u32::MAX as u64 - 1)
+                .reduce(Reduction::None),
+        );
+        let fs = t0.elapsed().as_secs_f64();
+        let t0 = Instant::now();
+        let r = verify(
+            &net,
+            &VerifyOptions::default().max_states(u32::MAX as u64 - 1),
+        );
+        let rs = t0.elapsed().as_secs_f64();
+        assert_eq!(f.verdict, r.verdict);
+        println!(
+            "{k:>3} {:>9} {fs:>9.3} {:>9.0} {:>11} {rs:>9.3} {:>11.0}",
+            f.states,
+            f.states as f64 / fs,
+            r.states,
+            r.states as f64 / rs
+        );
+    }
+}
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("verify/parallel-split/full");
     g.sample_size(10);
@@ -132,6 +182,7 @@ fn bench(c: &mut Criterion) {
 fn main() {
     full_table();
     reduced_table();
+    unreduced_table();
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c);
     c.final_summary();

@@ -11,7 +11,8 @@
 //! - initial marking: every `_EMPTY` place, and each control's initial state.
 //!
 //! Exactly one place of each connection is marked in every reachable marking, so the net is
-//! 1-safe, and its reachability graph is the verifier's, state for state and edge for edge.
+//! 1-safe, and its reachability graph is the verifier's full one (`Reduction::None`), state for
+//! state and edge for edge.
 //!
 //! The combinations of an operator are enumerated exhaustively, so the export does not depend
 //! on the verifier's exploration — except for an operator reading so many connections that it

@@ -30,13 +30,14 @@ impl Verdict {
     }
 }
 
-/// A property with a pass/fail answer and, when it fails, a shortest witness.
+/// A property with a pass/fail answer and, when it fails, a witness (a shortest one of the
+/// state space explored, docs/semantics.md §8.3).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Check {
     /// `Some(true)` holds, `Some(false)` fails, `None` unknown (state budget used up).
     pub holds: Option<bool>,
-    /// When it fails: a shortest firing sequence from the initial marking, as operator instance
-    /// names.
+    /// When it fails: a firing sequence from the initial marking (shortest in the state space
+    /// explored), as operator instance names.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub witness: Option<Vec<String>>,
     /// The same firings, each naming the outputs it chose when the operator has several
@@ -157,7 +158,7 @@ pub struct Report {
     /// Whether the exploration used the partial-order reduction (docs/semantics.md §8.6):
     /// `states` and `edges` then count the reduced state space.
     pub reduced: bool,
-    /// Reachable states stored.
+    /// States stored: the reachable ones, or those of the reduced state space when `reduced`.
     pub states: u64,
     /// Edges (firings between stored states) found.
     pub edges: u64,
