@@ -152,11 +152,9 @@ impl Store {
         );
         let c = self.len >> CHUNK_BITS;
         if c == self.chunks.len() {
-            // The first chunk grows as needed (small nets stay small); the next ones are
-            // allocated whole.
-            let n = if c == 0 { 0 } else { CHUNK };
-            self.chunks.push(Vec::with_capacity(n * self.words));
-            self.parents.push(Vec::with_capacity(n));
+            // A chunk grows as needed (small nets stay small) and is trimmed once full.
+            self.chunks.push(Vec::new());
+            self.parents.push(Vec::new());
         }
         self.chunks[c].extend_from_slice(s);
         self.parents[c].push(parent);
