@@ -39,10 +39,12 @@ pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
 
 /// `check --verify`: the state-space exploration of docs/semantics.md §8 (`cameleon::verify`):
 /// the properties with witnesses, as text or as the JSON object of docs/cli.md
-/// (`{"valid":true,"states":…,"edges":…,"deadlock_free":…,"witness":[…],…}`). Exit 0 when every
+/// (`{"valid":true,"reduced":…,"states":…,"edges":…,"deadlock_free":…,"witness":[…],…}`). Exit 0 when every
 /// property holds, 3 when one fails, 4 when the state budget ran out before a verdict.
 fn verify(net: &Net, a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
-    let opts = VerifyOptions::default().max_states(a.max_states);
+    let opts = VerifyOptions::default()
+        .max_states(a.max_states)
+        .reduce(a.reduce.into());
     let bar = if io.progress && !a.json {
         let b = indicatif::ProgressBar::with_draw_target(
             Some(opts.max_states),

@@ -127,7 +127,8 @@ Examples:
   cameleon check examples/digest.cm
   cameleon check examples/digest.cm --json
   cameleon check examples/wcp/bad/xor-split-and-join.cm --verify
-  cameleon check examples/wcp/wcp21-structured-loop.cm --verify --json")]
+  cameleon check examples/wcp/wcp21-structured-loop.cm --verify --json
+  cameleon check examples/wcp/wcp03-synchronization.cm --verify --reduce none")]
     Check(CheckArgs),
     /// Rewrite a .cm file in canonical form (in place; `-` reads stdin and writes stdout).
     #[command(after_help = "\
@@ -317,9 +318,33 @@ pub struct CheckArgs {
     /// covered (exit 4 unless a property already failed).
     #[arg(long, value_name = "N", default_value_t = cameleon::verify::DEFAULT_MAX_STATES, requires = "verify")]
     pub max_states: u64,
+    /// With `--verify`: the state space explored. `stubborn` (the default) reduces it with
+    /// stubborn sets — the same verdicts, far fewer states when operators run in parallel,
+    /// witnesses real but not always the shortest; `none` explores every interleaving
+    /// (docs/semantics.md §8.6).
+    #[arg(long, value_enum, value_name = "REDUCTION", default_value_t = ReduceArg::Stubborn, requires = "verify")]
+    pub reduce: ReduceArg,
     /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `check --verify --reduce`: which state space is explored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReduceArg {
+    /// Every reachable state.
+    None,
+    /// Partial-order reduction with stubborn sets and the cycle proviso.
+    Stubborn,
+}
+
+impl From<ReduceArg> for cameleon::verify::Reduction {
+    fn from(r: ReduceArg) -> Self {
+        match r {
+            ReduceArg::None => cameleon::verify::Reduction::None,
+            ReduceArg::Stubborn => cameleon::verify::Reduction::Stubborn,
+        }
+    }
 }
 
 /// `cameleon fmt`.

@@ -173,3 +173,116 @@ fn run_follow_replays_a_witness_to_its_deadlock() {
         "{err}"
     );
 }
+
+/// A `.cm` file of `n` parallel branches of 3 transforms between a fork and a join (4^n + 4
+/// reachable states), in a fresh temporary folder.
+fn parallel_split_cm(n: usize) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "cameleon-cli-verify-split{n}-{}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cm = format!(
+        "cameleon: 1\nname: parallel-split-{n}\noperators:\n  - id: src\n    type: source\n    params:\n      value: x\n  - id: split\n    type: fork\n    params:\n      arity: {n}\n  - id: sync\n    type: join\n    params:\n      arity: {n}\n  - id: out\n    type: sink\n"
+    );
+    for i in 0..n {
+        for s in 0..3 {
+            cm += &format!("  - id: t{i}_{s}\n    type: transform\n");
+        }
+    }
+    cm += "connections:\n  - from: src.out_data\n    to: split.in_data\n  - from: sync.out_data\n    to: out.in_data\n";
+    for i in 0..n {
+        let letter = (b'a' + i as u8) as char;
+        cm += &format!(
+            "  - from: split.out_{letter}\n    to: t{i}_0.in_data\n  - from: t{i}_0.out_data\n    to: t{i}_1.in_data\n  - from: t{i}_1.out_data\n    to: t{i}_2.in_data\n  - from: t{i}_2.out_data\n    to: sync.in_{letter}\n"
+        );
+    }
+    let path = dir.join(format!("parallel-split-{n}.cm"));
+    std::fs::write(&path, cm).unwrap();
+    path
+}
+
+#[test]
+fn twenty_parallel_branches_verify_sound_under_reduction_with_exit_0() {
+    let path = parallel_split_cm(20);
+    let file = path.display().to_string();
+    let o = cameleon(&["check", &file, "--verify", "--json"]);
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(code(&o), 0, "{v}");
+    assert_eq!(v["reduced"], true);
+    assert_eq!(v["verdict"], "holds");
+    assert_eq!(v["deadlock_free"], true);
+    assert_eq!(v["option_to_complete"], true);
+    assert_eq!(v["no_dead_operators"], true);
+    assert_eq!(v["may_loop"], false);
+    // src, split, 3 firings per branch one branch after the other, sync, out: 3n + 5.
+    assert_eq!(v["states"], 65);
+    // The full state space has 4^20 + 4 states: a budget stops it, inconclusive.
+    let o = cameleon(&[
+        "check",
+        &file,
+        "--verify",
+        "--reduce",
+        "none",
+        "--max-states",
+        "5000",
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+    assert_eq!(code(&o), 4, "{v}");
+    assert_eq!(v["reduced"], false);
+    assert_eq!(v["verdict"], "inconclusive");
+    assert_eq!(v["states"], 5000);
+    let _ = std::fs::remove_dir_all(path.parent().unwrap());
+}
+
+#[test]
+fn reduce_none_explores_every_interleaving() {
+    let file = wcp("wcp03-synchronization.cm");
+    let run = |extra: &[&str]| {
+        let mut args = vec!["check", &file, "--verify", "--json"];
+        args.extend_from_slice(extra);
+        let o = cameleon(&args);
+        let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
+        (code(&o), v)
+    };
+    let (c, reduced) = run(&[]);
+    assert_eq!(c, 0);
+    assert_eq!(
+        (reduced["reduced"].clone(), reduced["states"].clone()),
+        (true.into(), 7.into())
+    );
+    let (c, full) = run(&["--reduce", "none"]);
+    assert_eq!(c, 0);
+    assert_eq!(
+        (full["reduced"].clone(), full["states"].clone()),
+        (false.into(), 8.into())
+    );
+    let (c, again) = run(&["--reduce", "stubborn"]);
+    assert_eq!(c, 0);
+    assert_eq!(again, reduced);
+    // The human form says which.
+    let o = cameleon(&["check", &file, "--verify"]);
+    assert!(
+        stdout(&o).contains("reduced by stubborn sets"),
+        "{}",
+        stdout(&o)
+    );
+    let o = cameleon(&["check", &file, "--verify", "--reduce", "none"]);
+    assert!(stdout(&o).contains("8 reachable states"), "{}", stdout(&o));
+}
+
+#[test]
+fn reduce_needs_verify_and_a_known_reduction() {
+    let file = wcp("wcp03-synchronization.cm");
+    let o = cameleon(&["check", &file, "--reduce", "none"]);
+    assert_eq!(code(&o), 2);
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--verify"));
+    let o = cameleon(&["check", &file, "--verify", "--reduce", "partial"]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("possible values: none, stubborn"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}

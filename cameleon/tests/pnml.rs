@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use cameleon::ops::{Accumulator, Fork, Merge, Sink, Source};
 use cameleon::prelude::*;
-use cameleon::verify::{VerifyOptions, to_pnml, verify};
+use cameleon::verify::{Reduction, VerifyOptions, to_pnml, verify};
 use proptest::prelude::*;
 
 /// A P/T net as read from PNML: places (ids), initial marking, transitions as pre/post places.
@@ -195,19 +195,28 @@ fn brute_force(net: &PtNet) -> Found {
     }
 }
 
-/// The verifier and brute force on the exported PNML agree on `net`.
+/// The verifier's full exploration and brute force on the exported PNML agree on `net`: the
+/// same states and edges, the same verdicts; and so do the verdicts of the reduced exploration.
 fn agree(net: &Net) -> Result<(), TestCaseError> {
-    let r = verify(net, &VerifyOptions::default().max_states(20_000));
+    let opts = VerifyOptions::default().max_states(20_000);
+    let r = verify(net, &opts.reduce(Reduction::None));
     if !r.complete {
         return Ok(()); // too large to compare by brute force
     }
     let xml = to_pnml(net).map_err(|e| TestCaseError::fail(e.to_string()))?;
     let found = brute_force(&read_pnml(&xml));
+    prop_assert!(!r.reduced);
     prop_assert_eq!(found.states, r.states, "states of {}", net.name());
     prop_assert_eq!(found.edges, r.edges, "edges of {}", net.name());
     prop_assert_eq!(found.deadlocks == 0, r.deadlock_free == Some(true));
     prop_assert_eq!(Some(found.option_to_complete), r.option_to_complete);
     prop_assert_eq!(Some(found.cycle), r.may_loop);
+    let reduced = verify(net, &opts.reduce(Reduction::Stubborn));
+    prop_assert!(reduced.reduced && reduced.complete);
+    prop_assert!(reduced.states <= found.states);
+    prop_assert_eq!(found.deadlocks == 0, reduced.deadlock_free == Some(true));
+    prop_assert_eq!(Some(found.option_to_complete), reduced.option_to_complete);
+    prop_assert_eq!(Some(found.cycle), reduced.may_loop);
     Ok(())
 }
 

@@ -8,13 +8,18 @@ use std::cell::Cell;
 use cameleon::ops::{Sink, Source};
 use cameleon::prelude::*;
 use cameleon::verify::{
-    FollowError, Report, TraceEnd, Verdict, VerifyOptions, follow, verify, verify_with,
+    FollowError, Reduction, Report, TraceEnd, Verdict, VerifyOptions, follow, verify, verify_with,
 };
 use cameleon::{InputSet, Params};
 use nets::*;
 
 fn check(net: &Net) -> Report {
     verify(net, &VerifyOptions::default())
+}
+
+/// The full state space (`--reduce none`).
+fn check_full(net: &Net) -> Report {
+    verify(net, &VerifyOptions::default().reduce(Reduction::None))
 }
 
 #[test]
@@ -35,7 +40,7 @@ fn every_workflow_pattern_is_sound() {
 #[test]
 fn sequence_has_one_state_per_firing() {
     // EMPTY, then one state after each of the 4 firings; no choice, no interleaving.
-    let r = check(&wcp1_sequence());
+    let r = check_full(&wcp1_sequence());
     assert_eq!((r.states, r.edges), (5, 4));
     assert_eq!(r.may_loop, Some(false));
 }
@@ -45,7 +50,7 @@ fn parallel_branches_interleave_in_every_order() {
     // After split: a and b each ready/done (2 × 2), sinks each ready/done once their branch
     // is done: per branch {a ready, a done, sink done} = 3 local states, 3 × 3 = 9, plus the
     // two states before split.
-    let r = check(&wcp2_parallel_split());
+    let r = check_full(&wcp2_parallel_split());
     assert_eq!(r.states, 2 + 9);
     // Each branch has 2 firings; the 3 × 3 grid has 2 · 3 · 2 = 12 edges, plus src and split.
     assert_eq!(r.edges, 12 + 2);
@@ -263,12 +268,13 @@ fn a_lost_token_is_a_loud_one_safety_failure() {
 #[test]
 fn the_state_budget_stops_exploration_and_says_so() {
     let net = parallel_split(6);
-    let full = check(&net);
+    let full = check_full(&net);
     assert!(full.complete);
     let mut calls = 0;
-    let r = verify_with(&net, &VerifyOptions::default().max_states(100), &mut |_| {
-        calls += 1
-    });
+    let opts = VerifyOptions::default()
+        .max_states(100)
+        .reduce(Reduction::None);
+    let r = verify_with(&net, &opts, &mut |_| calls += 1);
     assert!(calls >= 1);
     assert!(!r.complete);
     assert_eq!(r.states, 100);
@@ -287,9 +293,10 @@ fn parallel_split_state_count_is_closed_form() {
     // Before the split: 2 states. After it, each branch's token is at one of 4 places (its
     // 4 connections), independently: 4^n interleavings. Then the join and the sink: 2 more.
     for n in 2..=6u32 {
-        let r = check(&parallel_split(n as usize));
+        let r = check_full(&parallel_split(n as usize));
         assert_eq!(r.states, 2 + 4u64.pow(n) + 2, "n = {n}");
         assert_eq!(r.verdict, Verdict::Holds);
+        assert!(!r.reduced);
     }
 }
 

@@ -164,6 +164,11 @@ impl Cvm {
             Mode::Parallel => self.enabled.iter().collect(),
             Mode::Sequential => self.enabled.first().into_iter().collect(),
         };
+        self.execute_ops(ops).await
+    }
+
+    /// Fires `ops` (enabled operators, in declaration order) as one step.
+    pub(super) async fn execute_ops(&mut self, ops: Vec<usize>) -> Result<Advance, StepError> {
         if ops.is_empty() {
             return Ok(Advance::Ended(
                 self.terminal_state().unwrap_or(EndState::Completed),

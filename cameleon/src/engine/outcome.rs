@@ -147,8 +147,9 @@ pub enum StepError {
         /// What it reported.
         error: OpError,
     },
-    /// A recorded step could not be replayed because its operator is not enabled any more (the
-    /// net's options changed since it was recorded).
+    /// A step could not be replayed because its operator is not enabled: a recorded step (the
+    /// net's options changed since it was recorded), or one given to
+    /// [`Cvm::fire_op`](crate::Cvm::fire_op).
     #[error("cannot replay step {step}: `{op}` is not enabled")]
     ReplayDiverged {
         /// The step.

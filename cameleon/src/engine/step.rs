@@ -47,6 +47,40 @@ impl Cvm {
         Ok(self.describe(advanced?))
     }
 
+    /// Fires operator `op` now, alone, whatever comes first in declaration order: the firing a
+    /// sequential step would make if `op` were first (docs/semantics.md §4), through the same
+    /// routine. It drives the engine along a firing sequence chosen elsewhere, such as a
+    /// verifier witness (docs/semantics.md §8.3). A recorded future is kept as a branch, as
+    /// [`refire`](Self::refire) keeps it.
+    ///
+    /// `Err(StepError::ReplayDiverged)` if `op` is not enabled (nothing changes);
+    /// [`Step::Ended`] if a limit (§4.7) stops the run before it fires.
+    pub fn fire_op(&mut self, op: OpId) -> Result<Step, StepError> {
+        if !self.pending.is_empty() {
+            self.restore_pending();
+        }
+        let o = op.index();
+        if o >= self.net.ops.len() || !self.enabled.get(o) {
+            return Err(StepError::ReplayDiverged {
+                step: self.hist.path.len() as u32 + 1,
+                op: self
+                    .net
+                    .ops
+                    .get(o)
+                    .map_or_else(|| format!("#{o}"), |n| n.name.clone()),
+            });
+        }
+        if let Some(end) = self.limit_before(o) {
+            return Ok(Step::Ended(end));
+        }
+        let redo = std::mem::take(&mut self.hist.redo);
+        let advanced = block_on(self.execute_ops(vec![o]));
+        if !matches!(advanced, Ok(Advance::Fired { .. })) {
+            self.hist.redo = redo; // nothing fired: keep the future as it was
+        }
+        Ok(self.describe(advanced?))
+    }
+
     /// Runs forward until an end state: [`EndState::Error`] when an operator fails (its firing
     /// not applied), [`EndState::Cancelled`] when the [`cancel_token`](Self::cancel_token) is
     /// cancelled (checked between steps, and during a parallel step).

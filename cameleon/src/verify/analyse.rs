@@ -1,8 +1,9 @@
 //! From the explored state graph to the [`Report`]: each property of docs/semantics.md §8
-//! decided on the graph, with a shortest witness when it fails.
+//! decided on the graph, with a witness when it fails — a shortest one for a full exploration,
+//! a real one of the reduced graph under reduction (§8.6).
 
 use super::VerifyOptions;
-use super::explore::{self, Graph};
+use super::explore::{self, Explored, Scc};
 use super::model::Model;
 use super::report::{
     Check, DeadCheck, DeadOperator, Exploration, LoopCheck, Properties, Report, Stats, Verdict,
@@ -11,9 +12,9 @@ use crate::connection::ConnState;
 use crate::connection::NONE;
 
 /// The actions of the firings along a path of states.
-fn actions(model: &mut Model<'_>, g: &Graph, path: &[u32]) -> Vec<u32> {
+fn actions(model: &mut Model<'_>, g: &Explored, path: &[u32]) -> Vec<u32> {
     let mut out = Vec::with_capacity(path.len().saturating_sub(1));
-    let mut next = vec![0u64; g.words];
+    let mut next = vec![0u64; model.words];
     for pair in path.windows(2) {
         let (a, b) = (g.state(pair[0]).to_vec(), g.state(pair[1]));
         let mut found = None;
@@ -47,7 +48,56 @@ fn new_conns(model: &Model<'_>, s: &[u64]) -> Vec<String> {
         .collect()
 }
 
-pub(super) fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) -> Report {
+/// What the graph analyses found: per state whether it can complete, and the first state on
+/// a cycle.
+struct GraphFacts {
+    /// `None` when not computed (the exploration is incomplete, or nothing can fail).
+    can_complete: Option<Vec<bool>>,
+    first_cyclic: Option<u32>,
+}
+
+/// Runs the strongly-connected-component pass when needed: for option to complete when the
+/// graph may have a state that cannot complete (a deadlock, or a cycle), and for cycles when
+/// some edge does not raise the potential.
+fn graph_facts(model: &mut Model<'_>, g: &Explored) -> GraphFacts {
+    let complete = !g.budget_hit;
+    let need_can = complete && !(g.all_grow && g.first_deadlock.is_none());
+    let need_cycles = !g.all_grow;
+    if !need_can && !need_cycles {
+        return GraphFacts {
+            can_complete: None,
+            first_cyclic: None,
+        };
+    }
+    let n = g.len();
+    let mut can = if need_can { vec![false; n] } else { Vec::new() };
+    let mut first_cyclic: Option<u32> = None;
+    let expanded = g.expanded;
+    // The successor function needs the model mutably; so does `target`: share it by a cell.
+    let model = std::cell::RefCell::new(model);
+    explore::tarjan(
+        n,
+        |v, out| g.successors(&mut model.borrow_mut(), v, out),
+        |v, has_succ| !has_succ && (v as usize) < expanded && !model.borrow().any_new(g.state(v)),
+        |members: &[u32], scc: Scc| {
+            if scc.cyclic {
+                let m = members.iter().copied().min().unwrap_or(0);
+                first_cyclic = Some(first_cyclic.map_or(m, |f| f.min(m)));
+            }
+            if need_can && scc.reaches_target {
+                for &m in members {
+                    can[m as usize] = true;
+                }
+            }
+        },
+    );
+    GraphFacts {
+        can_complete: need_can.then_some(can),
+        first_cyclic,
+    }
+}
+
+pub(super) fn analyse(model: &mut Model<'_>, g: &Explored, opts: &VerifyOptions) -> Report {
     let complete = !g.budget_hit;
     let n = g.len();
 
@@ -78,16 +128,11 @@ pub(super) fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) ->
     };
 
     // Deadlocks: terminal states with a NEW connection. The first found is a shallowest one.
-    let deadlocked: Vec<bool> = (0..g.expanded())
-        .map(|id| g.terminal[id] && model.any_new(g.state(id as u32)))
-        .collect();
-    let deadlock_of = |id: usize| deadlocked.get(id).copied().unwrap_or(false);
-    let first_deadlock = (0..g.expanded()).find(|&id| deadlock_of(id));
-    let deadlock_free = match first_deadlock {
+    let deadlock_free = match g.first_deadlock {
         Some(id) => {
-            let s = g.state(id as u32).to_vec();
+            let s = g.state(id).to_vec();
             let stuck = new_conns(model, &s);
-            let acts = actions(model, g, &g.path_to(id as u32));
+            let acts = actions(model, g, &g.path_to(id));
             let (names, path) = witness(model, &acts);
             Check {
                 holds: Some(false),
@@ -112,23 +157,33 @@ pub(super) fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) ->
         },
     };
 
-    // Option to complete: every state reaches a COMPLETED one (terminal, nothing NEW).
-    let option_to_complete = if complete {
-        let can = explore::coreachable(g, model, |v| {
-            let v = v as usize;
-            v < g.expanded() && g.terminal[v] && !deadlocked[v]
-        });
+    let facts = graph_facts(model, g);
+
+    // Option to complete: every state reaches a COMPLETED one (terminal, nothing NEW). With no
+    // deadlock and no cycle every run ends, and ends COMPLETED.
+    let option_to_complete = if let Some(can) = &facts.can_complete {
         match (0..n).find(|&id| !can[id]) {
             Some(id) => {
-                let reaches_deadlock = forward_reaches(g, id as u32, |v| deadlock_of(v as usize));
-                let s = g.state(id as u32).to_vec();
+                let id = id as u32;
+                let deadlock_of = |model: &mut Model<'_>, v: u32| {
+                    g.terminal(model, v) && model.any_new(g.state(v))
+                };
+                let reaches_deadlock = {
+                    let model = std::cell::RefCell::new(&mut *model);
+                    explore::forward_reaches(
+                        id,
+                        |v, out| g.successors(&mut model.borrow_mut(), v, out),
+                        |v| deadlock_of(&mut model.borrow_mut(), v),
+                    )
+                };
+                let s = g.state(id).to_vec();
                 // An empty witness means the initial marking itself cannot complete.
                 let from = if id == 0 {
                     "from the initial marking"
                 } else {
                     "from where the witness ends"
                 };
-                let message = if deadlock_of(id) {
+                let message = if deadlock_of(model, id) {
                     "the witness ends in DEADLOCK, not COMPLETED".to_owned()
                 } else if reaches_deadlock {
                     format!(
@@ -140,7 +195,7 @@ pub(super) fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) ->
                          (a livelock)"
                     )
                 };
-                let acts = actions(model, g, &g.path_to(id as u32));
+                let acts = actions(model, g, &g.path_to(id));
                 let (names, path) = witness(model, &acts);
                 Check {
                     holds: Some(false),
@@ -154,6 +209,11 @@ pub(super) fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) ->
                 holds: Some(true),
                 ..Check::default()
             },
+        }
+    } else if complete {
+        Check {
+            holds: Some(true),
+            ..Check::default()
         }
     } else if let Some(d) = &deadlock_free.witness {
         Check {
@@ -222,29 +282,7 @@ pub(super) fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) ->
         },
     };
 
-    // Cycles.
-    let cyclic = explore::on_cycle(g);
-    let may_loop = match (0..n).find(|&id| cyclic[id]) {
-        Some(id) => {
-            let prefix = actions(model, g, &g.path_to(id as u32));
-            let cycle = explore::shortest_cycle(g, id as u32)
-                .map(|path| actions(model, g, &path))
-                .unwrap_or_default();
-            let ((prefix, prefix_path), (cycle, cycle_path)) =
-                (witness(model, &prefix), witness(model, &cycle));
-            LoopCheck {
-                may_loop: Some(true),
-                prefix: Some(prefix),
-                cycle: Some(cycle),
-                prefix_path: Some(prefix_path),
-                cycle_path: Some(cycle_path),
-            }
-        }
-        None => LoopCheck {
-            may_loop: complete.then_some(false),
-            ..LoopCheck::default()
-        },
-    };
+    let may_loop = lasso(model, g, facts.first_cyclic);
 
     let props = Properties {
         deadlock_free,
@@ -278,15 +316,16 @@ pub(super) fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) ->
     let depth = if n == 0 {
         0
     } else {
-        g.depth(n as u32 - 1) as u64
+        g.path_to(n as u32 - 1).len() as u64 - 1
     };
     Report {
         valid: true,
         net: model.net.name.clone(),
         verdict,
         complete,
+        reduced: g.reduced(),
         states: n as u64,
-        edges: g.edges(),
+        edges: g.n_edges,
         deadlock_free: props.deadlock_free.holds,
         option_to_complete: props.option_to_complete.holds,
         no_dead_operators: props.no_dead_operators.holds,
@@ -304,31 +343,48 @@ pub(super) fn analyse(model: &mut Model<'_>, g: &Graph, opts: &VerifyOptions) ->
         exploration: Exploration {
             max_states: opts.max_states,
             budget_hit: g.budget_hit,
-            expanded: g.expanded() as u64,
-            frontier: (n - g.expanded()) as u64,
+            expanded: g.expanded as u64,
+            frontier: (n - g.expanded) as u64,
             depth,
+            proviso_expansions: g.proviso_expansions,
         },
         stats: Stats::default(),
     }
 }
 
-/// Whether some state satisfying `hit` is reachable from `from`.
-fn forward_reaches(g: &Graph, from: u32, hit: impl Fn(u32) -> bool) -> bool {
-    let mut seen = vec![false; g.len()];
-    let mut stack = vec![from];
-    seen[from as usize] = true;
-    while let Some(v) = stack.pop() {
-        if hit(v) {
-            return true;
-        }
-        for &w in g.successors(v) {
-            if !seen[w as usize] {
-                seen[w as usize] = true;
-                stack.push(w);
+/// The may-loop property: a shortest prefix to the first state on a cycle (`first_cyclic`)
+/// and a shortest cycle through it.
+pub(super) fn lasso(model: &mut Model<'_>, g: &Explored, first_cyclic: Option<u32>) -> LoopCheck {
+    match first_cyclic {
+        Some(id) => {
+            let prefix = actions(model, g, &g.path_to(id));
+            let cycle = {
+                let cell = std::cell::RefCell::new(&mut *model);
+                explore::shortest_cycle(id, |v, out| g.successors(&mut cell.borrow_mut(), v, out))
+            }
+            .map(|path| actions(model, g, &path))
+            .unwrap_or_default();
+            let ((prefix, prefix_path), (cycle, cycle_path)) =
+                (witness(model, &prefix), witness(model, &cycle));
+            LoopCheck {
+                may_loop: Some(true),
+                prefix: Some(prefix),
+                cycle: Some(cycle),
+                prefix_path: Some(prefix_path),
+                cycle_path: Some(cycle_path),
+                lasso: None,
             }
         }
+        None => LoopCheck {
+            may_loop: (!g.budget_hit).then_some(false),
+            ..LoopCheck::default()
+        },
     }
-    false
+}
+
+/// The first state on a cycle of `g`, if any (for [`lasso`] on another exploration).
+pub(super) fn first_cyclic(model: &mut Model<'_>, g: &Explored) -> Option<u32> {
+    graph_facts(model, g).first_cyclic
 }
 
 fn plural(n: usize, one: &str, many: &str) -> String {

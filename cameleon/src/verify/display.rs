@@ -24,13 +24,22 @@ fn seq(labels: &[String]) -> String {
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let e = &self.exploration;
-        write!(
-            f,
-            "net `{}`: {} reachable states, {} edges",
-            self.net, self.states, self.edges
-        )?;
+        if self.reduced {
+            write!(
+                f,
+                "net `{}`: {} states, {} edges in the state space reduced by stubborn sets",
+                self.net, self.states, self.edges
+            )?;
+        } else {
+            write!(
+                f,
+                "net `{}`: {} reachable states, {} edges",
+                self.net, self.states, self.edges
+            )?;
+        }
         if self.complete {
-            writeln!(f, " (state space explored completely)")?;
+            let what = if self.reduced { "" } else { "state space " };
+            writeln!(f, " ({what}explored completely)")?;
         } else {
             writeln!(
                 f,
@@ -70,6 +79,12 @@ impl fmt::Display for Report {
                 if let (Some(pre), Some(cyc)) = (&p.may_loop.prefix_path, &p.may_loop.cycle_path) {
                     writeln!(f, "         after: {}", seq(pre))?;
                     writeln!(f, "         cycle: {}", seq(cyc))?;
+                } else if p.may_loop.lasso.is_some() {
+                    writeln!(
+                        f,
+                        "         shortest lasso not checked under reduction: the full state space \
+                         exceeds the budget (--reduce none with a larger --max-states)"
+                    )?;
                 }
             }
             Some(false) => writeln!(f, "  [info] no cycle: every run ends")?,

@@ -7,6 +7,10 @@
 //! operator's outcomes once per local combination of those fields, through the engine's own
 //! enabling rules (`gather`, the operator's `can_fire`, `back_pressure_ok_on`, `consumes`), and
 //! memoises them. The explorer and the PNML export both read outcomes from here: one semantics.
+//!
+//! For the partial-order reduction (docs/semantics.md §8.6) the model also says, generically
+//! from the topology and the same rules, which fields each operator reads and may write, which
+//! operators depend on one another, and why a disabled operator is disabled ([`Model::blames`]).
 
 use std::collections::HashMap;
 
@@ -16,7 +20,7 @@ use crate::net::Net;
 use crate::net::{Topo, back_pressure_ok_on, gather, rule_holds};
 use crate::operator::FiniteControl;
 use crate::operator::Operator;
-use crate::policy::Enabling;
+use crate::policy::{Enabling, Policy};
 
 /// Local combinations up to this many get a dense table (zeroed memory: the pages of combinations
 /// never met are never touched, so cost nothing); larger operators a hash map.
@@ -24,6 +28,11 @@ const DENSE_MAX: u64 = 1 << 22;
 /// A cell not computed yet (computed cells carry `KNOWN`).
 const UNKNOWN: u64 = 0;
 const KNOWN: u64 = 1 << 63;
+/// Operators with at most this many local combinations get their blames by enumeration when
+/// their rule is their own (a `custom` policy or a declared control).
+const ENUM_MAX: u64 = 1 << 16;
+/// Most combinations enumerated to test one candidate blame.
+const ENUM_CHECK_MAX: u64 = 1 << 12;
 
 /// A multiplicative hasher for the memo's `u128` keys (mixed-radix indices, already spread).
 #[derive(Default)]
@@ -85,8 +94,7 @@ pub(crate) struct Outcome {
     /// A connection the firing writes while it is still NEW (a 1-safety violation), or `NONE`.
     pub(crate) overwrites: u32,
     /// The firing strictly increases the potential Σ state (EMPTY 0, NEW 1, OLD 2) over the
-    /// connections. A graph whose every edge does so has no cycle, and descending potential
-    /// is a reverse topological order of it.
+    /// connections. A graph whose every edge does so has no cycle.
     pub(crate) grows: bool,
     pub(crate) writes_start: u32,
     pub(crate) writes_end: u32,
@@ -103,6 +111,9 @@ pub(crate) struct OpModel<'n> {
     pub(crate) size: u64,
     /// Connections a firing would write (every output in any emission set): back-pressure.
     writes: Vec<u32>,
+    /// Fields a firing may change: the input connections (consumed), the connections of the
+    /// outputs in some emission set (emitted), and the control field. A subset of `reads`.
+    pub(crate) may_write: Vec<u32>,
     pub(crate) sets: Vec<Vec<u16>>,
     pub(crate) first_action: u32,
     table: Vec<u64>,
@@ -124,6 +135,21 @@ pub(crate) struct Model<'n> {
     pub(crate) outcomes: Vec<Outcome>,
     pub(crate) writes: Vec<(u32, u32)>,
     pub(crate) initial: Vec<u64>,
+    /// Per field: the operators that may write it.
+    pub(crate) writers: Vec<Vec<u32>>,
+    /// Per operator: the other operators that read a field it may write or may write a field
+    /// it reads. An operator and one not in this list commute, and neither enables nor disables
+    /// the other.
+    pub(crate) dependents: Vec<Vec<u32>>,
+    /// Blames found by enumeration, per (operator, local combination).
+    blame_memo: HashMap<(u32, u128), Box<[u32]>>,
+    /// Operators whose rule may hold with no input NEW (a `source` or `custom` policy, or a
+    /// declared control): [`candidates`](Self::candidates) always includes them.
+    unguarded: Vec<u32>,
+    /// Per connection: its consumer, when that operator's rule needs a NEW input (the built-in
+    /// `any`, `all` and `any_no_guard` of docs/semantics.md §3.1, no declared control); `NONE`
+    /// otherwise.
+    guarded_consumer: Vec<u32>,
     syn: Vec<ConnState>,
     ins: Vec<ConnState>,
     outs: Vec<ConnState>,
@@ -195,6 +221,15 @@ impl<'n> Model<'n> {
                     }
                 }
             }
+            let mut may_write: Vec<u32> =
+                topo.ins(o).iter().copied().filter(|&c| c != NONE).collect();
+            for &c in &writes {
+                if !may_write.contains(&c) {
+                    may_write.push(c);
+                }
+            }
+            may_write.extend(control_field);
+            may_write.dedup();
             let size = reads.iter().fold(1u64, |acc, &f| {
                 acc.saturating_mul(fields[f as usize].radix as u64)
             });
@@ -212,6 +247,7 @@ impl<'n> Model<'n> {
                 reads,
                 size,
                 writes,
+                may_write,
                 sets,
                 first_action,
                 table: if size <= DENSE_MAX {
@@ -231,6 +267,50 @@ impl<'n> Model<'n> {
         for (f, q) in initial_control {
             fields[f].set(&mut initial, q);
         }
+        let mut readers = vec![Vec::new(); fields.len()];
+        let mut writers = vec![Vec::new(); fields.len()];
+        for (o, om) in ops.iter().enumerate() {
+            for &f in &om.reads {
+                readers[f as usize].push(o as u32);
+            }
+            for &f in &om.may_write {
+                writers[f as usize].push(o as u32);
+            }
+        }
+        let needs_new = |o: usize| {
+            ops[o].control.is_none()
+                && matches!(
+                    topo.policy[o],
+                    Policy::Any | Policy::All | Policy::AnyNoGuard
+                )
+        };
+        let unguarded: Vec<u32> = (0..ops.len())
+            .filter(|&o| !needs_new(o))
+            .map(|o| o as u32)
+            .collect();
+        let guarded_consumer: Vec<u32> = (0..n_conns)
+            .map(|c| {
+                let o = topo.consumer[c];
+                if needs_new(o as usize) { o } else { NONE }
+            })
+            .collect();
+        let dependents = ops
+            .iter()
+            .enumerate()
+            .map(|(o, om)| {
+                let mut d: Vec<u32> = om
+                    .may_write
+                    .iter()
+                    .flat_map(|&f| &readers[f as usize])
+                    .chain(om.reads.iter().flat_map(|&f| &writers[f as usize]))
+                    .copied()
+                    .filter(|&p| p != o as u32)
+                    .collect();
+                d.sort_unstable();
+                d.dedup();
+                d
+            })
+            .collect();
         Model {
             net,
             topo,
@@ -243,20 +323,16 @@ impl<'n> Model<'n> {
             outcomes: Vec::new(),
             writes: Vec::new(),
             initial,
+            writers,
+            dependents,
+            blame_memo: HashMap::new(),
+            unguarded,
+            guarded_consumer,
             syn: vec![ConnState::Empty; n_conns],
             ins: Vec::new(),
             outs: Vec::new(),
             vals: Vec::new(),
         }
-    }
-
-    /// The potential of state `s`: Σ over connections of EMPTY 0, NEW 1, OLD 2.
-    #[inline]
-    pub(crate) fn potential(&self, s: &[u64]) -> u32 {
-        s.iter()
-            .zip(&self.new_mask)
-            .map(|(&w, &m)| (w & m).count_ones() + 2 * ((w >> 1) & m).count_ones())
-            .sum()
     }
 
     /// Whether some connection is NEW in state `s`.
@@ -265,6 +341,28 @@ impl<'n> Model<'n> {
         s.iter()
             .zip(&self.new_mask)
             .any(|(&w, &m)| w & !(w >> 1) & m != 0)
+    }
+
+    /// The operators that may be enabled in state `s`, in declaration order: those whose
+    /// rule needs a NEW input and has one, and the others. Every operator not listed has no
+    /// outcome in `s`.
+    #[inline]
+    pub(crate) fn candidates(&self, s: &[u64], out: &mut Vec<u32>) {
+        out.clear();
+        out.extend_from_slice(&self.unguarded);
+        for (i, (&w, &m)) in s.iter().zip(&self.new_mask).enumerate() {
+            let mut new = w & !(w >> 1) & m;
+            while new != 0 {
+                let bit = new.trailing_zeros();
+                new &= new - 1;
+                let o = self.guarded_consumer[i * 32 + bit as usize / 2];
+                if o != NONE {
+                    out.push(o);
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
     }
 
     /// The outcomes of operator `o` in state `s`, as a range of `self.outcomes`.
@@ -306,6 +404,194 @@ impl<'n> Model<'n> {
             om.memo.insert(idx, cell);
         }
         unpack(cell)
+    }
+
+    /// The memo cell of operator `o` for the local values `vals` (one per read field), computed
+    /// if not known yet.
+    pub(crate) fn cell_of(&mut self, o: usize, vals: &[u32]) -> u64 {
+        let om = &self.ops[o];
+        let mut idx = 0u128;
+        for (&f, &v) in om.reads.iter().zip(vals) {
+            idx = idx * self.fields[f as usize].radix as u128 + v as u128;
+        }
+        let known = if !om.table.is_empty() {
+            om.table[idx as usize]
+        } else if om.size < u64::MAX {
+            om.memo.get(&idx).copied().unwrap_or(UNKNOWN)
+        } else {
+            UNKNOWN
+        };
+        if known != UNKNOWN {
+            return known;
+        }
+        let cell = self.compute(o, vals);
+        let om = &mut self.ops[o];
+        if !om.table.is_empty() {
+            om.table[idx as usize] = cell;
+        } else if om.size < u64::MAX {
+            om.memo.insert(idx, cell);
+        }
+        cell
+    }
+
+    /// Sets of fields that keep operator `o`, disabled in state `s`, disabled: for each set,
+    /// every state that agrees with `s` on those fields has `o` disabled, so `o` cannot become
+    /// enabled before an operator that may write one of them fires (a *necessary enabling set*
+    /// of docs/semantics.md §8.6). Candidates, from the cheapest to find:
+    ///
+    /// - back-pressure (§3.2): a connection `o` would write holds a token another operator
+    ///   consumes: `{c}`;
+    /// - the rule of a built-in policy (§3.1), when no declared control replaces it: an EMPTY
+    ///   input of `any`, an input of `all` not NEW, an output connection of `source` not EMPTY
+    ///   (each alone), or all the inputs of `any`/`any_no_guard` when none is NEW;
+    /// - for an operator with a rule of its own and few combinations, a small set found by
+    ///   enumerating its combinations;
+    /// - always: every field `o` reads (its outcomes are a function of them).
+    pub(crate) fn blames(&mut self, o: usize, s: &[u64], out: &mut Blames) {
+        out.clear();
+        let om = &self.ops[o];
+        let topo = &self.topo;
+        let conn = |c: u32| conn_state(self.fields[c as usize].get(s));
+        for &c in &om.writes {
+            if conn(c) == ConnState::New && topo.consumer[c as usize] != o as u32 {
+                out.push(&[c]);
+            }
+        }
+        let policy = topo.policy[o];
+        if om.control.is_none() {
+            let ins = || topo.ins(o).iter().copied().filter(|&c| c != NONE);
+            match policy {
+                Policy::Any => {
+                    let mut empty = false;
+                    for c in ins() {
+                        if conn(c) == ConnState::Empty {
+                            out.push(&[c]);
+                            empty = true;
+                        }
+                    }
+                    if !empty && ins().all(|c| conn(c) != ConnState::New) {
+                        out.push_iter(ins());
+                    }
+                }
+                Policy::All => {
+                    for &c in topo.ins(o) {
+                        if c == NONE {
+                            out.push(&[]); // an unconnected optional input is OLD for good
+                        } else if conn(c) != ConnState::New {
+                            out.push(&[c]);
+                        }
+                    }
+                }
+                Policy::AnyNoGuard => {
+                    if ins().all(|c| conn(c) != ConnState::New) {
+                        out.push_iter(ins());
+                    }
+                }
+                Policy::Source => {
+                    for &c in topo.outs(o) {
+                        if conn(c) != ConnState::Empty {
+                            out.push(&[c]);
+                        }
+                    }
+                }
+                Policy::Custom => {}
+            }
+        }
+        if (om.control.is_some() || policy == Policy::Custom) && om.size <= ENUM_MAX {
+            let blame = self.enumerated_blame(o, s);
+            out.push(&blame);
+        }
+        let om = &self.ops[o];
+        out.push(&om.reads);
+    }
+
+    /// A small set of `o`'s read fields that keeps it disabled whatever the others hold, found
+    /// by enumeration: starting from all of them, each field is dropped if every combination
+    /// agreeing on the rest (at most `ENUM_CHECK_MAX` of them) leaves `o` disabled. Memoised
+    /// per local combination.
+    fn enumerated_blame(&mut self, o: usize, s: &[u64]) -> Box<[u32]> {
+        let reads = self.ops[o].reads.clone();
+        let vals: Vec<u32> = reads
+            .iter()
+            .map(|&f| self.fields[f as usize].get(s))
+            .collect();
+        let mut idx = 0u128;
+        for (&f, &v) in reads.iter().zip(&vals) {
+            idx = idx * self.fields[f as usize].radix as u128 + v as u128;
+        }
+        if let Some(b) = self.blame_memo.get(&(o as u32, idx)) {
+            return b.clone();
+        }
+        // Drop output connections first, then inputs, the control field last: the operator is
+        // the only writer of its control, so keeping that field costs nothing.
+        let n_ins = self.topo.ins(o).iter().filter(|&&c| c != NONE).count();
+        let mut order: Vec<usize> = (0..reads.len()).collect();
+        order.sort_by_key(|&i| {
+            if reads[i] as usize >= self.n_conns {
+                2
+            } else if i < n_ins {
+                1
+            } else {
+                0
+            }
+        });
+        let mut keep = vec![true; reads.len()];
+        let mut trial = vals.clone();
+        for i in order {
+            keep[i] = false;
+            if !self.disabled_whatever(o, &reads, &vals, &keep, &mut trial) {
+                keep[i] = true;
+            }
+        }
+        let blame: Box<[u32]> = reads
+            .iter()
+            .zip(&keep)
+            .filter(|&(_, &k)| k)
+            .map(|(&f, _)| f)
+            .collect();
+        self.blame_memo.insert((o as u32, idx), blame.clone());
+        blame
+    }
+
+    /// Whether `o` is disabled in every combination that agrees with `vals` where `keep` is
+    /// set; `false` when there are more than `ENUM_CHECK_MAX` such combinations.
+    fn disabled_whatever(
+        &mut self,
+        o: usize,
+        reads: &[u32],
+        vals: &[u32],
+        keep: &[bool],
+        trial: &mut [u32],
+    ) -> bool {
+        let free: Vec<usize> = (0..reads.len()).filter(|&i| !keep[i]).collect();
+        let count = free.iter().fold(1u64, |acc, &i| {
+            acc.saturating_mul(self.fields[reads[i] as usize].radix as u64)
+        });
+        if count > ENUM_CHECK_MAX {
+            return false;
+        }
+        trial.copy_from_slice(vals);
+        for &i in &free {
+            trial[i] = 0;
+        }
+        loop {
+            if unpack(self.cell_of(o, trial)).1 > 0 {
+                return false;
+            }
+            // Next combination of the free fields (an odometer).
+            let mut carry = true;
+            for &i in &free {
+                trial[i] += 1;
+                if trial[i] < self.fields[reads[i] as usize].radix {
+                    carry = false;
+                    break;
+                }
+                trial[i] = 0;
+            }
+            if carry {
+                return true;
+            }
+        }
     }
 
     /// The outcomes of operator `o` for the local values `vals` (one per read field), computed
@@ -384,6 +670,10 @@ impl<'n> Model<'n> {
                     next
                 };
                 if now != v {
+                    debug_assert!(
+                        om.may_write.contains(&f),
+                        "a firing writes only what it may"
+                    );
                     self.writes.push((f, now));
                 }
             }
@@ -498,4 +788,39 @@ pub(crate) fn unpack(cell: u64) -> (usize, usize) {
         ((cell & !KNOWN) >> 24) as usize,
         (cell & 0xff_ffff) as usize,
     )
+}
+
+/// Candidate blames of a disabled operator (see [`Model::blames`]), flattened.
+#[derive(Debug, Default)]
+pub(crate) struct Blames {
+    fields: Vec<u32>,
+    ends: Vec<usize>,
+}
+
+impl Blames {
+    fn clear(&mut self) {
+        self.fields.clear();
+        self.ends.clear();
+    }
+
+    fn push(&mut self, set: &[u32]) {
+        self.fields.extend_from_slice(set);
+        self.ends.push(self.fields.len());
+    }
+
+    fn push_iter(&mut self, set: impl Iterator<Item = u32>) {
+        self.fields.extend(set);
+        self.ends.push(self.fields.len());
+    }
+
+    /// How many candidates.
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Candidate `i`.
+    pub(crate) fn get(&self, i: usize) -> &[u32] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.fields[start..self.ends[i]]
+    }
 }

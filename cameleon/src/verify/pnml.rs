@@ -11,7 +11,8 @@
 //! - initial marking: every `_EMPTY` place, and each control's initial state.
 //!
 //! Exactly one place of each connection is marked in every reachable marking, so the net is
-//! 1-safe, and its reachability graph is the verifier's, state for state and edge for edge.
+//! 1-safe, and its reachability graph is the verifier's full one (`Reduction::None`), state for
+//! state and edge for edge.
 //!
 //! The combinations of an operator are enumerated exhaustively, so the export does not depend
 //! on the verifier's exploration — except for an operator reading so many connections that it
@@ -23,7 +24,7 @@
 use std::fmt::Write;
 
 use super::DEFAULT_MAX_STATES;
-use super::explore::explore;
+use super::explore::explore_full;
 use super::model::{Model, unpack};
 use crate::net::Net;
 
@@ -121,7 +122,7 @@ pub fn to_pnml(net: &Net) -> Result<String, PnmlError> {
     let mut met: Vec<Option<Vec<u128>>> = vec![None; model.ops.len()];
     if let Some(&first) = large.first() {
         let max_states = DEFAULT_MAX_STATES;
-        let g = explore(&mut model, max_states, &mut |_| {});
+        let g = explore_full(&mut model, max_states, &mut |_| {});
         if g.budget_hit {
             return Err(PnmlError::StateBudget {
                 op: net.ops[first].name.clone(),

@@ -30,13 +30,14 @@ impl Verdict {
     }
 }
 
-/// A property with a pass/fail answer and, when it fails, a shortest witness.
+/// A property with a pass/fail answer and, when it fails, a witness (a shortest one of the
+/// state space explored, docs/semantics.md §8.3).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Check {
     /// `Some(true)` holds, `Some(false)` fails, `None` unknown (state budget used up).
     pub holds: Option<bool>,
-    /// When it fails: a shortest firing sequence from the initial marking, as operator instance
-    /// names.
+    /// When it fails: a firing sequence from the initial marking (shortest in the state space
+    /// explored), as operator instance names.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub witness: Option<Vec<String>>,
     /// The same firings, each naming the outputs it chose when the operator has several
@@ -69,6 +70,10 @@ pub struct DeadCheck {
     pub dead: Vec<DeadOperator>,
 }
 
+/// What a report says of a detail that the partial-order reduction does not preserve and that a
+/// full exploration within the state budget could not compute (docs/semantics.md §8.6).
+pub const NOT_CHECKED_UNDER_REDUCTION: &str = "not_checked_under_reduction";
+
 /// Whether runs may loop: a reachable cycle. Information, not a failure: such runs end only by
 /// `max_loop_iterations`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -87,6 +92,10 @@ pub struct LoopCheck {
     /// `cycle` with the outputs chosen.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cycle_path: Option<Vec<String>>,
+    /// [`NOT_CHECKED_UNDER_REDUCTION`] when a cycle is reachable but its shortest lasso is not
+    /// known: the reduced state space has a cycle, and the full one exceeds the state budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lasso: Option<&'static str>,
 }
 
 /// Every property, with its details.
@@ -115,8 +124,12 @@ pub struct Exploration {
     pub expanded: u64,
     /// States stored but not expanded.
     pub frontier: u64,
-    /// Firings from the initial marking to the deepest stored state.
+    /// Firings from the initial marking to the last stored state (the deepest, unless the
+    /// reduction's proviso added states after the fact).
     pub depth: u64,
+    /// States that the reduction's cycle proviso expanded fully after the fact
+    /// (docs/semantics.md §8.6); 0 for a full exploration.
+    pub proviso_expansions: u64,
 }
 
 /// Figures about the exploration itself (not serialized: they vary from run to run).
@@ -139,9 +152,13 @@ pub struct Report {
     pub net: String,
     /// Overall outcome.
     pub verdict: Verdict,
-    /// Whether the whole reachable state space was explored.
+    /// Whether the whole reachable state space was explored (under reduction: the whole
+    /// reduced state space).
     pub complete: bool,
-    /// Reachable states stored.
+    /// Whether the exploration used the partial-order reduction (docs/semantics.md §8.6):
+    /// `states` and `edges` then count the reduced state space.
+    pub reduced: bool,
+    /// States stored: the reachable ones, or those of the reduced state space when `reduced`.
     pub states: u64,
     /// Edges (firings between stored states) found.
     pub edges: u64,

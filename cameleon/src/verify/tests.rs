@@ -1,7 +1,7 @@
 //! Unit tests of the verifier's internals: state packing and the state table.
 
-use super::explore::{Table, hash};
 use super::model::Model;
+use super::store::{ROOT, Store, hash};
 use crate::net::Net;
 use crate::ops::{Accumulator, Sink, Source};
 
@@ -44,24 +44,206 @@ fn connection_fields_are_two_bits_and_control_fields_never_straddle_words() {
         !m.any_new(&s),
         "a control value is never read as a NEW connection"
     );
-    assert_eq!(m.potential(&s), 4);
 }
 
 #[test]
-fn the_state_table_finds_every_state_across_growth() {
-    let words = 3;
-    let mut t = Table::new(words, 16);
-    let state = |i: u64| [i, i.wrapping_mul(0x9e37_79b9), !i];
-    for i in 0..50_000u64 {
-        let s = state(i);
-        let h = hash(&s);
-        let slot = t.find(&s, h).expect_err("not stored yet");
-        t.put(slot, &s, i as u32);
+fn the_store_finds_every_state_across_growth_and_chunks() {
+    // 150 000 states span three chunks and many doublings of the table, the tags shorter
+    // after each.
+    {
+        let words = 3;
+        let mut t = Store::new(words);
+        let state = |i: u64| [i, i.wrapping_mul(0x9e37_79b9), !i];
+        for i in 0..150_000u64 {
+            let s = state(i);
+            let h = hash(&s);
+            let slot = t.find(&s, h).expect_err("not stored yet");
+            let parent = if i == 0 { ROOT } else { (i / 2) as u32 };
+            assert_eq!(t.put(slot, &s, h, parent), i as u32);
+        }
+        assert_eq!(t.len(), 150_000);
+        for i in (0..150_000u64).rev() {
+            let s = state(i);
+            assert_eq!(t.find(&s, hash(&s)), Ok(i as u32));
+            assert_eq!(t.state(i as u32), &s[..]);
+        }
+        let absent = state(150_000);
+        assert!(t.find(&absent, hash(&absent)).is_err());
+        assert_eq!(
+            t.path_to(100_000),
+            [
+                0, 1, 3, 6, 12, 24, 48, 97, 195, 390, 781, 1562, 3125, 6250, 12500, 25000, 50000,
+                100_000
+            ]
+        );
+        // Three full chunks' worth of states at most, and the table: no doubling slack on the
+        // states themselves.
+        assert!(
+            t.bytes() < 150_000 * (3 * 8 + 4) + (1 << 18) * 4 + 65_536 * (3 * 8 + 4),
+            "{}",
+            t.bytes()
+        );
     }
-    for i in (0..50_000u64).rev() {
-        let s = state(i);
-        assert_eq!(t.find(&s, hash(&s)), Ok(i as u32));
+}
+
+// ---------------------------------------------------------------------------------------------
+// The conditions of the stubborn sets (docs/semantics.md §8.6), checked one by one on every
+// reachable state of random nets.
+
+#[path = "../../tests/nets/mod.rs"]
+mod nets;
+
+use super::explore::{Explored, explore_full};
+use super::model::Blames;
+use proptest::prelude::*;
+
+/// Every stored state of a full exploration of `net` (at most 3 000).
+fn states(net: &Net) -> (Model<'_>, Explored) {
+    let mut m = Model::new(net);
+    let ex = explore_full(&mut m, 3_000, &mut |_| {});
+    (m, ex)
+}
+
+/// D2: each blame of a disabled operator keeps it disabled in every state that agrees on the
+/// blamed fields — checked over all the operator's local combinations. And the operators
+/// `candidates` leaves out are disabled.
+fn blames_are_sound(net: &Net) -> Result<(), TestCaseError> {
+    let (mut m, ex) = states(net);
+    let mut blames = Blames::default();
+    let mut vals = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut candidates = Vec::new();
+    for id in 0..ex.len() as u32 {
+        let s = ex.state(id).to_vec();
+        // The operators left out of the candidates are disabled.
+        m.candidates(&s, &mut candidates);
+        for o in 0..m.ops.len() {
+            if !candidates.contains(&(o as u32)) {
+                prop_assert_eq!(m.outcomes_in(o, &s).1, 0, "`{}` left out", &net.ops[o].name);
+            }
+        }
+        for o in 0..m.ops.len() {
+            if m.outcomes_in(o, &s).1 > 0 || m.ops[o].size > 729 {
+                continue;
+            }
+            let reads = m.ops[o].reads.clone();
+            let here: Vec<u32> = reads
+                .iter()
+                .map(|&f| m.fields[f as usize].get(&s))
+                .collect();
+            if !seen.insert((o, here.clone())) {
+                continue; // blames depend on the operator's local combination only
+            }
+            m.blames(o, &s, &mut blames);
+            prop_assert!(blames.len() > 0);
+            for i in 0..blames.len() {
+                let blame = blames.get(i).to_vec();
+                for idx in 0..m.ops[o].size as u128 {
+                    m.decode(o, idx, &mut vals);
+                    let agrees = reads
+                        .iter()
+                        .zip(&vals)
+                        .zip(&here)
+                        .all(|((f, v), h)| !blame.contains(f) || v == h);
+                    if agrees {
+                        let cell = m.cell_of(o, &vals);
+                        prop_assert_eq!(
+                            super::model::unpack(cell).1,
+                            0,
+                            "`{}` blamed on fields {:?} in state {}, yet enabled with {:?}",
+                            &net.ops[o].name,
+                            blame,
+                            id,
+                            vals
+                        );
+                    }
+                }
+            }
+        }
     }
-    let absent = state(50_000);
-    assert!(t.find(&absent, hash(&absent)).is_err());
+    Ok(())
+}
+
+/// D1: two operators not dependent on each other neither enable nor disable each other, and
+/// firing them in either order gives the same states.
+fn independent_operators_commute(net: &Net) -> Result<(), TestCaseError> {
+    let (mut m, ex) = states(net);
+    let after = |m: &mut Model<'_>, s: &[u64], o: usize| -> Vec<Vec<u64>> {
+        let (start, len) = m.outcomes_in(o, s);
+        let mut v: Vec<Vec<u64>> = (start..start + len)
+            .map(|k| {
+                let mut t = s.to_vec();
+                m.apply(k, &mut t);
+                t
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    for id in 0..ex.len() as u32 {
+        let s = ex.state(id).to_vec();
+        for a in 0..m.ops.len() {
+            let next_a = after(&mut m, &s, a);
+            if next_a.is_empty() {
+                continue;
+            }
+            for b in 0..m.ops.len() {
+                if b == a || m.dependents[a].contains(&(b as u32)) {
+                    continue;
+                }
+                let next_b = after(&mut m, &s, b);
+                for sa in &next_a {
+                    // `b` is as enabled after `a` as before, with as many outcomes.
+                    let ab = after(&mut m, sa, b);
+                    prop_assert_eq!(
+                        ab.len(),
+                        next_b.len(),
+                        "`{}` then `{}`",
+                        &net.ops[a].name,
+                        &net.ops[b].name
+                    );
+                    for sb in &next_b {
+                        let ba = after(&mut m, sb, a);
+                        prop_assert_eq!(ba.len(), next_a.len());
+                    }
+                }
+                let mut ab: Vec<Vec<u64>> =
+                    next_a.iter().flat_map(|sa| after(&mut m, sa, b)).collect();
+                let mut ba: Vec<Vec<u64>> =
+                    next_b.iter().flat_map(|sb| after(&mut m, sb, a)).collect();
+                ab.sort();
+                ba.sort();
+                prop_assert_eq!(
+                    ab,
+                    ba,
+                    "`{}` and `{}` commute",
+                    &net.ops[a].name,
+                    &net.ops[b].name
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn blames_keep_disabled_operators_disabled(
+        sources in 1usize..=3,
+        kinds in proptest::collection::vec(nets::kind(), 1..=10),
+        picks in proptest::collection::vec(0usize..64, 1..=32),
+    ) {
+        blames_are_sound(&nets::random_net(sources, &kinds, &picks))?;
+    }
+
+    #[test]
+    fn operators_that_are_not_dependent_commute(
+        sources in 1usize..=3,
+        kinds in proptest::collection::vec(nets::kind(), 1..=10),
+        picks in proptest::collection::vec(0usize..64, 1..=32),
+    ) {
+        independent_operators_commute(&nets::random_net(sources, &kinds, &picks))?;
+    }
 }

@@ -298,6 +298,22 @@ type PortClass = (&'static str, &'static [Class]);
 /// by an output of a compatible class chosen by `picks`; a source nobody reads feeds a sink.
 pub fn random_net(sources: usize, kinds: &[Kind], picks: &[usize]) -> Net {
     let mut b = Net::builder("random");
+    add_random(&mut b, "", sources, kinds, picks);
+    b.build().expect("random nets are valid by construction")
+}
+
+/// One random net per part, side by side (names prefixed `p0_`, `p1_`, …): independent
+/// components running in parallel, the case partial-order reduction is for.
+pub fn random_parallel_net(parts: &[(usize, Vec<Kind>, Vec<usize>)]) -> Net {
+    let mut b = Net::builder("random-parallel");
+    for (i, (sources, kinds, picks)) in parts.iter().enumerate() {
+        add_random(&mut b, &format!("p{i}_"), *sources, kinds, picks);
+    }
+    b.build().expect("random nets are valid by construction")
+}
+
+/// Adds the operators and connections of [`random_net`] to `b`, names prefixed by `prefix`.
+fn add_random(b: &mut NetBuilder, prefix: &str, sources: usize, kinds: &[Kind], picks: &[usize]) {
     // (instance.port, class) of every output; inputs as (instance.port, accepts).
     let mut outputs: Vec<(String, Class)> = Vec::new();
     let mut inputs: Vec<(String, &'static [Class], usize)> = Vec::new();
@@ -305,12 +321,12 @@ pub fn random_net(sources: usize, kinds: &[Kind], picks: &[usize]) -> Net {
     const STR: &[Class] = &[Class::Str];
     const BOOL: &[Class] = &[Class::Bool];
     for s in 0..sources {
-        b.add(format!("s{s}"), Source::new("x"));
-        outputs.push((format!("s{s}.out_data"), Class::Str));
+        b.add(format!("{prefix}s{s}"), Source::new("x"));
+        outputs.push((format!("{prefix}s{s}.out_data"), Class::Str));
     }
     let test = || Test::parse(&json!({"eq": "x"})).unwrap();
     for (i, k) in kinds.iter().enumerate() {
-        let n = format!("o{i}");
+        let n = format!("{prefix}o{i}");
         let (ins, outs): (Vec<PortClass>, Vec<(&str, Class)>) = match k {
             Kind::Transform => {
                 b.add(&n, Transform::new());
@@ -398,7 +414,7 @@ pub fn random_net(sources: usize, kinds: &[Kind], picks: &[usize]) -> Net {
         b.connect(outputs[o].0.clone(), input.clone());
     }
     for (o, (out, _)) in outputs.iter().enumerate() {
-        if !used[o] && out.starts_with('s') {
+        if !used[o] && out[prefix.len()..].starts_with('s') {
             b.add(
                 format!("{}_sink", out.split('.').next().unwrap()),
                 Sink::new(),
@@ -409,5 +425,4 @@ pub fn random_net(sources: usize, kinds: &[Kind], picks: &[usize]) -> Net {
             );
         }
     }
-    b.build().expect("random nets are valid by construction")
 }
