@@ -179,6 +179,7 @@ pub use engine::{
 };
 pub use history::{Branch, BranchId, Entry, FiringView, History};
 pub use net::{Mode, Net, NetBuilder, NetConfig, NetError, OpMeta, OpNode, Problem, ProblemKind};
+pub use operator::capability;
 pub use operator::{
     AnyInPort, CanFire, Emitted, Execution, FiniteControl, Firing, In, InPort, InputHandle,
     InputSet, OpError, OpFuture, OpSettings, OpSpec, OpState, Operator, Out, OutPort, ParamError,

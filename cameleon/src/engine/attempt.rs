@@ -19,7 +19,7 @@
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -28,6 +28,7 @@ use super::Event;
 use super::loan::Loan;
 use crate::connection::Token;
 use crate::net::Topo;
+use crate::operator::capability::Capabilities;
 use crate::operator::{
     Execution, Firing, InputSlot, OpError, OpSettings, OpSpec, OpState, Operator, TypeRef,
 };
@@ -59,6 +60,8 @@ pub(super) struct FiringCx<'a> {
     pub(super) events: Option<&'a Mutex<Vec<Event>>>,
     /// Whether to measure the firing's wall-clock time (for events; it costs two clock reads).
     pub(super) timed: bool,
+    /// The capabilities of the run (its pinned generation).
+    pub(super) caps: &'a Arc<dyn Capabilities>,
 }
 
 impl<'a> FiringCx<'a> {
@@ -71,6 +74,7 @@ impl<'a> FiringCx<'a> {
             self.n_outputs(),
             self.step,
             self.name,
+            &**self.caps,
         )
     }
 
@@ -422,6 +426,7 @@ async fn attempt_blocking(
         })
         .collect();
     let name = cx.name.to_owned();
+    let caps = Arc::clone(cx.caps);
     let (n_outputs, step) = (cx.n_outputs(), cx.step);
     let t0 = Instant::now();
     let (mut loan, carrier) = Loan::new(slot);
@@ -429,7 +434,7 @@ async fn attempt_blocking(
         carrier.run(|op| {
             let mut out = Vec::new();
             let result = {
-                let mut f = Firing::new(&tokens, &slots, &mut out, n_outputs, step, &name);
+                let mut f = Firing::new(&tokens, &slots, &mut out, n_outputs, step, &name, &*caps);
                 catch_unwind(AssertUnwindSafe(|| op.run(&mut f)))
             };
             caught_panic(result).map(|()| out)

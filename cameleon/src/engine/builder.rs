@@ -1,9 +1,11 @@
 //! [`CvmBuilder`]: the options of an engine.
 
 use std::fmt;
+use std::sync::Arc;
 
 use super::{CancelToken, Cvm, Event, Observer};
 use crate::net::{Mode, Net};
+use crate::operator::capability::Capabilities;
 
 /// Options for a [`Cvm`].
 pub struct CvmBuilder {
@@ -13,6 +15,8 @@ pub struct CvmBuilder {
     mode: Option<Mode>,
     observer: Option<Observer>,
     cancel: Option<CancelToken>,
+    caps: Option<Arc<dyn Capabilities>>,
+    run_id: Option<Arc<str>>,
 }
 
 impl fmt::Debug for CvmBuilder {
@@ -59,6 +63,21 @@ impl CvmBuilder {
         self
     }
 
+    /// Hands every firing these capabilities (models, embedders, memories, tools, observer):
+    /// the generation the run pins, usually from
+    /// [`capabilities::Runtime::pin`](crate::capabilities::Runtime::pin). Without it, firings
+    /// see [`Capabilities::none`](crate::capability::Capabilities::none).
+    pub fn capabilities(mut self, caps: Arc<dyn Capabilities>) -> Self {
+        self.caps = Some(caps);
+        self
+    }
+
+    /// The run's id in the engine's `tracing` spans (default: the net's name).
+    pub fn run_id(mut self, id: impl Into<Arc<str>>) -> Self {
+        self.run_id = Some(id.into());
+        self
+    }
+
     /// Builds the engine at the initial marking.
     pub fn build(self) -> Cvm {
         let mut cvm = Cvm::new(self.net);
@@ -73,6 +92,10 @@ impl CvmBuilder {
         if let Some(t) = self.cancel {
             cvm.cancel = t;
         }
+        if let Some(c) = self.caps {
+            cvm.caps = c;
+        }
+        cvm.run_id = self.run_id;
         cvm.update_slow();
         cvm
     }
@@ -88,6 +111,8 @@ impl Cvm {
             mode: None,
             observer: None,
             cancel: None,
+            caps: None,
+            run_id: None,
         }
     }
 }

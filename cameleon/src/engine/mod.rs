@@ -37,10 +37,12 @@
 //! | `outcome` | [`Step`], [`EndState`], the errors, [`ConnView`], [`Marking`] |
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::connection::{ConnState, NONE, Token};
 use crate::history::Store;
 use crate::net::{Mode, Net, PortStates, Topo, evaluate, evaluate_cached};
+use crate::operator::capability::Capabilities;
 use crate::operator::{Execution, InputSlot, OpSettings, OpState};
 use crate::policy::Family;
 
@@ -55,6 +57,7 @@ mod events;
 mod loan;
 mod outcome;
 mod query;
+mod spans;
 mod step;
 
 use bits::{Bits, Scratch};
@@ -95,9 +98,16 @@ pub struct Cvm {
     /// dropped before it finished.
     pending: Vec<(u32, Option<OpState>)>,
     /// Whether a step needs more than the plain sequential path: parallel mode, an observer,
-    /// an operator with settings, or states to restore (see [`Cvm::update_slow`]). One flag, so
-    /// the sequential hot path pays one branch for all of it.
+    /// an operator with settings, states to restore, or a `tracing` subscriber listening (see
+    /// [`Cvm::update_slow`]). One flag, so the sequential hot path pays one branch for all of it.
     slow: bool,
+    /// The capabilities every firing sees: the generation this run pinned (docs/capabilities.md).
+    caps: Arc<dyn Capabilities>,
+    /// Whether a `tracing` subscriber listens to the engine's spans, as of the last check (at
+    /// the start of each `run` and `step`).
+    traced: bool,
+    /// The run's id in its spans (`None`: the net's name).
+    run_id: Option<Arc<str>>,
 }
 
 impl fmt::Debug for Cvm {
@@ -152,6 +162,9 @@ impl Cvm {
             cancel: CancelToken::new(),
             pending: Vec::new(),
             slow: false,
+            caps: <dyn Capabilities>::none(),
+            traced: false,
+            run_id: None,
             net,
         };
         cvm.update_slow();
@@ -213,7 +226,19 @@ impl Cvm {
         self.slow = self.mode == Mode::Parallel
             || self.observer.is_some()
             || !self.pending.is_empty()
+            || self.traced
             || self.guarded.contains(&true);
+    }
+
+    /// The capabilities every firing of this engine sees (see
+    /// [`CvmBuilder::capabilities`]).
+    pub fn capabilities(&self) -> &Arc<dyn Capabilities> {
+        &self.caps
+    }
+
+    /// The capability generation this engine's runs pinned (0: none).
+    pub fn generation(&self) -> u64 {
+        self.caps.generation()
     }
 }
 

@@ -17,6 +17,7 @@ impl Cvm {
     ///
     /// Returns [`Step::Ended`] when nothing can fire. On `Err`, nothing changed.
     pub fn step(&mut self) -> Result<Step, StepError> {
+        self.check_traced();
         let advanced = self.advance()?;
         Ok(self.describe(advanced))
     }
@@ -26,6 +27,7 @@ impl Cvm {
     /// [`branches`](Self::branches)). If nothing fires (an end state, or the operator fails),
     /// the recorded future stays as it was.
     pub fn refire(&mut self) -> Result<Step, StepError> {
+        self.check_traced();
         if !self.pending.is_empty() {
             self.restore_pending();
         }
@@ -50,6 +52,9 @@ impl Cvm {
         if self.mode == Mode::Parallel {
             return block_on(self.run_async());
         }
+        self.check_traced();
+        let span = self.run_span();
+        let _run = span.enter();
         let end = loop {
             if self.cancel.take() {
                 break EndState::Cancelled;
@@ -132,7 +137,7 @@ impl Cvm {
             return Ok(Advance::Ended(end));
         }
         let step = self.hist.path.len() as u32 + 1;
-        self.fire_one(o, step, false)
+        self.fire_one(o, step, false, false)
     }
 
     /// [`execute_next`](Self::execute_next) when [`slow`](Self::update_slow): a parallel step,
@@ -158,14 +163,29 @@ impl Cvm {
         if observed {
             self.notify_started(&[o], step);
         }
-        self.fire_one(o, step, observed)
+        let span = self.step_span(step, &[o]);
+        let _step = span.enter();
+        self.fire_one(o, step, observed, self.traced)
     }
 
     /// Fires operator `o` alone, on this thread, through the firing routine
-    /// ([`fire_now`]), and commits it as step `step`. `observed`: send its events.
-    // Always inlined: it is the sequential hot path (see benches/engine.rs).
+    /// ([`fire_now`]), and commits it as step `step`. `observed`: send its events; `traced`:
+    /// open its `tracing` span.
+    // Always inlined: it is the sequential hot path (see benches/engine.rs), where both flags
+    // are the constant `false`.
     #[inline(always)]
-    fn fire_one(&mut self, o: usize, step: u32, observed: bool) -> Result<Advance, StepError> {
+    fn fire_one(
+        &mut self,
+        o: usize,
+        step: u32,
+        observed: bool,
+        traced: bool,
+    ) -> Result<Advance, StepError> {
+        let span = if traced {
+            Some(self.firing_span(&tracing::Span::current(), o, step))
+        } else {
+            None
+        };
         let Cvm {
             net,
             topo,
@@ -173,6 +193,7 @@ impl Cvm {
             tok,
             tokens,
             s,
+            caps,
             ..
         } = self;
         s.slots.clear();
@@ -192,9 +213,15 @@ impl Cvm {
             step,
             stop: None,
             events: None,
-            timed: observed,
+            timed: observed || traced,
+            caps,
         };
+        let entered = span.as_ref().map(tracing::Span::enter);
         let out = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), &mut s.emitted);
+        drop(entered);
+        if let Some(span) = &span {
+            super::spans::finish(span, &out);
+        }
         if observed {
             self.notify_finished(o, step, &out);
         }

@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 
 #[cfg(doc)]
 use super::Operator;
+use super::capability::Capabilities;
 use super::{InPort, InputHandle, OpError, OutPort};
 use crate::connection::{ConnState, Token};
 use crate::types::{DataType, Value};
@@ -33,6 +34,7 @@ pub struct Firing<'a, O: ?Sized = Untyped> {
     pub(crate) n_outputs: u16,
     pub(crate) step: u32,
     pub(crate) name: &'a str,
+    pub(crate) caps: &'a dyn Capabilities,
     pub(crate) _op: PhantomData<fn(&O)>,
 }
 
@@ -43,6 +45,7 @@ impl<O: ?Sized> fmt::Debug for Firing<'_, O> {
             .field("step", &self.step)
             .field("inputs", &self.inputs.len())
             .field("emitted", &self.emitted.len())
+            .field("generation", &self.caps.generation())
             .finish()
     }
 }
@@ -57,6 +60,7 @@ impl<'a> Firing<'a> {
         n_outputs: u16,
         step: u32,
         name: &'a str,
+        caps: &'a dyn Capabilities,
     ) -> Self {
         Firing {
             tokens,
@@ -65,6 +69,7 @@ impl<'a> Firing<'a> {
             n_outputs,
             step,
             name,
+            caps,
             _op: PhantomData,
         }
     }
@@ -80,8 +85,16 @@ impl<'a, O: ?Sized> Firing<'a, O> {
             n_outputs: self.n_outputs,
             step: self.step,
             name: self.name,
+            caps: self.caps,
             _op: PhantomData,
         }
+    }
+
+    /// The capabilities of the run: chat models, embedders, memories, tools (through the tool
+    /// gate) and the observer, from the generation the run pinned when it started (see
+    /// [`capability`](super::capability)).
+    pub fn capabilities(&self) -> &'a dyn Capabilities {
+        self.caps
     }
 
     /// The logical step of this firing (1-based).
