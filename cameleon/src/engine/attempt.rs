@@ -243,7 +243,7 @@ fn settle_failure(
         }
         return Next::Retry(backoff);
     }
-    match caught_failure(spec, cx.name, &error) {
+    match caught_failure(spec, cx, &error) {
         Some(emission) => {
             emitted.push(emission);
             Next::Done(Ok(()))
@@ -252,17 +252,20 @@ fn settle_failure(
     }
 }
 
-/// docs/semantics.md §4: an operator that declares an output named `error` of type
-/// [`DataError`] catches its own failure: instead of stopping the run in ERROR, the firing
-/// emits the failure there (and nothing else). Returns that emission, or `None` when the
-/// operator has no such output.
-fn caught_failure(spec: &OpSpec, name: &str, error: &OpError) -> Option<(u16, Value)> {
+/// docs/semantics.md §4.9: an operator that declares an output named `error` of type
+/// [`DataError`], connected, catches its own failure: instead of stopping the run in ERROR, the
+/// firing emits the failure there (and nothing else). Returns that emission, or `None` when the
+/// operator has no such output, or it is not connected (the failure would vanish).
+fn caught_failure(spec: &OpSpec, cx: &FiringCx<'_>, error: &OpError) -> Option<(u16, Value)> {
     let port = spec
         .outputs
         .iter()
         .position(|p| p.name == "error" && p.ty == TypeRef::of::<DataError>())?;
+    if cx.topo.port_conns(cx.o, port).is_empty() {
+        return None;
+    }
     let data = DataError {
-        operator: name.to_owned(),
+        operator: cx.name.to_owned(),
         message: error.to_string(),
     };
     Some((port as u16, Value::new(data)))
