@@ -5,7 +5,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
 
-use super::{Io, RunArgs, display_name, exit, load};
+use super::{Io, RunArgs, display_name, exit, load, report_invalid};
+use cameleon::capabilities::{CapabilitiesError, Runtime};
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
 use cameleon::net::Net;
 use cameleon::verify;
@@ -151,11 +152,23 @@ fn show_value(v: &Json) -> String {
 
 /// The trace of a run as JSON Lines: one object per firing, in history order —
 /// `{"step":N,"op":"id","consumed":["a.out -> b.in",…],"emitted":[{"conn":"…","type":"DataString","value":…}]}`
-/// — then a last line with the end state, steps and firings. No wall time: the same net in the
-/// same mode gives the same bytes.
+/// — then a last line with the end state, steps and firings. The first line (the first firing,
+/// or the end line of a run that fired nothing) also says the capability generation the run
+/// pinned, as a last key `"generation":N`. No wall time: the same net in the same mode gives
+/// the same bytes.
 pub fn trace_jsonl(cvm: &Cvm, report: &RunReport) -> String {
     let net = cvm.net();
     let mut out = String::new();
+    let mut first = true;
+    let mut push = |out: &mut String, mut line: Json| {
+        if std::mem::take(&mut first)
+            && let Json::Object(m) = &mut line
+        {
+            m.insert("generation".into(), json!(cvm.generation()));
+        }
+        out.push_str(&line.to_string());
+        out.push('\n');
+    };
     for entry in cvm.history().entries() {
         for f in &entry.firings {
             let consumed: Vec<&str> = f
@@ -184,12 +197,10 @@ pub fn trace_jsonl(cvm: &Cvm, report: &RunReport) -> String {
                 "consumed": consumed,
                 "emitted": emitted,
             });
-            out.push_str(&line.to_string());
-            out.push('\n');
+            push(&mut out, line);
         }
     }
-    out.push_str(&report.trace_end().to_string());
-    out.push('\n');
+    push(&mut out, report.trace_end());
     out
 }
 
@@ -279,7 +290,26 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         return follow(&net, witness, a.json, io);
     }
     let name = display_name(&net, &a.file);
-    let mut b = Cvm::builder(net);
+    let rt = match Runtime::builder()
+        .for_cm_file(&a.file, a.capabilities.as_deref())
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(CapabilitiesError::File(e)) => {
+            report_invalid(&e, a.json, io)?;
+            return Ok(exit::INVALID);
+        }
+        Err(e) => {
+            writeln!(io.stderr, "error: {e}")?;
+            return Ok(exit::INVALID);
+        }
+    };
+    let base = a
+        .file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| std::path::PathBuf::from("."), std::path::Path::to_path_buf);
+    let mut b = rt.cvm(net, base);
     if let Some(m) = a.mode {
         b = b.mode(m.into());
     }

@@ -129,7 +129,15 @@ impl Cvm {
     pub async fn run_async(&mut self) -> Result<EndState, RunError> {
         self.check_traced();
         let span = self.run_span();
-        self.run_async_loop().instrument(span).await
+        let end = self.run_async_loop().instrument(span).await;
+        if self.traced {
+            let name = match &end {
+                Ok(end) => end.name(),
+                Err(_) => "ERROR",
+            };
+            self.close_run_span(name);
+        }
+        end
     }
 
     async fn run_async_loop(&mut self) -> Result<EndState, RunError> {

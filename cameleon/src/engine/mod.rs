@@ -108,6 +108,8 @@ pub struct Cvm {
     traced: bool,
     /// The run's id in its spans (`None`: the net's name).
     run_id: Option<Arc<str>>,
+    /// The `tracing` span of the run under way, when a subscriber listens.
+    run_span: Option<tracing::Span>,
 }
 
 impl fmt::Debug for Cvm {
@@ -165,6 +167,7 @@ impl Cvm {
             caps: <dyn Capabilities>::none(),
             traced: false,
             run_id: None,
+            run_span: None,
             net,
         };
         cvm.update_slow();

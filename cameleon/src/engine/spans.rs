@@ -16,7 +16,8 @@ use super::attempt::Outcome;
 pub(super) const TARGET: &str = "cameleon::engine";
 
 impl Cvm {
-    /// Updates whether a subscriber listens to the engine's spans.
+    /// Updates whether a subscriber listens to the engine's spans, and opens the run's span
+    /// if one does and it is not open yet.
     #[inline]
     pub(super) fn check_traced(&mut self) {
         let on = tracing::enabled!(target: TARGET, tracing::Level::INFO);
@@ -24,31 +25,47 @@ impl Cvm {
             self.traced = on;
             self.update_slow();
         }
+        if on && self.run_span.is_none() {
+            self.open_run_span();
+        }
     }
 
-    /// The span of a run (`None` span when nobody listens).
-    pub(super) fn run_span(&self) -> Span {
-        if !self.traced {
-            return Span::none();
-        }
+    #[cold]
+    fn open_run_span(&mut self) {
         let run = self.run_id.as_deref().unwrap_or(&self.net.name);
-        tracing::info_span!(
+        self.run_span = Some(tracing::info_span!(
             target: TARGET,
             "run",
             run = %run,
             net = %self.net.name,
             mode = %self.mode,
             generation = self.caps.generation(),
-        )
+            end = Empty,
+        ));
     }
 
-    /// The span of a step of operators `ops`, a child of the current span.
+    /// Closes the run's span (the run reached `end`); a later step opens a new one.
+    pub(super) fn close_run_span(&mut self, end: &str) {
+        if let Some(span) = self.run_span.take() {
+            span.record("end", end);
+        }
+    }
+
+    /// The run's span (`None` span when nobody listens).
+    pub(super) fn run_span(&self) -> Span {
+        self.run_span.clone().unwrap_or_else(Span::none)
+    }
+
+    /// The span of a step of operators `ops`, a child of the run's span.
     pub(super) fn step_span(&self, step: u32, ops: &[usize]) -> Span {
         if !self.traced {
             return Span::none();
         }
         let names = self.names(ops.iter().copied()).join(",");
-        tracing::info_span!(target: TARGET, "step", step, ops = %names)
+        match &self.run_span {
+            Some(run) => tracing::info_span!(target: TARGET, parent: run, "step", step, ops = %names),
+            None => tracing::info_span!(target: TARGET, "step", step, ops = %names),
+        }
     }
 
     /// The span of one firing of operator `o`, a child of `parent`.
@@ -79,7 +96,11 @@ pub(super) fn finish(span: &Span, out: &Outcome) {
         return;
     }
     span.record("attempts", out.attempts);
-    span.record("duration_ms", out.elapsed.as_secs_f64() * 1000.0);
+    // Milliseconds with microsecond precision.
+    span.record(
+        "duration_ms",
+        (out.elapsed.as_secs_f64() * 1e6).round() / 1e3,
+    );
     if let Err(e) = &out.result {
         span.record("error", tracing::field::display(e));
     }

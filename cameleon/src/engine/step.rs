@@ -18,8 +18,21 @@ impl Cvm {
     /// Returns [`Step::Ended`] when nothing can fire. On `Err`, nothing changed.
     pub fn step(&mut self) -> Result<Step, StepError> {
         self.check_traced();
-        let advanced = self.advance()?;
-        Ok(self.describe(advanced))
+        let advanced = self.advance();
+        if self.traced {
+            self.close_run_span_if_ended(&advanced);
+        }
+        Ok(self.describe(advanced?))
+    }
+
+    /// Closes the run's span when a step ended the run.
+    #[cold]
+    pub(super) fn close_run_span_if_ended(&mut self, advanced: &Result<Advance, StepError>) {
+        match advanced {
+            Ok(Advance::Ended(end)) => self.close_run_span(end.name()),
+            Err(StepError::Operator { .. }) => self.close_run_span("ERROR"),
+            _ => {}
+        }
     }
 
     /// Executes the next step anew (as [`step`](Self::step) would without history), even if the
@@ -54,7 +67,7 @@ impl Cvm {
         }
         self.check_traced();
         let span = self.run_span();
-        let _run = span.enter();
+        let entered = span.enter();
         let end = loop {
             if self.cancel.take() {
                 break EndState::Cancelled;
@@ -63,6 +76,10 @@ impl Cvm {
                 break end;
             }
         };
+        drop(entered);
+        if self.traced {
+            self.close_run_span(end.name());
+        }
         self.notify(|_| Event::Ended { end: end.clone() });
         Ok(end)
     }
