@@ -45,7 +45,12 @@ pub fn tools_text(manifests: &[ToolManifest]) -> String {
                 } else {
                     ""
                 };
-                let doc = p["description"].as_str().unwrap_or_default();
+                let doc = p["description"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .collect::<Vec<_>>()
+                    .join(" ");
                 let _ = writeln!(s, "  arg {name} ({ty}{req}): {doc}");
             }
         }
@@ -110,5 +115,9 @@ pub(super) fn call(a: &CallArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             result.error.as_deref().unwrap_or("no reason given")
         )?;
     }
-    Ok(if result.is_ok() { exit::OK } else { exit::ERROR })
+    Ok(if result.is_ok() {
+        exit::OK
+    } else {
+        exit::ERROR
+    })
 }

@@ -60,14 +60,20 @@ fn tools_json_lists_every_standard_tool_with_its_schemas() {
     assert!(names.is_sorted());
     for m in v.as_array().unwrap() {
         let keys: Vec<&String> = m.as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["name", "description", "input_schema", "output_schema"]);
+        assert_eq!(
+            keys,
+            ["name", "description", "input_schema", "output_schema"]
+        );
     }
     let calc = &v[names.iter().position(|n| *n == "calc").unwrap()];
     assert_eq!(calc["input_schema"]["required"], json!(["expr"]));
     assert_eq!(calc["input_schema"]["properties"]["expr"]["type"], "string");
     assert_eq!(calc["output_schema"]["type"], "number");
     let text = stdout(&cameleon(&["tools"]));
-    assert!(text.contains("calc — Evaluates an arithmetic expression"), "{text}");
+    assert!(
+        text.contains("calc — Evaluates an arithmetic expression"),
+        "{text}"
+    );
     assert!(text.contains("  arg expr (string, required)"), "{text}");
 }
 
@@ -91,11 +97,19 @@ fn call_prints_the_result_and_exits_0_when_ok_else_5() {
 
     let o = cameleon(&["call", "calc", r#"{"expr": 5}"#]);
     assert_eq!(code(&o), 5);
-    assert!(stderr(&o).contains("/properties/expr/type"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("/properties/expr/type"),
+        "{}",
+        stderr(&o)
+    );
 
     let o = cameleon(&["call", "cal", "{}"]);
     assert_eq!(code(&o), 5);
-    assert!(stderr(&o).contains("did you mean `calc`?"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("did you mean `calc`?"),
+        "{}",
+        stderr(&o)
+    );
 
     let o = cameleon(&["call", "calc", "{expr: 1}"]);
     assert_eq!(code(&o), 2);
@@ -105,14 +119,32 @@ fn call_prints_the_result_and_exits_0_when_ok_else_5() {
 #[test]
 fn call_confines_file_tools_to_the_base_folder() {
     let ex = examples().display().to_string();
-    let o = cameleon(&["call", "read_file", r#"{"path": "data/article.txt"}"#, "--base", &ex]);
+    let o = cameleon(&[
+        "call",
+        "read_file",
+        r#"{"path": "data/article.txt"}"#,
+        "--base",
+        &ex,
+    ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).starts_with("Pipelines are nets."));
-    let o = cameleon(&["call", "read_file", r#"{"path": "../Cargo.toml"}"#, "--base", &ex, "--json"]);
+    let o = cameleon(&[
+        "call",
+        "read_file",
+        r#"{"path": "../Cargo.toml"}"#,
+        "--base",
+        &ex,
+        "--json",
+    ]);
     assert_eq!(code(&o), 5);
     let v = json_out(&o);
     assert_eq!(v["status"], "error");
-    assert!(v["error"].as_str().unwrap().contains("leaves the base folder"));
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("leaves the base folder")
+    );
 }
 
 #[test]
@@ -145,7 +177,13 @@ fn a_net_without_a_tools_key_stops_in_error_and_names_the_tool_and_status() {
     let v = json_out(&o);
     assert_eq!(v["end"], "ERROR");
     assert_eq!(v["op"], "total");
-    assert!(v["error"].as_str().unwrap().starts_with("tool `calc` denied:"), "{v}");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("tool `calc` denied:"),
+        "{v}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -161,10 +199,17 @@ fn check_reports_an_unknown_tool_with_a_did_you_mean() {
     assert_eq!(code(&o), 2);
     let p = &json_out(&o)["problems"][0];
     assert_eq!(p["kind"], "unknown_tool");
-    assert_eq!((p["line"].clone(), p["column"].clone()), (json!(6), json!(17)));
+    assert_eq!(
+        (p["line"].clone(), p["column"].clone()),
+        (json!(6), json!(17))
+    );
     assert_eq!(p["hint"], "did you mean `json_query`?");
     let o = cameleon(&["check", &cm.display().to_string()]);
-    assert!(stderr(&o).contains("unknown tool `jsonquery`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("unknown tool `jsonquery`"),
+        "{}",
+        stderr(&o)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -182,9 +227,15 @@ fn a_bad_capabilities_file_is_rendered_like_a_cm_error_with_exit_2() {
     let o = cameleon(&["run", &ex, "--capabilities", &c]);
     assert_eq!(code(&o), 2);
     let err = stderr(&o);
-    assert!(err.contains("is not a valid capabilities file: 3 problems"), "{err}");
+    assert!(
+        err.contains("is not a valid capabilities file: 3 problems"),
+        "{err}"
+    );
     assert!(err.contains("unknown chat model kind `openai`"), "{err}");
-    assert!(err.contains("environment variable `CAMELEON_TEST_UNSET_KEY`"), "{err}");
+    assert!(
+        err.contains("environment variable `CAMELEON_TEST_UNSET_KEY`"),
+        "{err}"
+    );
     assert!(err.contains("did you mean `embedders`?"), "{err}");
     assert!(err.contains("caps.yaml:2:"), "{err}");
     let o = cameleon(&["run", &ex, "--capabilities", &c, "--json"]);
@@ -200,11 +251,20 @@ fn a_bad_capabilities_file_is_rendered_like_a_cm_error_with_exit_2() {
     assert_eq!(kinds, ["unknown_kind", "env", "schema"]);
     // A `cameleon.yaml` beside the .cm file is read by default.
     std::fs::copy(examples().join("tools.cm"), dir.join("tools.cm")).unwrap();
-    std::fs::write(dir.join("cameleon.yaml"), "chat:\n  default: {kind: nope}\n").unwrap();
+    std::fs::write(
+        dir.join("cameleon.yaml"),
+        "chat:\n  default: {kind: nope}\n",
+    )
+    .unwrap();
     let o = cameleon(&["run", &dir.join("tools.cm").display().to_string()]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("cameleon.yaml:2:"), "{}", stderr(&o));
-    let o = cameleon(&["run", &ex, "--capabilities", &dir.join("missing.yaml").display().to_string()]);
+    let o = cameleon(&[
+        "run",
+        &ex,
+        "--capabilities",
+        &dir.join("missing.yaml").display().to_string(),
+    ]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
     let _ = std::fs::remove_dir_all(&dir);
@@ -217,8 +277,10 @@ fn log_writes_the_spans_of_the_run_to_stderr() {
     assert_eq!(code(&o), 0);
     let err = stderr(&o);
     assert!(
-        err.lines().any(|l| l.contains("run{run=bill net=bill mode=sequential generation=1}")
-            && l.contains("firing{run=bill step=2 op=total type=tool generation=1 attempts=1")),
+        err.lines().any(
+            |l| l.contains("run{run=bill net=bill mode=sequential generation=1}")
+                && l.contains("firing{run=bill step=2 op=total type=tool generation=1 attempts=1")
+        ),
         "{err}"
     );
     let o = cameleon(&["run", &ex]);
@@ -232,12 +294,21 @@ fn a_net_written_from_catalogue_and_tools_json_alone_runs() {
     let catalogue = json_out(&cameleon(&["catalogue", "--json"]));
     let tools = json_out(&cameleon(&["tools", "--json"]));
     let ops = catalogue["operators"].as_array().unwrap();
-    assert!(catalogue["format"].as_str().unwrap().contains("tools: {allow:"));
+    assert!(
+        catalogue["format"]
+            .as_str()
+            .unwrap()
+            .contains("tools: {allow:")
+    );
     // The operator that calls a tool: a `name` param, a DataJSON input and output.
     let caller = ops
         .iter()
         .find(|o| {
-            o["params"].as_array().unwrap().iter().any(|p| p["name"] == "name")
+            o["params"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "name")
                 && o["inputs"][0]["type"] == "DataJSON"
                 && o["outputs"][0]["type"] == "DataJSON"
                 && o["doc"].as_str().unwrap().contains("tool")
@@ -246,7 +317,9 @@ fn a_net_written_from_catalogue_and_tools_json_alone_runs() {
     // A literal JSON source and a sink.
     let literal = ops
         .iter()
-        .find(|o| o["outputs"][0]["type"] == "DataJSON" && o["inputs"].as_array().unwrap().is_empty())
+        .find(|o| {
+            o["outputs"][0]["type"] == "DataJSON" && o["inputs"].as_array().unwrap().is_empty()
+        })
         .expect("a JSON literal");
     let sink = ops
         .iter()

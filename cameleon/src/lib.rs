@@ -212,11 +212,11 @@ pub mod prelude {
         Operator, Out, OutPort, ParamError, Run, RunAsync, TypeRef,
     };
     pub use crate::policy::{Enabling, Family, Policy};
+    pub use crate::tools::{ToolContext, ToolError};
     pub use crate::types::{
         Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, PortType,
         Value,
     };
-    pub use crate::tools::{ToolContext, ToolError};
     pub use cameleon_macros::{operator, pipeline, tool};
 }
 
@@ -267,23 +267,34 @@ pub mod __private {
     pub trait ToolArgs: serde::de::DeserializeOwned + schemars::JsonSchema {}
     impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolArgs for T {}
 
-    /// Checks, at the user's arguments type, that it is [`ToolArgs`].
-    pub fn assert_tool_args<T: ToolArgs>() {}
+    /// How generated code reads a tool's arguments and gives their schema. Every use goes
+    /// through [`args_of`], so arguments that are not [`ToolArgs`] are reported once.
+    #[allow(missing_debug_implementations)] // function pointers, for generated code only
+    pub struct ArgsOf<T> {
+        /// Reads a call's arguments (already checked against the schema) into the struct.
+        pub read: fn(&str, serde_json::Value) -> Result<T, ToolError>,
+        /// The JSON Schema of the arguments (JSON Schema 2020-12).
+        pub schema: fn() -> serde_json::Value,
+    }
 
-    /// The JSON Schema of a tool's arguments (JSON Schema 2020-12).
-    pub fn tool_input_schema<T: schemars::JsonSchema>() -> serde_json::Value {
+    /// The argument operations of `T`.
+    pub const fn args_of<T: ToolArgs>() -> ArgsOf<T> {
+        ArgsOf {
+            read: read_args::<T>,
+            schema: schema_of::<T>,
+        }
+    }
+
+    fn read_args<T: ToolArgs>(tool: &str, args: serde_json::Value) -> Result<T, ToolError> {
+        serde_json::from_value(args)
+            .map_err(|e| ToolError::invalid_args(format!("invalid arguments for `{tool}`: {e}")))
+    }
+
+    /// The JSON Schema of a type (JSON Schema 2020-12).
+    pub fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
         schemars::SchemaGenerator::new(schemars::generate::SchemaSettings::draft2020_12())
             .into_root_schema_for::<T>()
             .to_value()
-    }
-
-    /// Reads a call's arguments (already checked against the schema) into the struct.
-    pub fn tool_args<T: serde::de::DeserializeOwned>(
-        tool: &str,
-        args: serde_json::Value,
-    ) -> Result<T, ToolError> {
-        serde_json::from_value(args)
-            .map_err(|e| ToolError::invalid_args(format!("invalid arguments for `{tool}`: {e}")))
     }
 
     /// What a `#[tool]` function must return.
@@ -337,7 +348,7 @@ pub mod __private {
 
     impl<T: schemars::JsonSchema> ToolSchemaOf for SchemaProbe<T> {
         fn tool_output_schema(&self) -> serde_json::Value {
-            tool_input_schema::<T>()
+            schema_of::<T>()
         }
     }
 

@@ -22,7 +22,11 @@ impl ChatModel for Echo {
         "test_echo"
     }
     fn chat<'a>(&'a self, r: &'a ChatRequest) -> CapFuture<'a, Result<ChatReply, CapabilityError>> {
-        let prompt = r.messages.last().map(|m| m.content.clone()).unwrap_or_default();
+        let prompt = r
+            .messages
+            .last()
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
         let text = format!("{}: {prompt}", self.0);
         Box::pin(async move {
             Ok(ChatReply {
@@ -74,7 +78,12 @@ impl Run for AskModel {
 fn ask_net(model: &str) -> Net {
     let mut b = Net::builder("ask");
     b.add("prompt", Source::new("hi"));
-    b.add("ask", AskModel { model: model.into() });
+    b.add(
+        "ask",
+        AskModel {
+            model: model.into(),
+        },
+    );
     b.add("out", Sink::new());
     b.connect("prompt.out_data", "ask.in_prompt")
         .connect("ask.out_text", "out.in_data");
@@ -107,10 +116,7 @@ fn a_run_keeps_its_generation_through_a_reload_and_the_next_run_sees_the_new_one
     // …and the run in flight finishes on generation 1.
     assert_eq!(first.run().unwrap(), EndState::Completed);
     assert_eq!(first.generation(), 1);
-    assert_eq!(
-        first.received("out")[0].to_json(),
-        "one: hi (generation 1)"
-    );
+    assert_eq!(first.received("out")[0].to_json(), "one: hi (generation 1)");
     // The next run sees generation 2.
     let mut second = rt.cvm(ask_net("default"), &dir).build();
     assert_eq!(second.run().unwrap(), EndState::Completed);
@@ -153,8 +159,14 @@ fn code_sources_contribute_and_are_asked_again_at_each_reload() {
     let mut after = rt.cvm(ask_net("default"), ".").build();
     before.run().unwrap();
     after.run().unwrap();
-    assert_eq!(before.received("out")[0].to_json(), "first: hi (generation 1)");
-    assert_eq!(after.received("out")[0].to_json(), "second: hi (generation 2)");
+    assert_eq!(
+        before.received("out")[0].to_json(),
+        "first: hi (generation 1)"
+    );
+    assert_eq!(
+        after.received("out")[0].to_json(),
+        "second: hi (generation 2)"
+    );
 }
 
 #[test]
@@ -167,7 +179,10 @@ fn a_missing_model_is_an_error_naming_it_the_generation_and_where_to_configure_i
     match cvm.run().unwrap() {
         EndState::Error { op, error } => {
             assert_eq!(op, "ask");
-            assert!(error.contains("no chat model `fast` in capability generation 1"), "{error}");
+            assert!(
+                error.contains("no chat model `fast` in capability generation 1"),
+                "{error}"
+            );
             assert!(error.contains("it has `default`"), "{error}");
             assert!(error.contains("under `chat:`"), "{error}");
             assert!(error.contains("cameleon.yaml"), "{error}");
@@ -178,7 +193,10 @@ fn a_missing_model_is_an_error_naming_it_the_generation_and_where_to_configure_i
     let mut bare = Cvm::new(ask_net("default"));
     match bare.run().unwrap() {
         EndState::Error { error, .. } => {
-            assert!(error.contains("generation 0") && error.contains("--capabilities"), "{error}")
+            assert!(
+                error.contains("generation 0") && error.contains("--capabilities"),
+                "{error}"
+            )
         }
         other => panic!("{other:?}"),
     }
@@ -199,14 +217,20 @@ fn an_optional_file_that_is_absent_adds_nothing() {
 
 #[test]
 fn an_unknown_kind_is_located_with_a_did_you_mean() {
-    let e = load_config_str("caps.yaml", "chat:\n  default: {kind: test_ecco, prefix: a}\n")
-        .unwrap_err();
+    let e = load_config_str(
+        "caps.yaml",
+        "chat:\n  default: {kind: test_ecco, prefix: a}\n",
+    )
+    .unwrap_err();
     let p = &e.problems()[0];
     assert_eq!(p.kind, CmProblemKind::UnknownKind);
     assert_eq!((p.line, p.column), (2, 19));
     assert_eq!(p.hint.as_deref(), Some("did you mean `test_echo`?"));
     assert_eq!(e.document(), "capabilities file");
-    assert!(e.to_string().starts_with("caps.yaml:2:19: unknown chat model kind `test_ecco`"));
+    assert!(
+        e.to_string()
+            .starts_with("caps.yaml:2:19: unknown chat model kind `test_ecco`")
+    );
 }
 
 #[test]
@@ -216,14 +240,26 @@ fn a_missing_key_variable_is_located_and_never_shows_a_value() {
     let p = &e.problems()[0];
     assert_eq!(p.kind, CmProblemKind::Env);
     assert_eq!((p.line, p.column), (5, 18));
-    assert!(p.message.contains("`CAMELEON_TEST_SURELY_UNSET_VAR`"), "{}", p.message);
-    assert!(p.hint.as_deref().unwrap().contains("export CAMELEON_TEST_SURELY_UNSET_VAR"));
+    assert!(
+        p.message.contains("`CAMELEON_TEST_SURELY_UNSET_VAR`"),
+        "{}",
+        p.message
+    );
+    assert!(
+        p.hint
+            .as_deref()
+            .unwrap()
+            .contains("export CAMELEON_TEST_SURELY_UNSET_VAR")
+    );
 }
 
 #[test]
 fn secrets_written_in_the_file_are_refused() {
-    let e = load_config_str("caps.yaml", "chat:\n  default: {kind: test_echo, prefix: a, api_key: sk-123}\n")
-        .unwrap_err();
+    let e = load_config_str(
+        "caps.yaml",
+        "chat:\n  default: {kind: test_echo, prefix: a, api_key: sk-123}\n",
+    )
+    .unwrap_err();
     let p = &e.problems()[0];
     assert_eq!(p.line, 2);
     assert!(p.message.contains("would write a secret"), "{}", p.message);
@@ -236,9 +272,18 @@ fn every_problem_of_a_file_is_reported_at_once() {
     let e = load_config_str("caps.yaml", text).unwrap_err();
     let lines: Vec<usize> = e.problems().iter().map(|p| p.line).collect();
     assert_eq!(lines, [1, 4, 6], "{e}");
-    assert_eq!(e.problems()[0].hint.as_deref(), Some("did you mean `chat`?"));
+    assert_eq!(
+        e.problems()[0].hint.as_deref(),
+        Some("did you mean `chat`?")
+    );
     assert!(e.problems()[1].message.contains("has no `kind`"));
-    assert!(e.problems()[2].hint.as_deref().unwrap().contains("no memory kinds"));
+    assert!(
+        e.problems()[2]
+            .hint
+            .as_deref()
+            .unwrap()
+            .contains("no memory kinds")
+    );
 }
 
 #[test]
@@ -246,7 +291,10 @@ fn a_kind_refusing_its_settings_is_located_at_the_entry() {
     let e = load_config_str("caps.yaml", "chat:\n  default: {kind: test_echo}\n").unwrap_err();
     let p = &e.problems()[0];
     assert_eq!(p.line, 2);
-    assert!(p.message.contains("chat model `default` (test_echo): missing `prefix`"));
+    assert!(
+        p.message
+            .contains("chat model `default` (test_echo): missing `prefix`")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -299,5 +347,9 @@ fn runs_steps_and_firings_are_tracing_spans_with_their_facts() {
         assert!(firing.contains(fact), "missing `{fact}` in {firing}");
     }
     assert!(text.contains("end=\"COMPLETED\""), "{text}");
-    assert_eq!(text.lines().filter(|l| l.contains(":firing{")).count(), 3, "{text}");
+    assert_eq!(
+        text.lines().filter(|l| l.contains(":firing{")).count(),
+        3,
+        "{text}"
+    );
 }

@@ -88,7 +88,11 @@ fn registry() -> Arc<ToolRegistry> {
 }
 
 fn gate(allow: &[&str]) -> ToolGate {
-    ToolGate::new(registry(), Some(&ToolPolicy::allow(allow.iter().copied())), ".")
+    ToolGate::new(
+        registry(),
+        Some(&ToolPolicy::allow(allow.iter().copied())),
+        ".",
+    )
 }
 
 fn call(tool: &str, key: &str) -> ToolCall {
@@ -114,7 +118,11 @@ fn an_allowed_call_runs_once_and_returns_ok_with_meta() {
         ["status", "content", "error", "meta"]
     );
     assert_eq!(
-        shape["meta"].as_object().unwrap().keys().collect::<Vec<_>>(),
+        shape["meta"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
         ["tool", "origin", "duration_ms", "attempts"]
     );
 }
@@ -124,7 +132,10 @@ fn without_a_tools_key_every_call_is_denied_and_never_runs() {
     let g = ToolGate::new(registry(), None, ".");
     let r = g.call_blocking(call("test_count", "no-policy"));
     assert_eq!(r.status, ToolStatus::Denied);
-    assert!(r.error.as_deref().unwrap().contains("no `tools:` key"), "{r:?}");
+    assert!(
+        r.error.as_deref().unwrap().contains("no `tools:` key"),
+        "{r:?}"
+    );
     assert_eq!(r.meta.attempts, 0);
     assert_eq!(runs("no-policy"), 0, "a denied call never runs");
 }
@@ -164,7 +175,13 @@ fn an_approve_tool_without_anyone_to_ask_is_denied_saying_approval_is_needed() {
     let g = ToolGate::new(registry(), Some(&policy), ".");
     let r = g.call_blocking(call("test_count", "approve-nobody"));
     assert_eq!(r.status, ToolStatus::Denied);
-    assert!(r.error.as_deref().unwrap().contains("needs a person's approval"), "{r:?}");
+    assert!(
+        r.error
+            .as_deref()
+            .unwrap()
+            .contains("needs a person's approval"),
+        "{r:?}"
+    );
     assert_eq!(runs("approve-nobody"), 0);
 }
 
@@ -193,8 +210,14 @@ fn an_approve_tool_runs_only_when_the_approver_says_yes() {
 #[test]
 fn cli_style_gate_allows_the_named_tool_alone() {
     let g = ToolGate::allow_only(registry(), "test_count", ".");
-    assert_eq!(g.call_blocking(call("test_count", "only")).status, ToolStatus::Ok);
-    assert_eq!(g.call_blocking(call("test_async", "only-other")).status, ToolStatus::Denied);
+    assert_eq!(
+        g.call_blocking(call("test_count", "only")).status,
+        ToolStatus::Ok
+    );
+    assert_eq!(
+        g.call_blocking(call("test_async", "only-other")).status,
+        ToolStatus::Denied
+    );
     assert_eq!(runs("only-other"), 0);
 }
 
@@ -207,12 +230,19 @@ fn arguments_that_do_not_fit_the_schema_are_an_error_naming_the_schema_path() {
     let r = g.call_blocking(ToolCall::new("test_count", json!({"key": 7})));
     assert_eq!(r.status, ToolStatus::Error);
     let e = r.error.unwrap();
-    assert!(e.contains("`/key`") && e.contains("/properties/key/type"), "{e}");
+    assert!(
+        e.contains("`/key`") && e.contains("/properties/key/type"),
+        "{e}"
+    );
     assert!(e.contains("expected string"), "{e}");
     let r = g.call_blocking(ToolCall::new("test_count", json!({"key": "x", "extra": 1})));
     assert!(r.error.unwrap().contains("unexpected property `extra`"));
     let r = g.call_blocking(ToolCall::new("calc", json!({})));
-    assert!(r.error.unwrap().contains("missing required property \"expr\""));
+    assert!(
+        r.error
+            .unwrap()
+            .contains("missing required property \"expr\"")
+    );
     assert_eq!(r.meta.attempts, 0);
 }
 
@@ -237,14 +267,21 @@ fn an_unknown_allowed_tool_is_an_error_with_a_did_you_mean() {
 fn a_panicking_tool_is_an_error_not_a_crash() {
     let r = gate(&["test_panic"]).call_blocking(call("test_panic", "panic"));
     assert_eq!(r.status, ToolStatus::Error);
-    assert!(r.error.unwrap().contains("the tool panicked: boom in panic"));
+    assert!(
+        r.error
+            .unwrap()
+            .contains("the tool panicked: boom in panic")
+    );
     assert_eq!(runs("panic"), 1);
 }
 
 #[test]
 fn an_async_tool_runs_through_both_entry_points() {
     let g = gate(&["test_async"]);
-    assert_eq!(g.call_blocking(call("test_async", "a1")).content, json!("async a1"));
+    assert_eq!(
+        g.call_blocking(call("test_async", "a1")).content,
+        json!("async a1")
+    );
     let r = cameleon::block_on(g.call(call("test_async", "a2")));
     assert_eq!(r.content, json!("async a2"));
     assert_eq!((runs("a1"), runs("a2")), (1, 1));
@@ -267,7 +304,10 @@ fn a_tool_sees_its_base_folder_and_who_asks() {
         "some/folder",
     );
     let r = g.call_blocking(call("test_context", "cx").principal("op1"));
-    assert_eq!(r.content, json!({"base": "some/folder", "principal": "op1"}));
+    assert_eq!(
+        r.content,
+        json!({"base": "some/folder", "principal": "op1"})
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -301,9 +341,15 @@ fn file_tools_read_list_and_write_inside_the_base_folder() {
     let r = g.call_blocking(ToolCall::new("read_file", json!({"path": "sub/note.txt"})));
     assert_eq!(r.content, json!("hello"));
     let l = g.call_blocking(ToolCall::new("list_dir", json!({"path": "."})));
-    assert_eq!(l.content, json!([{"name": "sub", "kind": "dir", "size": 0}]));
+    assert_eq!(
+        l.content,
+        json!([{"name": "sub", "kind": "dir", "size": 0}])
+    );
     let l = g.call_blocking(ToolCall::new("list_dir", json!({"path": "sub"})));
-    assert_eq!(l.content, json!([{"name": "note.txt", "kind": "file", "size": 5}]));
+    assert_eq!(
+        l.content,
+        json!([{"name": "note.txt", "kind": "file", "size": 5}])
+    );
     let _ = std::fs::remove_dir_all(&base);
 }
 
@@ -324,16 +370,28 @@ fn file_tools_refuse_parent_dirs_absolute_paths_and_links_out_without_leaking_co
         ToolCall::new("read_file", json!({"path": "../secret.txt"})),
         ToolCall::new("read_file", json!({"path": secret})),
         ToolCall::new("list_dir", json!({"path": ".."})),
-        ToolCall::new("write_file", json!({"path": "../x.txt", "content": "TOP-SECRET-CONTENT"})),
-        ToolCall::new("write_file", json!({"path": "/tmp/x.txt", "content": "TOP-SECRET-CONTENT"})),
+        ToolCall::new(
+            "write_file",
+            json!({"path": "../x.txt", "content": "TOP-SECRET-CONTENT"}),
+        ),
+        ToolCall::new(
+            "write_file",
+            json!({"path": "/tmp/x.txt", "content": "TOP-SECRET-CONTENT"}),
+        ),
     ];
     if cfg!(unix) {
         refused.extend([
             ToolCall::new("read_file", json!({"path": "link.txt"})),
             ToolCall::new("read_file", json!({"path": "up/secret.txt"})),
             ToolCall::new("list_dir", json!({"path": "up"})),
-            ToolCall::new("write_file", json!({"path": "link.txt", "content": "TOP-SECRET-CONTENT"})),
-            ToolCall::new("write_file", json!({"path": "up/new.txt", "content": "TOP-SECRET-CONTENT"})),
+            ToolCall::new(
+                "write_file",
+                json!({"path": "link.txt", "content": "TOP-SECRET-CONTENT"}),
+            ),
+            ToolCall::new(
+                "write_file",
+                json!({"path": "up/new.txt", "content": "TOP-SECRET-CONTENT"}),
+            ),
         ]);
     }
     for c in refused {
@@ -342,7 +400,9 @@ fn file_tools_refuse_parent_dirs_absolute_paths_and_links_out_without_leaking_co
         assert_eq!(r.status, ToolStatus::Error, "{what}: {r:?}");
         let e = r.error.unwrap();
         assert!(
-            e.contains("leaves the base folder") || e.contains("absolute") || e.contains("leads out"),
+            e.contains("leaves the base folder")
+                || e.contains("absolute")
+                || e.contains("leads out"),
             "{what}: {e}"
         );
         assert!(!e.contains("TOP-SECRET"), "{what} leaked: {e}");
@@ -370,14 +430,21 @@ fn calc_and_json_query_through_the_gate() {
     let e = c("2 * (3");
     assert!(e.error.unwrap().contains("syntax error at column 5"));
 
-    let q = |v: Json, p: &str| g.call_blocking(ToolCall::new("json_query", json!({"value": v, "path": p})));
+    let q = |v: Json, p: &str| {
+        g.call_blocking(ToolCall::new("json_query", json!({"value": v, "path": p})))
+    };
     let doc = json!({"items": [{"name": "a"}, {"name": "b"}]});
     assert_eq!(q(doc.clone(), "/items/1/name").content, json!("b"));
     assert_eq!(q(doc.clone(), "").content, doc);
     let miss = q(doc.clone(), "/items/5/name");
     assert_eq!(miss.status, ToolStatus::Error);
     assert!(miss.error.unwrap().contains("`/items` has no `5`"));
-    assert!(q(doc, "items").error.unwrap().contains("is not a JSON Pointer"));
+    assert!(
+        q(doc, "items")
+            .error
+            .unwrap()
+            .contains("is not a JSON Pointer")
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -409,7 +476,12 @@ fn run_net(net: Net) -> Cvm {
 
 #[test]
 fn the_tool_operator_emits_the_content_and_replay_and_back_never_call_again() {
-    let net = tool_net("test_count", "op-replay", Some(ToolPolicy::allow(["test_count"])), false);
+    let net = tool_net(
+        "test_count",
+        "op-replay",
+        Some(ToolPolicy::allow(["test_count"])),
+        false,
+    );
     let mut cvm = run_net(net);
     assert_eq!(cvm.received("out")[0].to_json(), json!("op-replay"));
     assert_eq!(runs("op-replay"), 1);
@@ -449,14 +521,22 @@ fn a_denied_call_ends_the_run_in_error_naming_the_tool_and_status() {
 
 #[test]
 fn with_error_connected_a_failed_call_is_data() {
-    let net = tool_net("test_panic", "op-caught", Some(ToolPolicy::allow(["test_panic"])), true);
+    let net = tool_net(
+        "test_panic",
+        "op-caught",
+        Some(ToolPolicy::allow(["test_panic"])),
+        true,
+    );
     let cvm = run_net(net);
     let failures = cvm.received("failures");
     assert_eq!(failures.len(), 1);
     let f = failures[0].to_json();
     assert_eq!(f["operator"], "call");
     assert!(
-        f["message"].as_str().unwrap().contains("tool `test_panic` error: the tool panicked"),
+        f["message"]
+            .as_str()
+            .unwrap()
+            .contains("tool `test_panic` error: the tool panicked"),
         "{f}"
     );
     assert!(cvm.received("out").is_empty());
@@ -464,7 +544,12 @@ fn with_error_connected_a_failed_call_is_data() {
 
 #[test]
 fn without_capabilities_a_run_denies_every_tool() {
-    let net = tool_net("test_count", "op-none", Some(ToolPolicy::allow(["test_count"])), false);
+    let net = tool_net(
+        "test_count",
+        "op-none",
+        Some(ToolPolicy::allow(["test_count"])),
+        false,
+    );
     let mut cvm = Cvm::new(net);
     match cvm.run().unwrap() {
         EndState::Error { error, .. } => assert!(error.contains("without capabilities"), "{error}"),
@@ -475,7 +560,12 @@ fn without_capabilities_a_run_denies_every_tool() {
 
 #[test]
 fn the_tool_operator_runs_in_parallel_mode_too() {
-    let mut net = tool_net("test_async", "op-parallel", Some(ToolPolicy::allow(["test_async"])), false);
+    let mut net = tool_net(
+        "test_async",
+        "op-parallel",
+        Some(ToolPolicy::allow(["test_async"])),
+        false,
+    );
     net.config_mut().mode = Mode::Parallel;
     let cvm = run_net(net);
     assert_eq!(cvm.received("out")[0].to_json(), json!("async op-parallel"));

@@ -134,8 +134,7 @@ fn check_returns_result(cx: &Ctxt, t: &Tool<'_>) {
 fn check_name(cx: &Ctxt, t: &Tool<'_>) {
     let ok = !t.name.is_empty()
         && t.name.len() <= 64
-        && t
-            .name
+        && t.name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if ok {

@@ -60,15 +60,25 @@ fn generate(t: &Tool<'_>) -> TokenStream {
     } else {
         quote!(__args)
     };
-    // Checked at the user's tokens: the arguments type, the return type.
-    let args_check = quote_spanned! {args_ty.span()=>
-        const _: fn() = || #p::assert_tool_args::<#args_ty>();
+    // Checked at the user's tokens: the arguments type (once, here), the return type.
+    let args_ops = quote_spanned! {args_ty.span()=>
+        const __CAMELEON_ARGS: #p::ArgsOf<#args_ty> = #p::args_of::<#args_ty>();
     };
     let ret_span = match &func.sig.output {
         ReturnType::Type(_, ty) => ty.span(),
         ReturnType::Default => ident.span(),
     };
-    let output = |call: TokenStream| quote_spanned! {ret_span=> #p::tool_output(#call) };
+    // The result goes through a local spanned at the return type, so an unsatisfied bound on it
+    // is reported there.
+    let out_var = syn::Ident::new("__out", ret_span);
+    let output = |call: TokenStream| {
+        let convert = quote_spanned! {ret_span=> #p::tool_output(#out_var) };
+        quote! {
+            let #out_var = #call;
+            #convert
+        }
+    };
+    let read_args = quote!((__CAMELEON_ARGS.read)(#name, __args)?);
     let run = if t.is_async {
         let out = output(quote!(#ident(#call_args).await));
         quote! {
@@ -78,7 +88,7 @@ fn generate(t: &Tool<'_>) -> TokenStream {
             ) -> #p::CapFuture<'a, #p::Result<#p::serde_json::Value, #p::ToolError>> {
                 let _ = &__cx;
                 #p::Box::pin(async move {
-                    let __args: #args_ty = #p::tool_args(#name, __args)?;
+                    let __args: #args_ty = #read_args;
                     #out
                 })
             }
@@ -92,7 +102,7 @@ fn generate(t: &Tool<'_>) -> TokenStream {
                 __args: #p::serde_json::Value,
             ) -> #p::Result<#p::serde_json::Value, #p::ToolError> {
                 let _ = &__cx;
-                let __args: #args_ty = #p::tool_args(#name, __args)?;
+                let __args: #args_ty = #read_args;
                 #out
             }
             const __CAMELEON_TOOL_FN: #p::ToolFn = #p::ToolFn::Sync(__cameleon_tool_run);
@@ -111,10 +121,10 @@ fn generate(t: &Tool<'_>) -> TokenStream {
 
         #[doc(hidden)]
         const _: () = {
-            #args_check
+            #args_ops
             #run
             fn __cameleon_tool_input() -> #p::serde_json::Value {
-                #p::tool_input_schema::<#args_ty>()
+                (__CAMELEON_ARGS.schema)()
             }
             fn __cameleon_tool_output() -> #p::serde_json::Value {
                 #output_schema

@@ -169,13 +169,15 @@ fn load_into(
             },
             Build::Embedder(f) => match f(&cfg) {
                 Ok(v) => {
-                    b.embedders.insert(cfg.name.clone(), Entry { value: v, from });
+                    b.embedders
+                        .insert(cfg.name.clone(), Entry { value: v, from });
                 }
                 Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
             },
             Build::Memory(f) => match f(&cfg) {
                 Ok(v) => {
-                    b.memories.insert(cfg.name.clone(), Entry { value: v, from });
+                    b.memories
+                        .insert(cfg.name.clone(), Entry { value: v, from });
                 }
                 Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
             },
@@ -200,7 +202,10 @@ fn read_section(cx: &mut Cx<'_>, section: Section, v: &Node, base: &Path, out: &
             cx.push(
                 CmProblemKind::Schema,
                 v.span,
-                format!("`{section}` must be a mapping of names to entries, not {}", other.describe()),
+                format!(
+                    "`{section}` must be a mapping of names to entries, not {}",
+                    other.describe()
+                ),
                 Some(format!("e.g. `{section}: {{default: {{kind: …}}}}`")),
             );
             return;
@@ -234,14 +239,19 @@ fn read_entry(
         cx.push(
             CmProblemKind::Schema,
             entry.span,
-            format!("{what} `{name}` must be a mapping with a `kind:`, not {}", entry.kind.describe()),
+            format!(
+                "{what} `{name}` must be a mapping with a `kind:`, not {}",
+                entry.kind.describe()
+            ),
             Some(format!("e.g. `{name}: {{kind: …}}`")),
         );
         return None;
     };
     let known = known_kinds(section);
     let kinds_hint = if known.is_empty() {
-        format!("this build has no {what} kinds (a crate providing them registers them with `submit_provider_kind!`)")
+        format!(
+            "this build has no {what} kinds (a crate providing them registers them with `submit_provider_kind!`)"
+        )
     } else {
         format!("the {what} kinds of this build are: {}", known.join(", "))
     };
@@ -293,7 +303,10 @@ fn read_entry(
                     cx.push(
                         CmProblemKind::Schema,
                         v.span,
-                        format!("`{key}` names an environment variable: a word, not {}", v.kind.describe()),
+                        format!(
+                            "`{key}` names an environment variable: a word, not {}",
+                            v.kind.describe()
+                        ),
                         None,
                     );
                     ok = false;
@@ -306,7 +319,12 @@ fn read_entry(
             }
             Err(e) => {
                 for p in e.0 {
-                    cx.push(CmProblemKind::Schema, p.span.unwrap_or(v.span), p.message, p.hint);
+                    cx.push(
+                        CmProblemKind::Schema,
+                        p.span.unwrap_or(v.span),
+                        p.message,
+                        p.hint,
+                    );
                 }
                 ok = false;
             }
@@ -368,7 +386,13 @@ fn kind_error(
     cx.push(
         CmProblemKind::Schema,
         span,
-        format!("{} `{}` ({}): {}", section.what(), cfg.name, cfg.kind, e.message),
+        format!(
+            "{} `{}` ({}): {}",
+            section.what(),
+            cfg.name,
+            cfg.kind,
+            e.message
+        ),
         e.hint,
     );
 }

@@ -105,28 +105,37 @@ impl CapabilitiesBuilder {
 
     /// Registers chat model `name` (replacing one of that name).
     pub fn chat(&mut self, name: impl Into<String>, model: Arc<dyn ChatModel>) -> &mut Self {
-        self.chat.insert(name.into(), Entry {
-            value: model,
-            from: "code".into(),
-        });
+        self.chat.insert(
+            name.into(),
+            Entry {
+                value: model,
+                from: "code".into(),
+            },
+        );
         self
     }
 
     /// Registers embedder `name`.
     pub fn embedder(&mut self, name: impl Into<String>, e: Arc<dyn Embedder>) -> &mut Self {
-        self.embedders.insert(name.into(), Entry {
-            value: e,
-            from: "code".into(),
-        });
+        self.embedders.insert(
+            name.into(),
+            Entry {
+                value: e,
+                from: "code".into(),
+            },
+        );
         self
     }
 
     /// Registers memory `name`.
     pub fn memory(&mut self, name: impl Into<String>, m: Arc<dyn Memory>) -> &mut Self {
-        self.memories.insert(name.into(), Entry {
-            value: m,
-            from: "code".into(),
-        });
+        self.memories.insert(
+            name.into(),
+            Entry {
+                value: m,
+                from: "code".into(),
+            },
+        );
         self
     }
 
@@ -197,9 +206,7 @@ impl CapabilitiesBuilder {
             embedders: self.embedders,
             memories: self.memories,
             tools,
-            observer: self
-                .observer
-                .unwrap_or_else(|| Arc::new(TracingTelemetry)),
+            observer: self.observer.unwrap_or_else(|| Arc::new(TracingTelemetry)),
             sources: self.sources,
         }
     }
@@ -262,10 +269,20 @@ impl Generation {
             out.push((Section::Chat, n.as_str(), e.value.kind(), e.from.as_str()));
         }
         for (n, e) in &self.embedders {
-            out.push((Section::Embedders, n.as_str(), e.value.kind(), e.from.as_str()));
+            out.push((
+                Section::Embedders,
+                n.as_str(),
+                e.value.kind(),
+                e.from.as_str(),
+            ));
         }
         for (n, e) in &self.memories {
-            out.push((Section::Memories, n.as_str(), e.value.kind(), e.from.as_str()));
+            out.push((
+                Section::Memories,
+                n.as_str(),
+                e.value.kind(),
+                e.from.as_str(),
+            ));
         }
         out
     }
@@ -357,9 +374,10 @@ impl Capabilities for RunCapabilities {
 
     fn chat(&self, name: &str) -> Result<Arc<dyn ChatModel>, OpError> {
         let g = &self.generation;
-        g.chat.get(name).map(|e| Arc::clone(&e.value)).ok_or_else(|| {
-            g.missing(Section::Chat, g.chat_names().collect(), name)
-        })
+        g.chat
+            .get(name)
+            .map(|e| Arc::clone(&e.value))
+            .ok_or_else(|| g.missing(Section::Chat, g.chat_names().collect(), name))
     }
 
     fn embedder(&self, name: &str) -> Result<Arc<dyn Embedder>, OpError> {

@@ -160,9 +160,10 @@ impl RuntimeBuilder {
             Some(file) => self.config_file(file),
             None => {
                 let dir = cm.parent().filter(|p| !p.as_os_str().is_empty());
-                let beside = dir.map_or_else(|| PathBuf::from("cameleon.yaml"), |d| {
-                    d.join("cameleon.yaml")
-                });
+                let beside = dir.map_or_else(
+                    || PathBuf::from("cameleon.yaml"),
+                    |d| d.join("cameleon.yaml"),
+                );
                 self.source(EnvSource).source(ConfigFile::optional(beside))
             }
         }
@@ -235,7 +236,10 @@ impl Runtime {
     /// Asks the sources again and makes the result the next generation, for runs started from
     /// now on; runs in flight keep theirs. On error the current generation stays.
     pub fn reload(&self) -> Result<Arc<Generation>, CapabilitiesError> {
-        let _one_at_a_time = self.reloading.lock().unwrap_or_else(PoisonError::into_inner);
+        let _one_at_a_time = self
+            .reloading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let next = self.current().number() + 1;
         let g = Arc::new(assemble(&self.sources, next)?);
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::clone(&g);

@@ -70,9 +70,7 @@ pub mod write;
 use std::path::Path;
 
 pub use error::{CmError, CmProblem, CmProblemKind};
-pub use format::{
-    CmConfig, CmConnection, CmFile, CmOperator, CmRetry, CmTools, FORMAT_VERSION,
-};
+pub use format::{CmConfig, CmConnection, CmFile, CmOperator, CmRetry, CmTools, FORMAT_VERSION};
 pub use load::Loader;
 
 use crate::catalogue::Catalogue;

@@ -740,11 +740,25 @@ fn an_unknown_tool_is_located_with_a_did_you_mean() {
     assert_eq!(
         found,
         [
-            (CmProblemKind::UnknownTool, 4, 17, Some("did you mean `json_query`?")),
-            (CmProblemKind::UnknownTool, 14, 13, Some("did you mean `calc`?")),
+            (
+                CmProblemKind::UnknownTool,
+                4,
+                17,
+                Some("did you mean `json_query`?")
+            ),
+            (
+                CmProblemKind::UnknownTool,
+                14,
+                13,
+                Some("did you mean `calc`?")
+            ),
         ]
     );
-    assert!(e.problems()[0].message.contains("unknown tool `json_qery` in `tools: allow:`"));
+    assert!(
+        e.problems()[0]
+            .message
+            .contains("unknown tool `json_qery` in `tools: allow:`")
+    );
 }
 
 #[test]
@@ -756,7 +770,10 @@ fn a_tool_listed_twice_and_a_bad_placement_are_problems() {
     assert_eq!(e.problems().len(), 2, "{e}");
     assert!(e.problems()[0].message.contains("listed twice"));
     assert_eq!(e.problems()[1].line, 15);
-    assert!(e.problems()[1].hint.as_deref().unwrap().contains("`local`"), "{e}");
+    assert!(
+        e.problems()[1].hint.as_deref().unwrap().contains("`local`"),
+        "{e}"
+    );
 }
 
 #[test]

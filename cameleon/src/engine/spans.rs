@@ -63,7 +63,9 @@ impl Cvm {
         }
         let names = self.names(ops.iter().copied()).join(",");
         match &self.run_span {
-            Some(run) => tracing::info_span!(target: TARGET, parent: run, "step", step, ops = %names),
+            Some(run) => {
+                tracing::info_span!(target: TARGET, parent: run, "step", step, ops = %names)
+            }
             None => tracing::info_span!(target: TARGET, "step", step, ops = %names),
         }
     }

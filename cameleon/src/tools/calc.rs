@@ -263,7 +263,10 @@ mod tests {
     #[test]
     fn division_and_remainder_by_zero_are_errors() {
         assert_eq!(eval("1 / 0"), Err(CalcError::DivisionByZero { column: 3 }));
-        assert_eq!(eval("5 % (2 - 2)"), Err(CalcError::DivisionByZero { column: 3 }));
+        assert_eq!(
+            eval("5 % (2 - 2)"),
+            Err(CalcError::DivisionByZero { column: 3 })
+        );
     }
 
     #[test]

@@ -87,5 +87,7 @@ pub(super) fn writable(base: &Path, path: &str) -> Result<PathBuf, ToolError> {
         }
         ancestor = a.parent();
     }
-    Err(ToolError::new(format!("cannot place `{path}` in the base folder")))
+    Err(ToolError::new(format!(
+        "cannot place `{path}` in the base folder"
+    )))
 }

@@ -368,7 +368,10 @@ fn needs_approval(name: &str) -> ToolResult {
 }
 
 fn refused(name: &str, why: &str) -> ToolResult {
-    ToolResult::denied(name, format!("the call of tool `{name}` was refused: {why}"))
+    ToolResult::denied(
+        name,
+        format!("the call of tool `{name}` was refused: {why}"),
+    )
 }
 
 fn timed_out(limit: Duration) -> ToolError {

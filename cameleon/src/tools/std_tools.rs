@@ -102,7 +102,8 @@ fn list_dir(cx: &ToolContext, args: PathArgs) -> Result<Vec<DirEntry>, ToolError
         .map_err(|e| ToolError::new(format!("cannot list `{}`: {e}", args.path)))?;
     let mut out = Vec::new();
     for entry in read {
-        let entry = entry.map_err(|e| ToolError::new(format!("cannot list `{}`: {e}", args.path)))?;
+        let entry =
+            entry.map_err(|e| ToolError::new(format!("cannot list `{}`: {e}", args.path)))?;
         let meta = entry
             .path()
             .symlink_metadata()
@@ -147,7 +148,8 @@ fn calc(args: CalcArgs) -> Result<serde_json::Number, ToolError> {
     if v.fract() == 0.0 && v.abs() < 9_007_199_254_740_992.0 {
         return Ok(serde_json::Number::from(v as i64));
     }
-    serde_json::Number::from_f64(v).ok_or_else(|| ToolError::new("the result is not a finite number"))
+    serde_json::Number::from_f64(v)
+        .ok_or_else(|| ToolError::new("the result is not a finite number"))
 }
 
 /// Reads the part of a JSON value at a JSON Pointer (RFC 6901): `/items/0/name` is the `name` of
@@ -168,7 +170,11 @@ fn json_query(args: JsonQueryArgs) -> Result<Json, ToolError> {
     for part in path.split('/').skip(1) {
         let next = format!("{found}/{part}");
         if args.value.pointer(&next).is_none() {
-            let at = if found.is_empty() { "the value" } else { found.as_str() };
+            let at = if found.is_empty() {
+                "the value"
+            } else {
+                found.as_str()
+            };
             return Err(ToolError::new(format!(
                 "nothing at `{path}`: `{at}` has no `{part}`"
             )));

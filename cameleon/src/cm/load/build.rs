@@ -10,12 +10,12 @@ use super::locate::{Mapping, endpoint_op, join};
 use crate::catalogue::{BuildContext, BuildError};
 use crate::cm::error::CmProblemKind;
 use crate::cm::format::CmConfig;
-use crate::cm::tree::Node;
 use crate::cm::format::CmTools;
+use crate::cm::tree::Node;
 use crate::cm::tree::Span;
 use crate::net::{End, Location, Net, NetConfig, ToolPolicy};
-use crate::tools::ToolRegistry;
 use crate::operator::{Firing, OpError, OpSpec, Operator};
+use crate::tools::ToolRegistry;
 
 impl<'c> Loader<'c> {
     pub(super) fn load_inner(&self, cx: &mut Cx<'_>) -> Option<Net> {
@@ -78,7 +78,10 @@ impl<'c> Loader<'c> {
                 cx.push(
                     CmProblemKind::UnknownTool,
                     span,
-                    format!("operator `{}` calls tool `{name}`, which this build does not have", decl.id),
+                    format!(
+                        "operator `{}` calls tool `{name}`, which this build does not have",
+                        decl.id
+                    ),
                     Some(tool_hint(name, tools)),
                 );
             }

@@ -149,8 +149,8 @@ pub(super) fn read_decls<'t>(cx: &mut Cx<'_>, tree: &'t Node, src: &'t str) -> O
             }
             "tools" => {
                 // `tools:` with nothing under it is a policy allowing nothing.
-                d.tools = read_one::<Option<CmTools>>(cx, v, src)
-                    .map(|t| (v, t.unwrap_or_default()));
+                d.tools =
+                    read_one::<Option<CmTools>>(cx, v, src).map(|t| (v, t.unwrap_or_default()));
             }
             "operators" => {
                 seen_operators = true;

@@ -50,8 +50,8 @@ mod models;
 mod tool;
 
 pub use models::{
-    ChatMessage, ChatModel, ChatReply, ChatRequest, Embedder, Memory, MemoryHit, MemoryItem,
-    Role, ToolRequest, Usage,
+    ChatMessage, ChatModel, ChatReply, ChatRequest, Embedder, Memory, MemoryHit, MemoryItem, Role,
+    ToolRequest, Usage,
 };
 pub use tool::{ToolAccess, ToolCall, ToolHandle, ToolManifest, ToolMeta, ToolResult, ToolStatus};
 
