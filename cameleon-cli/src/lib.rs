@@ -234,8 +234,9 @@ pub struct RunArgs {
     /// Let file-reading operators read outside the .cm file's folder.
     #[arg(long)]
     pub allow_outside: bool,
-    /// The capabilities file (chat models, embedders, memories). Default: `cameleon.yaml`
-    /// beside the .cm file if there is one, else the file named by `CAMELEON_CAPABILITIES`.
+    /// The capabilities file (chat models, embedders, memories). Default: the file named by
+    /// `CAMELEON_CAPABILITIES`, then `cameleon.yaml` beside the .cm file (whose entries
+    /// override), each if present.
     #[arg(long, value_name = "FILE")]
     pub capabilities: Option<PathBuf>,
     /// Instead of running, replay a witness of `check --verify` (labels separated by commas or
