@@ -66,7 +66,8 @@ impl CvmBuilder {
     /// Hands every firing these capabilities (models, embedders, memories, tools, observer):
     /// the generation the run pins, usually from
     /// [`capabilities::Runtime::pin`](crate::capabilities::Runtime::pin). Without it, firings
-    /// see [`Capabilities::none`](crate::capability::Capabilities::none).
+    /// see `<dyn Capabilities>::none()` (generation 0: nothing configured,
+    /// every tool denied).
     pub fn capabilities(mut self, caps: Arc<dyn Capabilities>) -> Self {
         self.caps = Some(caps);
         self

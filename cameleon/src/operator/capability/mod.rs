@@ -110,10 +110,10 @@ impl Telemetry for TracingTelemetry {
 /// and the observer. [`Firing::capabilities`](super::Firing::capabilities) returns it.
 ///
 /// Implemented by the runtime's generations ([`capabilities::RunCapabilities`](crate::capabilities::RunCapabilities));
-/// a run built without any sees [`Capabilities::none`], where every lookup is an error that
+/// a run built without any sees `<dyn Capabilities>::none()`, where every lookup is an error that
 /// says how to configure one.
 pub trait Capabilities: Send + Sync + fmt::Debug {
-    /// The generation number (1, 2, … ; 0 for [`none`](Capabilities::none)).
+    /// The generation number (1, 2, … ; 0 for `<dyn Capabilities>::none()`).
     fn generation(&self) -> u64;
 
     /// The chat model registered as `name` (`default` unless an operator's params say
@@ -164,7 +164,7 @@ impl dyn Capabilities {
     }
 }
 
-/// See [`Capabilities::none`].
+/// See `<dyn Capabilities>::none()`.
 #[derive(Debug)]
 struct NoCapabilities;
 
