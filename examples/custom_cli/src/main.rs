@@ -45,7 +45,7 @@ impl Run for AcmeShout {
 }
 
 /// Arguments of `acme_word_count`.
-#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
 pub struct WordCountArgs {
     /// The text whose words to count.
     pub text: String,
