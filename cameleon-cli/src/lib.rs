@@ -1,4 +1,5 @@
-//! The `cameleon` command line: `run`, `check`, `fmt`, `catalogue`, `export`, `schema`
+//! The `cameleon` command line: `run`, `check`, `fmt`, `catalogue`, `tools`, `call`, `export`,
+//! `schema`
 //! (docs/cli.md has each command in detail).
 //!
 //! Everything terminal-facing lives in this crate — argument parsing, progress bars, diagnostics
@@ -38,6 +39,8 @@
 //! | `check FILE.cm [--verify [--max-states N]] [--json]` | 0 valid (and every property holds), 2 invalid, 3 a property fails, 4 the state budget ran out first |
 //! | `fmt FILE.cm [--check]` (`-`: stdin to stdout) | 0, 1 if `--check` finds a difference, 2 invalid |
 //! | `catalogue [--json\|--markdown]` | 0 |
+//! | `tools [--json]` | 0 |
+//! | `call TOOL 'ARGS' [--json] [--base DIR]` | 0 the result is `ok`, 2 the arguments are not JSON, 5 any other status |
 //! | `export FILE.cm --dot\|--mermaid\|--svg\|--pnml` | 0, 2 invalid |
 //! | `schema` | 0 |
 #![deny(missing_docs)]
@@ -59,9 +62,11 @@ mod fmt;
 mod journal;
 pub mod render;
 mod run;
+mod tools;
 
 pub use catalogue::catalogue_text;
 pub use run::{RunReport, trace_jsonl};
+pub use tools::tools_text;
 
 /// Exit codes of every command (docs/cli.md).
 pub mod exit {
@@ -88,6 +93,8 @@ Examples:
   cameleon check examples/digest.cm --json     validate, as JSON
   cameleon fmt examples/digest.cm --check      is the file in canonical form?
   cameleon catalogue --markdown                every operator type, for people and LLMs
+  cameleon tools --json                        every tool, with its argument schema
+  cameleon call calc '{\"expr\": \"2 ^ 10\"}'       one tool call through the gate
   cameleon export examples/digest.cm --svg > digest.svg";
 
 /// Typed, reversible, verifiable pipelines: run, check, format and draw `.cm` files.
@@ -97,6 +104,11 @@ pub struct Cli {
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
+    /// Log the engine's spans (one per run, step and firing: run id, step, operator, type,
+    /// duration, attempts, capability generation) and tool events to stderr. FILTER is a
+    /// `tracing` filter (default `info`; e.g. `cameleon=debug`).
+    #[arg(long, global = true, value_name = "FILTER", num_args = 0..=1, default_missing_value = "info")]
+    pub log: Option<String>,
 }
 
 /// The subcommands.
@@ -151,6 +163,25 @@ Examples:
   cameleon catalogue --json > catalogue.json
   cameleon catalogue --markdown > CATALOGUE.md")]
     Catalogue(CatalogueArgs),
+    /// List every tool linked into the program: name, description, argument and result
+    /// schemas (what an LLM needs to call one from a `tool` operator).
+    #[command(after_help = "\
+Examples:
+  cameleon tools
+  cameleon tools --json > tools.json")]
+    Tools(ToolsArgs),
+    /// Call one tool through the tool gate and print its result (`{status, content, error,
+    /// meta}` with --json). The named tool is allowed for this call; file tools stay confined
+    /// to the base folder.
+    #[command(after_help = "\
+Exit codes: 0 the result is `ok`, 2 the arguments are not JSON, 5 any other status (error,
+denied, timeout).
+
+Examples:
+  cameleon call calc '{\"expr\": \"2 ^ 10\"}'
+  cameleon call read_file '{\"path\": \"data/article.txt\"}' --base examples
+  cameleon call json_query '{\"value\": {\"a\": [1, 2]}, \"path\": \"/a/1\"}' --json")]
+    Call(CallArgs),
     /// Draw a net as Graphviz DOT, Mermaid or SVG, or write its PNML place/transition net.
     #[command(after_help = "\
 Examples:
@@ -251,6 +282,11 @@ pub struct RunArgs {
     /// Let file-reading operators read outside the .cm file's folder.
     #[arg(long)]
     pub allow_outside: bool,
+    /// The capabilities file (chat models, embedders, memories). Default: the file named by
+    /// `CAMELEON_CAPABILITIES`, then `cameleon.yaml` beside the .cm file (whose entries
+    /// override), each if present.
+    #[arg(long, value_name = "FILE")]
+    pub capabilities: Option<PathBuf>,
     /// Instead of running, replay a witness of `check --verify` (labels separated by commas or
     /// spaces, or its JSON array) in the verifier's abstraction, showing the connection states
     /// along it. No operator runs.
@@ -282,6 +318,10 @@ pub struct ResumeArgs {
     /// the summary then goes to stderr).
     #[arg(long, value_name = "PATH|-")]
     pub trace: Option<String>,
+    /// The capabilities file (models, embedders, memories) the run goes on with; default: the
+    /// file named by `CAMELEON_CAPABILITIES`, then `cameleon.yaml` in the net's folder.
+    #[arg(long, value_name = "FILE")]
+    pub capabilities: Option<PathBuf>,
 }
 
 /// `cameleon runs`.
@@ -370,6 +410,30 @@ pub struct CatalogueArgs {
     /// As Markdown.
     #[arg(long)]
     pub markdown: bool,
+}
+
+/// `cameleon tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// As a JSON array of `{"name","description","input_schema","output_schema"}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cameleon call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool's name (`cameleon tools` lists them).
+    pub tool: String,
+    /// Its arguments, one JSON object.
+    #[arg(value_name = "ARGS")]
+    pub args: String,
+    /// Print the whole result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// The folder file tools are confined to (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub base: Option<PathBuf>,
 }
 
 /// `cameleon export`.
@@ -492,11 +556,16 @@ where
             return if to_stdout { exit::OK } else { exit::INVALID };
         }
     };
+    if let Some(filter) = &cli.log {
+        start_logging(filter);
+    }
     let r = match cli.command {
         Command::RunNet(a) => run::run(&a, io),
         Command::Check(a) => check::check(&a, io),
         Command::Fmt(a) => fmt::fmt(&a, io),
         Command::Catalogue(a) => catalogue::catalogue(&a, io),
+        Command::Tools(a) => tools::tools(&a, io),
+        Command::Call(a) => tools::call(&a, io),
         Command::Export(a) => export::export(&a, io),
         Command::Resume(a) => journal::resume(&a, io),
         Command::Runs(a) => journal::runs(&a, io),
@@ -512,6 +581,19 @@ where
         }
         exit::ERROR
     })
+}
+
+/// `--log FILTER`: a `tracing` fmt subscriber on stderr, for the whole process (a second call,
+/// e.g. a second command run in one test process, keeps the first).
+fn start_logging(filter: &str) {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
+        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
+        .try_init();
 }
 
 /// Loads `path` for a command; on failure prints the problems (rendered, or as JSON) and

@@ -31,8 +31,9 @@ pub fn cm_error(e: &CmError, color: bool) -> String {
     let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(100);
     let n = e.problems().len();
     let mut out = format!(
-        "`{}` is not a valid net: {n} problem{}\n\n",
+        "`{}` is not a valid {}: {n} problem{}\n\n",
         e.file_name(),
+        e.document(),
         if n == 1 { "" } else { "s" }
     );
     for p in e.problems() {

@@ -7,6 +7,7 @@ use std::time::Duration;
 use serde_json::{Map, Value as Json, json};
 
 use super::{DurabilityArg, Io, RunArgs, display_name, exit, load, report_invalid};
+use cameleon::capabilities::{CapabilitiesError, Runtime};
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
 use cameleon::history::Entry;
 use cameleon::journal::{Durability, Journal, JournalError, RunOptions};
@@ -154,50 +155,75 @@ fn show_value(v: &Json) -> String {
 
 /// The trace of a run as JSON Lines: one object per firing, in history order —
 /// `{"step":N,"op":"id","consumed":["a.out -> b.in",…],"emitted":[{"conn":"…","type":"DataString","value":…}]}`
-/// — then a last line with the end state, steps and firings. No wall time: the same net in the
-/// same mode gives the same bytes.
+/// — then a last line with the end state, steps and firings. The first line (the first firing,
+/// or the end line of a run that fired nothing) also says the capability generation the run
+/// pinned, as a last key `"generation":N`. No wall time: the same net in the same mode gives
+/// the same bytes.
 pub fn trace_jsonl(cvm: &Cvm, report: &RunReport) -> String {
-    let mut out = String::new();
+    let mut lines = TraceLines::new(cvm);
     for entry in cvm.history().entries() {
-        push_entry(&mut out, cvm, &entry);
+        lines.entry(cvm, &entry);
     }
-    out.push_str(&report.trace_end().to_string());
-    out.push('\n');
-    out
+    lines.line(report.trace_end());
+    lines.text
 }
 
-/// Appends the trace lines of one history entry: one per firing.
-fn push_entry(out: &mut String, cvm: &Cvm, entry: &Entry) {
-    let net = cvm.net();
-    for f in &entry.firings {
-        let consumed: Vec<&str> = f
-            .consumed
-            .iter()
-            .map(|c| net.connections()[c.index()].name.as_str())
-            .collect();
-        let emitted: Vec<Json> = f
-            .written
-            .iter()
-            .map(|(c, t)| {
-                let conn = net.connections()[c.index()].name.as_str();
-                match cvm.token(*t) {
-                    Some(tok) => json!({
-                        "conn": conn,
-                        "type": tok.type_name(),
-                        "value": tok.value.to_json(),
-                    }),
-                    None => json!({ "conn": conn }),
-                }
-            })
-            .collect();
-        let line = json!({
-            "step": entry.step,
-            "op": net.op(f.op).name,
-            "consumed": consumed,
-            "emitted": emitted,
-        });
-        out.push_str(&line.to_string());
-        out.push('\n');
+/// Trace lines being written: the first one gets the run's generation.
+struct TraceLines {
+    text: String,
+    generation: Option<u64>,
+}
+
+impl TraceLines {
+    fn new(cvm: &Cvm) -> Self {
+        TraceLines {
+            text: String::new(),
+            generation: Some(cvm.generation()),
+        }
+    }
+
+    /// Appends one line.
+    fn line(&mut self, mut line: Json) {
+        if let Some(g) = self.generation.take()
+            && let Json::Object(m) = &mut line
+        {
+            m.insert("generation".into(), json!(g));
+        }
+        self.text.push_str(&line.to_string());
+        self.text.push('\n');
+    }
+
+    /// Appends the lines of one history entry: one per firing.
+    fn entry(&mut self, cvm: &Cvm, entry: &Entry) {
+        let net = cvm.net();
+        for f in &entry.firings {
+            let consumed: Vec<&str> = f
+                .consumed
+                .iter()
+                .map(|c| net.connections()[c.index()].name.as_str())
+                .collect();
+            let emitted: Vec<Json> = f
+                .written
+                .iter()
+                .map(|(c, t)| {
+                    let conn = net.connections()[c.index()].name.as_str();
+                    match cvm.token(*t) {
+                        Some(tok) => json!({
+                            "conn": conn,
+                            "type": tok.type_name(),
+                            "value": tok.value.to_json(),
+                        }),
+                        None => json!({ "conn": conn }),
+                    }
+                })
+                .collect();
+            self.line(json!({
+                "step": entry.step,
+                "op": net.op(f.op).name,
+                "consumed": consumed,
+                "emitted": emitted,
+            }));
+        }
     }
 }
 
@@ -205,7 +231,7 @@ fn push_entry(out: &mut String, cvm: &Cvm, entry: &Entry) {
 /// reader sees the run progress (and what a cancelled run had done).
 struct TraceSink<'w> {
     out: &'w mut dyn Write,
-    line: String,
+    lines: TraceLines,
     /// The first write error; tracing stops there.
     error: Option<std::io::Error>,
 }
@@ -219,8 +245,7 @@ impl TraceSink<'_> {
         let Some(entry) = cvm.history().last() else {
             return;
         };
-        self.line.clear();
-        push_entry(&mut self.line, cvm, &entry);
+        self.lines.entry(cvm, &entry);
         self.write();
     }
 
@@ -230,8 +255,7 @@ impl TraceSink<'_> {
             if self.error.is_some() {
                 return;
             }
-            self.line.clear();
-            push_entry(&mut self.line, cvm, &entry);
+            self.lines.entry(cvm, &entry);
             self.write();
         }
     }
@@ -239,21 +263,23 @@ impl TraceSink<'_> {
     /// Writes the last line: the end state, steps and firings.
     fn end(&mut self, report: &RunReport) {
         if self.error.is_none() {
-            self.line.clear();
-            self.line.push_str(&report.trace_end().to_string());
-            self.line.push('\n');
+            self.lines.line(report.trace_end());
             self.write();
         }
     }
 
+    /// Writes the lines made so far.
     fn write(&mut self) {
+        let text = std::mem::take(&mut self.lines.text);
         if let Err(e) = self
             .out
-            .write_all(self.line.as_bytes())
+            .write_all(text.as_bytes())
             .and_then(|()| self.out.flush())
         {
             self.error = Some(e);
         }
+        self.lines.text = text;
+        self.lines.text.clear();
     }
 }
 
@@ -356,7 +382,21 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         return follow(&net, witness, a.json, io);
     }
     let name = display_name(&net, &a.file);
-    let mut b = Cvm::builder(net);
+    let rt = match Runtime::builder()
+        .for_cm_file(&a.file, a.capabilities.as_deref())
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(CapabilitiesError::File(e)) => {
+            report_invalid(&e, a.json, io)?;
+            return Ok(exit::INVALID);
+        }
+        Err(e) => {
+            writeln!(io.stderr, "error: {e}")?;
+            return Ok(exit::INVALID);
+        }
+    };
+    let mut b = rt.cvm(net, base_dir(&a.file));
     if let Some(m) = a.mode {
         b = b.mode(m.into());
     }
@@ -377,7 +417,7 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             name: Some(name.clone()),
             base_dir: Some(base_dir(&a.file)),
             allow_outside: a.allow_outside,
-            generation: None,
+            generation: Some(cvm.generation()),
         };
         match Journal::create(db).and_then(|j| j.start(&mut cvm, &opts)) {
             Ok(id) => {
@@ -435,12 +475,12 @@ pub(super) fn drive_and_report(
     let mut trace = match (&mut file, trace_to_stdout) {
         (Some(f), _) => Some(TraceSink {
             out: f,
-            line: String::new(),
+            lines: TraceLines::new(cvm),
             error: None,
         }),
         (None, true) => Some(TraceSink {
             out: &mut *io.stdout,
-            line: String::new(),
+            lines: TraceLines::new(cvm),
             error: None,
         }),
         (None, false) => None,

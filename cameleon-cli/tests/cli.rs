@@ -264,7 +264,7 @@ fn trace_is_json_lines_and_byte_identical_across_runs() {
     assert_eq!(lines.len(), 28 + 1);
     assert_eq!(
         lines[0],
-        r#"{"step":1,"op":"zero","consumed":[],"emitted":[{"conn":"zero.out_data -> loop.in_a","type":"DataJSON","value":0}]}"#
+        r#"{"step":1,"op":"zero","consumed":[],"emitted":[{"conn":"zero.out_data -> loop.in_a","type":"DataJSON","value":0}],"generation":1}"#
     );
     assert_eq!(
         lines[1],

@@ -6,7 +6,8 @@
 //! `operator::expand` only generates code (a module per part of the output), and
 //! `operator::fallback` is the stub emitted next to errors so that they do not cascade. Mistakes
 //! accumulate in a `ctxt::Ctxt` so every one is reported at once; `suggest` finds the name a
-//! typo meant. `pipeline!` follows the same layout in `pipeline` (`ast`, `check`, `expand`).
+//! typo meant. `pipeline!` follows the same layout in `pipeline` (`ast`, `check`, `expand`), and
+//! so does `#[tool]` in `tool` (`attr`, `ast`, `check`, `expand`).
 
 extern crate proc_macro;
 
@@ -15,6 +16,7 @@ mod operator;
 mod pipeline;
 mod suggest;
 mod symbol;
+mod tool;
 
 use proc_macro::TokenStream;
 
@@ -22,6 +24,12 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn operator(args: TokenStream, item: TokenStream) -> TokenStream {
     operator::expand::expand(args.into(), item.into()).into()
+}
+
+/// Declares a tool: see `cameleon::tool`.
+#[proc_macro_attribute]
+pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    tool::expand::expand(args.into(), item.into()).into()
 }
 
 /// Builds a `Net` in code, with every connection type-checked by the compiler.

@@ -1,4 +1,4 @@
-//! The names of the attributes and keys `#[operator]` understands.
+//! The names of the attributes and keys `#[operator]` and `#[tool]` understand.
 
 use std::fmt::{self, Display};
 
@@ -20,6 +20,9 @@ pub const RETRY: Symbol = Symbol("retry");
 pub const OPERATOR_KEYS: &[Symbol] = &[
     ID, LABEL, FAMILY, FIRING, EMITS, ALIASES, EXEC, TIMEOUT_MS, RETRY,
 ];
+
+// #[tool(...)] keys (`name` and `timeout_ms` are shared with the others)
+pub const TOOL_KEYS: &[Symbol] = &[NAME, TIMEOUT_MS];
 
 // `retry(...)` keys
 pub const MAX: Symbol = Symbol("max");

@@ -13,7 +13,7 @@
 //! |---|---|
 //! | [`types`] | data types and values (§9) |
 //! | [`connection`] | connections, their states, tokens (§2) |
-//! | [`operator`](mod@operator) | operators: spec, `can_fire`, `run`, `rollback` (§3–§5) |
+//! | [`operator`](mod@operator) | operators: spec, `can_fire`, `run`, `rollback` (§3–§5); [`capability`], what a firing receives |
 //! | [`policy`] | the built-in firing policies (§3) |
 //! | [`net`] | the validated net (§1) |
 //! | [`engine`] | the CVM: forward, backward, replay, end states (§4–§6); parallel mode, async operators, events, cancellation (§7) |
@@ -24,6 +24,8 @@
 //! | [`cm`] | the `.cm` file: load (every problem located), write (canonical), schema |
 //! | [`export`] | diagrams: DOT, Mermaid, SVG |
 //! | [`dsl`] | compile-time typed connections for `pipeline!` |
+//! | [`tools`] | tools: `#[tool]`, the registry, the tool gate, the standard tools |
+//! | [`capabilities`] | models, embedders, memories, tools and observer per generation; reload |
 //! | [`ops`] | the standard operators |
 //!
 //! The `cameleon` command line is another crate, `cameleon-cli`, built on this one: this crate
@@ -150,6 +152,7 @@
 // standard operators are declared with it).
 extern crate self as cameleon;
 
+pub mod capabilities;
 pub mod catalogue;
 pub mod cm;
 pub mod connection;
@@ -163,6 +166,7 @@ pub mod operator;
 pub mod ops;
 pub mod policy;
 pub mod runtime;
+pub mod tools;
 pub mod types;
 pub mod util;
 pub mod verify;
@@ -170,6 +174,8 @@ pub mod verify;
 #[doc = include_str!("operator_macro.md")]
 pub use cameleon_macros::operator;
 pub use cameleon_macros::pipeline;
+#[doc = include_str!("tool_macro.md")]
+pub use cameleon_macros::tool;
 pub use catalogue::{
     BuildContext, BuildError, Catalogue, CatalogueEntry, Catalogued, FromContext, ParamInfo,
     ParamType,
@@ -180,7 +186,11 @@ pub use engine::{
     Observer, RunError, Step, StepError, Stuck, StuckReason,
 };
 pub use history::{Branch, BranchId, Entry, FiringView, History};
-pub use net::{Mode, Net, NetBuilder, NetConfig, NetError, OpMeta, OpNode, Problem, ProblemKind};
+pub use net::{
+    Mode, Net, NetBuilder, NetConfig, NetError, OpMeta, OpNode, Placement, Problem, ProblemKind,
+    ToolPolicy,
+};
+pub use operator::capability;
 pub use operator::{
     AnyInPort, CanFire, Emitted, Execution, FiniteControl, Firing, In, InPort, InputHandle,
     InputSet, OpError, OpFuture, OpSettings, OpSpec, OpState, Operator, Out, OutPort, ParamError,
@@ -204,11 +214,12 @@ pub mod prelude {
         Operator, Out, OutPort, ParamError, Run, RunAsync, TypeRef,
     };
     pub use crate::policy::{Enabling, Family, Policy};
+    pub use crate::tools::{ToolContext, ToolError};
     pub use crate::types::{
         Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, PortType,
         Value,
     };
-    pub use cameleon_macros::{operator, pipeline};
+    pub use cameleon_macros::{operator, pipeline, tool};
 }
 
 /// Support for generated code. Not a public API.
@@ -246,6 +257,116 @@ pub mod __private {
     pub use ::std::boxed::Box;
     pub use ::std::string::String;
     pub use ::std::vec::Vec;
+
+    // For `#[tool]`.
+    pub use crate::operator::capability::CapFuture;
+    pub use crate::tools::{ToolContext, ToolEntry, ToolError, ToolFn};
+
+    /// What the arguments of a `#[tool]` must be.
+    #[diagnostic::on_unimplemented(
+        message = "`{Self}` cannot be the arguments of a `#[tool]`",
+        label = "the arguments struct of this tool",
+        note = "derive `serde::Deserialize` and `schemars::JsonSchema` on it: the gate checks a call's arguments against its JSON Schema, then reads them into it"
+    )]
+    pub trait ToolArgs: serde::de::DeserializeOwned + schemars::JsonSchema {}
+    impl<T: serde::de::DeserializeOwned + schemars::JsonSchema> ToolArgs for T {}
+
+    /// How generated code reads a tool's arguments and gives their schema. Every use goes
+    /// through [`args_of`], so arguments that are not [`ToolArgs`] are reported once.
+    #[allow(missing_debug_implementations)] // function pointers, for generated code only
+    pub struct ArgsOf<T> {
+        /// Reads a call's arguments (already checked against the schema) into the struct.
+        pub read: fn(&str, serde_json::Value) -> Result<T, ToolError>,
+        /// The JSON Schema of the arguments (JSON Schema 2020-12).
+        pub schema: fn() -> serde_json::Value,
+    }
+
+    /// The argument operations of `T`.
+    pub const fn args_of<T: ToolArgs>() -> ArgsOf<T> {
+        ArgsOf {
+            read: read_args::<T>,
+            schema: schema_of::<T>,
+        }
+    }
+
+    fn read_args<T: ToolArgs>(tool: &str, args: serde_json::Value) -> Result<T, ToolError> {
+        serde_json::from_value(args)
+            .map_err(|e| ToolError::invalid_args(format!("invalid arguments for `{tool}`: {e}")))
+    }
+
+    /// The JSON Schema of a type (JSON Schema 2020-12).
+    pub fn schema_of<T: schemars::JsonSchema>() -> serde_json::Value {
+        schemars::SchemaGenerator::new(schemars::generate::SchemaSettings::draft2020_12())
+            .into_root_schema_for::<T>()
+            .to_value()
+    }
+
+    /// What a `#[tool]` function must return.
+    #[diagnostic::on_unimplemented(
+        message = "a `#[tool]` returns `Result<T, ToolError>` with `T: Serialize`, not `{Self}`",
+        label = "this return type",
+        note = "write `-> Result<MyOutput, ToolError>` (or `Result<impl Serialize, ToolError>`); errors convert with `ToolError::new(…)` or `?` on I/O and JSON errors"
+    )]
+    pub trait ToolReturn {
+        /// The result as JSON.
+        fn into_json(self) -> Result<serde_json::Value, ToolError>;
+    }
+
+    impl<T: serde::Serialize, E: Into<ToolError>> ToolReturn for Result<T, E> {
+        fn into_json(self) -> Result<serde_json::Value, ToolError> {
+            let value = self.map_err(Into::into)?;
+            serde_json::to_value(value).map_err(|e| {
+                ToolError::new(format!("the tool's result cannot be written as JSON: {e}"))
+            })
+        }
+    }
+
+    /// A tool function's result as JSON.
+    pub fn tool_output<R: ToolReturn>(r: R) -> Result<serde_json::Value, ToolError> {
+        r.into_json()
+    }
+
+    /// Finds the JSON Schema of a tool's result type when it has one (autoref specialisation:
+    /// [`ToolSchemaOf`] applies to types with a schema, [`ToolSchemaAny`] to the others).
+    #[derive(Debug)]
+    pub struct SchemaProbe<T: ?Sized>(PhantomData<fn() -> Box<T>>);
+
+    impl<T: ?Sized> SchemaProbe<T> {
+        /// The probe.
+        pub fn new() -> Self {
+            SchemaProbe(PhantomData)
+        }
+    }
+
+    impl<T: ?Sized> Default for SchemaProbe<T> {
+        fn default() -> Self {
+            SchemaProbe::new()
+        }
+    }
+
+    /// The schema of a result type that has one.
+    pub trait ToolSchemaOf {
+        /// Its JSON Schema.
+        fn tool_output_schema(&self) -> serde_json::Value;
+    }
+
+    impl<T: schemars::JsonSchema> ToolSchemaOf for SchemaProbe<T> {
+        fn tool_output_schema(&self) -> serde_json::Value {
+            schema_of::<T>()
+        }
+    }
+
+    /// The schema of a result type without one: any JSON (`true`).
+    pub trait ToolSchemaAny {
+        /// `true`.
+        fn tool_output_schema(&self) -> serde_json::Value;
+    }
+
+    impl<T: ?Sized> ToolSchemaAny for &SchemaProbe<T> {
+        fn tool_output_schema(&self) -> serde_json::Value {
+            serde_json::Value::Bool(true)
+        }
+    }
 
     /// Most ports a variadic port group (`in_a`, `in_b`, …) can have.
     pub const MAX_VARIADIC: usize = 26;

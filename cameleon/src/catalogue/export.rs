@@ -33,7 +33,8 @@ Rules:
 - A connection's source and target have the same data type. An input of type `Any` (on a behavioral operator) accepts every type. `T0`, `T1`… are type variables of a structural operator: every port of one instance with the same variable carries the same type, fixed by its connections.
 - Params not listed for an operator are errors; params without a default are required. Operators whose ports are `in_a, in_b, …` or `out_a, out_b, …` take an `arity` param (default 2) that adds ports `in_c`/`out_c`, `in_d`/`out_d`, … in order.
 - A `test` param is a one-key map evaluated on the JSON value of a token (a DataString compares as a string): `{lt: 10}`, `{le: 10}`, `{gt: 0}`, `{ge: 0}`, `{eq: "stop"}`, `{ne: 3}`, `{contains: "x"}`, `{not: {…}}`, `{all: […]}`, `{any: […]}`.
-- A loop goes through a `merge` (its entry; it fires with an EMPTY input) and leaves through a `guard` or a `gate`."#;
+- A loop goes through a `merge` (its entry; it fires with an EMPTY input) and leaves through a `guard` or a `gate`.
+- Tools (`cameleon tools --json` lists each with the JSON Schema of its arguments) are called by a `tool` operator (param `name`) whose `in_args` receives the arguments as a JSON object, e.g. from a `const`. A net may call only the tools its top-level `tools:` key allows: `tools: {allow: [calc, read_file], approve: [write_file]}` (after `config:`, before `operators:`); without that key every tool call is denied."#;
 
 impl Catalogue {
     /// The catalogue as JSON: a `.cm` writing guide (`format`), the data types, the firing

@@ -28,6 +28,12 @@ pub enum CmProblemKind {
     UnknownType,
     /// An operator's params are missing, unknown or ill-typed.
     Param,
+    /// A tool named under `tools:` (or by a `tool` operator) that the build does not have.
+    UnknownTool,
+    /// A capabilities file names a provider kind the build does not have.
+    UnknownKind,
+    /// A capabilities file names an environment variable that is not set.
+    Env,
     /// The net is invalid (docs/semantics.md §1): unknown port, type mismatch, unconnected input, ….
     Net(ProblemKind),
 }
@@ -44,6 +50,9 @@ impl CmProblemKind {
             CmProblemKind::Version => "version",
             CmProblemKind::UnknownType => "unknown_type",
             CmProblemKind::Param => "param",
+            CmProblemKind::UnknownTool => "unknown_tool",
+            CmProblemKind::UnknownKind => "unknown_kind",
+            CmProblemKind::Env => "env",
             CmProblemKind::Net(k) => match k {
                 ProblemKind::DuplicateOperator => "duplicate_operator",
                 ProblemKind::BadEndpoint => "bad_endpoint",
@@ -155,6 +164,8 @@ pub struct CmError {
     problems: Vec<CmProblem>,
     /// Whether some line is too long for miette to draw (it panics past 65 535 columns).
     long_lines: bool,
+    /// What the file is meant to be, in messages (`net`, `capabilities file`).
+    document: &'static str,
 }
 
 impl CmError {
@@ -166,7 +177,21 @@ impl CmError {
             source: NamedSource::new(name, Arc::from(source)),
             problems,
             long_lines,
+            document: "net",
         }
+    }
+
+    /// The same error, about a file that is meant to be a `document` (`"capabilities file"`)
+    /// rather than a net.
+    pub(crate) fn about(mut self, document: &'static str) -> Self {
+        self.document = document;
+        self
+    }
+
+    /// What the file is meant to be: `net` for a `.cm` file, `capabilities file` for a
+    /// `cameleon.yaml`.
+    pub fn document(&self) -> &str {
+        self.document
     }
 
     /// The problems, in source order. Never empty.
@@ -232,6 +257,9 @@ fn label_text(kind: CmProblemKind) -> &'static str {
         CmProblemKind::Version => "unsupported version",
         CmProblemKind::UnknownType => "unknown operator type",
         CmProblemKind::Param => "bad param",
+        CmProblemKind::UnknownTool => "unknown tool",
+        CmProblemKind::UnknownKind => "unknown kind",
+        CmProblemKind::Env => "variable not set",
         CmProblemKind::Net(ProblemKind::TypeMismatch) => "types differ",
         CmProblemKind::Net(ProblemKind::UnknownPort) => "no such port",
         CmProblemKind::Net(ProblemKind::UnknownOperator) => "no such operator",

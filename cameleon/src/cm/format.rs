@@ -7,7 +7,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::net::Mode;
+use crate::net::{Mode, Placement};
 use crate::operator::Params;
 
 /// The format version this crate reads and writes.
@@ -35,6 +35,10 @@ pub struct CmFile {
     /// Execution settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<CmConfig>,
+    /// Which tools the net's operators may call through the tool gate (`cameleon tools` lists
+    /// them). Without this key every tool call is denied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<CmTools>,
     /// Operator instances, in declaration order (which breaks ties when several can fire).
     pub operators: Vec<CmOperator>,
     /// Connections from an output port to an input port, in declaration order.
@@ -55,6 +59,18 @@ pub struct CmConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_loop_iterations: Option<u32>,
+}
+
+/// `tools:`: the net's tool policy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CmTools {
+    /// Tools that run when called.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Tools that run only once a person approves each call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approve: Vec<String>,
 }
 
 /// One operator instance.
@@ -92,6 +108,10 @@ pub struct CmOperator {
     /// `backoff_ms` (doubling each time) in between; overrides the operator type's retries.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<CmRetry>,
+    /// Where the instance runs: `local` (the default) or `remote` (on a satellite, when the
+    /// run is connected to one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
 }
 
 /// `retry: {max, backoff_ms}`.
@@ -118,4 +138,11 @@ pub struct CmConnection {
 }
 
 /// Top-level keys of a file, in canonical order (the fields of [`CmFile`]).
-pub(crate) const FILE_KEYS: &[&str] = &["cameleon", "name", "config", "operators", "connections"];
+pub(crate) const FILE_KEYS: &[&str] = &[
+    "cameleon",
+    "name",
+    "config",
+    "tools",
+    "operators",
+    "connections",
+];

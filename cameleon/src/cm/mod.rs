@@ -6,6 +6,9 @@
 //! config:                      # optional
 //!   mode: sequential           # or parallel
 //!   max_loop_iterations: 10000
+//! tools:                       # optional: without it, every tool call is denied
+//!   allow: [calc, read_file]   # tools that run when called
+//!   approve: [write_file]      # tools that run once a person approves the call
 //! operators:
 //!   - id: loader               # instance name, unique, used by connections
 //!     type: text_file          # catalogue id; when absent, `id` is the type (original files)
@@ -14,6 +17,7 @@
 //!     x: 90
 //!     y: 150
 //!     params: { path: "article.txt" }
+//!     placement: local         # optional: `remote` runs it on a satellite
 //! connections:
 //!   - from: loader.out_data
 //!     to: chunk.in_data
@@ -60,13 +64,13 @@ mod error;
 mod format;
 mod load;
 pub mod schema;
-mod tree;
+pub(crate) mod tree;
 pub mod write;
 
 use std::path::Path;
 
 pub use error::{CmError, CmProblem, CmProblemKind};
-pub use format::{CmConfig, CmConnection, CmFile, CmOperator, CmRetry, FORMAT_VERSION};
+pub use format::{CmConfig, CmConnection, CmFile, CmOperator, CmRetry, CmTools, FORMAT_VERSION};
 pub use load::Loader;
 
 use crate::catalogue::Catalogue;

@@ -10,7 +10,7 @@ use std::borrow::Cow;
 use schemars::{JsonSchema, Schema, SchemaGenerator, generate::SchemaSettings, json_schema};
 
 use super::CmFile;
-use crate::net::Mode;
+use crate::net::{Mode, Placement};
 
 impl JsonSchema for Mode {
     fn schema_name() -> Cow<'static, str> {
@@ -22,6 +22,20 @@ impl JsonSchema for Mode {
             "description": "Execution mode: `sequential` fires one operator per step (the first enabled in declaration order); `parallel` fires every enabled operator per step.",
             "type": "string",
             "enum": ["sequential", "parallel"]
+        })
+    }
+}
+
+impl JsonSchema for Placement {
+    fn schema_name() -> Cow<'static, str> {
+        "Placement".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "Where an operator instance runs: `local` (in the process running the net, the default) or `remote` (on a satellite, when the run is connected to one).",
+            "type": "string",
+            "enum": ["local", "remote"]
         })
     }
 }

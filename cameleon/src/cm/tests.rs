@@ -844,3 +844,116 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
         ]
     })
 }
+
+// ---------------------------------------------------------------------------------------------
+// `tools:` and `placement:`
+
+const WITH_TOOLS: &str = "\
+cameleon: 1
+name: tools
+tools:
+  allow: [calc, json_query]
+  approve: [write_file]
+operators:
+  - id: args
+    type: const
+    params:
+      value: {expr: 1 + 2}
+  - id: sum
+    type: tool
+    params:
+      name: calc
+    placement: remote
+  - id: out
+    type: sink
+connections:
+  - from: args.out_data
+    to: sum.in_args
+  - from: sum.out_result
+    to: out.in_data
+";
+
+#[test]
+fn tools_and_placement_round_trip_byte_for_byte() {
+    let net = Net::from_cm(WITH_TOOLS).unwrap();
+    let policy = net.tool_policy().unwrap();
+    assert_eq!(policy.allow, ["calc", "json_query"]);
+    assert_eq!(policy.approve, ["write_file"]);
+    assert_eq!(net.operators()[1].placement, crate::net::Placement::Remote);
+    assert_eq!(net.operators()[0].placement, crate::net::Placement::Local);
+    assert_eq!(net.to_cm(), WITH_TOOLS);
+    assert_eq!(Net::from_cm(&net.to_cm()).unwrap(), net);
+}
+
+#[test]
+fn an_empty_tools_key_is_a_policy_allowing_nothing_and_stays_one() {
+    let text = WITH_TOOLS.replace(
+        "tools:\n  allow: [calc, json_query]\n  approve: [write_file]\n",
+        "tools: {}\n",
+    );
+    let net = Net::from_cm(&text).unwrap();
+    assert_eq!(net.tool_policy(), Some(&crate::net::ToolPolicy::default()));
+    assert!(net.to_cm().contains("tools:\n  allow: []\n"));
+    let none = Net::from_cm(&text.replace("tools: {}\n", "")).unwrap();
+    assert_eq!(none.tool_policy(), None);
+    assert!(!none.to_cm().contains("tools:"));
+}
+
+#[test]
+fn an_unknown_tool_is_located_with_a_did_you_mean() {
+    let text = WITH_TOOLS
+        .replace("allow: [calc, json_query]", "allow: [calc, json_qery]")
+        .replace("name: calc", "name: cal");
+    let e = Net::from_cm(&text).unwrap_err();
+    let found: Vec<(CmProblemKind, usize, usize, Option<&str>)> = e
+        .problems()
+        .iter()
+        .map(|p| (p.kind, p.line, p.column, p.hint.as_deref()))
+        .collect();
+    assert_eq!(
+        found,
+        [
+            (
+                CmProblemKind::UnknownTool,
+                4,
+                17,
+                Some("did you mean `json_query`?")
+            ),
+            (
+                CmProblemKind::UnknownTool,
+                14,
+                13,
+                Some("did you mean `calc`?")
+            ),
+        ]
+    );
+    assert!(
+        e.problems()[0]
+            .message
+            .contains("unknown tool `json_qery` in `tools: allow:`")
+    );
+}
+
+#[test]
+fn a_tool_listed_twice_and_a_bad_placement_are_problems() {
+    let text = WITH_TOOLS
+        .replace("approve: [write_file]", "approve: [calc]")
+        .replace("placement: remote", "placement: orbit");
+    let e = Net::from_cm(&text).unwrap_err();
+    assert_eq!(e.problems().len(), 2, "{e}");
+    assert!(e.problems()[0].message.contains("listed twice"));
+    assert_eq!(e.problems()[1].line, 15);
+    assert!(
+        e.problems()[1].hint.as_deref().unwrap().contains("`local`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_schema_knows_tools_and_placement() {
+    let s = schema::schema();
+    assert!(s["properties"]["tools"].is_object());
+    let op = &s["$defs"]["CmOperator"]["properties"]["placement"];
+    assert!(op.to_string().contains("Placement"), "{op}");
+    assert_eq!(s["$defs"]["Placement"]["enum"], json!(["local", "remote"]));
+}

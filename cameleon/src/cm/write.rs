@@ -2,16 +2,17 @@
 //!
 //! The canonical form is what `cameleon fmt` writes and [`Net::to_cm`] returns:
 //!
-//! - keys in the order of the format (`cameleon`, `name`, `config`, `operators`,
-//!   `connections`; in an operator `id`, `type`, `label`, `instance`, `x`, `y`, `params`,
-//!   `timeout_ms`, `retry`), and
+//! - keys in the order of the format (`cameleon`, `name`, `config`, `tools`, `operators`,
+//!   `connections`; in `tools` `allow`, `approve`; in an operator `id`, `type`, `label`,
+//!   `instance`, `x`, `y`, `params`, `timeout_ms`, `retry`, `placement`), and
 //!   operators and connections in declaration order;
 //! - two-space indentation, one key per line; param values that are lists or mappings in flow
 //!   style (`{lt: 10}`);
 //! - strings plain when YAML reads them back as the same string, else double-quoted with JSON
 //!   escapes; integers without `.0` (positions are written as integers when they are whole);
-//! - `type` always written (aliases replaced by the catalogue id); `config` keys and params
-//!   only when they differ from their defaults.
+//! - `type` always written (aliases replaced by the catalogue id); `config` keys, params and
+//!   `placement` only when they differ from their defaults; under `tools`, `allow` always
+//!   (`[]` when empty) and `approve` when not empty, both in flow style.
 //!
 //! Loading a canonical file and writing it again gives the same bytes.
 
@@ -19,9 +20,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value as Json;
 
-use super::format::{CmConfig, CmConnection, CmFile, CmOperator, CmRetry, FORMAT_VERSION};
+use super::format::{CmConfig, CmConnection, CmFile, CmOperator, CmRetry, CmTools, FORMAT_VERSION};
 use crate::catalogue::Catalogue;
-use crate::net::{Net, NetConfig};
+use crate::net::{Net, NetConfig, Placement};
 use crate::operator::Params;
 
 impl Net {
@@ -62,6 +63,7 @@ impl Net {
                         max: r.max,
                         backoff_ms: r.backoff_ms,
                     }),
+                    placement: (o.placement != Placement::Local).then_some(o.placement),
                 }
             })
             .collect();
@@ -77,6 +79,10 @@ impl Net {
             cameleon: FORMAT_VERSION,
             name: (!self.name.is_empty()).then(|| self.name.clone()),
             config: (config != CmConfig::default()).then_some(config),
+            tools: self.tools.as_ref().map(|t| CmTools {
+                allow: t.allow.clone(),
+                approve: t.approve.clone(),
+            }),
             operators,
             connections,
         }
@@ -122,6 +128,13 @@ impl CmFile {
                 let _ = writeln!(out, "  max_loop_iterations: {n}");
             }
         }
+        if let Some(t) = &self.tools {
+            out.push_str("tools:\n");
+            let _ = writeln!(out, "  allow: {}", name_list(&t.allow));
+            if !t.approve.is_empty() {
+                let _ = writeln!(out, "  approve: {}", name_list(&t.approve));
+            }
+        }
         if self.operators.is_empty() {
             out.push_str("operators: []\n");
         } else {
@@ -164,6 +177,9 @@ impl CmFile {
                     r.max, r.backoff_ms
                 );
             }
+            if let Some(p) = o.placement {
+                let _ = writeln!(out, "    placement: {p}");
+            }
         }
         if self.connections.is_empty() {
             out.push_str("connections: []\n");
@@ -176,6 +192,12 @@ impl CmFile {
         }
         out
     }
+}
+
+/// Names in flow style: `[calc, read_file]`.
+fn name_list(names: &[String]) -> String {
+    let items: Vec<String> = names.iter().map(|n| scalar(n)).collect();
+    format!("[{}]", items.join(", "))
 }
 
 /// A position: whole numbers without `.0`.

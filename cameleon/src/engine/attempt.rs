@@ -19,8 +19,8 @@
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
@@ -28,6 +28,7 @@ use super::Event;
 use super::loan::Loan;
 use crate::connection::Token;
 use crate::net::Topo;
+use crate::operator::capability::Capabilities;
 use crate::operator::{
     Execution, Firing, InputSlot, OpError, OpSettings, OpSpec, OpState, Operator, TypeRef,
 };
@@ -63,6 +64,8 @@ pub(super) struct FiringCx<'a> {
     pub(super) events: Option<&'a Mutex<Vec<Event>>>,
     /// Whether to measure the firing's wall-clock time (for events; it costs two clock reads).
     pub(super) timed: bool,
+    /// The capabilities of the run (its pinned generation).
+    pub(super) caps: &'a Arc<dyn Capabilities>,
 }
 
 impl<'a> FiringCx<'a> {
@@ -77,6 +80,7 @@ impl<'a> FiringCx<'a> {
             self.name,
             self.run,
             self.branch,
+            &**self.caps,
         )
     }
 
@@ -245,7 +249,7 @@ fn settle_failure(
         }
         return Next::Retry(backoff);
     }
-    match caught_failure(spec, cx.name, &error) {
+    match caught_failure(spec, cx, &error) {
         Some(emission) => {
             emitted.push(emission);
             Next::Done(Ok(()))
@@ -254,17 +258,20 @@ fn settle_failure(
     }
 }
 
-/// docs/semantics.md §4: an operator that declares an output named `error` of type
-/// [`DataError`] catches its own failure: instead of stopping the run in ERROR, the firing
-/// emits the failure there (and nothing else). Returns that emission, or `None` when the
-/// operator has no such output.
-fn caught_failure(spec: &OpSpec, name: &str, error: &OpError) -> Option<(u16, Value)> {
+/// docs/semantics.md §4.9: an operator that declares an output named `error` of type
+/// [`DataError`], connected, catches its own failure: instead of stopping the run in ERROR, the
+/// firing emits the failure there (and nothing else). Returns that emission, or `None` when the
+/// operator has no such output, or it is not connected (the failure would vanish).
+fn caught_failure(spec: &OpSpec, cx: &FiringCx<'_>, error: &OpError) -> Option<(u16, Value)> {
     let port = spec
         .outputs
         .iter()
         .position(|p| p.name == "error" && p.ty == TypeRef::of::<DataError>())?;
+    if cx.topo.port_conns(cx.o, port).is_empty() {
+        return None;
+    }
     let data = DataError {
-        operator: name.to_owned(),
+        operator: cx.name.to_owned(),
         message: error.to_string(),
     };
     Some((port as u16, Value::new(data)))
@@ -429,6 +436,7 @@ async fn attempt_blocking(
         .collect();
     let name = cx.name.to_owned();
     let run = std::sync::Arc::clone(cx.run);
+    let caps = Arc::clone(cx.caps);
     let (n_outputs, step, branch) = (cx.n_outputs(), cx.step, cx.branch);
     let t0 = Instant::now();
     let (mut loan, carrier) = Loan::new(slot);
@@ -437,7 +445,7 @@ async fn attempt_blocking(
             let mut out = Vec::new();
             let result = {
                 let mut f = Firing::new(
-                    &tokens, &slots, &mut out, n_outputs, step, &name, &run, branch,
+                    &tokens, &slots, &mut out, n_outputs, step, &name, &run, branch, &*caps,
                 );
                 catch_unwind(AssertUnwindSafe(|| op.run(&mut f)))
             };

@@ -1,9 +1,11 @@
 //! [`CvmBuilder`]: the options of an engine.
 
 use std::fmt;
+use std::sync::Arc;
 
 use super::{CancelToken, Cvm, Event, Observer};
 use crate::net::{Mode, Net};
+use crate::operator::capability::Capabilities;
 
 /// Options for a [`Cvm`].
 pub struct CvmBuilder {
@@ -13,7 +15,8 @@ pub struct CvmBuilder {
     mode: Option<Mode>,
     observer: Option<Observer>,
     cancel: Option<CancelToken>,
-    run_id: Option<String>,
+    caps: Option<Arc<dyn Capabilities>>,
+    run_id: Option<Arc<str>>,
 }
 
 impl fmt::Debug for CvmBuilder {
@@ -60,9 +63,20 @@ impl CvmBuilder {
         self
     }
 
-    /// Names the run (the `run` part of each firing's
-    /// [`idempotency_key`](crate::Firing::idempotency_key)); default: a fresh UUID v7.
-    pub fn run_id(mut self, id: impl Into<String>) -> Self {
+    /// Hands every firing these capabilities (models, embedders, memories, tools, observer):
+    /// the generation the run pins, usually from
+    /// [`capabilities::Runtime::pin`](crate::capabilities::Runtime::pin). Without it, firings
+    /// see `<dyn Capabilities>::none()` (generation 0: nothing configured,
+    /// every tool denied).
+    pub fn capabilities(mut self, caps: Arc<dyn Capabilities>) -> Self {
+        self.caps = Some(caps);
+        self
+    }
+
+    /// Names the run: the `run` part of each firing's
+    /// [`idempotency_key`](crate::Firing::idempotency_key) and the run's id in the engine's
+    /// `tracing` spans; default: a fresh UUID v7.
+    pub fn run_id(mut self, id: impl Into<Arc<str>>) -> Self {
         self.run_id = Some(id.into());
         self
     }
@@ -81,8 +95,11 @@ impl CvmBuilder {
         if let Some(t) = self.cancel {
             cvm.cancel = t;
         }
+        if let Some(c) = self.caps {
+            cvm.caps = c;
+        }
         if let Some(id) = self.run_id {
-            cvm.run_id = id.into();
+            cvm.run_id = id;
         }
         cvm.update_slow();
         cvm
@@ -99,6 +116,7 @@ impl Cvm {
             mode: None,
             observer: None,
             cancel: None,
+            caps: None,
             run_id: None,
         }
     }

@@ -27,16 +27,20 @@
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
 
+use tracing::{Instrument, Span};
+
 use super::attempt::{Emissions, FiringCx, Outcome, fire, fire_now};
+use super::spans::finish;
 use super::step::run_outcome;
 use super::{
     Advance, CancelToken, Cvm, EndState, Event, Observer, RunError, Step, StepError, input_slot,
 };
 use crate::connection::Token;
 use crate::net::{Mode, OpNode, Topo};
+use crate::operator::capability::Capabilities;
 use crate::operator::{Execution, InputSet, InputSlot, OpError, OpSettings};
 
 impl Cvm {
@@ -68,6 +72,7 @@ impl Cvm {
     /// [`net`](Self::net) may show a half-fired operator's state). Prefer the
     /// [`cancel_token`](Self::cancel_token), which restores everything before returning.
     pub async fn step_async(&mut self) -> Result<Step, StepError> {
+        self.check_traced();
         let advanced = self.advance_async().await;
         if self.recorder.is_some() {
             self.record_outcome(&advanced)?;
@@ -90,6 +95,7 @@ impl Cvm {
     /// [`refire`](Self::refire), asynchronously: executes the next step anew even if the
     /// history has one recorded here, which stays as a branch.
     pub async fn refire_async(&mut self) -> Result<Step, StepError> {
+        self.check_traced();
         if !self.pending.is_empty() {
             self.restore_pending();
         }
@@ -135,6 +141,20 @@ impl Cvm {
     /// # }
     /// ```
     pub async fn run_async(&mut self) -> Result<EndState, RunError> {
+        self.check_traced();
+        let span = self.run_span();
+        let end = self.run_async_loop().instrument(span).await;
+        if self.traced {
+            let name = match &end {
+                Ok(end) => end.name(),
+                Err(_) => "ERROR",
+            };
+            self.close_run_span(name);
+        }
+        end
+    }
+
+    async fn run_async_loop(&mut self) -> Result<EndState, RunError> {
         let end = loop {
             if self.cancel.take() {
                 break EndState::Cancelled;
@@ -193,12 +213,20 @@ impl Cvm {
         if observed {
             self.notify_started(&ops, step);
         }
+        let spans: Vec<Span> = if self.traced {
+            let step_span = self.step_span(step, &ops);
+            ops.iter()
+                .map(|&o| self.firing_span(&step_span, o, step))
+                .collect()
+        } else {
+            Vec::new()
+        };
         let ran = if ops
             .iter()
             .all(|&o| self.exec[o] == Execution::Inline && !self.guarded[o])
         {
             // Nothing to wait for: the firings one after the other, without futures.
-            self.run_inline(step, &ops, &plan)
+            self.run_inline(step, &ops, &plan, &spans)
         } else {
             let branch = self.hist.next_branch();
             let Cvm {
@@ -210,6 +238,7 @@ impl Cvm {
                 observer,
                 cancel,
                 run_id,
+                caps,
                 ..
             } = self;
             run_firings(
@@ -223,6 +252,8 @@ impl Cvm {
                     step,
                     run: run_id,
                     branch,
+                    caps,
+                    spans: &spans,
                 },
                 &mut net.ops,
                 cancel,
@@ -236,7 +267,7 @@ impl Cvm {
     /// Runs a step whose firings are all inline and without settings, in declaration order,
     /// through [`fire_now`], up to the first failure (later firings are not needed: the step is
     /// discarded).
-    fn run_inline(&mut self, step: u32, ops: &[usize], plan: &Plan) -> Ran {
+    fn run_inline(&mut self, step: u32, ops: &[usize], plan: &Plan, spans: &[Span]) -> Ran {
         let branch = self.hist.next_branch();
         let Cvm {
             net,
@@ -245,6 +276,7 @@ impl Cvm {
             observer,
             pending,
             run_id,
+            caps,
             ..
         } = self;
         let mut outcomes = Vec::with_capacity(ops.len());
@@ -264,9 +296,11 @@ impl Cvm {
                 branch,
                 stop: None,
                 events: None,
-                timed: observer.is_some(),
+                timed: observer.is_some() || !spans.is_empty(),
+                caps,
             };
             let mut out_emitted = Vec::new();
+            let entered = spans.get(j).map(Span::enter);
             let out = fire_now(
                 &mut **op,
                 &meta.spec,
@@ -274,6 +308,10 @@ impl Cvm {
                 pending[j].1.as_ref(),
                 &mut out_emitted,
             );
+            drop(entered);
+            if let Some(span) = spans.get(j) {
+                finish(span, &out);
+            }
             if let Some(obs) = observer.as_mut() {
                 obs(&out.event(step, &meta.name));
             }
@@ -420,6 +458,9 @@ struct Batch<'a> {
     step: u32,
     run: &'a std::sync::Arc<str>,
     branch: u32,
+    caps: &'a Arc<dyn Capabilities>,
+    /// One `tracing` span per firing, when a subscriber listens (else empty).
+    spans: &'a [Span],
 }
 
 /// How the firings of a step ended: one outcome and its emissions per firing (`None`: cancelled
@@ -474,12 +515,17 @@ async fn run_firings(
             branch: b.branch,
             stop: Some(&stops[j]),
             events: observed.then_some(&queue),
-            timed: observed,
+            timed: observed || !b.spans.is_empty(),
+            caps: b.caps,
         };
         let Some(out) = slots.next() else {
             break; // unreachable: one emission vector per firing
         };
-        futures.push(Some(Box::pin(fire(op, &meta.spec, cx, out))));
+        let firing = fire(op, &meta.spec, cx, out);
+        futures.push(Some(match b.spans.get(j) {
+            Some(span) => Box::pin(firing.instrument(span.clone())),
+            None => Box::pin(firing),
+        }));
     }
 
     let mut outcomes: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
@@ -515,6 +561,9 @@ async fn run_firings(
                     continue;
                 };
                 futures[j] = None;
+                if let Some(span) = b.spans.get(j) {
+                    finish(span, &out);
+                }
                 if out.result.is_err() && j < cut && !cancelled {
                     cut = j;
                     drop_after(&mut futures, j + 1);

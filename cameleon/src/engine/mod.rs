@@ -37,10 +37,12 @@
 //! | `outcome` | [`Step`], [`EndState`], the errors, [`ConnView`], [`Marking`] |
 
 use std::fmt;
+use std::sync::Arc;
 
 use crate::connection::{ConnState, NONE, Token};
 use crate::history::Store;
 use crate::net::{Mode, Net, PortStates, Topo, evaluate, evaluate_cached};
+use crate::operator::capability::Capabilities;
 use crate::operator::{Execution, InputSlot, OpSettings, OpState};
 use crate::policy::Family;
 
@@ -56,6 +58,7 @@ mod loan;
 mod outcome;
 mod query;
 mod record;
+mod spans;
 mod step;
 
 use bits::{Bits, Scratch};
@@ -106,9 +109,17 @@ pub struct Cvm {
     /// A recorder's failure to record a move, reported by the next recording.
     deferred: Option<RecordError>,
     /// Whether a step needs more than the plain sequential path: parallel mode, an observer,
-    /// a recorder, an operator with settings, or states to restore (see [`Cvm::update_slow`]).
-    /// One flag, so the sequential hot path pays one branch for all of it.
+    /// a recorder, an operator with settings, states to restore, or a `tracing` subscriber
+    /// listening (see [`Cvm::update_slow`]). One flag, so the sequential hot path pays one branch
+    /// for all of it.
     slow: bool,
+    /// The capabilities every firing sees: the generation this run pinned (docs/capabilities.md).
+    caps: Arc<dyn Capabilities>,
+    /// Whether a `tracing` subscriber listens to the engine's spans, as of the last check (at
+    /// the start of each `run` and `step`).
+    traced: bool,
+    /// The `tracing` span of the run under way, when a subscriber listens.
+    run_span: Option<tracing::Span>,
 }
 
 impl fmt::Debug for Cvm {
@@ -166,6 +177,9 @@ impl Cvm {
             recorder: None,
             deferred: None,
             slow: false,
+            caps: <dyn Capabilities>::none(),
+            traced: false,
+            run_span: None,
             net,
         };
         cvm.update_slow();
@@ -250,7 +264,25 @@ impl Cvm {
             || self.observer.is_some()
             || self.recorder.is_some()
             || !self.pending.is_empty()
+            || self.traced
             || self.guarded.contains(&true);
+    }
+
+    /// The capabilities every firing of this engine sees (see
+    /// [`CvmBuilder::capabilities`]).
+    pub fn capabilities(&self) -> &Arc<dyn Capabilities> {
+        &self.caps
+    }
+
+    /// Hands later firings these capabilities (see [`CvmBuilder::capabilities`]): for an engine
+    /// built elsewhere, e.g. a run resumed from a journal, before it goes on.
+    pub fn set_capabilities(&mut self, caps: Arc<dyn Capabilities>) {
+        self.caps = caps;
+    }
+
+    /// The capability generation this engine's runs pinned (0: none).
+    pub fn generation(&self) -> u64 {
+        self.caps.generation()
     }
 }
 

@@ -17,11 +17,25 @@ impl Cvm {
     ///
     /// Returns [`Step::Ended`] when nothing can fire. On `Err`, nothing changed.
     pub fn step(&mut self) -> Result<Step, StepError> {
+        self.check_traced();
         let advanced = self.advance();
         if self.recorder.is_some() {
             self.record_outcome(&advanced)?;
         }
+        if self.traced {
+            self.close_run_span_if_ended(&advanced);
+        }
         Ok(self.describe(advanced?))
+    }
+
+    /// Closes the run's span when a step ended the run.
+    #[cold]
+    pub(super) fn close_run_span_if_ended(&mut self, advanced: &Result<Advance, StepError>) {
+        match advanced {
+            Ok(Advance::Ended(end)) => self.close_run_span(end.name()),
+            Err(StepError::Operator { .. }) => self.close_run_span("ERROR"),
+            _ => {}
+        }
     }
 
     /// Executes the next step anew (as [`step`](Self::step) would without history), even if the
@@ -29,6 +43,7 @@ impl Cvm {
     /// [`branches`](Self::branches)). If nothing fires (an end state, or the operator fails),
     /// the recorded future stays as it was.
     pub fn refire(&mut self) -> Result<Step, StepError> {
+        self.check_traced();
         if !self.pending.is_empty() {
             self.restore_pending();
         }
@@ -90,6 +105,9 @@ impl Cvm {
         if self.mode == Mode::Parallel {
             return block_on(self.run_async());
         }
+        self.check_traced();
+        let span = self.run_span();
+        let entered = span.enter();
         let end = loop {
             if self.cancel.take() {
                 break EndState::Cancelled;
@@ -98,6 +116,10 @@ impl Cvm {
                 break end;
             }
         };
+        drop(entered);
+        if self.traced {
+            self.close_run_span(end.name());
+        }
         self.record_end(&end)?;
         self.notify(|_| Event::Ended { end: end.clone() });
         Ok(end)
@@ -175,7 +197,7 @@ impl Cvm {
             return Ok(Advance::Ended(end));
         }
         let step = self.hist.path.len() as u32 + 1;
-        self.fire_one(o, step, false, false)
+        self.fire_one(o, step, false, false, false)
     }
 
     /// [`execute_next`](Self::execute_next) when [`slow`](Self::update_slow): a parallel step,
@@ -202,21 +224,31 @@ impl Cvm {
             self.notify_started(&[o], step);
         }
         let recording = self.recorder.is_some();
-        self.fire_one(o, step, observed, recording)
+        let span = self.step_span(step, &[o]);
+        let _step = span.enter();
+        self.fire_one(o, step, observed, self.traced, recording)
     }
 
     /// Fires operator `o` alone, on this thread, through the firing routine
-    /// ([`fire_now`]), and commits it as step `step`. `observed`: send its events.
-    // Always inlined: it is the sequential hot path (see benches/engine.rs).
+    /// ([`fire_now`]), and commits it as step `step`. `observed`: send its events; `traced`:
+    /// open its `tracing` span; `recording`: tell the recorder.
+    // Always inlined: it is the sequential hot path (see benches/engine.rs), where every flag
+    // is the constant `false`.
     #[inline(always)]
     fn fire_one(
         &mut self,
         o: usize,
         step: u32,
         observed: bool,
+        traced: bool,
         recording: bool,
     ) -> Result<Advance, StepError> {
         let branch = self.hist.next_branch();
+        let span = if traced {
+            Some(self.firing_span(&tracing::Span::current(), o, step))
+        } else {
+            None
+        };
         let Cvm {
             net,
             topo,
@@ -225,6 +257,7 @@ impl Cvm {
             tokens,
             s,
             run_id,
+            caps,
             ..
         } = self;
         s.slots.clear();
@@ -246,9 +279,15 @@ impl Cvm {
             branch,
             stop: None,
             events: None,
-            timed: observed,
+            timed: observed || traced,
+            caps,
         };
+        let entered = span.as_ref().map(tracing::Span::enter);
         let out = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), &mut s.emitted);
+        drop(entered);
+        if let Some(span) = &span {
+            super::spans::finish(span, &out);
+        }
         if observed {
             self.notify_finished(o, step, &out);
         }

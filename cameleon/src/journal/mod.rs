@@ -227,6 +227,9 @@ pub struct Resumed {
     /// The run's end, if it has finished (see [`is_finished`](Self::is_finished)); `None` while
     /// it is `RUNNING`.
     pub end: Option<EndState>,
+    /// The folder the run's net resolves relative paths against (its `.cm` file's folder): where
+    /// to look for its capabilities (`Cvm::set_capabilities`) before it goes on.
+    pub base_dir: std::path::PathBuf,
 }
 
 impl Resumed {
@@ -692,6 +695,10 @@ impl Journal {
             name,
             cvm,
             end,
+            base_dir: config
+                .base_dir
+                .clone()
+                .unwrap_or_else(|| std::path::PathBuf::from(".")),
         };
         if record && !resumed.is_finished() {
             let mut resumed = resumed;

@@ -5,7 +5,7 @@ use std::fmt;
 use crate::operator::{OpSettings, Operator, Retry};
 
 use super::validate::Validator;
-use super::{Net, NetConfig, NetError};
+use super::{Net, NetConfig, NetError, Placement, ToolPolicy};
 
 pub(super) struct PendingOp {
     pub(super) name: String,
@@ -13,6 +13,7 @@ pub(super) struct PendingOp {
     pub(super) instance: Option<i64>,
     pub(super) pos: Option<(f64, f64)>,
     pub(super) settings: OpSettings,
+    pub(super) placement: Placement,
     pub(super) op: Box<dyn Operator>,
 }
 
@@ -28,6 +29,7 @@ pub struct NetBuilder {
     pub(super) config: NetConfig,
     pub(super) ops: Vec<PendingOp>,
     pub(super) conns: Vec<PendingConn>,
+    pub(super) tools: Option<ToolPolicy>,
 }
 
 impl fmt::Debug for NetBuilder {
@@ -77,6 +79,12 @@ impl OpOptions<'_> {
         self
     }
 
+    /// Sets where this instance runs (`.cm` `placement:`).
+    pub fn placement(self, placement: Placement) -> Self {
+        self.0.ops[self.1].placement = placement;
+        self
+    }
+
     /// Sets this instance's timeout and retries at once.
     pub fn settings(self, settings: OpSettings) -> Self {
         self.0.ops[self.1].settings = settings;
@@ -98,12 +106,19 @@ impl NetBuilder {
             config: NetConfig::default(),
             ops: Vec::new(),
             conns: Vec::new(),
+            tools: None,
         }
     }
 
     /// Sets the configuration.
     pub fn config(&mut self, config: NetConfig) -> &mut Self {
         self.config = config;
+        self
+    }
+
+    /// Sets the tools the net's operators may call (`.cm` `tools:`); without one, none.
+    pub fn tools(&mut self, policy: ToolPolicy) -> &mut Self {
+        self.tools = Some(policy);
         self
     }
 
@@ -120,6 +135,7 @@ impl NetBuilder {
             instance: None,
             pos: None,
             settings: OpSettings::NONE,
+            placement: Placement::Local,
             op,
         });
         let i = self.ops.len() - 1;

@@ -85,6 +85,68 @@ impl Default for NetConfig {
     }
 }
 
+/// Which tools a net's operators may call through the tool gate: the `.cm` top-level key
+/// `tools: {allow: […], approve: […]}` (docs/tools.md). A net without one may call no tool.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ToolPolicy {
+    /// Tools that run when called.
+    pub allow: Vec<String>,
+    /// Tools that run once a person approves each call.
+    pub approve: Vec<String>,
+}
+
+impl ToolPolicy {
+    /// A policy allowing `tools`.
+    pub fn allow<I, S>(tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ToolPolicy {
+            allow: tools.into_iter().map(Into::into).collect(),
+            approve: Vec::new(),
+        }
+    }
+
+    /// The same policy, with `tools` needing approval.
+    pub fn approve<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        self.approve = tools.into_iter().map(Into::into).collect();
+        self
+    }
+}
+
+/// Where an operator instance runs (`.cm` `placement:`): in this process, or on a satellite
+/// when the run is connected to one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Placement {
+    /// In the process running the net (the default).
+    #[default]
+    Local,
+    /// On a satellite, when the run has one; in this process otherwise.
+    Remote,
+}
+
+impl Placement {
+    /// `local` or `remote`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Placement::Local => "local",
+            Placement::Remote => "remote",
+        }
+    }
+}
+
+impl fmt::Display for Placement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// What a net knows about an operator instance besides the operator itself. An [`OpNode`]
 /// dereferences to it, so `node.name` reads the instance name.
 #[derive(Debug)]
@@ -107,6 +169,8 @@ pub struct OpMeta {
     /// unset falls back to the operator type's [`Operator::settings`]. See
     /// [`OpNode::effective_settings`].
     pub settings: OpSettings,
+    /// Where the instance runs (`.cm` `placement:`).
+    pub placement: Placement,
 }
 
 /// An operator instance in a net: the operator and its [`OpMeta`] (reachable through `Deref`).
@@ -173,6 +237,7 @@ pub struct Net {
     pub(crate) config: NetConfig,
     pub(crate) ops: Vec<OpNode>,
     pub(crate) conns: Vec<Connection>,
+    pub(crate) tools: Option<ToolPolicy>,
 }
 
 impl Net {
@@ -189,6 +254,16 @@ impl Net {
     /// The net's configuration.
     pub fn config(&self) -> &NetConfig {
         &self.config
+    }
+
+    /// The tools its operators may call (`.cm` `tools:`); `None`: none.
+    pub fn tool_policy(&self) -> Option<&ToolPolicy> {
+        self.tools.as_ref()
+    }
+
+    /// Sets the tools its operators may call.
+    pub fn set_tool_policy(&mut self, policy: Option<ToolPolicy>) {
+        self.tools = policy;
     }
 
     /// Mutable configuration (mode, loop bound).
@@ -268,13 +343,20 @@ impl Net {
                         o.spec.family,
                         o.spec.policy,
                     ),
-                    (&o.label, o.instance, o.pos, o.op.params(), o.settings),
+                    (
+                        &o.label,
+                        o.instance,
+                        o.pos,
+                        o.op.params(),
+                        o.settings,
+                        o.placement,
+                    ),
                     (names(&o.spec.inputs), names(&o.spec.outputs), &o.spec.emits),
                 )
             })
             .collect();
         let conns: Vec<_> = self.conns.iter().map(|c| (&c.name, c.ty)).collect();
-        (&self.name, self.config, ops, conns)
+        (&self.name, self.config, &self.tools, ops, conns)
     }
 }
 
@@ -289,6 +371,7 @@ impl fmt::Debug for Net {
         f.debug_struct("Net")
             .field("name", &self.name)
             .field("config", &self.config)
+            .field("tools", &self.tools)
             .field("operators", &self.ops)
             .field(
                 "connections",

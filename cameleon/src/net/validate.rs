@@ -108,6 +108,7 @@ impl Validator {
                     in_types,
                     out_types,
                     settings: p.settings,
+                    placement: p.placement,
                 }),
                 op: p.op,
             })
@@ -117,6 +118,7 @@ impl Validator {
             config: self.b.config,
             ops,
             conns,
+            tools: self.b.tools,
         })
     }
 

@@ -5,6 +5,7 @@ use std::marker::PhantomData;
 
 #[cfg(doc)]
 use super::Operator;
+use super::capability::Capabilities;
 use super::{InPort, InputHandle, OpError, OutPort};
 use crate::connection::{ConnState, Token};
 use crate::types::{DataType, Value};
@@ -35,6 +36,7 @@ pub struct Firing<'a, O: ?Sized = Untyped> {
     pub(crate) name: &'a str,
     pub(crate) run: &'a str,
     pub(crate) branch: u32,
+    pub(crate) caps: &'a dyn Capabilities,
     pub(crate) _op: PhantomData<fn(&O)>,
 }
 
@@ -45,6 +47,7 @@ impl<O: ?Sized> fmt::Debug for Firing<'_, O> {
             .field("step", &self.step)
             .field("inputs", &self.inputs.len())
             .field("emitted", &self.emitted.len())
+            .field("generation", &self.caps.generation())
             .finish()
     }
 }
@@ -62,6 +65,7 @@ impl<'a> Firing<'a> {
         name: &'a str,
         run: &'a str,
         branch: u32,
+        caps: &'a dyn Capabilities,
     ) -> Self {
         Firing {
             tokens,
@@ -72,6 +76,7 @@ impl<'a> Firing<'a> {
             name,
             run,
             branch,
+            caps,
             _op: PhantomData,
         }
     }
@@ -89,8 +94,16 @@ impl<'a, O: ?Sized> Firing<'a, O> {
             name: self.name,
             run: self.run,
             branch: self.branch,
+            caps: self.caps,
             _op: PhantomData,
         }
+    }
+
+    /// The capabilities of the run: chat models, embedders, memories, tools (through the tool
+    /// gate) and the observer, from the generation the run pinned when it started (see
+    /// [`capability`](super::capability)).
+    pub fn capabilities(&self) -> &'a dyn Capabilities {
+        self.caps
     }
 
     /// The logical step of this firing (1-based).

@@ -14,6 +14,7 @@
 //! | `typed` | [`Run`], [`RunAsync`], [`CanFire`], [`Emitted`] |
 //! | `control` | [`FiniteControl`]: finite control state declared to the verifier |
 //! | `error` | [`OpError`], [`ParamError`] |
+//! | [`capability`] | what a firing receives: [`Capabilities`](capability::Capabilities) (models, embedders, memories, tools, observer) |
 
 use std::any::Any as StdAny;
 
@@ -21,6 +22,7 @@ use crate::connection::ConnState;
 use crate::policy::Enabling;
 use crate::types::Value;
 
+pub mod capability;
 mod control;
 mod error;
 mod firing;

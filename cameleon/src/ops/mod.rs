@@ -7,13 +7,15 @@
 //! | `std-struct` | [`Fork`] (`fork`), [`Join`] (`join`), [`Merge`] (`merge`), [`Gate`] (`gate`, alias `switch`), [`Barrier`] (`barrier`, alias `sync`), [`Guard`] (`guard`), [`Accumulator`] (`accumulator`) |
 //! | `std-data` | [`Transform`] (`transform`), [`Format`] (`format`), [`JsonParse`] (`json_parse`), [`JsonStringify`] (`json_stringify`), [`Template`] (`template`), [`BinaryToString`] (`binary_to_string`), [`JsonGet`] (`json_get`), [`Predicate`] (`predicate`), [`Chunker`] (`chunker`), [`Counter`] (`counter`) |
 //!
-//! Plus [`Delay`] (`delay`), an async pass-through for demos and tests of parallel mode.
+//! Plus [`Delay`] (`delay`), an async pass-through for demos and tests of parallel mode, and
+//! [`CallTool`] (`tool`), which calls a tool through the run's tool gate.
 
 mod data;
 mod delay;
 mod io;
 mod structural;
 pub mod test_expr;
+mod tool;
 
 pub use data::{
     BinaryToString, Chunker, Counter, Format, JsonGet, JsonParse, JsonStringify, Predicate,
@@ -25,3 +27,4 @@ pub use structural::{
     Accumulator, Barrier, Fork, Gate, Guard, Join, MAX_ARITY, Merge, letter_port,
 };
 pub use test_expr::Test;
+pub use tool::CallTool;

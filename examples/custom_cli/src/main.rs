@@ -1,4 +1,5 @@
-//! The `cameleon` command line with one more operator: `acme_shout`.
+//! The `cameleon` command line with one more operator, `acme_shout`, and one more tool,
+//! `acme_word_count`.
 //!
 //! A crate that declares operators gets the whole command line — `run`, `check`, `fmt`,
 //! `catalogue`, `export`, `schema` — with them, by making `cameleon_cli::main` its `main`. Every
@@ -10,8 +11,10 @@
 //! ```
 //!
 //! runs a `.cm` file that uses `acme_shout`, and lists it beside the standard operators. (The
-//! plain `cameleon` binary does not know it: it reports `unknown operator type`.) Operators
-//! declared in another crate are linked in by naming that crate once: `use my_ops as _;`.
+//! plain `cameleon` binary does not know it: it reports `unknown operator type`.) Likewise
+//! `cargo run -p custom-cli -- tools` lists `acme_word_count`, and `call acme_word_count
+//! '{"text": "a b"}'` calls it. Operators and tools declared in another crate are linked in by
+//! naming that crate once: `use my_ops as _;`.
 
 use std::process::ExitCode;
 
@@ -39,6 +42,19 @@ impl Run for AcmeShout {
         cx.emit(Self::out_data, DataString(shout));
         Ok(())
     }
+}
+
+/// Arguments of `acme_word_count`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct WordCountArgs {
+    /// The text whose words to count.
+    pub text: String,
+}
+
+/// Counts the words of a text (runs of non-space characters).
+#[tool(name = "acme_word_count")]
+fn word_count(args: WordCountArgs) -> Result<usize, ToolError> {
+    Ok(args.text.split_whitespace().count())
 }
 
 fn main() -> ExitCode {

@@ -80,3 +80,22 @@ fn check_and_fmt_treat_it_like_any_operator() {
     assert!(text(&o.stderr).contains("marks"), "{}", text(&o.stderr));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn the_crates_own_tool_is_listed_and_called_through_the_gate() {
+    let o = custom_cli(&["tools", "--json"]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).expect("tools JSON");
+    let tool = v
+        .as_array()
+        .expect("a list")
+        .iter()
+        .find(|t| t["name"] == "acme_word_count")
+        .expect("acme_word_count is listed");
+    assert_eq!(tool["input_schema"]["required"], json!(["text"]));
+    let o = custom_cli(&["call", "acme_word_count", r#"{"text": "one two  three"}"#]);
+    assert_eq!(
+        (o.status.code(), text(&o.stdout)),
+        (Some(0), "3\n".to_owned())
+    );
+}

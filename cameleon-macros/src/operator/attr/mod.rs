@@ -7,7 +7,7 @@
 
 mod args;
 mod field;
-mod keys;
+pub mod keys;
 
 use syn::{Attribute, Expr, ExprLit, Lit, Meta};
 

@@ -10,9 +10,12 @@ use super::locate::{Mapping, endpoint_op, join};
 use crate::catalogue::{BuildContext, BuildError};
 use crate::cm::error::CmProblemKind;
 use crate::cm::format::CmConfig;
+use crate::cm::format::CmTools;
 use crate::cm::tree::Node;
-use crate::net::{End, Location, Net, NetConfig};
+use crate::cm::tree::Span;
+use crate::net::{End, Location, Net, NetConfig, ToolPolicy};
 use crate::operator::{Firing, OpError, OpSpec, Operator};
+use crate::tools::ToolRegistry;
 
 impl<'c> Loader<'c> {
     pub(super) fn load_inner(&self, cx: &mut Cx<'_>) -> Option<Net> {
@@ -26,6 +29,14 @@ impl<'c> Loader<'c> {
 
         let mut b = Net::builder(decls.name.clone().unwrap_or_default());
         b.config(net_config(decls.config.as_ref()));
+        let tools = self.tool_registry();
+        if let Some((node, t)) = &decls.tools {
+            check_tool_policy(cx, node, t, tools);
+            b.tools(ToolPolicy {
+                allow: t.allow.clone(),
+                approve: t.approve.clone(),
+            });
+        }
 
         // Operators. `ops[i]` is the declaration index of the builder's i-th operator.
         let mut ops: Vec<usize> = Vec::new();
@@ -56,6 +67,24 @@ impl<'c> Loader<'c> {
             let type_id = decl.type_.as_deref().unwrap_or(&decl.id);
             let type_node = node.get("type").or_else(|| node.get("id"));
             let params = decl.params.clone().unwrap_or_default();
+            if self.catalogue.get(type_id).is_some_and(|e| e.id == "tool")
+                && let Some(serde_json::Value::String(name)) = params.get("name")
+                && tools.get(name).is_none()
+            {
+                let span = node
+                    .get("params")
+                    .and_then(|p| p.get("name"))
+                    .map_or(node.span, |n| n.span);
+                cx.push(
+                    CmProblemKind::UnknownTool,
+                    span,
+                    format!(
+                        "operator `{}` calls tool `{name}`, which this build does not have",
+                        decl.id
+                    ),
+                    Some(tool_hint(name, tools)),
+                );
+            }
             let op: Box<dyn Operator> = match self.catalogue.build(type_id, &params, &build_cx) {
                 Ok(op) => op,
                 Err(BuildError::UnknownType { id, suggestion }) => {
@@ -133,7 +162,10 @@ impl<'c> Loader<'c> {
                 None => {}
             }
             if let Some(r) = decl.retry {
-                o.retry(r.max, r.backoff_ms);
+                o = o.retry(r.max, r.backoff_ms);
+            }
+            if let Some(p) = decl.placement {
+                o.placement(p);
             }
             ops.push(i);
         }
@@ -180,6 +212,43 @@ impl<'c> Loader<'c> {
                     }
                 }
                 None
+            }
+        }
+    }
+}
+
+/// "did you mean" for a tool name, or where to find the names.
+fn tool_hint(name: &str, tools: &ToolRegistry) -> String {
+    match crate::util::did_you_mean(name, tools.names()) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None => "`cameleon tools` lists the tools of this build".to_owned(),
+    }
+}
+
+/// Every name under `tools:` is a tool of the build, listed once.
+fn check_tool_policy(cx: &mut Cx<'_>, node: &Node, t: &CmTools, tools: &ToolRegistry) {
+    let mut seen: HashSet<&str> = HashSet::new();
+    for (key, names) in [("allow", &t.allow), ("approve", &t.approve)] {
+        let items: Vec<Span> = match node.get(key).map(|n| &n.kind) {
+            Some(crate::cm::tree::Kind::Seq(items)) => items.iter().map(|i| i.span).collect(),
+            _ => Vec::new(),
+        };
+        for (i, name) in names.iter().enumerate() {
+            let span = items.get(i).copied().unwrap_or(node.span);
+            if tools.get(name).is_none() {
+                cx.push(
+                    CmProblemKind::UnknownTool,
+                    span,
+                    format!("unknown tool `{name}` in `tools: {key}:`"),
+                    Some(tool_hint(name, tools)),
+                );
+            } else if !seen.insert(name) {
+                cx.push(
+                    CmProblemKind::Schema,
+                    span,
+                    format!("tool `{name}` is listed twice under `tools:`"),
+                    Some("list each tool once: under `allow:` to let it run, or under `approve:` to have a person approve each call".to_owned()),
+                );
             }
         }
     }

@@ -2,7 +2,9 @@
 //! top-level key, operator and connection on its own so that every mistake is reported.
 
 use crate::cm::error::{CmProblem, CmProblemKind};
-use crate::cm::format::{CmConfig, CmConnection, CmFile, CmOperator, FILE_KEYS, FORMAT_VERSION};
+use crate::cm::format::{
+    CmConfig, CmConnection, CmFile, CmOperator, CmTools, FILE_KEYS, FORMAT_VERSION,
+};
 use crate::cm::tree::{self, DeError, Node, Span};
 
 /// The problems found so far, against the source text.
@@ -41,6 +43,8 @@ pub(super) struct Decls<'t> {
     pub(super) name: Option<String>,
     pub(super) version: u32,
     pub(super) config: Option<CmConfig>,
+    /// `tools:`, next to its node.
+    pub(super) tools: Option<(&'t Node, CmTools)>,
     pub(super) operators: Vec<(&'t Node, Option<CmOperator>)>,
     pub(super) connections: Vec<(&'t Node, Option<CmConnection>)>,
 }
@@ -51,6 +55,7 @@ impl Decls<'_> {
             cameleon: self.version,
             name: self.name,
             config: self.config,
+            tools: self.tools.map(|(_, t)| t),
             operators: self.operators.into_iter().filter_map(|(_, d)| d).collect(),
             connections: self
                 .connections
@@ -95,6 +100,7 @@ pub(super) fn read_decls<'t>(cx: &mut Cx<'_>, tree: &'t Node, src: &'t str) -> O
         name: None,
         version: FORMAT_VERSION,
         config: None,
+        tools: None,
         operators: Vec::new(),
         connections: Vec::new(),
     };
@@ -140,6 +146,11 @@ pub(super) fn read_decls<'t>(cx: &mut Cx<'_>, tree: &'t Node, src: &'t str) -> O
                         Some("it bounds how many times one operator may fire in a run".into()),
                     );
                 }
+            }
+            "tools" => {
+                // `tools:` with nothing under it is a policy allowing nothing.
+                d.tools =
+                    read_one::<Option<CmTools>>(cx, v, src).map(|t| (v, t.unwrap_or_default()));
             }
             "operators" => {
                 seen_operators = true;

@@ -12,6 +12,7 @@ mod locate;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::error::{CmError, CmProblem, CmProblemKind};
 use super::format::CmFile;
@@ -19,6 +20,7 @@ use super::limits;
 use super::tree::Span;
 use crate::catalogue::Catalogue;
 use crate::net::Net;
+use crate::tools::ToolRegistry;
 use decls::{Cx, parse_tree, read_decls};
 
 /// Loads `.cm` files: which catalogue resolves operator types, where relative paths point, and
@@ -38,6 +40,7 @@ pub struct Loader<'c> {
     base_dir: Option<PathBuf>,
     allow_outside: bool,
     name: Option<String>,
+    tools: Option<Arc<ToolRegistry>>,
 }
 
 impl Default for Loader<'static> {
@@ -54,6 +57,7 @@ impl Loader<'static> {
             base_dir: None,
             allow_outside: false,
             name: None,
+            tools: None,
         }
     }
 }
@@ -66,7 +70,19 @@ impl<'c> Loader<'c> {
             base_dir: self.base_dir,
             allow_outside: self.allow_outside,
             name: self.name,
+            tools: self.tools,
         }
+    }
+
+    /// Checks the names under `tools:` (and the `tool` operators' `name` params) against
+    /// `tools` instead of every `#[tool]` of the program.
+    pub fn tools(mut self, tools: Arc<ToolRegistry>) -> Self {
+        self.tools = Some(tools);
+        self
+    }
+
+    pub(super) fn tool_registry(&self) -> &ToolRegistry {
+        self.tools.as_deref().unwrap_or(ToolRegistry::global())
     }
 
     /// The folder file-reading operators resolve relative paths against (and are confined
@@ -125,6 +141,7 @@ impl<'c> Loader<'c> {
             base_dir: Some(base),
             allow_outside: self.allow_outside,
             name: Some(name),
+            tools: self.tools.clone(),
         }
         .load_str(&text)
     }

@@ -1,0 +1,360 @@
+//! `cameleon tools`, `cameleon call`, `run --capabilities`, `--log`, and a `.cm` written from
+//! `catalogue --json` and `tools --json` alone (what an LLM has), through the real binary.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+fn cameleon(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_cameleon"))
+        .args(args)
+        .stdin(Stdio::null())
+        .env_remove("CAMELEON_CAPABILITIES")
+        .output()
+        .expect("the cameleon binary runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json_out(o: &Output) -> Value {
+    serde_json::from_str(&stdout(o))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(o), stderr(o)))
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cameleon-cli-tools-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+#[test]
+fn tools_json_lists_every_standard_tool_with_its_schemas() {
+    let o = cameleon(&["tools", "--json"]);
+    assert_eq!(code(&o), 0);
+    let v = json_out(&o);
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["name"].as_str().unwrap())
+        .collect();
+    for t in ["calc", "json_query", "list_dir", "read_file", "write_file"] {
+        assert!(names.contains(&t), "{t} missing from {names:?}");
+    }
+    assert!(names.is_sorted());
+    for m in v.as_array().unwrap() {
+        let keys: Vec<&String> = m.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            ["name", "description", "input_schema", "output_schema"]
+        );
+    }
+    let calc = &v[names.iter().position(|n| *n == "calc").unwrap()];
+    assert_eq!(calc["input_schema"]["required"], json!(["expr"]));
+    assert_eq!(calc["input_schema"]["properties"]["expr"]["type"], "string");
+    assert_eq!(calc["output_schema"]["type"], "number");
+    let text = stdout(&cameleon(&["tools"]));
+    assert!(
+        text.contains("calc — Evaluates an arithmetic expression"),
+        "{text}"
+    );
+    assert!(text.contains("  arg expr (string, required)"), "{text}");
+}
+
+#[test]
+fn call_prints_the_result_and_exits_0_when_ok_else_5() {
+    let o = cameleon(&["call", "calc", r#"{"expr": "2 ^ 10"}"#]);
+    assert_eq!((code(&o), stdout(&o)), (0, "1024\n".to_owned()));
+
+    let o = cameleon(&["call", "calc", r#"{"expr": "2 ^ 10"}"#, "--json"]);
+    let v = json_out(&o);
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["content"], 1024);
+    assert_eq!(v["error"], Value::Null);
+    assert_eq!(v["meta"]["tool"], "calc");
+    assert_eq!(v["meta"]["origin"], "local");
+    assert_eq!(v["meta"]["attempts"], 1);
+
+    let o = cameleon(&["call", "calc", r#"{"expr": "1 / 0"}"#, "--json"]);
+    assert_eq!(code(&o), 5);
+    assert_eq!(json_out(&o)["status"], "error");
+
+    let o = cameleon(&["call", "calc", r#"{"expr": 5}"#]);
+    assert_eq!(code(&o), 5);
+    assert!(
+        stderr(&o).contains("/properties/expr/type"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = cameleon(&["call", "cal", "{}"]);
+    assert_eq!(code(&o), 5);
+    assert!(
+        stderr(&o).contains("did you mean `calc`?"),
+        "{}",
+        stderr(&o)
+    );
+
+    let o = cameleon(&["call", "calc", "{expr: 1}"]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("not JSON"), "{}", stderr(&o));
+}
+
+#[test]
+fn call_confines_file_tools_to_the_base_folder() {
+    let ex = examples().display().to_string();
+    let o = cameleon(&[
+        "call",
+        "read_file",
+        r#"{"path": "data/article.txt"}"#,
+        "--base",
+        &ex,
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).starts_with("Pipelines are nets."));
+    let o = cameleon(&[
+        "call",
+        "read_file",
+        r#"{"path": "../Cargo.toml"}"#,
+        "--base",
+        &ex,
+        "--json",
+    ]);
+    assert_eq!(code(&o), 5);
+    let v = json_out(&o);
+    assert_eq!(v["status"], "error");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .contains("leaves the base folder")
+    );
+}
+
+#[test]
+fn the_tools_example_runs_and_the_trace_starts_with_the_generation() {
+    let ex = examples().join("tools.cm").display().to_string();
+    let o = cameleon(&["run", &ex, "--json", "--trace", "-"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let out = stdout(&o);
+    let lines: Vec<&str> = out.lines().collect();
+    let first: Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(first["generation"], 1);
+    assert_eq!(first["step"], 1);
+    // The generation is on the first line only.
+    assert!(lines[1..].iter().all(|l| !l.contains("\"generation\"")));
+    let summary: Value = serde_json::from_str(stderr(&o).trim()).unwrap();
+    assert_eq!(summary["sinks"]["sum"], json!([21.5]));
+    assert_eq!(summary["sinks"]["who"], json!(["Ada"]));
+}
+
+#[test]
+fn a_net_without_a_tools_key_stops_in_error_and_names_the_tool_and_status() {
+    let dir = temp_dir("denied");
+    let text = std::fs::read_to_string(examples().join("tools.cm"))
+        .unwrap()
+        .replace("tools:\n  allow: [calc, json_query]\n", "");
+    let cm = dir.join("denied.cm");
+    std::fs::write(&cm, text).unwrap();
+    let o = cameleon(&["run", &cm.display().to_string(), "--json"]);
+    assert_eq!(code(&o), 5);
+    let v = json_out(&o);
+    assert_eq!(v["end"], "ERROR");
+    assert_eq!(v["op"], "total");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("tool `calc` denied:"),
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn check_reports_an_unknown_tool_with_a_did_you_mean() {
+    let dir = temp_dir("unknown");
+    let text = std::fs::read_to_string(examples().join("tools.cm"))
+        .unwrap()
+        .replace("allow: [calc, json_query]", "allow: [calc, jsonquery]");
+    let cm = dir.join("bad.cm");
+    std::fs::write(&cm, text).unwrap();
+    let o = cameleon(&["check", &cm.display().to_string(), "--json"]);
+    assert_eq!(code(&o), 2);
+    let p = &json_out(&o)["problems"][0];
+    assert_eq!(p["kind"], "unknown_tool");
+    assert_eq!(
+        (p["line"].clone(), p["column"].clone()),
+        (json!(6), json!(17))
+    );
+    assert_eq!(p["hint"], "did you mean `json_query`?");
+    let o = cameleon(&["check", &cm.display().to_string()]);
+    assert!(
+        stderr(&o).contains("unknown tool `jsonquery`"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_capabilities_file_is_rendered_like_a_cm_error_with_exit_2() {
+    let dir = temp_dir("caps");
+    let caps = dir.join("caps.yaml");
+    std::fs::write(
+        &caps,
+        "chat:\n  default: {kind: openai, model: x, api_key_env: CAMELEON_TEST_UNSET_KEY}\nembeders: {}\n",
+    )
+    .unwrap();
+    let ex = examples().join("tools.cm").display().to_string();
+    let c = caps.display().to_string();
+    let o = cameleon(&["run", &ex, "--capabilities", &c]);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(
+        err.contains("is not a valid capabilities file: 3 problems"),
+        "{err}"
+    );
+    assert!(err.contains("unknown chat model kind `openai`"), "{err}");
+    assert!(
+        err.contains("environment variable `CAMELEON_TEST_UNSET_KEY`"),
+        "{err}"
+    );
+    assert!(err.contains("did you mean `embedders`?"), "{err}");
+    assert!(err.contains("caps.yaml:2:"), "{err}");
+    let o = cameleon(&["run", &ex, "--capabilities", &c, "--json"]);
+    assert_eq!(code(&o), 2);
+    let v = json_out(&o);
+    assert_eq!(v["valid"], false);
+    let kinds: Vec<&str> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["unknown_kind", "env", "schema"]);
+    // A `cameleon.yaml` beside the .cm file is read by default.
+    std::fs::copy(examples().join("tools.cm"), dir.join("tools.cm")).unwrap();
+    std::fs::write(
+        dir.join("cameleon.yaml"),
+        "chat:\n  default: {kind: nope}\n",
+    )
+    .unwrap();
+    let o = cameleon(&["run", &dir.join("tools.cm").display().to_string()]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("cameleon.yaml:2:"), "{}", stderr(&o));
+    let o = cameleon(&[
+        "run",
+        &ex,
+        "--capabilities",
+        &dir.join("missing.yaml").display().to_string(),
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn log_writes_the_spans_of_the_run_to_stderr() {
+    let ex = examples().join("tools.cm").display().to_string();
+    let o = cameleon(&["run", &ex, "--log"]);
+    assert_eq!(code(&o), 0);
+    let err = stderr(&o);
+    assert!(
+        err.lines().any(
+            |l| l.contains("run{run=bill net=bill mode=sequential generation=1}")
+                && l.contains("firing{run=bill step=2 op=total type=tool generation=1 attempts=1")
+        ),
+        "{err}"
+    );
+    let o = cameleon(&["run", &ex]);
+    assert!(!stderr(&o).contains("firing{"), "no --log, no spans");
+}
+
+/// What an LLM does: read `catalogue --json` and `tools --json`, and nothing else, then write a
+/// `.cm` file using a tool, which checks and runs.
+#[test]
+fn a_net_written_from_catalogue_and_tools_json_alone_runs() {
+    let catalogue = json_out(&cameleon(&["catalogue", "--json"]));
+    let tools = json_out(&cameleon(&["tools", "--json"]));
+    let ops = catalogue["operators"].as_array().unwrap();
+    assert!(
+        catalogue["format"]
+            .as_str()
+            .unwrap()
+            .contains("tools: {allow:")
+    );
+    // The operator that calls a tool: a `name` param, a DataJSON input and output.
+    let caller = ops
+        .iter()
+        .find(|o| {
+            o["params"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|p| p["name"] == "name")
+                && o["inputs"][0]["type"] == "DataJSON"
+                && o["outputs"][0]["type"] == "DataJSON"
+                && o["doc"].as_str().unwrap().contains("tool")
+        })
+        .expect("an operator that calls tools");
+    // A literal JSON source and a sink.
+    let literal = ops
+        .iter()
+        .find(|o| {
+            o["outputs"][0]["type"] == "DataJSON" && o["inputs"].as_array().unwrap().is_empty()
+        })
+        .expect("a JSON literal");
+    let sink = ops
+        .iter()
+        .find(|o| o["outputs"].as_array().unwrap().is_empty())
+        .expect("a sink");
+    // The arithmetic tool, and arguments built from its input schema.
+    let calc = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["description"].as_str().unwrap().contains("arithmetic"))
+        .unwrap();
+    let required = calc["input_schema"]["required"].as_array().unwrap();
+    assert_eq!(required.len(), 1);
+    let arg = required[0].as_str().unwrap();
+    let lit_param = literal["params"][0]["name"].as_str().unwrap();
+    let text = format!(
+        "cameleon: 1\nname: llm-written\ntools:\n  allow: [{tool}]\noperators:\n  - id: args\n    type: {lit}\n    params:\n      {lit_param}: {{{arg}: \"6 * 7\"}}\n  - id: call\n    type: {caller}\n    params:\n      name: {tool}\n  - id: out\n    type: {sink}\nconnections:\n  - from: args.{lit_out}\n    to: call.{caller_in}\n  - from: call.{caller_out}\n    to: out.{sink_in}\n",
+        tool = calc["name"].as_str().unwrap(),
+        lit = literal["id"].as_str().unwrap(),
+        caller = caller["id"].as_str().unwrap(),
+        sink = sink["id"].as_str().unwrap(),
+        lit_out = literal["outputs"][0]["name"].as_str().unwrap(),
+        caller_in = caller["inputs"][0]["name"].as_str().unwrap(),
+        caller_out = caller["outputs"][0]["name"].as_str().unwrap(),
+        sink_in = sink["inputs"][0]["name"].as_str().unwrap(),
+    );
+    let dir = temp_dir("llm");
+    let cm = dir.join("llm.cm");
+    std::fs::write(&cm, &text).unwrap();
+    let p = cm.display().to_string();
+    let o = cameleon(&["check", &p]);
+    assert_eq!(code(&o), 0, "{text}\n{}", stderr(&o));
+    let o = cameleon(&["run", &p, "--json"]);
+    assert_eq!(code(&o), 0, "{text}\n{}", stdout(&o));
+    assert_eq!(json_out(&o)["sinks"]["out"], json!([42]));
+    let _ = std::fs::remove_dir_all(&dir);
+}

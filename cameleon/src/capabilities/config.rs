@@ -1,0 +1,398 @@
+//! Capabilities files (`cameleon.yaml`): read with the `.cm` loader's located YAML tree, so
+//! every problem has its file, line, column and hint, like a `.cm` file's.
+//!
+//! ```yaml
+//! chat:
+//!   default: { kind: openai, base_url: "http://127.0.0.1:11434/v1", model: "llama3.2", api_key_env: "OPENAI_API_KEY" }
+//! embedders:
+//!   default: { kind: hash, dim: 384 }
+//! memories:
+//!   default: { kind: flat }
+//! ```
+//!
+//! Every entry has a `kind:` (a [`ProviderKind`](super::ProviderKind) of the program); its other
+//! keys are the kind's settings. A key ending in `_env` names an environment variable, which must
+//! be set (its value is read when the provider calls out, and never written anywhere); a secret
+//! written in the file itself (`api_key:`) is refused.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use super::kinds::{Build, KindConfig, Section, find, kinds};
+use super::{CapabilitiesBuilder, Entry};
+use crate::cm::tree::{self, Kind, Node, Span};
+use crate::cm::{CmError, CmProblem, CmProblemKind};
+
+/// The environment variable naming a capabilities file.
+pub const ENV_VAR: &str = "CAMELEON_CAPABILITIES";
+
+/// Largest capabilities file accepted, in bytes.
+const MAX_BYTES: u64 = 1024 * 1024;
+
+/// Keys that would hold a secret in the file itself.
+const SECRET_KEYS: &[&str] = &["api_key", "key", "token", "secret", "password"];
+
+const WHAT: &str = "capabilities file";
+
+/// Reads the file at `path` into `b`.
+pub(super) fn load_config_file(path: &Path, b: &mut CapabilitiesBuilder) -> Result<(), CmError> {
+    let name = path.display().to_string();
+    let one = |message: String| {
+        CmError::new(
+            &name,
+            "",
+            vec![CmProblem::new(
+                CmProblemKind::Io,
+                "",
+                Span {
+                    line: 1,
+                    column: 1,
+                    ..Span::default()
+                },
+                message,
+                None,
+            )],
+        )
+        .about(WHAT)
+    };
+    let file = std::fs::File::open(path).map_err(|e| one(format!("cannot read `{name}`: {e}")))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| one(format!("cannot read `{name}`: {e}")))?;
+    if bytes.len() as u64 > MAX_BYTES {
+        return Err(one(format!(
+            "the file is larger than {MAX_BYTES} bytes, the limit for capabilities files"
+        )));
+    }
+    let text = String::from_utf8(bytes).map_err(|_| one("the file is not UTF-8 text".into()))?;
+    let base = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+    load_into(&name, &text, &base, b)
+}
+
+/// Reads capabilities text (named `name` in messages) into a fresh builder and reports its
+/// problems; what a test or a tool checking a file uses.
+///
+/// ```
+/// let e = cameleon::capabilities::load_config_str("caps.yaml", "chat:\n  default: {kind: nope}\n")
+///     .unwrap_err();
+/// assert_eq!(e.problems()[0].line, 2);
+/// assert!(e.to_string().contains("unknown chat model kind `nope`"));
+/// ```
+pub fn load_config_str(name: &str, text: &str) -> Result<(), CmError> {
+    let mut b = CapabilitiesBuilder::new();
+    load_into(name, text, Path::new("."), &mut b)
+}
+
+struct Cx<'s> {
+    src: &'s str,
+    problems: Vec<CmProblem>,
+}
+
+impl Cx<'_> {
+    fn push(&mut self, kind: CmProblemKind, span: Span, message: String, hint: Option<String>) {
+        self.problems
+            .push(CmProblem::new(kind, self.src, span, message, hint));
+    }
+}
+
+fn load_into(
+    name: &str,
+    text: &str,
+    base: &Path,
+    b: &mut CapabilitiesBuilder,
+) -> Result<(), CmError> {
+    let mut cx = Cx {
+        src: text,
+        problems: Vec::new(),
+    };
+    let tree = match tree::parse(text) {
+        Ok(t) => t,
+        Err(e) => {
+            let kind = if e.is_limit {
+                CmProblemKind::Limit
+            } else {
+                CmProblemKind::Syntax
+            };
+            cx.push(kind, e.span, e.message, e.hint);
+            return Err(CmError::new(name, text, cx.problems).about(WHAT));
+        }
+    };
+    let mut built = Vec::new();
+    match &tree.kind {
+        Kind::Null => {}
+        Kind::Map(entries) => {
+            for (k, v) in entries {
+                let key = k.as_str().unwrap_or_default();
+                match Section::ALL.iter().find(|s| s.key() == key) {
+                    Some(&section) => read_section(&mut cx, section, v, base, &mut built),
+                    None => {
+                        let keys = Section::ALL.map(Section::key);
+                        let hint = match crate::util::did_you_mean(key, keys) {
+                            Some(s) => format!("did you mean `{s}`?"),
+                            None => "the keys of a capabilities file are `chat`, `embedders` and `memories`".into(),
+                        };
+                        cx.push(
+                            CmProblemKind::Schema,
+                            k.span,
+                            format!("unknown key `{key}` in the capabilities file"),
+                            Some(hint),
+                        );
+                    }
+                }
+            }
+        }
+        other => cx.push(
+            CmProblemKind::Schema,
+            tree.span,
+            format!(
+                "a capabilities file is a mapping with `chat:`, `embedders:`, `memories:`, but this file holds {}",
+                other.describe()
+            ),
+            None,
+        ),
+    }
+    if !cx.problems.is_empty() {
+        return Err(CmError::new(name, text, cx.problems).about(WHAT));
+    }
+    for (section, cfg, line, build) in built {
+        let from = format!("`{name}` line {line}");
+        match build {
+            Build::Chat(f) => match f(&cfg) {
+                Ok(v) => {
+                    b.chat.insert(cfg.name.clone(), Entry { value: v, from });
+                }
+                Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
+            },
+            Build::Embedder(f) => match f(&cfg) {
+                Ok(v) => {
+                    b.embedders
+                        .insert(cfg.name.clone(), Entry { value: v, from });
+                }
+                Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
+            },
+            Build::Memory(f) => match f(&cfg) {
+                Ok(v) => {
+                    b.memories
+                        .insert(cfg.name.clone(), Entry { value: v, from });
+                }
+                Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
+            },
+        }
+    }
+    if cx.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CmError::new(name, text, cx.problems).about(WHAT))
+    }
+}
+
+/// An entry ready to build: its section, config, line, and the kind's factory.
+type Ready = (Section, KindConfig, usize, Build);
+
+/// Reads `chat:` (or another section): a mapping of names to entries.
+fn read_section(cx: &mut Cx<'_>, section: Section, v: &Node, base: &Path, out: &mut Vec<Ready>) {
+    let entries = match &v.kind {
+        Kind::Map(m) => m.as_slice(),
+        Kind::Null => &[],
+        other => {
+            cx.push(
+                CmProblemKind::Schema,
+                v.span,
+                format!(
+                    "`{section}` must be a mapping of names to entries, not {}",
+                    other.describe()
+                ),
+                Some(format!("e.g. `{section}: {{default: {{kind: …}}}}`")),
+            );
+            return;
+        }
+    };
+    for (k, entry) in entries {
+        let name = k.as_str().unwrap_or_default().to_owned();
+        if let Some(r) = read_entry(cx, section, &name, entry, base) {
+            out.push(r);
+        }
+    }
+}
+
+fn known_kinds(section: Section) -> Vec<&'static str> {
+    kinds()
+        .filter(|k| k.build.section() == section)
+        .map(|k| k.kind)
+        .collect()
+}
+
+/// Reads one entry `{kind: …, …}`, checking its kind, its `_env` variables and its secrets.
+fn read_entry(
+    cx: &mut Cx<'_>,
+    section: Section,
+    name: &str,
+    entry: &Node,
+    base: &Path,
+) -> Option<Ready> {
+    let what = section.what();
+    let Some(map) = entry.as_map() else {
+        cx.push(
+            CmProblemKind::Schema,
+            entry.span,
+            format!(
+                "{what} `{name}` must be a mapping with a `kind:`, not {}",
+                entry.kind.describe()
+            ),
+            Some(format!("e.g. `{name}: {{kind: …}}`")),
+        );
+        return None;
+    };
+    let known = known_kinds(section);
+    let kinds_hint = if known.is_empty() {
+        format!(
+            "this build has no {what} kinds (a crate providing them registers them with `submit_provider_kind!`)"
+        )
+    } else {
+        format!("the {what} kinds of this build are: {}", known.join(", "))
+    };
+    let mut ok = true;
+    let mut kind = None;
+    let mut settings = serde_json::Map::new();
+    for (k, v) in map {
+        let key = k.as_str().unwrap_or_default();
+        if key == "kind" {
+            match v.as_str() {
+                Some(s) => kind = Some((s.to_owned(), v.span)),
+                None => {
+                    cx.push(
+                        CmProblemKind::Schema,
+                        v.span,
+                        format!("`kind` must be a name, not {}", v.kind.describe()),
+                        Some(kinds_hint.clone()),
+                    );
+                    ok = false;
+                }
+            }
+            continue;
+        }
+        if SECRET_KEYS.contains(&key) {
+            cx.push(
+                CmProblemKind::Schema,
+                k.span,
+                format!("`{key}` would write a secret in the capabilities file"),
+                Some(format!(
+                    "name the environment variable that holds it instead: `{key}_env: MY_VARIABLE`"
+                )),
+            );
+            ok = false;
+            continue;
+        }
+        if key.ends_with("_env") {
+            match v.as_str() {
+                Some(var) if std::env::var_os(var).is_some_and(|x| !x.is_empty()) => {}
+                Some(var) => {
+                    cx.push(
+                        CmProblemKind::Env,
+                        v.span,
+                        format!("environment variable `{var}` (named by `{key}` of {what} `{name}`) is not set"),
+                        Some(format!("set it before running (`export {var}=…`); the value itself never goes in this file")),
+                    );
+                    ok = false;
+                }
+                None => {
+                    cx.push(
+                        CmProblemKind::Schema,
+                        v.span,
+                        format!(
+                            "`{key}` names an environment variable: a word, not {}",
+                            v.kind.describe()
+                        ),
+                        None,
+                    );
+                    ok = false;
+                }
+            }
+        }
+        match tree::from_node::<serde_json::Value>(v, cx.src) {
+            Ok(j) => {
+                settings.insert(key.to_owned(), j);
+            }
+            Err(e) => {
+                for p in e.0 {
+                    cx.push(
+                        CmProblemKind::Schema,
+                        p.span.unwrap_or(v.span),
+                        p.message,
+                        p.hint,
+                    );
+                }
+                ok = false;
+            }
+        }
+    }
+    let Some((kind, kind_span)) = kind else {
+        if ok {
+            cx.push(
+                CmProblemKind::Schema,
+                entry.span,
+                format!("{what} `{name}` has no `kind`"),
+                Some(format!("add `kind: …`; {kinds_hint}")),
+            );
+        }
+        return None;
+    };
+    let Some(pk) = find(section, &kind) else {
+        let hint = match crate::util::did_you_mean(&kind, known.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`?"),
+            None => kinds_hint,
+        };
+        cx.push(
+            CmProblemKind::UnknownKind,
+            kind_span,
+            format!("unknown {what} kind `{kind}`"),
+            Some(hint),
+        );
+        return None;
+    };
+    ok.then(|| {
+        (
+            section,
+            KindConfig {
+                name: name.to_owned(),
+                kind,
+                settings,
+                base_dir: base.to_path_buf(),
+            },
+            entry.span.line,
+            pk.build,
+        )
+    })
+}
+
+/// Locates a kind's refusal: at its setting, else at the entry.
+fn kind_error(
+    cx: &mut Cx<'_>,
+    tree: &Node,
+    section: Section,
+    cfg: &KindConfig,
+    e: super::KindError,
+) {
+    let entry = tree.get(section.key()).and_then(|s| s.get(&cfg.name));
+    let span = match (&e.key, entry) {
+        (Some(k), Some(n)) => n.get(k).map_or(n.span, |v| v.span),
+        (None, Some(n)) => n.span,
+        _ => tree.span,
+    };
+    cx.push(
+        CmProblemKind::Schema,
+        span,
+        format!(
+            "{} `{}` ({}): {}",
+            section.what(),
+            cfg.name,
+            cfg.kind,
+            e.message
+        ),
+        e.hint,
+    );
+}

@@ -1,0 +1,406 @@
+//! Capabilities per generation: the chat models, embedders, memories, tools and observer a run
+//! receives, assembled from **sources** into an immutable, numbered **generation**
+//! (docs/capabilities.md).
+//!
+//! - **Sources** ([`Source`]): a `cameleon.yaml` file ([`ConfigFile`]), the environment
+//!   ([`EnvSource`]: the file named by `CAMELEON_CAPABILITIES`), code ([`CodeSource`]). Later
+//!   sources override earlier ones, entry by entry.
+//! - **A generation** ([`Generation`], in an `Arc`, numbered 1, 2, …) holds the registries:
+//!   chat models, embedders, memories by name; the tools (every `#[tool]` of the program plus
+//!   those registered in code); the observer.
+//! - **The runtime** ([`Runtime`]) keeps the current generation; [`Runtime::reload`] asks the
+//!   sources again and builds the next one. A run **pins** the generation current when it starts
+//!   ([`Runtime::pin`], [`Runtime::cvm`]) and keeps it to its end: a reload never disturbs a run
+//!   in flight.
+//! - **A run's view** ([`RunCapabilities`]) is its generation plus the net's tool gate (the
+//!   `.cm` `tools:` policy, file tools confined to the `.cm` file's folder). Operators reach it
+//!   through [`Firing::capabilities`](crate::Firing::capabilities).
+//!
+//! ```
+//! use std::sync::Arc;
+//! use cameleon::capabilities::{CodeSource, Runtime};
+//! use cameleon::ops::{CallTool, Const, Sink};
+//! use cameleon::prelude::*;
+//! use serde_json::json;
+//!
+//! let rt = Runtime::builder().source(CodeSource::new("code", |_b| Ok(()))).build()?;
+//! assert_eq!(rt.generation(), 1);
+//!
+//! let mut b = Net::builder("sum");
+//! b.add("args", Const::new(json!({"expr": "1 + 2"})));
+//! b.add("calc", CallTool::new("calc"));
+//! b.add("out", Sink::new());
+//! b.connect("args.out_data", "calc.in_args").connect("calc.out_result", "out.in_data");
+//! b.tools(cameleon::ToolPolicy::allow(["calc"]));
+//! let mut cvm = rt.cvm(b.build()?, ".").build();   // pins generation 1
+//! rt.reload()?;                                      // generation 2, for later runs
+//! assert_eq!(cvm.run()?, EndState::Completed);
+//! assert_eq!(cvm.generation(), 1);
+//! assert_eq!(cvm.received("out")[0].to_json(), json!(3));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod config;
+mod kinds;
+mod runtime;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use config::{ENV_VAR, load_config_str};
+pub use kinds::{Build, KindConfig, KindError, ProviderKind, Section, kinds};
+pub use runtime::{
+    CapabilitiesError, CodeSource, ConfigFile, EnvSource, Runtime, RuntimeBuilder, Source,
+};
+
+use crate::net::ToolPolicy;
+use crate::operator::OpError;
+use crate::operator::capability::{
+    Capabilities, ChatModel, Embedder, Memory, Telemetry, ToolAccess, TracingTelemetry,
+};
+use crate::tools::{Tool, ToolGate, ToolRegistry};
+
+/// An entry of a registry and where it was configured (for messages).
+#[derive(Clone)]
+struct Entry<T: ?Sized> {
+    value: Arc<T>,
+    from: String,
+}
+
+/// The sources' contributions while a generation is assembled: registries by name, extra
+/// tools, the observer. A [`Source`] writes into it; [`CodeSource`] hands it to your closure.
+pub struct CapabilitiesBuilder {
+    chat: BTreeMap<String, Entry<dyn ChatModel>>,
+    embedders: BTreeMap<String, Entry<dyn Embedder>>,
+    memories: BTreeMap<String, Entry<dyn Memory>>,
+    tools: Vec<Arc<dyn Tool>>,
+    observer: Option<Arc<dyn Telemetry>>,
+    sources: Vec<String>,
+}
+
+impl fmt::Debug for CapabilitiesBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CapabilitiesBuilder")
+            .field("chat", &self.chat.keys().collect::<Vec<_>>())
+            .field("embedders", &self.embedders.keys().collect::<Vec<_>>())
+            .field("memories", &self.memories.keys().collect::<Vec<_>>())
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl CapabilitiesBuilder {
+    fn new() -> Self {
+        CapabilitiesBuilder {
+            chat: BTreeMap::new(),
+            embedders: BTreeMap::new(),
+            memories: BTreeMap::new(),
+            tools: Vec::new(),
+            observer: None,
+            sources: Vec::new(),
+        }
+    }
+
+    /// Registers chat model `name` (replacing one of that name).
+    pub fn chat(&mut self, name: impl Into<String>, model: Arc<dyn ChatModel>) -> &mut Self {
+        self.chat.insert(
+            name.into(),
+            Entry {
+                value: model,
+                from: "code".into(),
+            },
+        );
+        self
+    }
+
+    /// Registers embedder `name`.
+    pub fn embedder(&mut self, name: impl Into<String>, e: Arc<dyn Embedder>) -> &mut Self {
+        self.embedders.insert(
+            name.into(),
+            Entry {
+                value: e,
+                from: "code".into(),
+            },
+        );
+        self
+    }
+
+    /// Registers memory `name`.
+    pub fn memory(&mut self, name: impl Into<String>, m: Arc<dyn Memory>) -> &mut Self {
+        self.memories.insert(
+            name.into(),
+            Entry {
+                value: m,
+                from: "code".into(),
+            },
+        );
+        self
+    }
+
+    /// Adds a tool beside the program's `#[tool]`s (replacing one of the same name).
+    pub fn tool(&mut self, tool: Arc<dyn Tool>) -> &mut Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Sets the observer (default: `tracing` events).
+    pub fn observer(&mut self, observer: Arc<dyn Telemetry>) -> &mut Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// Builds the entries of provider kinds marked `is_default` as the `default` of their
+    /// section, where no source configured one.
+    fn add_defaults(&mut self) {
+        for k in kinds() {
+            if !k.is_default {
+                continue;
+            }
+            let cfg = KindConfig {
+                name: "default".into(),
+                kind: k.kind.into(),
+                settings: serde_json::Map::new(),
+                base_dir: PathBuf::from("."),
+            };
+            let from = format!("the built-in default (`{}`)", k.kind);
+            match k.build {
+                Build::Chat(f) if !self.chat.contains_key("default") => {
+                    if let Ok(v) = f(&cfg) {
+                        self.chat.insert("default".into(), Entry { value: v, from });
+                    }
+                }
+                Build::Embedder(f) if !self.embedders.contains_key("default") => {
+                    if let Ok(v) = f(&cfg) {
+                        self.embedders
+                            .insert("default".into(), Entry { value: v, from });
+                    }
+                }
+                Build::Memory(f) if !self.memories.contains_key("default") => {
+                    if let Ok(v) = f(&cfg) {
+                        self.memories
+                            .insert("default".into(), Entry { value: v, from });
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    fn build(mut self, number: u64) -> Generation {
+        self.add_defaults();
+        let tools = if self.tools.is_empty() {
+            Arc::clone(ToolRegistry::global())
+        } else {
+            let mut r = ToolRegistry::new();
+            for t in self.tools {
+                r.replace(t);
+            }
+            r.extend_from(ToolRegistry::global());
+            Arc::new(r)
+        };
+        Generation {
+            number,
+            chat: self.chat,
+            embedders: self.embedders,
+            memories: self.memories,
+            tools,
+            observer: self.observer.unwrap_or_else(|| Arc::new(TracingTelemetry)),
+            sources: self.sources,
+        }
+    }
+}
+
+/// An immutable set of capabilities, numbered: what runs pinned to it see, to their end.
+pub struct Generation {
+    number: u64,
+    chat: BTreeMap<String, Entry<dyn ChatModel>>,
+    embedders: BTreeMap<String, Entry<dyn Embedder>>,
+    memories: BTreeMap<String, Entry<dyn Memory>>,
+    tools: Arc<ToolRegistry>,
+    observer: Arc<dyn Telemetry>,
+    sources: Vec<String>,
+}
+
+impl fmt::Debug for Generation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Generation")
+            .field("number", &self.number)
+            .field("chat", &self.chat.keys().collect::<Vec<_>>())
+            .field("embedders", &self.embedders.keys().collect::<Vec<_>>())
+            .field("memories", &self.memories.keys().collect::<Vec<_>>())
+            .field("tools", &self.tools.len())
+            .field("sources", &self.sources)
+            .finish()
+    }
+}
+
+impl Generation {
+    /// Its number: 1 for the first, one more at each reload.
+    pub fn number(&self) -> u64 {
+        self.number
+    }
+
+    /// The names of its chat models, sorted.
+    pub fn chat_names(&self) -> impl Iterator<Item = &str> {
+        self.chat.keys().map(String::as_str)
+    }
+
+    /// The names of its embedders, sorted.
+    pub fn embedder_names(&self) -> impl Iterator<Item = &str> {
+        self.embedders.keys().map(String::as_str)
+    }
+
+    /// The names of its memories, sorted.
+    pub fn memory_names(&self) -> impl Iterator<Item = &str> {
+        self.memories.keys().map(String::as_str)
+    }
+
+    /// Its tools.
+    pub fn tools(&self) -> &Arc<ToolRegistry> {
+        &self.tools
+    }
+
+    /// Every configured entry: its section, name, provider kind and where it was configured.
+    pub fn entries(&self) -> Vec<(Section, &str, &str, &str)> {
+        let mut out = Vec::new();
+        for (n, e) in &self.chat {
+            out.push((Section::Chat, n.as_str(), e.value.kind(), e.from.as_str()));
+        }
+        for (n, e) in &self.embedders {
+            out.push((
+                Section::Embedders,
+                n.as_str(),
+                e.value.kind(),
+                e.from.as_str(),
+            ));
+        }
+        for (n, e) in &self.memories {
+            out.push((
+                Section::Memories,
+                n.as_str(),
+                e.value.kind(),
+                e.from.as_str(),
+            ));
+        }
+        out
+    }
+
+    /// The sources it was built from, described.
+    pub fn sources(&self) -> &[String] {
+        &self.sources
+    }
+
+    /// What a run of a net with tool policy `policy` sees: this generation and a tool gate
+    /// applying the policy, file tools confined to `base_dir`.
+    pub fn for_run(
+        self: &Arc<Self>,
+        policy: Option<&ToolPolicy>,
+        base_dir: impl Into<PathBuf>,
+    ) -> Arc<RunCapabilities> {
+        Arc::new(RunCapabilities {
+            generation: Arc::clone(self),
+            gate: ToolGate::new(Arc::clone(&self.tools), policy, base_dir),
+        })
+    }
+
+    /// The error for a missing entry `name` of `section`.
+    fn missing(&self, section: Section, names: Vec<&str>, name: &str) -> OpError {
+        let key = section.key();
+        let what = section.what();
+        let have = if names.is_empty() {
+            format!("no {what} is configured")
+        } else {
+            let listed: Vec<String> = names.iter().map(|n| format!("`{n}`")).collect();
+            format!("it has {}", listed.join(", "))
+        };
+        let hint = match crate::util::did_you_mean(name, names.iter().copied()) {
+            Some(s) => format!("did you mean `{s}`? "),
+            None => String::new(),
+        };
+        let place = if self.sources.is_empty() {
+            "a `cameleon.yaml` beside the .cm file (or `--capabilities FILE`)".to_owned()
+        } else {
+            self.sources.join(" or ")
+        };
+        OpError::new(format!(
+            "no {what} `{name}` in capability generation {} ({have}); {hint}configure it under `{key}:` in {place}, e.g. `{key}: {{{name}: {{kind: …}}}}`",
+            self.number
+        ))
+    }
+}
+
+/// What one run sees: its pinned [`Generation`] and the tool gate of its net. Implements the
+/// operator contract's [`Capabilities`].
+pub struct RunCapabilities {
+    generation: Arc<Generation>,
+    gate: ToolGate,
+}
+
+impl fmt::Debug for RunCapabilities {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunCapabilities")
+            .field("generation", &self.generation.number)
+            .field("gate", &self.gate)
+            .finish()
+    }
+}
+
+impl RunCapabilities {
+    /// The pinned generation.
+    pub fn generation_ref(&self) -> &Arc<Generation> {
+        &self.generation
+    }
+
+    /// The run's tool gate.
+    pub fn gate(&self) -> &ToolGate {
+        &self.gate
+    }
+
+    /// The same capabilities with another gate (an approver, a time limit).
+    pub fn with_gate(&self, gate: ToolGate) -> Arc<RunCapabilities> {
+        Arc::new(RunCapabilities {
+            generation: Arc::clone(&self.generation),
+            gate,
+        })
+    }
+}
+
+impl Capabilities for RunCapabilities {
+    fn generation(&self) -> u64 {
+        self.generation.number
+    }
+
+    fn chat(&self, name: &str) -> Result<Arc<dyn ChatModel>, OpError> {
+        let g = &self.generation;
+        g.chat
+            .get(name)
+            .map(|e| Arc::clone(&e.value))
+            .ok_or_else(|| g.missing(Section::Chat, g.chat_names().collect(), name))
+    }
+
+    fn embedder(&self, name: &str) -> Result<Arc<dyn Embedder>, OpError> {
+        let g = &self.generation;
+        g.embedders
+            .get(name)
+            .map(|e| Arc::clone(&e.value))
+            .ok_or_else(|| g.missing(Section::Embedders, g.embedder_names().collect(), name))
+    }
+
+    fn memory(&self, name: &str) -> Result<Arc<dyn Memory>, OpError> {
+        let g = &self.generation;
+        g.memories
+            .get(name)
+            .map(|e| Arc::clone(&e.value))
+            .ok_or_else(|| g.missing(Section::Memories, g.memory_names().collect(), name))
+    }
+
+    fn tools(&self) -> &dyn ToolAccess {
+        &self.gate
+    }
+
+    fn observer(&self) -> &dyn Telemetry {
+        &*self.generation.observer
+    }
+}

@@ -1,0 +1,262 @@
+//! [`Runtime`]: the current generation, the sources it is built from, and reloading.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
+
+use super::config::{ENV_VAR, load_config_file};
+use super::{CapabilitiesBuilder, Generation, RunCapabilities};
+use crate::cm::CmError;
+use crate::engine::{Cvm, CvmBuilder};
+use crate::net::Net;
+
+/// Why a generation could not be built. The current generation stays in force.
+#[derive(Debug, thiserror::Error)]
+pub enum CapabilitiesError {
+    /// A capabilities file is invalid: every problem, located (file, line, column, hint).
+    #[error("{0}")]
+    File(CmError),
+    /// A source failed.
+    #[error("capability source {source_name}: {message}")]
+    Source {
+        /// The source, described.
+        source_name: String,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+/// Where capabilities come from. A source writes its entries into the builder each time a
+/// generation is built (at start and at every [`Runtime::reload`]).
+pub trait Source: Send + Sync + fmt::Debug {
+    /// How messages name it (`` `cameleon.yaml` ``, `code`).
+    fn describe(&self) -> String;
+
+    /// Adds this source's entries.
+    fn apply(&self, builder: &mut CapabilitiesBuilder) -> Result<(), CapabilitiesError>;
+}
+
+/// A capabilities file (YAML): `chat:`, `embedders:`, `memories:`, each a mapping of names to
+/// `{kind: …, …settings}`.
+#[derive(Clone, Debug)]
+pub struct ConfigFile {
+    path: PathBuf,
+    required: bool,
+}
+
+impl ConfigFile {
+    /// The file at `path`, which must exist.
+    pub fn new(path: impl Into<PathBuf>) -> Self {
+        ConfigFile {
+            path: path.into(),
+            required: true,
+        }
+    }
+
+    /// The file at `path`, if it exists (a missing one adds nothing).
+    pub fn optional(path: impl Into<PathBuf>) -> Self {
+        ConfigFile {
+            path: path.into(),
+            required: false,
+        }
+    }
+}
+
+impl Source for ConfigFile {
+    fn describe(&self) -> String {
+        format!("`{}`", self.path.display())
+    }
+
+    fn apply(&self, b: &mut CapabilitiesBuilder) -> Result<(), CapabilitiesError> {
+        if !self.required && !self.path.exists() {
+            return Ok(());
+        }
+        b.sources.push(self.describe());
+        load_config_file(&self.path, b).map_err(CapabilitiesError::File)
+    }
+}
+
+/// The environment: the capabilities file named by `CAMELEON_CAPABILITIES`, if set.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct EnvSource;
+
+impl Source for EnvSource {
+    fn describe(&self) -> String {
+        format!("the file named by `{ENV_VAR}`")
+    }
+
+    fn apply(&self, b: &mut CapabilitiesBuilder) -> Result<(), CapabilitiesError> {
+        match std::env::var_os(ENV_VAR) {
+            Some(path) if !path.is_empty() => ConfigFile::new(PathBuf::from(path)).apply(b),
+            _ => Ok(()),
+        }
+    }
+}
+
+type Contribute = dyn Fn(&mut CapabilitiesBuilder) -> Result<(), String> + Send + Sync;
+
+/// Capabilities given in code: a closure called at each build.
+pub struct CodeSource {
+    name: String,
+    f: Box<Contribute>,
+}
+
+impl fmt::Debug for CodeSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CodeSource")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl CodeSource {
+    /// A source named `name` (for messages) calling `f`.
+    pub fn new(
+        name: impl Into<String>,
+        f: impl Fn(&mut CapabilitiesBuilder) -> Result<(), String> + Send + Sync + 'static,
+    ) -> Self {
+        CodeSource {
+            name: name.into(),
+            f: Box::new(f),
+        }
+    }
+}
+
+impl Source for CodeSource {
+    fn describe(&self) -> String {
+        self.name.clone()
+    }
+
+    fn apply(&self, b: &mut CapabilitiesBuilder) -> Result<(), CapabilitiesError> {
+        (self.f)(b).map_err(|message| CapabilitiesError::Source {
+            source_name: self.name.clone(),
+            message,
+        })
+    }
+}
+
+/// Builds a [`Runtime`] from its sources.
+#[derive(Debug, Default)]
+pub struct RuntimeBuilder {
+    sources: Vec<Arc<dyn Source>>,
+}
+
+impl RuntimeBuilder {
+    /// Adds a source; later sources override earlier ones, entry by entry.
+    pub fn source(mut self, s: impl Source + 'static) -> Self {
+        self.sources.push(Arc::new(s));
+        self
+    }
+
+    /// Adds a capabilities file that must exist.
+    pub fn config_file(self, path: impl Into<PathBuf>) -> Self {
+        self.source(ConfigFile::new(path))
+    }
+
+    /// The sources `cameleon run FILE.cm` uses: `capabilities` if given; else the file named
+    /// by `CAMELEON_CAPABILITIES`, then `cameleon.yaml` beside the `.cm` file, if present.
+    pub fn for_cm_file(self, cm: &Path, capabilities: Option<&Path>) -> Self {
+        let dir = cm.parent().filter(|p| !p.as_os_str().is_empty());
+        self.for_dir(dir.unwrap_or(Path::new("")), capabilities)
+    }
+
+    /// As [`for_cm_file`](Self::for_cm_file), for a `.cm` file in folder `dir` (a resumed run
+    /// knows its net's folder, not its file).
+    pub fn for_dir(self, dir: &Path, capabilities: Option<&Path>) -> Self {
+        match capabilities {
+            Some(file) => self.config_file(file),
+            None => self
+                .source(EnvSource)
+                .source(ConfigFile::optional(dir.join("cameleon.yaml"))),
+        }
+    }
+
+    /// Builds generation 1.
+    pub fn build(self) -> Result<Runtime, CapabilitiesError> {
+        let first = assemble(&self.sources, 1)?;
+        Ok(Runtime {
+            sources: self.sources,
+            current: RwLock::new(Arc::new(first)),
+            reloading: Mutex::new(()),
+        })
+    }
+}
+
+fn assemble(sources: &[Arc<dyn Source>], number: u64) -> Result<Generation, CapabilitiesError> {
+    let mut b = CapabilitiesBuilder::new();
+    for s in sources {
+        s.apply(&mut b)?;
+    }
+    Ok(b.build(number))
+}
+
+/// The capability runtime: the sources, and the current generation, which runs pin when they
+/// start (docs/capabilities.md).
+pub struct Runtime {
+    sources: Vec<Arc<dyn Source>>,
+    current: RwLock<Arc<Generation>>,
+    /// Held while a reload builds, so two reloads give two numbers in order.
+    reloading: Mutex<()>,
+}
+
+impl fmt::Debug for Runtime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Runtime")
+            .field("generation", &self.generation())
+            .field("sources", &self.sources)
+            .finish()
+    }
+}
+
+impl Default for Runtime {
+    /// No source: generation 1 holds the program's tools and the built-in defaults.
+    fn default() -> Self {
+        Runtime {
+            sources: Vec::new(),
+            current: RwLock::new(Arc::new(CapabilitiesBuilder::new().build(1))),
+            reloading: Mutex::new(()),
+        }
+    }
+}
+
+impl Runtime {
+    /// A runtime built from sources.
+    pub fn builder() -> RuntimeBuilder {
+        RuntimeBuilder::default()
+    }
+
+    /// The current generation.
+    pub fn current(&self) -> Arc<Generation> {
+        Arc::clone(&self.current.read().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// The current generation's number.
+    pub fn generation(&self) -> u64 {
+        self.current().number()
+    }
+
+    /// Asks the sources again and makes the result the next generation, for runs started from
+    /// now on; runs in flight keep theirs. On error the current generation stays.
+    pub fn reload(&self) -> Result<Arc<Generation>, CapabilitiesError> {
+        let _one_at_a_time = self
+            .reloading
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let next = self.current().number() + 1;
+        let g = Arc::new(assemble(&self.sources, next)?);
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = Arc::clone(&g);
+        Ok(g)
+    }
+
+    /// Pins the current generation for a run of `net`: its capabilities and a tool gate with
+    /// the net's `tools:` policy, file tools confined to `base_dir` (the `.cm` file's folder).
+    pub fn pin(&self, net: &Net, base_dir: impl Into<PathBuf>) -> Arc<RunCapabilities> {
+        self.current().for_run(net.tool_policy(), base_dir)
+    }
+
+    /// An engine for `net` with the current generation pinned (see [`pin`](Self::pin)).
+    pub fn cvm(&self, net: Net, base_dir: impl Into<PathBuf>) -> CvmBuilder {
+        let caps = self.pin(&net, base_dir);
+        Cvm::builder(net).capabilities(caps)
+    }
+}

@@ -1,0 +1,190 @@
+//! The model and store contract: [`ChatModel`], [`Embedder`], [`Memory`] and the shapes they
+//! exchange. Providers (an OpenAI-compatible endpoint, offline stand-ins) implement these
+//! traits; operators call them through [`Capabilities`](super::Capabilities).
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::{CapFuture, CapabilityError, ToolManifest};
+
+/// Who says a [`ChatMessage`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    /// Instructions.
+    System,
+    /// The user (or the pipeline speaking for them).
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's result, answering the assistant's [`ToolRequest`] with the same id.
+    Tool,
+}
+
+/// One message of a conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// Who says it.
+    pub role: Role,
+    /// What is said.
+    pub content: String,
+    /// The tools an assistant message asks for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolRequest>,
+    /// For a [`Role::Tool`] message: the id of the request it answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    /// A message of `role` saying `content`.
+    pub fn new(role: Role, content: impl Into<String>) -> Self {
+        ChatMessage {
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A model asking for a tool call (OpenAI's `tool_calls`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolRequest {
+    /// The id the tool's answer refers to.
+    pub id: String,
+    /// The tool's name.
+    pub name: String,
+    /// Its arguments.
+    pub args: serde_json::Value,
+}
+
+/// What a chat model is asked.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The conversation so far.
+    pub messages: Vec<ChatMessage>,
+    /// Passages the answer should draw on (retrieved chunks); a provider places them in the
+    /// prompt its own way.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub context: Vec<String>,
+    /// Sampling temperature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
+    /// Most tokens in the answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u32>,
+    /// Tools the model may ask for (their manifests, as the gate gives them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolManifest>,
+    /// A JSON Schema the answer must satisfy (structured output), if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_schema: Option<serde_json::Value>,
+}
+
+impl ChatRequest {
+    /// A request of one user message.
+    pub fn prompt(text: impl Into<String>) -> Self {
+        ChatRequest {
+            messages: vec![ChatMessage::new(Role::User, text)],
+            ..ChatRequest::default()
+        }
+    }
+}
+
+/// Tokens a call used.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Tokens of the request.
+    pub prompt_tokens: u64,
+    /// Tokens of the answer.
+    pub completion_tokens: u64,
+}
+
+/// A chat model's answer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatReply {
+    /// The text (empty when the model only asks for tools).
+    pub text: String,
+    /// Tools the model asks for before it answers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolRequest>,
+    /// Token usage, when the provider reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+/// A chat model: answers a conversation.
+pub trait ChatModel: Send + Sync + fmt::Debug {
+    /// The provider kind (`openai`, `extractive`, …), for messages.
+    fn kind(&self) -> &str;
+
+    /// Answers `request`.
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> CapFuture<'a, Result<ChatReply, CapabilityError>>;
+}
+
+/// An embedder: turns texts into vectors.
+pub trait Embedder: Send + Sync + fmt::Debug {
+    /// The provider kind (`openai`, `hash`, …).
+    fn kind(&self) -> &str;
+
+    /// The length of every vector it returns.
+    fn dim(&self) -> usize;
+
+    /// One vector per text, in order.
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> CapFuture<'a, Result<Vec<Vec<f32>>, CapabilityError>>;
+}
+
+/// An item of a [`Memory`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryItem {
+    /// Its id, unique in the memory (adding an id again replaces the item).
+    pub id: String,
+    /// The text it stands for.
+    pub text: String,
+    /// Its embedding.
+    pub vector: Vec<f32>,
+    /// Anything else (source, position…).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub meta: serde_json::Value,
+}
+
+/// A search result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryHit {
+    /// The item found.
+    pub item: MemoryItem,
+    /// Its similarity to the query (higher is closer).
+    pub score: f32,
+}
+
+/// A memory: a vector store searched by similarity.
+pub trait Memory: Send + Sync + fmt::Debug {
+    /// The provider kind (`flat`, …).
+    fn kind(&self) -> &str;
+
+    /// Adds (or replaces, by id) items; returns how many the memory holds afterwards.
+    fn add(&self, items: Vec<MemoryItem>) -> CapFuture<'_, Result<usize, CapabilityError>>;
+
+    /// The `k` items closest to `vector`, best first.
+    fn search<'a>(
+        &'a self,
+        vector: &'a [f32],
+        k: usize,
+    ) -> CapFuture<'a, Result<Vec<MemoryHit>, CapabilityError>>;
+
+    /// How many items it holds.
+    fn len(&self) -> usize;
+
+    /// Whether it holds nothing.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}

@@ -1,0 +1,205 @@
+//! Tool calls and their results, the one shape every tool call has wherever it comes from (an
+//! operator, a model's tool-calling loop, the command line, a satellite) and wherever the tool
+//! runs; and [`ToolAccess`], the gate as an operator sees it.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use super::CapFuture;
+
+/// A request to call a tool.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The tool's name.
+    pub tool: String,
+    /// Its arguments, checked against the tool's input schema before it runs.
+    pub args: serde_json::Value,
+    /// Who asks (an operator instance, `cli`, a model), for the policy and the record.
+    #[serde(default)]
+    pub principal: Option<String>,
+    /// A key stable across re-runs of the same firing, so a tool with effects can deduplicate.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
+
+impl ToolCall {
+    /// A call of `tool` with `args`, no principal, no idempotency key.
+    pub fn new(tool: impl Into<String>, args: serde_json::Value) -> Self {
+        ToolCall {
+            tool: tool.into(),
+            args,
+            principal: None,
+            idempotency_key: None,
+        }
+    }
+
+    /// The same call, asked by `principal`.
+    pub fn principal(mut self, principal: impl Into<String>) -> Self {
+        self.principal = Some(principal.into());
+        self
+    }
+
+    /// The same call, with an idempotency key.
+    pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
+        self.idempotency_key = Some(key.into());
+        self
+    }
+}
+
+/// How a tool call ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// The tool ran and returned its content.
+    Ok,
+    /// The arguments were invalid, the tool is unknown, or the tool failed (or panicked).
+    Error,
+    /// The policy does not allow the call; the tool did not run.
+    Denied,
+    /// The tool did not finish in time.
+    Timeout,
+}
+
+impl ToolStatus {
+    /// `ok`, `error`, `denied` or `timeout`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Ok => "ok",
+            ToolStatus::Error => "error",
+            ToolStatus::Denied => "denied",
+            ToolStatus::Timeout => "timeout",
+        }
+    }
+}
+
+impl fmt::Display for ToolStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Facts about a call, beside its result.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolMeta {
+    /// The tool's name.
+    pub tool: String,
+    /// Where it ran: `local`, or `satellite:<name>`.
+    pub origin: String,
+    /// Wall-clock time of the call, validation included, in milliseconds.
+    pub duration_ms: u64,
+    /// How many times it was tried (0 when it never ran: denied, invalid arguments).
+    pub attempts: u32,
+}
+
+/// The result of a tool call: `{status, content, error, meta}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// How it ended.
+    pub status: ToolStatus,
+    /// What the tool returned (`null` unless `status` is `ok`).
+    pub content: serde_json::Value,
+    /// Why it did not succeed (`null` when `status` is `ok`).
+    pub error: Option<String>,
+    /// Where and how long.
+    pub meta: ToolMeta,
+}
+
+impl ToolResult {
+    /// A call that was not allowed to run.
+    pub fn denied(tool: &str, why: impl Into<String>) -> Self {
+        ToolResult::failed(ToolStatus::Denied, tool, why, 0)
+    }
+
+    /// A call that ended in `status` (not `ok`) after `attempts` attempts.
+    pub fn failed(status: ToolStatus, tool: &str, why: impl Into<String>, attempts: u32) -> Self {
+        ToolResult {
+            status,
+            content: serde_json::Value::Null,
+            error: Some(why.into()),
+            meta: ToolMeta {
+                tool: tool.to_owned(),
+                origin: "local".to_owned(),
+                duration_ms: 0,
+                attempts,
+            },
+        }
+    }
+
+    /// Whether the status is `ok`.
+    pub fn is_ok(&self) -> bool {
+        self.status == ToolStatus::Ok
+    }
+}
+
+/// What an LLM (and a person) sees of a tool: its name, description and the JSON Schemas of
+/// its arguments and of its result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ToolManifest {
+    /// The tool's name (`calc`).
+    pub name: String,
+    /// What it does (the function's doc comment).
+    pub description: String,
+    /// JSON Schema of the arguments (an object).
+    pub input_schema: serde_json::Value,
+    /// JSON Schema of the content of an `ok` result (`true`: any JSON).
+    pub output_schema: serde_json::Value,
+}
+
+/// The tool gate as a run sees it: the one door every tool call of the run goes through.
+/// Implemented by [`tools::ToolGate`](crate::tools::ToolGate).
+pub trait ToolAccess: Send + Sync + fmt::Debug {
+    /// The manifest of tool `name`, if the generation has it (allowed or not).
+    fn manifest(&self, name: &str) -> Option<ToolManifest>;
+
+    /// The names of every tool of the generation, sorted.
+    fn names(&self) -> Vec<String>;
+
+    /// Calls a tool, asynchronously.
+    fn call<'a>(&'a self, call: ToolCall) -> CapFuture<'a, ToolResult>;
+
+    /// Calls a tool from synchronous code (a blocking operator's `run`).
+    fn call_blocking(&self, call: ToolCall) -> ToolResult;
+}
+
+/// A tool of the run, reached through the gate: what
+/// [`Capabilities::tool`](super::Capabilities::tool) returns.
+#[derive(Clone, Copy)]
+pub struct ToolHandle<'a> {
+    gate: &'a dyn ToolAccess,
+    name: &'a str,
+}
+
+impl fmt::Debug for ToolHandle<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolHandle")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'a> ToolHandle<'a> {
+    pub(super) fn new(gate: &'a dyn ToolAccess, name: &'a str) -> Self {
+        ToolHandle { gate, name }
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        self.name
+    }
+
+    /// Its manifest.
+    pub fn manifest(&self) -> Option<ToolManifest> {
+        self.gate.manifest(self.name)
+    }
+
+    /// Calls it with `args`, from synchronous code.
+    pub fn call(&self, args: serde_json::Value) -> ToolResult {
+        self.gate.call_blocking(ToolCall::new(self.name, args))
+    }
+
+    /// Calls it with `args`, asynchronously.
+    pub fn call_async(&self, args: serde_json::Value) -> CapFuture<'a, ToolResult> {
+        self.gate.call(ToolCall::new(self.name, args))
+    }
+}

@@ -1,0 +1,468 @@
+//! [`ToolGate`]: the one door every tool call goes through — policy, argument check, the call
+//! itself (panic caught, time bounded), one result shape.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use serde_json::Value as Json;
+
+use super::registry::{Registered, ToolContext, ToolOutput, ToolRegistry};
+use super::{ToolError, ToolErrorKind};
+use crate::net::ToolPolicy;
+use crate::operator::capability::{
+    CapFuture, ToolAccess, ToolCall, ToolManifest, ToolMeta, ToolResult, ToolStatus,
+};
+
+/// A human's answer to a tool call under `approve:`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Approval {
+    /// Go ahead.
+    Approved,
+    /// Do not run it, for this reason.
+    Refused(String),
+}
+
+/// Who answers the calls of tools listed under `approve:` (a person, through the `ask`
+/// machinery of the run). A gate without one denies such calls, saying an approval is needed.
+pub trait Approver: Send + Sync + fmt::Debug {
+    /// Asks whether `call` may run.
+    fn approve<'a>(&'a self, call: &'a ToolCall) -> CapFuture<'a, Approval>;
+}
+
+/// What the gate lets through.
+#[derive(Clone, Debug)]
+enum Rules {
+    /// No `tools:` key: every tool denied.
+    NoPolicy,
+    /// The net's `tools:` key.
+    Policy {
+        allow: BTreeSet<String>,
+        approve: BTreeSet<String>,
+    },
+    /// One tool, allowed for this gate alone (`cameleon call TOOL`).
+    Only(String),
+}
+
+/// What the policy says of one call.
+enum Admit {
+    Run,
+    AskFirst,
+}
+
+/// The tool gate: one access policy, one argument check, one result shape, for every tool
+/// call of a run (docs/tools.md).
+///
+/// - **Policy**: built from the net's `tools:` key ([`ToolPolicy`]). A tool neither in `allow`
+///   nor in `approve` is `denied`; with no key at all, every tool is. A tool under `approve`
+///   runs once an [`Approver`] says yes; without one it is `denied`, saying an approval is
+///   needed. A denied call never runs.
+/// - **Arguments** are checked against the tool's input schema; a mismatch is `error`, naming
+///   the place in the arguments and the schema path (and never quoting the value).
+/// - **The call**: a panic is an `error`; a tool that outlives its time limit is `timeout`.
+#[derive(Clone)]
+pub struct ToolGate {
+    registry: Arc<ToolRegistry>,
+    rules: Rules,
+    base_dir: PathBuf,
+    approver: Option<Arc<dyn Approver>>,
+    timeout: Option<Duration>,
+}
+
+impl fmt::Debug for ToolGate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolGate")
+            .field("rules", &self.rules)
+            .field("base_dir", &self.base_dir)
+            .field("tools", &self.registry.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolGate {
+    /// A gate over `registry` applying `policy` (the net's `tools:` key; `None`: every tool
+    /// denied), file tools confined to `base_dir`.
+    pub fn new(
+        registry: Arc<ToolRegistry>,
+        policy: Option<&ToolPolicy>,
+        base_dir: impl Into<PathBuf>,
+    ) -> Self {
+        let rules = match policy {
+            None => Rules::NoPolicy,
+            Some(p) => Rules::Policy {
+                allow: p.allow.iter().cloned().collect(),
+                approve: p.approve.iter().cloned().collect(),
+            },
+        };
+        ToolGate {
+            registry,
+            rules,
+            base_dir: base_dir.into(),
+            approver: None,
+            timeout: None,
+        }
+    }
+
+    /// A gate that allows tool `name` alone (what `cameleon call NAME` uses: the person typing
+    /// the command is the approval). Confinement still applies.
+    pub fn allow_only(
+        registry: Arc<ToolRegistry>,
+        name: impl Into<String>,
+        base_dir: impl Into<PathBuf>,
+    ) -> Self {
+        ToolGate {
+            registry,
+            rules: Rules::Only(name.into()),
+            base_dir: base_dir.into(),
+            approver: None,
+            timeout: None,
+        }
+    }
+
+    /// Asks `approver` before running a tool under `approve:`.
+    pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// Bounds every call to `limit` (a tool's own `timeout_ms` takes precedence).
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
+        self
+    }
+
+    /// The tools behind the gate.
+    pub fn registry(&self) -> &Arc<ToolRegistry> {
+        &self.registry
+    }
+
+    /// The folder file tools are confined to.
+    pub fn base_dir(&self) -> &std::path::Path {
+        &self.base_dir
+    }
+
+    /// Calls a tool, asynchronously. Never panics; every outcome is a [`ToolResult`].
+    pub async fn call(&self, call: ToolCall) -> ToolResult {
+        let t0 = Instant::now();
+        let (reg, admit) = match self.admit(&call) {
+            Ok(x) => x,
+            Err(r) => return finished(r, t0),
+        };
+        if let Admit::AskFirst = admit {
+            match &self.approver {
+                Some(a) => {
+                    if let Approval::Refused(why) = a.approve(&call).await {
+                        return finished(refused(&call.tool, &why), t0);
+                    }
+                }
+                None => return finished(needs_approval(&call.tool), t0),
+            }
+        }
+        let cx = self.context(&call);
+        let limit = self.limit(reg);
+        let outcome = match catch_unwind(AssertUnwindSafe(|| reg.tool.call(&cx, call.args))) {
+            Err(panic) => Err(panicked(&*panic)),
+            Ok(ToolOutput::Ready(r)) => late(r, t0, limit),
+            Ok(ToolOutput::Pending(f)) => {
+                let f = CatchUnwind(f);
+                match limit {
+                    Some(limit) => match tokio::time::timeout(limit, f).await {
+                        Ok(r) => r,
+                        Err(_) => Err(timed_out(limit)),
+                    },
+                    None => f.await,
+                }
+            }
+        };
+        self.result(&call.tool, reg, outcome, t0)
+    }
+
+    /// Calls a tool from synchronous code: a sync tool runs on this thread; an async one on
+    /// Caméléon's runtime ([`block_on`](crate::block_on)).
+    pub fn call_blocking(&self, call: ToolCall) -> ToolResult {
+        let t0 = Instant::now();
+        let (reg, admit) = match self.admit(&call) {
+            Ok(x) => x,
+            Err(r) => return finished(r, t0),
+        };
+        if let Admit::AskFirst = admit {
+            match &self.approver {
+                Some(a) => {
+                    if let Approval::Refused(why) = crate::block_on(a.approve(&call)) {
+                        return finished(refused(&call.tool, &why), t0);
+                    }
+                }
+                None => return finished(needs_approval(&call.tool), t0),
+            }
+        }
+        let cx = self.context(&call);
+        let limit = self.limit(reg);
+        let outcome = match catch_unwind(AssertUnwindSafe(|| reg.tool.call(&cx, call.args))) {
+            Err(panic) => Err(panicked(&*panic)),
+            Ok(ToolOutput::Ready(r)) => late(r, t0, limit),
+            Ok(ToolOutput::Pending(f)) => crate::block_on(async move {
+                let f = CatchUnwind(f);
+                match limit {
+                    Some(limit) => match tokio::time::timeout(limit, f).await {
+                        Ok(r) => r,
+                        Err(_) => Err(timed_out(limit)),
+                    },
+                    None => f.await,
+                }
+            }),
+        };
+        self.result(&call.tool, reg, outcome, t0)
+    }
+
+    /// The policy's verdict, the tool, and its arguments checked: what may run. `Err`: the
+    /// result of a call that must not run.
+    // The error is the call's final result, returned at once to the caller: boxing it would only
+    // add an allocation to every refused call.
+    #[allow(clippy::result_large_err)]
+    fn admit(&self, call: &ToolCall) -> Result<(&Registered, Admit), ToolResult> {
+        let name = call.tool.as_str();
+        let admit = match &self.rules {
+            Rules::NoPolicy => {
+                return Err(ToolResult::denied(
+                    name,
+                    format!(
+                        "tool `{name}` is denied: the net has no `tools:` key, so every tool is denied (add `tools: {{allow: [{name}]}}` to the .cm file)"
+                    ),
+                ));
+            }
+            Rules::Only(only) if only == name => Admit::Run,
+            Rules::Only(only) => {
+                return Err(ToolResult::denied(
+                    name,
+                    format!("tool `{name}` is denied: only `{only}` may be called here"),
+                ));
+            }
+            Rules::Policy { allow, approve } => {
+                if allow.contains(name) {
+                    Admit::Run
+                } else if approve.contains(name) {
+                    Admit::AskFirst
+                } else {
+                    return Err(ToolResult::denied(
+                        name,
+                        format!(
+                            "tool `{name}` is denied: it is not listed in the net's `tools:` policy (add it to `allow:`, or to `approve:` to have a person approve each call)"
+                        ),
+                    ));
+                }
+            }
+        };
+        let Some(reg) = self.registry.registered(name) else {
+            let hint = match crate::util::did_you_mean(name, self.registry.names()) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => "`cameleon tools` lists the tools of this build".to_owned(),
+            };
+            return Err(ToolResult::failed(
+                ToolStatus::Error,
+                name,
+                format!("no tool named `{name}` ({hint})"),
+                0,
+            ));
+        };
+        match reg.validator() {
+            Ok(v) => {
+                if let Some(e) = v.iter_errors(&call.args).next() {
+                    return Err(ToolResult::failed(
+                        ToolStatus::Error,
+                        name,
+                        invalid_args(name, &e),
+                        0,
+                    ));
+                }
+            }
+            Err(why) => {
+                return Err(ToolResult::failed(ToolStatus::Error, name, why.clone(), 0));
+            }
+        }
+        Ok((reg, admit))
+    }
+
+    fn context(&self, call: &ToolCall) -> ToolContext {
+        ToolContext {
+            base_dir: self.base_dir.clone(),
+            principal: call.principal.clone(),
+            idempotency_key: call.idempotency_key.clone(),
+        }
+    }
+
+    fn limit(&self, reg: &Registered) -> Option<Duration> {
+        reg.tool
+            .timeout_ms()
+            .map(Duration::from_millis)
+            .or(self.timeout)
+    }
+
+    /// The result of a call that ran once.
+    fn result(
+        &self,
+        name: &str,
+        reg: &Registered,
+        outcome: Result<Json, ToolError>,
+        t0: Instant,
+    ) -> ToolResult {
+        let meta = ToolMeta {
+            tool: name.to_owned(),
+            origin: reg.tool.origin().to_owned(),
+            duration_ms: t0.elapsed().as_millis() as u64,
+            attempts: 1,
+        };
+        match outcome {
+            Ok(content) => ToolResult {
+                status: ToolStatus::Ok,
+                content,
+                error: None,
+                meta,
+            },
+            Err(e) => ToolResult {
+                status: match e.kind() {
+                    ToolErrorKind::Timeout => ToolStatus::Timeout,
+                    ToolErrorKind::Failed | ToolErrorKind::InvalidArgs => ToolStatus::Error,
+                },
+                content: Json::Null,
+                error: Some(e.message().to_owned()),
+                meta,
+            },
+        }
+    }
+}
+
+impl ToolAccess for ToolGate {
+    fn manifest(&self, name: &str) -> Option<ToolManifest> {
+        self.registry.get(name).map(|t| t.manifest().clone())
+    }
+
+    fn names(&self) -> Vec<String> {
+        self.registry.names().map(str::to_owned).collect()
+    }
+
+    fn call<'a>(&'a self, call: ToolCall) -> CapFuture<'a, ToolResult> {
+        Box::pin(ToolGate::call(self, call))
+    }
+
+    fn call_blocking(&self, call: ToolCall) -> ToolResult {
+        ToolGate::call_blocking(self, call)
+    }
+}
+
+/// A result that did not run, with the time spent deciding.
+fn finished(mut r: ToolResult, t0: Instant) -> ToolResult {
+    r.meta.duration_ms = t0.elapsed().as_millis() as u64;
+    r
+}
+
+fn needs_approval(name: &str) -> ToolResult {
+    ToolResult::denied(
+        name,
+        format!(
+            "tool `{name}` needs a person's approval (it is under `approve:` in the net's `tools:` policy) and this run has nobody to ask; move it to `allow:` to let it run unasked"
+        ),
+    )
+}
+
+fn refused(name: &str, why: &str) -> ToolResult {
+    ToolResult::denied(
+        name,
+        format!("the call of tool `{name}` was refused: {why}"),
+    )
+}
+
+fn timed_out(limit: Duration) -> ToolError {
+    ToolError::timeout(format!("timed out after {} ms", limit.as_millis()))
+}
+
+/// A sync tool's result, or `timeout` when it ran past its limit (it could not be interrupted).
+fn late(
+    r: Result<Json, ToolError>,
+    t0: Instant,
+    limit: Option<Duration>,
+) -> Result<Json, ToolError> {
+    match limit {
+        Some(limit) if t0.elapsed() > limit => Err(ToolError::timeout(format!(
+            "ran for {} ms, over its limit of {} ms (a synchronous tool cannot be interrupted; its result is dropped)",
+            t0.elapsed().as_millis(),
+            limit.as_millis()
+        ))),
+        _ => r,
+    }
+}
+
+#[cold]
+fn panicked(p: &(dyn std::any::Any + Send)) -> ToolError {
+    let msg = if let Some(s) = p.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = p.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".to_owned()
+    };
+    ToolError::new(format!("the tool panicked: {msg}"))
+}
+
+/// Why arguments do not fit the schema: where in the arguments, which schema keyword, and
+/// what it wants — never the value itself (it may be a secret or a file's content).
+fn invalid_args(tool: &str, e: &jsonschema::ValidationError<'_>) -> String {
+    use jsonschema::error::{TypeKind, ValidationErrorKind as K};
+    let what = match e.kind() {
+        K::Type {
+            kind: TypeKind::Single(t),
+        } => format!("expected {t}"),
+        K::Type { .. } => "not of an allowed type".to_owned(),
+        K::Required { property } => format!("missing required property {property}"),
+        K::AdditionalProperties { unexpected } => format!(
+            "unexpected propert{} {}",
+            if unexpected.len() == 1 { "y" } else { "ies" },
+            unexpected
+                .iter()
+                .map(|u| format!("`{u}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        K::Enum { .. } | K::Constant { .. } => "not one of the allowed values".to_owned(),
+        K::Minimum { limit } => format!("less than the minimum {limit}"),
+        K::Maximum { limit } => format!("more than the maximum {limit}"),
+        K::MinLength { limit } => format!("shorter than {limit} characters"),
+        K::MaxLength { limit } => format!("longer than {limit} characters"),
+        _ => {
+            let keyword = e
+                .schema_path()
+                .as_str()
+                .rsplit('/')
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            format!("does not satisfy `{keyword}`")
+        }
+    };
+    let at = e.instance_path().as_str();
+    let at = if at.is_empty() { "/" } else { at };
+    format!(
+        "invalid arguments for `{tool}`: {what} at `{at}` (schema path `{}`); `cameleon tools --json` shows the tool's input schema",
+        e.schema_path().as_str()
+    )
+}
+
+/// Catches a panic of the wrapped future, as a [`ToolError`].
+struct CatchUnwind<F>(F);
+
+impl<F: Future<Output = Result<Json, ToolError>> + Unpin> Future for CatchUnwind<F> {
+    type Output = Result<Json, ToolError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let inner = &mut self.0;
+        match catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
+            Ok(p) => p,
+            Err(panic) => Poll::Ready(Err(panicked(&*panic))),
+        }
+    }
+}

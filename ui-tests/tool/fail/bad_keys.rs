@@ -1,0 +1,23 @@
+// Asserts: an unknown key (with a did-you-mean), a duplicate key, and a name models cannot
+// call are errors at their tokens.
+use cameleon::prelude::*;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Args {}
+
+#[tool(nmae = "x")]
+fn typo(_args: Args) -> Result<u8, ToolError> {
+    Ok(0)
+}
+
+#[tool(name = "a", name = "b")]
+fn twice(_args: Args) -> Result<u8, ToolError> {
+    Ok(0)
+}
+
+#[tool(name = "has space")]
+fn spaced(_args: Args) -> Result<u8, ToolError> {
+    Ok(0)
+}
+
+fn main() {}
