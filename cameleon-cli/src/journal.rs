@@ -19,25 +19,23 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let finished = resumed.is_finished();
     let (id, name, mut cvm, end) = (resumed.id, resumed.name, resumed.cvm, resumed.end);
     let ended = end.filter(|_| finished);
-    if ended.is_none() {
-        // The run goes on with the capabilities its folder gives now (a new generation: the
-        // process that pinned the old one is gone).
-        let rt = match Runtime::builder()
-            .for_dir(&resumed.base_dir, a.capabilities.as_deref())
-            .build()
-        {
-            Ok(rt) => rt,
-            Err(CapabilitiesError::File(e)) => {
-                report_invalid(&e, a.json, io)?;
-                return Ok(exit::INVALID);
-            }
-            Err(e) => {
-                writeln!(io.stderr, "error: {e}")?;
-                return Ok(exit::INVALID);
-            }
-        };
-        cvm.set_capabilities(rt.pin(cvm.net(), &resumed.base_dir));
-    }
+    // The run goes on with the capabilities its folder gives now: the process that pinned
+    // the old generation is gone, and this one numbers its own from 1.
+    let rt = match Runtime::builder()
+        .for_dir(&resumed.base_dir, a.capabilities.as_deref())
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(CapabilitiesError::File(e)) => {
+            report_invalid(&e, a.json, io)?;
+            return Ok(exit::INVALID);
+        }
+        Err(e) => {
+            writeln!(io.stderr, "error: {e}")?;
+            return Ok(exit::INVALID);
+        }
+    };
+    cvm.set_capabilities(rt.pin(cvm.net(), &resumed.base_dir));
     if ended.is_none()
         && let Some(token) = &io.interrupt
     {

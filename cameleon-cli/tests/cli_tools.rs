@@ -276,11 +276,19 @@ fn log_writes_the_spans_of_the_run_to_stderr() {
     let o = cameleon(&["run", &ex, "--log"]);
     assert_eq!(code(&o), 0);
     let err = stderr(&o);
+    // The run's id (a fresh UUID v7 when not journaled) names the run and each of its firings.
+    let run_id = err
+        .split("run{run=")
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .unwrap_or_else(|| panic!("no run span in {err}"));
+    assert_eq!(run_id.len(), 36, "a UUID: {run_id}");
     assert!(
-        err.lines().any(
-            |l| l.contains("run{run=bill net=bill mode=sequential generation=1}")
-                && l.contains("firing{run=bill step=2 op=total type=tool generation=1 attempts=1")
-        ),
+        err.lines().any(|l| l.contains(&format!(
+            "run{{run={run_id} net=bill mode=sequential generation=1}}"
+        )) && l.contains(&format!(
+            "firing{{run={run_id} step=2 op=total type=tool generation=1 attempts=1"
+        ))),
         "{err}"
     );
     let o = cameleon(&["run", &ex]);
