@@ -23,6 +23,7 @@
 //! | [`cm`] | the `.cm` file: load (every problem located), write (canonical), schema |
 //! | [`export`] | diagrams: DOT, Mermaid, SVG |
 //! | [`dsl`] | compile-time typed connections for `pipeline!` |
+//! | [`models`] | chat models, embedders and memories (OpenAI-compatible endpoints; offline `extractive`, `hash`, `flat`) |
 //! | [`ops`] | the standard operators |
 //!
 //! The `cameleon` command line is another crate, `cameleon-cli`, built on this one: this crate
@@ -156,6 +157,7 @@ pub mod dsl;
 pub mod engine;
 pub mod export;
 pub mod history;
+pub mod models;
 pub mod net;
 pub mod operator;
 pub mod ops;
@@ -187,8 +189,8 @@ pub use operator::{
 pub use policy::{Enabling, Family, Policy};
 pub use runtime::block_on;
 pub use types::{
-    Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, PortType,
-    TypeInfo, Value,
+    Any, Binary, DataBool, DataChunk, DataEmbeddings, DataError, DataJSON, DataString, DataType,
+    PortType, TypeInfo, Value,
 };
 
 /// Everything a pipeline author needs, in one import.
@@ -203,8 +205,8 @@ pub mod prelude {
     };
     pub use crate::policy::{Enabling, Family, Policy};
     pub use crate::types::{
-        Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, PortType,
-        Value,
+        Any, Binary, DataBool, DataChunk, DataEmbeddings, DataError, DataJSON, DataString,
+        DataType, PortType, Value,
     };
     pub use cameleon_macros::{operator, pipeline};
 }
