@@ -275,6 +275,8 @@ pub mod __private {
         pub control: fn(&O) -> Option<&dyn FiniteControl>,
         /// `RunAsync::rollback`.
         pub rollback: fn(&mut O, &Emitted<'_, O>),
+        /// `RunAsync::replay`.
+        pub replay: fn(&mut O, &Emitted<'_, O>),
         /// `RunAsync::validate`.
         pub validate: fn(&O) -> Result<(), ParamError>,
     }
@@ -287,6 +289,7 @@ pub mod __private {
             consumes: O::consumes,
             control: O::control,
             rollback: O::rollback,
+            replay: O::replay,
             validate: O::validate,
         }
     }
