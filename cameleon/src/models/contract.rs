@@ -153,8 +153,10 @@ pub trait ChatModel: Send + Sync + fmt::Debug {
     fn kind(&self) -> &str;
 
     /// Answers `request`.
-    fn chat<'a>(&'a self, request: &'a ChatRequest)
-    -> CapFuture<'a, Result<ChatReply, CapabilityError>>;
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> CapFuture<'a, Result<ChatReply, CapabilityError>>;
 }
 
 /// An embedder: turns texts into vectors.

@@ -5,9 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use super::contract::{
-    CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest, Role, Usage,
-};
+use super::contract::{CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest, Role, Usage};
 use super::text::{for_each_word, is_stop_word, sentences, words};
 
 /// The chat kind `extractive`: answers by quoting the context. It is **not a generative model**:
@@ -409,7 +407,11 @@ fn first_number(text: &str, integer: bool) -> Option<Json> {
     let mut i = 0;
     while i < chars.len() {
         if chars[i].is_ascii_digit() {
-            let start = if i > 0 && chars[i - 1] == '-' { i - 1 } else { i };
+            let start = if i > 0 && chars[i - 1] == '-' {
+                i - 1
+            } else {
+                i
+            };
             let mut end = i;
             while end < chars.len() && chars[end].is_ascii_digit() {
                 end += 1;
@@ -485,7 +487,10 @@ mod tests {
     #[test]
     fn no_shared_word_gives_the_fixed_answer() {
         let m = Extractive::default();
-        assert_eq!(m.answer("quantum chromodynamics", &ctx()), Extractive::NOTHING_FOUND);
+        assert_eq!(
+            m.answer("quantum chromodynamics", &ctx()),
+            Extractive::NOTHING_FOUND
+        );
     }
 
     #[test]

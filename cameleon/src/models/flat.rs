@@ -132,7 +132,11 @@ impl Rows {
 }
 
 fn inv_norm(v: &[f32]) -> f32 {
-    let n = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+    let n = v
+        .iter()
+        .map(|x| f64::from(*x) * f64::from(*x))
+        .sum::<f64>()
+        .sqrt();
     if n > 0.0 { (1.0 / n) as f32 } else { 0.0 }
 }
 
@@ -433,7 +437,10 @@ mod tests {
             .unwrap();
         m.insert(vec![item("a", &[1.0, 0.5])]).unwrap();
         let rows = m.rows();
-        assert_eq!(rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["b", "a"]);
+        assert_eq!(
+            rows.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(),
+            ["b", "a"]
+        );
         let copy = FlatMemory::from_rows(rows.clone()).unwrap();
         assert_eq!(copy.rows(), rows);
         let q = [0.7, 0.7];

@@ -106,7 +106,11 @@ impl HashEmbedder {
 
 /// Divides `v` by its Euclidean length, unless it is zero.
 pub(crate) fn normalise(v: &mut [f32]) {
-    let norm = v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt();
+    let norm = v
+        .iter()
+        .map(|x| f64::from(*x) * f64::from(*x))
+        .sum::<f64>()
+        .sqrt();
     if norm > 0.0 {
         for x in v.iter_mut() {
             *x = (f64::from(*x) / norm) as f32;
@@ -156,7 +160,16 @@ mod tests {
     }
 
     /// Three words and two pairs, into 8 buckets: two features cancel, three remain (±1/√3).
-    const PINNED: [f32; 8] = [0.0, -0.577_350_26, 0.0, 0.577_350_26, 0.0, 0.0, 0.0, 0.577_350_26];
+    const PINNED: [f32; 8] = [
+        0.0,
+        -0.577_350_26,
+        0.0,
+        0.577_350_26,
+        0.0,
+        0.0,
+        0.0,
+        0.577_350_26,
+    ];
 
     #[test]
     fn word_pairs_count_so_order_matters_a_little() {

@@ -40,9 +40,9 @@ pub mod text;
 
 pub use config::{ChatConfig, EmbedderConfig, MemoryConfig, ModelsConfig};
 pub use contract::{
-    CapFuture, CapabilityError, ChatMessage, ChatModel, ChatReply, ChatRequest, Embedder,
-    Memory, MemoryHit, MemoryItem, Role, ToolAccess, ToolCall, ToolManifest, ToolMeta,
-    ToolRequest, ToolResult, ToolStatus, Usage,
+    CapFuture, CapabilityError, ChatMessage, ChatModel, ChatReply, ChatRequest, Embedder, Memory,
+    MemoryHit, MemoryItem, Role, ToolAccess, ToolCall, ToolManifest, ToolMeta, ToolRequest,
+    ToolResult, ToolStatus, Usage,
 };
 pub use extractive::{Extractive, ExtractiveConfig};
 pub use flat::{FlatConfig, FlatMemory, vector_from_bytes, vector_to_bytes};

@@ -514,9 +514,7 @@ fn pack(units: Vec<String>, size: usize, sep: &str) -> Vec<String> {
 impl Run for Passages {
     fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         let t = &cx.get(Self::in_data)?.0;
-        let passages = self
-            .split(t)
-            .map_err(|e| OpError::new(e.to_string()))?;
+        let passages = self.split(t).map_err(|e| OpError::new(e.to_string()))?;
         cx.emit(Self::out_data, DataChunk(passages));
         Ok(())
     }
@@ -546,11 +544,20 @@ mod tests {
         let text = "One two. Three four five.\nSix.\n\nSeven eight nine ten eleven.";
         assert_eq!(
             Passages::new(20).split(text).unwrap(),
-            ["One two.", "Three four five.", "Six.", "Seven eight nine ten eleven."]
+            [
+                "One two.",
+                "Three four five.",
+                "Six.",
+                "Seven eight nine ten eleven."
+            ]
         );
         assert_eq!(
             Passages::new(30).split(text).unwrap(),
-            ["One two. Three four five.", "Six.", "Seven eight nine ten eleven."],
+            [
+                "One two. Three four five.",
+                "Six.",
+                "Seven eight nine ten eleven."
+            ],
         );
         assert_eq!(
             Passages::paragraphs(1000).split(text).unwrap(),
@@ -560,7 +567,13 @@ mod tests {
             size: 10,
             unit: "words".into(),
         };
-        assert!(words.split(text).unwrap_err().to_string().contains("unknown unit `words`"));
+        assert!(
+            words
+                .split(text)
+                .unwrap_err()
+                .to_string()
+                .contains("unknown unit `words`")
+        );
         assert!(Passages::new(0).split(text).is_err());
     }
 

@@ -124,7 +124,9 @@ impl Endpoint {
         let path = path.to_owned();
         crate::runtime::spawn(async move { this.post_here(&path, &body).await })
             .await
-            .map_err(|e| CapabilityError::new(format!("{}: the request task failed: {e}", self.label)))?
+            .map_err(|e| {
+                CapabilityError::new(format!("{}: the request task failed: {e}", self.label))
+            })?
     }
 
     async fn post_here(&self, path: &str, body: &Json) -> Result<Vec<u8>, CapabilityError> {

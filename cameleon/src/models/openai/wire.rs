@@ -317,8 +317,14 @@ mod tests {
 
     #[test]
     fn error_messages_are_read_from_every_usual_shape() {
-        assert_eq!(error_message(br#"{"error":{"message":"bad key"}}"#), "bad key");
-        assert_eq!(error_message(br#"{"error":"model not found"}"#), "model not found");
+        assert_eq!(
+            error_message(br#"{"error":{"message":"bad key"}}"#),
+            "bad key"
+        );
+        assert_eq!(
+            error_message(br#"{"error":"model not found"}"#),
+            "model not found"
+        );
         assert_eq!(error_message(b"  plain text "), "plain text");
         assert_eq!(error_message(b""), "(empty body)");
     }

@@ -114,8 +114,7 @@ impl RunAsync for Agent {
         for name in &names {
             let m = gate.manifest(name).ok_or_else(|| {
                 let known = gate.names();
-                let hint = match crate::util::did_you_mean(name, known.iter().map(String::as_str))
-                {
+                let hint = match crate::util::did_you_mean(name, known.iter().map(String::as_str)) {
                     Some(s) => format!("did you mean `{s}`?"),
                     None if known.is_empty() => "this run has no tools".to_owned(),
                     None => format!("the run's tools are {}", known.join(", ")),

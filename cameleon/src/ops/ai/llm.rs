@@ -344,7 +344,11 @@ mod tests {
         assert_eq!(json_in(" {\"a\": 1} ").unwrap(), json!({"a": 1}));
         assert_eq!(json_in("```json\n[1, 2]\n```").unwrap(), json!([1, 2]));
         assert_eq!(json_in("```\n\"x\"\n```\n").unwrap(), json!("x"));
-        assert!(json_in("Sure! {\"a\": 1}").unwrap_err().contains("not JSON"));
+        assert!(
+            json_in("Sure! {\"a\": 1}")
+                .unwrap_err()
+                .contains("not JSON")
+        );
     }
 
     #[test]

@@ -156,7 +156,8 @@ fn ids(items: &[MemoryItem]) -> Vec<String> {
 impl RunAsync for Index {
     async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         let data = cx.get(Self::in_data)?;
-        data.check().map_err(|e| OpError::new(format!("in_data: {e}")))?;
+        data.check()
+            .map_err(|e| OpError::new(format!("in_data: {e}")))?;
         let items: Vec<MemoryItem> = data
             .texts
             .iter()
