@@ -162,6 +162,52 @@ fn runaway_loop_stops_at_its_limit() {
 }
 
 #[test]
+fn rag_answers_offline_by_quoting_the_document() {
+    let (code, v) = run_json("rag.cm");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["end"].clone(), v["steps"].clone()),
+        (json!("COMPLETED"), json!(8))
+    );
+    let answer = v["sinks"]["out"][0].as_str().expect("a text answer");
+    assert!(
+        answer.starts_with(
+            "Chameleons change colour mainly to signal their mood to other chameleons and to \
+             regulate their body temperature."
+        ),
+        "{answer}"
+    );
+    let o = cameleon(&["run", &example("rag.cm")]);
+    assert_eq!(code_of(&o), 0);
+    assert!(
+        stdout(&o).contains("rag: COMPLETED after 8 steps"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn extract_fills_the_schema_and_agent_answers_offline() {
+    let (code, v) = run_json("extract.cm");
+    assert_eq!(code, 0, "{v}");
+    let facts = &v["sinks"]["out"][0];
+    assert_eq!(facts["species"], 200);
+    assert!(
+        facts["diet"]
+            .as_str()
+            .unwrap()
+            .starts_with("Chameleons eat mostly insects")
+    );
+    let (code, v) = run_json("agent.cm");
+    assert_eq!(code, 0, "{v}");
+    let answer = v["sinks"]["out"][0].as_str().unwrap();
+    assert!(
+        answer.starts_with("Chameleons eat mostly insects"),
+        "{answer}"
+    );
+}
+
+#[test]
 fn every_standard_operator_appears_in_an_example() {
     let o = cameleon(&["catalogue", "--json"]);
     let cat: Value = serde_json::from_str(&stdout(&o)).unwrap();

@@ -228,6 +228,25 @@ pub trait Memory: Send + Sync + fmt::Debug {
         ids: &'a [String],
     ) -> CapFuture<'a, Result<Vec<MemoryItem>, CapabilityError>>;
 
+    /// Adds (or replaces, by id) items in one step — a concurrent search sees all of them or
+    /// none — and returns the items they replaced. Default: [`remove`](Self::remove) then
+    /// [`add`](Self::add), which a concurrent search may see between the two.
+    fn put(
+        &self,
+        items: Vec<MemoryItem>,
+    ) -> CapFuture<'_, Result<Vec<MemoryItem>, CapabilityError>> {
+        Box::pin(async move {
+            let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
+            let replaced = self.remove(&ids).await?;
+            if let Err(e) = self.add(items).await {
+                // Put back what was taken out: a failed put changes nothing.
+                let _ = self.add(replaced).await;
+                return Err(e);
+            }
+            Ok(replaced)
+        })
+    }
+
     /// How many items it holds.
     fn len(&self) -> usize;
 

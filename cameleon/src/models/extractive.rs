@@ -36,9 +36,9 @@ use super::text::{for_each_word, is_stop_word, sentences, words};
 ///    [`Extractive::NOTHING_FOUND`].
 ///
 /// A request with a `response_schema` (the `llm_json` operator) gets a JSON value shaped by the
-/// schema: a string is the answer for the question, each object property the answer for the
-/// question plus the property's name and description, a number the first number of that answer
-/// (0 if none), a boolean whether anything matched, an `enum` the option the context supports
+/// schema: a string is the best sentence for the question, each object property the best
+/// sentence for the question plus the property's name and description, a number the first
+/// number of that sentence (0 if none), a boolean whether anything matched, an `enum` the option the context supports
 /// best, an array one item.
 ///
 /// Token usage counts words: the request's (messages and context) and the answer's.
@@ -367,10 +367,9 @@ impl Extractive {
         }
     }
 
+    /// The best sentence for `query` (a field is one fact), or an empty text.
     fn text_for(&self, corpus: &Corpus, query: &str) -> String {
-        corpus
-            .answer(query, self.sentences, None)
-            .unwrap_or_default()
+        corpus.answer(query, 1, None).unwrap_or_default()
     }
 
     /// The option best supported by the context: the one whose words, added to `query`, give

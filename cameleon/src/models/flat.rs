@@ -232,6 +232,15 @@ impl FlatMemory {
 
     /// Adds items (an id already held is replaced); returns how many the memory holds.
     pub fn insert(&self, items: Vec<MemoryItem>) -> Result<usize, CapabilityError> {
+        self.upsert(items).map(|(n, _)| n)
+    }
+
+    /// Adds items in one step (an id already held is replaced); returns how many the memory
+    /// holds and the items replaced. An error changes nothing.
+    pub fn upsert(
+        &self,
+        items: Vec<MemoryItem>,
+    ) -> Result<(usize, Vec<MemoryItem>), CapabilityError> {
         let mut r = self.write();
         // Check everything first: an error changes nothing.
         let dim = if r.dim == 0 {
@@ -255,13 +264,20 @@ impl FlatMemory {
                 )));
             }
         }
+        let mut replaced = Vec::new();
+        let mut fresh = std::collections::HashSet::new();
         for it in items {
             if let Some(&i) = r.by_id.get(&it.id) {
-                r.swap_remove(i);
+                let old = r.swap_remove(i);
+                // An id given twice in one call replaces its own first item: not a replaced one.
+                if !fresh.contains(&old.id) {
+                    replaced.push(old);
+                }
             }
+            fresh.insert(it.id.clone());
             r.push(it);
         }
-        Ok(r.len())
+        Ok((r.len(), replaced))
     }
 
     /// Removes the items of these ids; returns those it held.
@@ -364,6 +380,13 @@ impl Memory for FlatMemory {
         Box::pin(std::future::ready(Ok(self.delete(ids))))
     }
 
+    fn put(
+        &self,
+        items: Vec<MemoryItem>,
+    ) -> CapFuture<'_, Result<Vec<MemoryItem>, CapabilityError>> {
+        Box::pin(std::future::ready(self.upsert(items).map(|(_, r)| r)))
+    }
+
     fn len(&self) -> usize {
         self.count()
     }
@@ -445,6 +468,26 @@ mod tests {
         assert_eq!(copy.rows(), rows);
         let q = [0.7, 0.7];
         assert_eq!(copy.nearest(&q, 2).unwrap(), m.nearest(&q, 2).unwrap());
+    }
+
+    #[test]
+    fn upsert_returns_only_the_items_held_before() {
+        let m = FlatMemory::new();
+        m.insert(vec![item("a", &[1.0, 0.0])]).unwrap();
+        let (n, replaced) = m
+            .upsert(vec![
+                item("a", &[0.0, 1.0]),
+                item("b", &[1.0, 1.0]),
+                item("b", &[2.0, 1.0]),
+            ])
+            .unwrap();
+        assert_eq!(n, 2);
+        assert_eq!(replaced, vec![item("a", &[1.0, 0.0])]);
+        assert_eq!(
+            m.rows()[1].vector,
+            vec![2.0, 1.0],
+            "the last of a repeated id wins"
+        );
     }
 
     #[test]

@@ -96,8 +96,8 @@ pub struct IndexLog {
     pub replaced: Arc<Vec<MemoryItem>>,
 }
 
-/// Stores the texts and vectors on `in_data` in a memory; `{"count": n}` (the number of texts
-/// stored) on `out_data`.
+/// Stores the texts and vectors on `in_data` in a memory; `{"count": n}` (the number of distinct
+/// texts stored) on `out_data`.
 ///
 /// `memory` names the memory (`default`: the configured one, else an in-process `flat` one).
 /// An item's id is its text's XXH3-64 hash in hex, so indexing a text again replaces it rather
@@ -158,10 +158,13 @@ impl RunAsync for Index {
         let data = cx.get(Self::in_data)?;
         data.check()
             .map_err(|e| OpError::new(format!("in_data: {e}")))?;
+        // A text given twice is one item (the first).
+        let mut seen = std::collections::HashSet::new();
         let items: Vec<MemoryItem> = data
             .texts
             .iter()
             .zip(&data.vectors)
+            .filter(|(t, _)| seen.insert(t.as_str()))
             .map(|(t, v)| MemoryItem {
                 id: Index::id_of(t),
                 text: t.clone(),
@@ -171,13 +174,10 @@ impl RunAsync for Index {
             .collect();
         let count = items.len();
         let memory = models(cx).memory(&self.memory)?;
-        let fail = |e| call_error("memory", &self.memory, memory.kind(), e);
-        let replaced = memory.remove(&ids(&items)).await.map_err(fail)?;
-        if let Err(e) = memory.add(items.clone()).await {
-            // Put back what was taken out: a failed firing changes nothing.
-            let _ = memory.add(replaced).await;
-            return Err(fail(e));
-        }
+        let replaced = memory
+            .put(items.clone())
+            .await
+            .map_err(|e| call_error("memory", &self.memory, memory.kind(), e))?;
         self.changed = IndexLog {
             added: Arc::new(items),
             replaced: Arc::new(replaced),
@@ -202,8 +202,7 @@ impl RunAsync for Index {
         if let Some(memory) = self.store() {
             let added = (*self.changed.added).clone();
             crate::runtime::block_on(async {
-                let _ = memory.remove(&ids(&added)).await;
-                let _ = memory.add(added).await;
+                let _ = memory.put(added).await;
             });
         }
     }
