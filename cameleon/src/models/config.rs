@@ -139,6 +139,20 @@ mod tests {
     }
 
     #[test]
+    fn a_missing_key_variable_is_found_before_any_call() {
+        let c = OpenAiConfig::new("http://127.0.0.1:1/v1", "m");
+        assert_eq!(c.check_key(), Ok(()), "no api_key_env: no key needed");
+        let e = c
+            .api_key_env("CAMELEON_TEST_KEY_THAT_IS_NOT_SET")
+            .check_key()
+            .unwrap_err();
+        assert!(
+            e.contains("`CAMELEON_TEST_KEY_THAT_IS_NOT_SET` (api_key_env) is not set"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn a_bad_base_url_is_an_error_at_build() {
         let c = ChatConfig::Openai(OpenAiConfig::new("127.0.0.1:11434", "m"));
         let e = c.build("chat model `default`").unwrap_err();

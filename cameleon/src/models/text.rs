@@ -21,16 +21,35 @@
 /// assert_eq!(words, ["chameleons", "change", "colour", "don", "t", "they"]);
 /// ```
 pub fn for_each_word(text: &str, mut f: impl FnMut(&str)) {
+    // `word` holds a word being built when it has non-ASCII characters or capitals; an ASCII
+    // word already in lowercase is passed as a slice of `text`, without a copy.
     let mut word = String::with_capacity(32);
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
         let b = bytes[i];
+        if b.is_ascii_alphanumeric() {
+            let start = i;
+            let mut upper = false;
+            while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
+                upper |= bytes[i].is_ascii_uppercase();
+                i += 1;
+            }
+            let run = &text[start..i];
+            let continues = i < bytes.len() && !bytes[i].is_ascii();
+            if word.is_empty() && !upper && !continues {
+                f(run);
+            } else {
+                word.extend(run.bytes().map(|c| c.to_ascii_lowercase() as char));
+                if !continues {
+                    f(&word);
+                    word.clear();
+                }
+            }
+            continue;
+        }
         if b.is_ascii() {
-            // The common case, without decoding a character.
-            if b.is_ascii_alphanumeric() {
-                word.push(b.to_ascii_lowercase() as char);
-            } else if !word.is_empty() {
+            if !word.is_empty() {
                 f(&word);
                 word.clear();
             }
@@ -174,6 +193,8 @@ mod tests {
     #[test]
     fn words_are_lowercased_alphanumeric_runs_in_any_script() {
         assert_eq!(words("Élan, ÉCOLE & 42ème"), ["élan", "école", "42ème"]);
+        assert_eq!(words("caféS naïve x"), ["cafés", "naïve", "x"]);
+        assert_eq!(words("plain Words, dé-jà"), ["plain", "words", "dé", "jà"]);
         assert_eq!(words("ΣΟΦΙΑ straße"), ["σοφια", "straße"]);
         assert_eq!(words("--- !!"), Vec::<String>::new());
     }

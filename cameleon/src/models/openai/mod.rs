@@ -104,6 +104,19 @@ impl OpenAiConfig {
         self.api_key_env = Some(var.into());
         self
     }
+
+    /// Whether the API key's variable is set now: what a loader checks before a run starts, so
+    /// a missing key is reported up front rather than at the first call. The error names the
+    /// variable (never a value).
+    pub fn check_key(&self) -> Result<(), String> {
+        match &self.api_key_env {
+            Some(var) if std::env::var(var).map_or(true, |k| k.trim().is_empty()) => Err(format!(
+                "the environment variable `{var}` (api_key_env) is not set; export it with the \
+                 API key (`export {var}=…`), or remove api_key_env for an endpoint without a key"
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// A chat model behind an OpenAI-compatible endpoint (`POST {base_url}/chat/completions`).

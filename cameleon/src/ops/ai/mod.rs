@@ -30,7 +30,7 @@ pub use retrieval::{Embed, Index, IndexLog, Retrieve};
 use crate::models::{
     CapabilityError, ChatReply, ChatRequest, ModelSet, ToolCall, ToolResult, Usage,
 };
-use crate::operator::{Firing, OpError};
+use crate::operator::{Firing, OpError, OpState};
 
 /// The models, embedders, memories and tool gate a firing may use.
 fn models<O: ?Sized>(_cx: &Firing<'_, O>) -> &'static ModelSet {
@@ -116,6 +116,29 @@ impl FiringLog {
         }
         self.calls.push(call);
     }
+}
+
+/// The tokens a firing used, from the internal state its operator saved after it
+/// ([`History::state_after`](crate::History::state_after)): `Some` for a firing of a `std-ai`
+/// operator whose provider reported usage.
+///
+/// ```
+/// use cameleon::prelude::*;
+/// use cameleon::ops::{Llm, Sink, Source};
+///
+/// let mut b = Net::builder("ask");
+/// b.add("q", Source::new("Chameleons change colour. Why?"));
+/// b.add("ask", Llm::new());
+/// b.add("out", Sink::new());
+/// b.connect("q.out_data", "ask.in_prompt").connect("ask.out_text", "out.in_data");
+/// let mut cvm = Cvm::new(b.build()?);
+/// cvm.run()?;
+/// let usage = cvm.history().state_after(2, 0).and_then(cameleon::ops::ai::usage_in);
+/// assert_eq!(usage.map(|u| u.completion_tokens), Some(3)); // the extractive model counts words
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn usage_in(state: &OpState) -> Option<Usage> {
+    state.get::<(ModelLog,)>().and_then(|(log,)| log.usage())
 }
 
 /// The record of an operator's last firing (its internal state): shared, so saving it before
