@@ -552,10 +552,17 @@ mod tests {
             ]
         );
         assert_eq!(
-            Passages::new(30).split(text).unwrap(),
+            Passages::new(29).split(text).unwrap(),
             [
                 "One two. Three four five.",
                 "Six.",
+                "Seven eight nine ten eleven."
+            ],
+        );
+        assert_eq!(
+            Passages::new(30).split(text).unwrap(),
+            [
+                "One two. Three four five. Six.",
                 "Seven eight nine ten eleven."
             ],
         );
