@@ -5,7 +5,7 @@
 //!
 //! `cargo bench -p cameleon --bench models -- --warm-up-time 1 --measurement-time 5`
 
-#[allow(dead_code)] // the bench uses a part of the tests' server
+// The tests' server (which allows its own unused parts).
 #[path = "../tests/openai_server/mod.rs"]
 mod openai_server;
 

@@ -39,8 +39,8 @@ fn one_op_net(prompt: &str, op: impl Operator, input: &str, output: &str) -> Net
     b.add("question", Source::new(prompt));
     b.add("ask", op);
     b.add("out", Sink::new());
-    b.connect("question.out_data", &format!("ask.{input}"))
-        .connect(&format!("ask.{output}"), "out.in_data");
+    b.connect("question.out_data", format!("ask.{input}"))
+        .connect(format!("ask.{output}"), "out.in_data");
     b.build().expect("a valid net")
 }
 

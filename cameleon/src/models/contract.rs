@@ -12,6 +12,9 @@ use serde::{Deserialize, Serialize};
 /// The future of a model, embedder, memory or tool call.
 pub type CapFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
+/// Vectors, one per text, and the tokens the provider says it used.
+pub type Embedded = (Vec<Vec<f32>>, Option<Usage>);
+
 /// Why a call to a model, embedder or memory failed. `Display` is the message.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
@@ -178,7 +181,7 @@ pub trait Embedder: Send + Sync + fmt::Debug {
     fn embed_with_usage<'a>(
         &'a self,
         texts: &'a [String],
-    ) -> CapFuture<'a, Result<(Vec<Vec<f32>>, Option<Usage>), CapabilityError>> {
+    ) -> CapFuture<'a, Result<Embedded, CapabilityError>> {
         Box::pin(async move { self.embed(texts).await.map(|v| (v, None)) })
     }
 }

@@ -40,8 +40,8 @@ pub mod text;
 
 pub use config::{ChatConfig, EmbedderConfig, MemoryConfig, ModelsConfig};
 pub use contract::{
-    CapFuture, CapabilityError, ChatMessage, ChatModel, ChatReply, ChatRequest, Embedder, Memory,
-    MemoryHit, MemoryItem, Role, ToolAccess, ToolCall, ToolManifest, ToolMeta, ToolRequest,
+    CapFuture, CapabilityError, ChatMessage, ChatModel, ChatReply, ChatRequest, Embedded, Embedder,
+    Memory, MemoryHit, MemoryItem, Role, ToolAccess, ToolCall, ToolManifest, ToolMeta, ToolRequest,
     ToolResult, ToolStatus, Usage,
 };
 pub use extractive::{Extractive, ExtractiveConfig};

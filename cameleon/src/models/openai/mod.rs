@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde::{Deserialize, Serialize};
 
 use super::contract::{
-    CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest, Embedder, Usage,
+    CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest, Embedded, Embedder, Usage,
 };
 use http::Endpoint;
 
@@ -216,10 +216,7 @@ impl OpenAiEmbedder {
     }
 
     /// The vectors of `texts`, in order, and the tokens the endpoint says it used.
-    pub async fn embed_counted(
-        &self,
-        texts: &[String],
-    ) -> Result<(Vec<Vec<f32>>, Option<Usage>), CapabilityError> {
+    pub async fn embed_counted(&self, texts: &[String]) -> Result<Embedded, CapabilityError> {
         let url = self.endpoint.url("embeddings");
         let mut out = Vec::with_capacity(texts.len());
         let mut tokens: Option<u64> = None;
@@ -281,7 +278,7 @@ impl Embedder for OpenAiEmbedder {
     fn embed_with_usage<'a>(
         &'a self,
         texts: &'a [String],
-    ) -> CapFuture<'a, Result<(Vec<Vec<f32>>, Option<Usage>), CapabilityError>> {
+    ) -> CapFuture<'a, Result<Embedded, CapabilityError>> {
         Box::pin(self.embed_counted(texts))
     }
 }
