@@ -14,6 +14,10 @@ mod fork_join;
 #[path = "../examples/count_loop.rs"]
 mod count_loop;
 
+#[allow(dead_code)]
+#[path = "../examples/rag.rs"]
+mod rag;
+
 use cameleon::ops::{Const, Counter, Guard, Merge, Sink, Test};
 use cameleon::prelude::*;
 use serde_json::json;
@@ -111,6 +115,42 @@ fn a_pipeline_equals_the_net_its_hand_written_cm_file_loads() {
     let loaded = Net::from_cm(&file).expect("the example loads");
     assert_eq!(net, loaded);
     assert_eq!(run_trace(net), run_trace(loaded));
+}
+
+/// `examples/rag.rs` is not in [`examples`]: its document is read relative to `examples/`, so
+/// its `.cm` form loads with that folder as base (as the command line loads `rag.cm`).
+#[test]
+fn rag_is_the_net_of_its_cm_file_and_answers_by_quoting_the_document() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/rag.cm");
+    let loaded = Net::from_cm_file(path).expect("the example loads");
+    assert_eq!(rag::net(), loaded);
+    let written = rag::net().to_cm();
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
+    let reloaded = cameleon::cm::Loader::new()
+        .base_dir(dir)
+        .load_str(&written)
+        .expect("its .cm form loads");
+    assert_eq!(reloaded.to_cm(), written, "the written form is canonical");
+
+    let (end, trace) = run_trace(rag::net());
+    assert_eq!(end, EndState::Completed);
+    assert_eq!(
+        run_trace(loaded),
+        (end, trace.clone()),
+        "same trace from the .cm file"
+    );
+    assert_eq!(run_trace(rag::net()).1, trace, "same trace every time");
+    let answer = trace.last().expect("the sink fired");
+    let mut cvm = Cvm::new(rag::net());
+    cvm.run().unwrap();
+    let answer_value = cvm.received("out")[0].to_json();
+    assert!(
+        answer_value.as_str().unwrap().starts_with(
+            "Chameleons change colour mainly to signal their mood to other chameleons and to \
+             regulate their body temperature."
+        ),
+        "{answer}"
+    );
 }
 
 #[test]

@@ -11,7 +11,9 @@ use cameleon::capabilities::{CapabilitiesError, Runtime};
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
 use cameleon::history::Entry;
 use cameleon::journal::{Durability, Journal, JournalError, RunOptions};
+use cameleon::models::Usage;
 use cameleon::net::Net;
+use cameleon::ops::ai::usage_in;
 use cameleon::verify;
 
 /// What a run did: the facts `run` prints, as text or JSON.
@@ -27,6 +29,8 @@ pub struct RunReport {
     pub sinks: Vec<(String, Vec<Json>)>,
     /// Connections that never received a token.
     pub unreached: Vec<String>,
+    /// Token usage of the firings that reported it: `(step, operator, usage)`, in history order.
+    pub usage: Vec<(u32, String, Usage)>,
 }
 
 impl RunReport {
@@ -50,6 +54,7 @@ impl RunReport {
             firings,
             sinks,
             unreached: cvm.unreached().into_iter().map(str::to_owned).collect(),
+            usage: usage_of(cvm),
         }
     }
 
@@ -84,6 +89,27 @@ impl RunReport {
             .collect();
         m.insert("sinks".into(), Json::Object(sinks));
         m.insert("unreached".into(), json!(self.unreached));
+        if !self.usage.is_empty() {
+            let (prompt, completion) = self.usage.iter().fold((0, 0), |(p, c), (_, _, u)| {
+                (p + u.prompt_tokens, c + u.completion_tokens)
+            });
+            let firings: Vec<Json> = self
+                .usage
+                .iter()
+                .map(|(step, op, u)| {
+                    json!({
+                        "step": step,
+                        "op": op,
+                        "prompt_tokens": u.prompt_tokens,
+                        "completion_tokens": u.completion_tokens,
+                    })
+                })
+                .collect();
+            m.insert(
+                "usage".into(),
+                json!({"prompt_tokens": prompt, "completion_tokens": completion, "firings": firings}),
+            );
+        }
         Json::Object(m)
     }
 
@@ -153,9 +179,26 @@ fn show_value(v: &Json) -> String {
         .replace('\n', "\n  ")
 }
 
+/// The token usage each firing of the applied path recorded (the `std-ai` operators keep it in
+/// their saved state), in history order.
+fn usage_of(cvm: &Cvm) -> Vec<(u32, String, Usage)> {
+    let history = cvm.history();
+    let mut out = Vec::new();
+    for entry in history.entries() {
+        for (i, f) in entry.firings.iter().enumerate() {
+            if let Some(u) = history.state_after(entry.step, i).and_then(usage_in) {
+                out.push((entry.step, cvm.net().op(f.op).name.clone(), u));
+            }
+        }
+    }
+    out
+}
+
 /// The trace of a run as JSON Lines: one object per firing, in history order —
 /// `{"step":N,"op":"id","consumed":["a.out -> b.in",…],"emitted":[{"conn":"…","type":"DataString","value":…}]}`
-/// — then a last line with the end state, steps and firings. The first line (the first firing,
+/// — with `"usage":{"prompt_tokens":N,"completion_tokens":N}` for a firing that called a model
+/// and was told its token usage — then a last line with the end state, steps and firings. The
+/// first line (the first firing,
 /// or the end line of a run that fired nothing) also says the capability generation the run
 /// pinned, as a last key `"generation":N`. No wall time: the same net in the same mode gives
 /// the same bytes.
@@ -196,7 +239,8 @@ impl TraceLines {
     /// Appends the lines of one history entry: one per firing.
     fn entry(&mut self, cvm: &Cvm, entry: &Entry) {
         let net = cvm.net();
-        for f in &entry.firings {
+        let history = cvm.history();
+        for (i, f) in entry.firings.iter().enumerate() {
             let consumed: Vec<&str> = f
                 .consumed
                 .iter()
@@ -217,12 +261,19 @@ impl TraceLines {
                     }
                 })
                 .collect();
-            self.line(json!({
+            let mut line = json!({
                 "step": entry.step,
                 "op": net.op(f.op).name,
                 "consumed": consumed,
                 "emitted": emitted,
-            }));
+            });
+            if let Some(u) = history.state_after(entry.step, i).and_then(usage_in) {
+                line["usage"] = json!({
+                    "prompt_tokens": u.prompt_tokens,
+                    "completion_tokens": u.completion_tokens,
+                });
+            }
+            self.line(line);
         }
     }
 }

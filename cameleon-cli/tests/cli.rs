@@ -163,6 +163,85 @@ fn runaway_loop_stops_at_its_limit() {
 }
 
 #[test]
+fn rag_answers_offline_by_quoting_the_document() {
+    let (code, v) = run_json("rag.cm");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        (v["end"].clone(), v["steps"].clone()),
+        (json!("COMPLETED"), json!(8))
+    );
+    let answer = v["sinks"]["out"][0].as_str().expect("a text answer");
+    assert!(
+        answer.starts_with(
+            "Chameleons change colour mainly to signal their mood to other chameleons and to \
+             regulate their body temperature."
+        ),
+        "{answer}"
+    );
+    let o = cameleon(&["run", &example("rag.cm")]);
+    assert_eq!(code_of(&o), 0);
+    assert!(
+        stdout(&o).contains("rag: COMPLETED after 8 steps"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+#[test]
+fn token_usage_per_firing_is_in_the_trace_and_the_json() {
+    let (code, v) = run_json("rag.cm");
+    assert_eq!(code, 0, "{v}");
+    let usage = &v["usage"];
+    let firings = usage["firings"].as_array().expect("a list of firings");
+    // Only the chat model reports usage here (the `hash` embedder has no tokens to count).
+    assert_eq!(firings.len(), 1, "{usage}");
+    assert_eq!(
+        (firings[0]["op"].clone(), firings[0]["step"].clone()),
+        (json!("answer"), json!(7))
+    );
+    let prompt = firings[0]["prompt_tokens"].as_u64().unwrap();
+    assert!(
+        prompt > 50,
+        "the question, the instructions and three passages: {prompt}"
+    );
+    assert_eq!(usage["prompt_tokens"], prompt);
+    assert_eq!(usage["completion_tokens"], firings[0]["completion_tokens"]);
+
+    let o = cameleon(&["run", &example("rag.cm"), "--trace", "-"]);
+    let lines: Vec<Value> = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let with_usage: Vec<&Value> = lines.iter().filter(|l| l.get("usage").is_some()).collect();
+    assert_eq!(with_usage.len(), 1);
+    assert_eq!(with_usage[0]["op"], "answer");
+    assert_eq!(with_usage[0]["usage"]["prompt_tokens"], prompt);
+    let (_, counter) = run_json("counter.cm");
+    assert!(counter.get("usage").is_none(), "no model, no usage key");
+}
+
+#[test]
+fn extract_fills_the_schema_and_agent_answers_offline() {
+    let (code, v) = run_json("extract.cm");
+    assert_eq!(code, 0, "{v}");
+    let facts = &v["sinks"]["out"][0];
+    assert_eq!(facts["species"], 200);
+    assert!(
+        facts["diet"]
+            .as_str()
+            .unwrap()
+            .starts_with("Chameleons eat mostly insects")
+    );
+    let (code, v) = run_json("agent.cm");
+    assert_eq!(code, 0, "{v}");
+    let answer = v["sinks"]["out"][0].as_str().unwrap();
+    assert!(
+        answer.starts_with("Chameleons eat mostly insects"),
+        "{answer}"
+    );
+}
+
+#[test]
 fn every_standard_operator_appears_in_an_example() {
     let o = cameleon(&["catalogue", "--json"]);
     let cat: Value = serde_json::from_str(&stdout(&o)).unwrap();

@@ -370,6 +370,20 @@ impl History<'_> {
         Entry { step, firings }
     }
 
+    /// The internal state operator `firing` of applied entry `step` (1-based, as
+    /// [`Entry::step`]) saved after it fired — what a replay re-installs; `None` for a
+    /// stateless operator or out of range. Operators keep there what they want a record of
+    /// (the `std-ai` operators: their model calls and token usage).
+    pub fn state_after(&self, step: u32, firing: usize) -> Option<&OpState> {
+        let node = *self.store.path.get((step as usize).checked_sub(1)?)?;
+        let range = self.store.firing_range(node);
+        let f = range.start + firing;
+        if f >= range.end {
+            return None;
+        }
+        self.store.saved(f)?.after.as_ref()
+    }
+
     /// Every branch of the history tree (as [`Cvm::branches`](crate::Cvm::branches)).
     pub fn branches(&self) -> Vec<Branch> {
         self.store.branches()

@@ -26,6 +26,7 @@
 //! | [`dsl`] | compile-time typed connections for `pipeline!` |
 //! | [`tools`] | tools: `#[tool]`, the registry, the tool gate, the standard tools |
 //! | [`capabilities`] | models, embedders, memories, tools and observer per generation; reload |
+//! | [`models`] | chat models, embedders and memories (OpenAI-compatible endpoints; offline `extractive`, `hash`, `flat`) |
 //! | [`ops`] | the standard operators |
 //!
 //! The `cameleon` command line is another crate, `cameleon-cli`, built on this one: this crate
@@ -161,6 +162,7 @@ pub mod engine;
 pub mod export;
 pub mod history;
 pub mod journal;
+pub mod models;
 pub mod net;
 pub mod operator;
 pub mod ops;
@@ -199,8 +201,8 @@ pub use operator::{
 pub use policy::{Enabling, Family, Policy};
 pub use runtime::block_on;
 pub use types::{
-    Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, PortType,
-    TypeInfo, Value,
+    Any, Binary, DataBool, DataChunk, DataEmbeddings, DataError, DataJSON, DataString, DataType,
+    PortType, TypeInfo, Value,
 };
 
 /// Everything a pipeline author needs, in one import.
@@ -216,8 +218,8 @@ pub mod prelude {
     pub use crate::policy::{Enabling, Family, Policy};
     pub use crate::tools::{ToolContext, ToolError};
     pub use crate::types::{
-        Any, Binary, DataBool, DataChunk, DataError, DataJSON, DataString, DataType, PortType,
-        Value,
+        Any, Binary, DataBool, DataChunk, DataEmbeddings, DataError, DataJSON, DataString,
+        DataType, PortType, Value,
     };
     pub use cameleon_macros::{operator, pipeline, tool};
 }
@@ -398,6 +400,8 @@ pub mod __private {
         pub control: fn(&O) -> Option<&dyn FiniteControl>,
         /// `RunAsync::rollback`.
         pub rollback: fn(&mut O, &Emitted<'_, O>),
+        /// `RunAsync::replay`.
+        pub replay: fn(&mut O, &Emitted<'_, O>),
         /// `RunAsync::validate`.
         pub validate: fn(&O) -> Result<(), ParamError>,
     }
@@ -410,6 +414,7 @@ pub mod __private {
             consumes: O::consumes,
             control: O::control,
             rollback: O::rollback,
+            replay: O::replay,
             validate: O::validate,
         }
     }

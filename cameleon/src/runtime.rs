@@ -52,6 +52,20 @@ where
     })
 }
 
+/// Runs `f` as a task on Caméléon's runtime, whatever runtime (if any) the caller is on; await
+/// the handle for its output.
+///
+/// For I/O whose resources belong to one runtime (an HTTP client's connection pool): every use
+/// then happens on the same runtime, so a pooled connection never outlives the runtime that
+/// opened it.
+pub fn spawn<F>(f: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    runtime().spawn(f)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

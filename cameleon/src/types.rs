@@ -310,6 +310,64 @@ pub struct DataError {
 }
 data_type!(DataError, color = "#e5484d");
 
+/// Texts and their embeddings: `vectors[i]` is the embedding of `texts[i]`, every vector of one
+/// length. What the `embed` operator emits and `index` stores.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DataEmbeddings {
+    /// The texts, in order.
+    pub texts: Vec<String>,
+    /// One vector per text.
+    pub vectors: Vec<Vec<f32>>,
+}
+data_type!(DataEmbeddings, color = "#f59e0b");
+
+impl DataEmbeddings {
+    /// Pairs `texts` with `vectors`; an error says why they do not pair (counts or lengths
+    /// differ).
+    pub fn new(texts: Vec<String>, vectors: Vec<Vec<f32>>) -> Result<Self, String> {
+        let e = DataEmbeddings { texts, vectors };
+        e.check()?;
+        Ok(e)
+    }
+
+    /// Checks that there is one vector per text and that every vector has the same length (a
+    /// value read from JSON may not).
+    pub fn check(&self) -> Result<(), String> {
+        if self.texts.len() != self.vectors.len() {
+            return Err(format!(
+                "{} texts but {} vectors: each text needs exactly one vector",
+                self.texts.len(),
+                self.vectors.len()
+            ));
+        }
+        if let Some(first) = self.vectors.first()
+            && let Some(i) = self.vectors.iter().position(|v| v.len() != first.len())
+        {
+            return Err(format!(
+                "vector {i} has {} dimensions but vector 0 has {}: one embedder makes all of them",
+                self.vectors[i].len(),
+                first.len()
+            ));
+        }
+        Ok(())
+    }
+
+    /// The number of texts.
+    pub fn len(&self) -> usize {
+        self.texts.len()
+    }
+
+    /// Whether there is no text.
+    pub fn is_empty(&self) -> bool {
+        self.texts.is_empty()
+    }
+
+    /// The vectors' length (0 when there is none).
+    pub fn dim(&self) -> usize {
+        self.vectors.first().map_or(0, Vec::len)
+    }
+}
+
 /// The `Any` port type. On a *behavioral* operator's input it accepts every type; on a
 /// *structural* operator it is a type variable, bound by the connections (docs/semantics.md §1). It is not a
 /// value type: read such an input with [`Firing::value`](crate::Firing::value).
@@ -381,6 +439,7 @@ mod tests {
             "DataBool",
             "DataChunk",
             "DataError",
+            "DataEmbeddings",
             "Any",
         ] {
             assert_eq!(type_by_name(n).map(|t| t.name), Some(n));

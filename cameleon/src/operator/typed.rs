@@ -53,6 +53,15 @@ pub trait Run {
         let _ = emitted;
     }
 
+    /// Re-applies side effects when a recorded firing is replayed instead of run (a forward
+    /// step after a backward one, a resumed run): the counterpart of
+    /// [`rollback`](Self::rollback). `emitted` is what the firing emitted. Called *after* the
+    /// internal state is restored to what the firing left (so it sees that state). The
+    /// restoration itself is automatic. Default: nothing to re-apply.
+    fn replay(&mut self, emitted: &Emitted<'_, Self>) {
+        let _ = emitted;
+    }
+
     /// Which inputs a firing consumes, given the input states. Default: every NEW input
     /// (docs/semantics.md §4.4); a Merge consumes only the first ([`InputSet::first_new`]).
     fn consumes(&self, inputs: &[ConnState]) -> InputSet {
@@ -233,6 +242,11 @@ pub trait RunAsync: Send {
 
     /// Compensation for side effects when a firing is undone (see [`Run::rollback`]).
     fn rollback(&mut self, emitted: &Emitted<'_, Self>) {
+        let _ = emitted;
+    }
+
+    /// Re-application of side effects when a firing is replayed (see [`Run::replay`]).
+    fn replay(&mut self, emitted: &Emitted<'_, Self>) {
         let _ = emitted;
     }
 

@@ -5,11 +5,13 @@
 //! |---|---|
 //! | `std-io` | [`Source`] (`source`), [`Const`] (`const`), [`Sink`] (`sink`), [`FileLoader`] (`file_loader`), [`TextFile`] (`text_file`), [`JsonFile`] (`json_file`) |
 //! | `std-struct` | [`Fork`] (`fork`), [`Join`] (`join`), [`Merge`] (`merge`), [`Gate`] (`gate`, alias `switch`), [`Barrier`] (`barrier`, alias `sync`), [`Guard`] (`guard`), [`Accumulator`] (`accumulator`) |
-//! | `std-data` | [`Transform`] (`transform`), [`Format`] (`format`), [`JsonParse`] (`json_parse`), [`JsonStringify`] (`json_stringify`), [`Template`] (`template`), [`BinaryToString`] (`binary_to_string`), [`JsonGet`] (`json_get`), [`Predicate`] (`predicate`), [`Chunker`] (`chunker`), [`Counter`] (`counter`) |
+//! | `std-ai` | [`Llm`] (`llm`), [`LlmJson`] (`llm_json`), [`Embed`] (`embed`), [`Index`] (`index`), [`Retrieve`] (`retrieve`), [`Agent`] (`agent`) — see [`ai`] |
+//! | `std-data` | [`Transform`] (`transform`), [`Format`] (`format`), [`JsonParse`] (`json_parse`), [`JsonStringify`] (`json_stringify`), [`Template`] (`template`), [`BinaryToString`] (`binary_to_string`), [`JsonGet`] (`json_get`), [`Predicate`] (`predicate`), [`Chunker`] (`chunker`), [`Passages`] (`passages`), [`Counter`] (`counter`) |
 //!
 //! Plus [`Delay`] (`delay`), an async pass-through for demos and tests of parallel mode, and
 //! [`CallTool`] (`tool`), which calls a tool through the run's tool gate.
 
+pub mod ai;
 mod data;
 mod delay;
 mod io;
@@ -17,9 +19,10 @@ mod structural;
 pub mod test_expr;
 mod tool;
 
+pub use ai::{Agent, Embed, Index, Llm, LlmJson, Retrieve};
 pub use data::{
-    BinaryToString, Chunker, Counter, Format, JsonGet, JsonParse, JsonStringify, Predicate,
-    Template, Transform, chunk_text, fill_template, json_path, text_of,
+    BinaryToString, Chunker, Counter, Format, JsonGet, JsonParse, JsonStringify, Passages,
+    Predicate, Template, Transform, chunk_text, fill_template, json_path, text_of,
 };
 pub use delay::Delay;
 pub use io::{Const, FileAccess, FileLoader, JsonFile, Sink, Source, TextFile};

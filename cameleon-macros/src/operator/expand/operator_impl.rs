@@ -1,5 +1,5 @@
 //! The `Operator` impl: the glue between the engine and the user's code. `spec` and `params`
-//! come from the declaration; `run`, `consumes`, `control` and `rollback` go to the user's
+//! come from the declaration; `run`, `consumes`, `control`, `rollback` and `replay` go to the user's
 //! `Run` (or, for `exec = async`, `RunAsync`), `can_fire` to `CanFire` for `firing = custom`;
 //! the internal state is saved and restored through its `State` (a clone).
 
@@ -60,8 +60,8 @@ pub fn operator_impl(op: &Operator) -> TokenStream {
     let (impl_g, ty_g, where_c) = g.split_for_impl();
     let counts = count_params(op);
     let this = quote_spanned!(ident.span()=> Self);
-    let [consumes, control, rollback] =
-        ["consumes", "control", "rollback"].map(|m| user_fn(op, &this, m));
+    let [consumes, control, rollback, replay] =
+        ["consumes", "control", "rollback", "replay"].map(|m| user_fn(op, &this, m));
 
     // `exec = inline | blocking` says how parallel mode runs `run`; `exec = async` makes the
     // operator async: `run_async` awaits `RunAsync::run` (`run_async_boxed`), and `run` drives it
@@ -224,6 +224,16 @@ pub fn operator_impl(op: &Operator) -> TokenStream {
                 if let #p::Some(__before) = before {
                     <Self as #p::Operator>::restore_state(self, __before);
                 }
+            }
+            fn replay(
+                &mut self,
+                after: #p::Option<&#p::OpState>,
+                emitted: &[(u16, #p::Value)],
+            ) {
+                if let #p::Some(__after) = after {
+                    <Self as #p::Operator>::restore_state(self, __after);
+                }
+                #replay(self, &#p::Emitted::new(emitted));
             }
         }
     }

@@ -1,0 +1,562 @@
+//! The `extractive` chat model: answers with the sentences of the context that best match the
+//! question, ranked by BM25. Offline and deterministic — and **not generative**: it never writes
+//! a word that is not in its context.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+use super::contract::{CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest, Role, Usage};
+use super::text::{for_each_word, is_stop_word, sentences, words};
+
+/// The chat kind `extractive`: answers by quoting the context. It is **not a generative model**:
+/// it cannot reason, summarise in its own words, follow instructions or call tools; it is what
+/// every example runs with when no model is configured, so a pipeline runs offline and gives
+/// the same answer every time.
+///
+/// How it answers a [`ChatRequest`]:
+///
+/// 1. **The question** is the last user message; its words (see
+///    [`text`](super::text)) minus [stop words](super::text::STOP_WORDS) are the query terms
+///    (all its words if every one is a stop word).
+/// 2. **The passages** are the request's `context` (what `llm`'s `in_context` carries); without
+///    context, the other user, assistant and tool messages; without those, the question itself
+///    (the answer is then an extractive summary of the prompt). The system message is
+///    instructions, never quoted.
+/// 3. The passages are split into [sentences](super::text::sentences); a sentence repeated by
+///    overlapping chunks counts once, at its first place.
+/// 4. Each sentence `D` gets the BM25 score
+///    `Σ_q idf(q) · tf(q,D)·(k1+1) / (tf(q,D) + k1·(1 − b + b·|D|/avgdl))` over the distinct
+///    query terms `q`, with `idf(q) = ln(1 + (N − n(q) + 0.5)/(n(q) + 0.5))` (`N` sentences, `n(q)`
+///    of them containing `q`, `|D|` the sentence's words, `avgdl` their mean), `k1 = 1.2`,
+///    `b = 0.75`.
+/// 5. The answer is the `sentences` best-scoring sentences (default 2) with a positive score,
+///    best first, joined by a space; equal scores go to the sentence that comes first. With
+///    `max_tokens`, sentences are added only while the answer stays within that many words (the
+///    first one is cut to fit). When no sentence shares a term with the question, the answer is
+///    [`Extractive::NOTHING_FOUND`].
+///
+/// A request with a `response_schema` (the `llm_json` operator) gets a JSON value shaped by the
+/// schema: a string is the best sentence for the question, each object property the best
+/// sentence for the question plus the property's name and description, a number the first
+/// number of that sentence (0 if none), a boolean whether anything matched, an `enum` the option the context supports
+/// best, an array one item.
+///
+/// Token usage counts words: the request's (messages and context) and the answer's.
+///
+/// ```
+/// use cameleon::models::Extractive;
+///
+/// let model = Extractive::default();
+/// let context = ["Chameleons live in Africa and Madagascar. They change colour to signal their \
+///                 mood and to regulate their temperature. Their tongues are fast."
+///     .to_owned()];
+/// let answer = model.answer("Why do chameleons change colour?", &context);
+/// assert_eq!(answer, "They change colour to signal their mood and to regulate their temperature. \
+///                     Chameleons live in Africa and Madagascar.");
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Extractive {
+    sentences: usize,
+}
+
+/// The settings of an `extractive` chat model (`{kind: extractive, sentences: 2}`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtractiveConfig {
+    /// Most sentences in an answer (at least 1). Default 2.
+    #[serde(default = "default_sentences")]
+    pub sentences: usize,
+}
+
+fn default_sentences() -> usize {
+    Extractive::DEFAULT_SENTENCES
+}
+
+impl Default for ExtractiveConfig {
+    fn default() -> Self {
+        ExtractiveConfig {
+            sentences: Extractive::DEFAULT_SENTENCES,
+        }
+    }
+}
+
+impl Default for Extractive {
+    fn default() -> Self {
+        Extractive::new(Extractive::DEFAULT_SENTENCES)
+    }
+}
+
+/// BM25's term-frequency saturation.
+const K1: f64 = 1.2;
+/// BM25's length normalisation.
+const B: f64 = 0.75;
+/// How deep a response schema is followed.
+const MAX_SCHEMA_DEPTH: usize = 16;
+
+/// A sentence of the passages, ready for scoring.
+struct Sentence {
+    text: String,
+    words: Vec<String>,
+}
+
+/// The passages of one request, split and indexed once.
+struct Corpus {
+    sentences: Vec<Sentence>,
+    avgdl: f64,
+}
+
+impl Corpus {
+    fn new(passages: &[String]) -> Self {
+        let mut seen = std::collections::HashSet::new();
+        let mut out = Vec::new();
+        for p in passages {
+            for s in sentences(p) {
+                if seen.insert(s.clone()) {
+                    let words = words(&s);
+                    out.push(Sentence { text: s, words });
+                }
+            }
+        }
+        let total: usize = out.iter().map(|s| s.words.len()).sum();
+        let avgdl = if out.is_empty() {
+            1.0
+        } else {
+            (total as f64 / out.len() as f64).max(1.0)
+        };
+        Corpus {
+            sentences: out,
+            avgdl,
+        }
+    }
+
+    /// Sentence indices with a positive score, best first (ties: earlier first).
+    fn rank(&self, question: &str) -> Vec<(usize, f64)> {
+        let mut terms: Vec<String> = Vec::new();
+        let mut all: Vec<String> = Vec::new();
+        for_each_word(question, |w| {
+            if !all.iter().any(|t| t == w) {
+                all.push(w.to_owned());
+            }
+            if !is_stop_word(w) && !terms.iter().any(|t| t == w) {
+                terms.push(w.to_owned());
+            }
+        });
+        if terms.is_empty() {
+            terms = all;
+        }
+        let n = self.sentences.len() as f64;
+        let idf: Vec<f64> = terms
+            .iter()
+            .map(|t| {
+                let df = self
+                    .sentences
+                    .iter()
+                    .filter(|s| s.words.iter().any(|w| w == t))
+                    .count() as f64;
+                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+            })
+            .collect();
+        let mut scored: Vec<(usize, f64)> = self
+            .sentences
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let dl = s.words.len() as f64;
+                let score: f64 = terms
+                    .iter()
+                    .zip(&idf)
+                    .map(|(t, idf)| {
+                        let tf = s.words.iter().filter(|w| *w == t).count() as f64;
+                        if tf == 0.0 {
+                            0.0
+                        } else {
+                            idf * tf * (K1 + 1.0) / (tf + K1 * (1.0 - B + B * dl / self.avgdl))
+                        }
+                    })
+                    .sum();
+                (score > 0.0).then_some((i, score))
+            })
+            .collect();
+        // Stable sort: equal scores keep document order.
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1));
+        scored
+    }
+
+    /// The answer text for `question`: the best sentences, within `max_words` if given.
+    fn answer(&self, question: &str, most: usize, max_words: Option<usize>) -> Option<String> {
+        let ranked = self.rank(question);
+        let mut out: Vec<&str> = Vec::new();
+        let mut used = 0;
+        for (i, _) in ranked.iter().take(most.max(1)) {
+            let s = &self.sentences[*i];
+            if let Some(max) = max_words
+                && used + s.words.len() > max
+            {
+                if out.is_empty() {
+                    return Some(first_words(&s.text, max.max(1)));
+                }
+                break;
+            }
+            used += s.words.len();
+            out.push(&s.text);
+        }
+        (!out.is_empty()).then(|| out.join(" "))
+    }
+}
+
+/// The beginning of `text` up to its `n`-th word (inclusive).
+fn first_words(text: &str, n: usize) -> String {
+    let mut count = 0;
+    let mut in_word = false;
+    for (i, c) in text.char_indices() {
+        if c.is_alphanumeric() {
+            in_word = true;
+        } else if in_word {
+            in_word = false;
+            count += 1;
+            if count == n {
+                return text[..i].to_owned();
+            }
+        }
+    }
+    text.to_owned()
+}
+
+fn count_words(text: &str) -> u64 {
+    let mut n = 0;
+    for_each_word(text, |_| n += 1);
+    n
+}
+
+impl Extractive {
+    /// The default number of sentences in an answer.
+    pub const DEFAULT_SENTENCES: usize = 2;
+
+    /// The answer when no sentence of the context shares a word with the question.
+    pub const NOTHING_FOUND: &'static str = "I found nothing about this in the context.";
+
+    /// A model answering with at most `sentences` sentences (at least 1).
+    pub fn new(sentences: usize) -> Self {
+        Extractive {
+            sentences: sentences.max(1),
+        }
+    }
+
+    /// The model an [`ExtractiveConfig`] describes.
+    pub fn from_config(c: &ExtractiveConfig) -> Self {
+        Extractive::new(c.sentences)
+    }
+
+    /// The answer to `question` from `passages` (see the type's docs).
+    pub fn answer(&self, question: &str, passages: &[String]) -> String {
+        Corpus::new(passages)
+            .answer(question, self.sentences, None)
+            .unwrap_or_else(|| Self::NOTHING_FOUND.to_owned())
+    }
+
+    /// The sentences of `passages` that match `question`, with their BM25 scores, best first.
+    pub fn rank(&self, question: &str, passages: &[String]) -> Vec<(String, f64)> {
+        let corpus = Corpus::new(passages);
+        corpus
+            .rank(question)
+            .into_iter()
+            .map(|(i, s)| (corpus.sentences[i].text.clone(), s))
+            .collect()
+    }
+
+    /// Answers `request` (see the type's docs).
+    pub fn reply(&self, request: &ChatRequest) -> ChatReply {
+        let last_user = request.messages.iter().rposition(|m| m.role == Role::User);
+        let question = last_user.map_or("", |i| request.messages[i].content.as_str());
+        let passages: Vec<String> = if !request.context.is_empty() {
+            request.context.clone()
+        } else {
+            let others: Vec<String> = request
+                .messages
+                .iter()
+                .enumerate()
+                .filter(|(i, m)| Some(*i) != last_user && m.role != Role::System)
+                .map(|(_, m)| m.content.clone())
+                .filter(|c| !c.trim().is_empty())
+                .collect();
+            if others.is_empty() {
+                vec![question.to_owned()]
+            } else {
+                others
+            }
+        };
+        let corpus = Corpus::new(&passages);
+        let max_words = request.max_tokens.map(|n| n as usize);
+        let text = match &request.response_schema {
+            Some(schema) => {
+                let v = self.fill(&corpus, schema, question, 0);
+                v.to_string()
+            }
+            None => corpus
+                .answer(question, self.sentences, max_words)
+                .unwrap_or_else(|| Self::NOTHING_FOUND.to_owned()),
+        };
+        let prompt_tokens = request
+            .messages
+            .iter()
+            .map(|m| count_words(&m.content))
+            .chain(request.context.iter().map(|c| count_words(c)))
+            .sum();
+        ChatReply {
+            usage: Some(Usage {
+                prompt_tokens,
+                completion_tokens: count_words(&text),
+            }),
+            text,
+            tool_calls: Vec::new(),
+        }
+    }
+
+    /// A JSON value shaped by `schema`, filled from the corpus.
+    fn fill(&self, corpus: &Corpus, schema: &Json, query: &str, depth: usize) -> Json {
+        if depth > MAX_SCHEMA_DEPTH {
+            return Json::Null;
+        }
+        let Some(obj) = schema.as_object() else {
+            // `true` or `{}`: anything; a text is as good as any.
+            return Json::String(self.text_for(corpus, query));
+        };
+        if let Some(c) = obj.get("const") {
+            return c.clone();
+        }
+        if let Some(Json::Array(options)) = obj.get("enum") {
+            return self.pick_option(corpus, query, options);
+        }
+        let ty = match obj.get("type") {
+            Some(Json::String(t)) => Some(t.as_str()),
+            Some(Json::Array(ts)) => ts.iter().filter_map(Json::as_str).find(|t| *t != "null"),
+            _ => None,
+        };
+        let ty = ty.unwrap_or(if obj.contains_key("properties") {
+            "object"
+        } else {
+            "string"
+        });
+        match ty {
+            "object" => {
+                let mut m = serde_json::Map::new();
+                if let Some(Json::Object(props)) = obj.get("properties") {
+                    for (name, sub) in props {
+                        let desc = sub
+                            .get("description")
+                            .and_then(Json::as_str)
+                            .unwrap_or_default();
+                        let q = format!("{query} {} {desc}", name.replace(['_', '-'], " "));
+                        m.insert(name.clone(), self.fill(corpus, sub, &q, depth + 1));
+                    }
+                }
+                Json::Object(m)
+            }
+            "array" => {
+                let items = obj.get("items").cloned().unwrap_or(Json::Bool(true));
+                Json::Array(vec![self.fill(corpus, &items, query, depth + 1)])
+            }
+            "integer" | "number" => {
+                let text = self.text_for(corpus, query);
+                let n = first_number(&text, ty == "integer");
+                n.unwrap_or_else(|| Json::from(0))
+            }
+            "boolean" => Json::Bool(!corpus.rank(query).is_empty()),
+            "null" => Json::Null,
+            _ => Json::String(self.text_for(corpus, query)),
+        }
+    }
+
+    /// The best sentence for `query` (a field is one fact), or an empty text.
+    fn text_for(&self, corpus: &Corpus, query: &str) -> String {
+        corpus.answer(query, 1, None).unwrap_or_default()
+    }
+
+    /// The option best supported by the context: the one whose words, added to `query`, give
+    /// the best-scoring sentence among those containing one of them (ties: the first option).
+    fn pick_option(&self, corpus: &Corpus, query: &str, options: &[Json]) -> Json {
+        let mut best: Option<(&Json, f64)> = None;
+        for o in options {
+            let text = match o {
+                Json::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let option_words = words(&text);
+            let score = corpus
+                .rank(&format!("{query} {text}"))
+                .into_iter()
+                .find(|(i, _)| {
+                    corpus.sentences[*i]
+                        .words
+                        .iter()
+                        .any(|w| option_words.contains(w))
+                })
+                .map_or(0.0, |(_, s)| s);
+            if best.is_none_or(|(_, b)| score > b) {
+                best = Some((o, score));
+            }
+        }
+        best.map_or(Json::Null, |(o, _)| o.clone())
+    }
+}
+
+/// The first number written in `text` (`-3`, `4.5`), as JSON.
+fn first_number(text: &str, integer: bool) -> Option<Json> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i].is_ascii_digit() {
+            let start = if i > 0 && chars[i - 1] == '-' {
+                i - 1
+            } else {
+                i
+            };
+            let mut end = i;
+            while end < chars.len() && chars[end].is_ascii_digit() {
+                end += 1;
+            }
+            if !integer
+                && end + 1 < chars.len()
+                && chars[end] == '.'
+                && chars[end + 1].is_ascii_digit()
+            {
+                end += 1;
+                while end < chars.len() && chars[end].is_ascii_digit() {
+                    end += 1;
+                }
+            }
+            let s: String = chars[start..end].iter().collect();
+            if integer {
+                return s.parse::<i64>().ok().map(Json::from);
+            }
+            return s
+                .parse::<f64>()
+                .ok()
+                .and_then(serde_json::Number::from_f64)
+                .map(Json::Number);
+        }
+        i += 1;
+    }
+    None
+}
+
+impl ChatModel for Extractive {
+    fn kind(&self) -> &str {
+        "extractive"
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> CapFuture<'a, Result<ChatReply, CapabilityError>> {
+        Box::pin(std::future::ready(Ok(self.reply(request))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::models::contract::ChatMessage;
+
+    fn ctx() -> Vec<String> {
+        vec![
+            "Paris is the capital of France. It lies on the Seine.".to_owned(),
+            "Berlin is the capital of Germany. The Seine does not flow through Berlin.".to_owned(),
+        ]
+    }
+
+    #[test]
+    fn the_best_matching_sentence_comes_first() {
+        let m = Extractive::new(1);
+        assert_eq!(
+            m.answer("What is the capital of France?", &ctx()),
+            "Paris is the capital of France."
+        );
+    }
+
+    #[test]
+    fn equal_scores_go_to_the_earlier_sentence() {
+        let m = Extractive::new(1);
+        let passages = vec!["Cats purr. Dogs purr.".to_owned()];
+        assert_eq!(m.answer("purr", &passages), "Cats purr.");
+    }
+
+    #[test]
+    fn no_shared_word_gives_the_fixed_answer() {
+        let m = Extractive::default();
+        assert_eq!(
+            m.answer("quantum chromodynamics", &ctx()),
+            Extractive::NOTHING_FOUND
+        );
+    }
+
+    #[test]
+    fn stop_words_alone_still_make_a_query() {
+        let m = Extractive::new(1);
+        let passages = vec!["Alpha. It is what it is.".to_owned()];
+        assert_eq!(m.answer("what is it", &passages), "It is what it is.");
+    }
+
+    #[test]
+    fn max_tokens_bounds_the_answer_in_words() {
+        let mut r = ChatRequest::prompt("capital of France");
+        r.context = ctx();
+        r.max_tokens = Some(3);
+        assert_eq!(Extractive::default().reply(&r).text, "Paris is the");
+    }
+
+    #[test]
+    fn without_context_the_other_messages_are_quoted_but_never_the_system() {
+        let mut r = ChatRequest::prompt("Where is Paris?");
+        r.messages.insert(
+            0,
+            ChatMessage::new(Role::System, "Paris is a forbidden word."),
+        );
+        r.messages.insert(
+            1,
+            ChatMessage::new(Role::User, "Paris is in France. Rome is in Italy."),
+        );
+        let reply = Extractive::new(1).reply(&r);
+        assert_eq!(reply.text, "Paris is in France.");
+        assert_eq!(
+            reply.usage,
+            Some(Usage {
+                prompt_tokens: 5 + 8 + 3,
+                completion_tokens: 4
+            })
+        );
+    }
+
+    #[test]
+    fn a_response_schema_shapes_the_answer() {
+        let mut r = ChatRequest::prompt("France");
+        r.context = vec![
+            "France has 68 million inhabitants. Its capital is Paris. The euro is its currency."
+                .to_owned(),
+        ];
+        r.response_schema = Some(json!({
+            "type": "object",
+            "properties": {
+                "capital": {"type": "string"},
+                "inhabitants": {"type": "integer", "description": "million"},
+                "currency": {"enum": ["dollar", "euro"]},
+                "known": {"type": "boolean"},
+                "tags": {"type": "array", "items": {"const": "country"}}
+            }
+        }));
+        let reply = Extractive::new(1).reply(&r);
+        let v: Json = serde_json::from_str(&reply.text).unwrap();
+        assert_eq!(
+            v,
+            json!({
+                "capital": "Its capital is Paris.",
+                "inhabitants": 68,
+                "currency": "euro",
+                "known": true,
+                "tags": ["country"]
+            })
+        );
+    }
+}

@@ -1,0 +1,289 @@
+//! One HTTP endpoint: POST a JSON body, with the API key read at call time, timeouts, and
+//! retries with exponential backoff on 429 and 5xx honouring `Retry-After`.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value as Json;
+
+use super::OpenAiConfig;
+use super::wire::error_message;
+use crate::models::contract::CapabilityError;
+
+/// What replaces a secret wherever it would appear in a message.
+const REDACTED: &str = "[redacted]";
+
+/// A configured endpoint: the HTTP client and the settings. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Endpoint {
+    http: reqwest::Client,
+    cfg: Arc<OpenAiConfig>,
+    /// `chat model `default``, for messages.
+    label: Arc<str>,
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The key is never held, only the name of its variable.
+        f.debug_struct("Endpoint")
+            .field("base_url", &self.cfg.base_url)
+            .field("model", &self.cfg.model)
+            .field("api_key_env", &self.cfg.api_key_env)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Installs rustls' `ring` provider as the process default unless one is installed already
+/// (reqwest needs one to build a client).
+fn ensure_tls_provider() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Losing a race to another thread that installed one is fine: there is one now.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
+}
+
+impl Endpoint {
+    /// A client for `cfg`; an error when the base URL is not an http(s) URL or the TLS setup
+    /// fails.
+    pub(crate) fn new(cfg: &OpenAiConfig, label: &str) -> Result<Self, CapabilityError> {
+        let url = reqwest::Url::parse(&cfg.base_url).map_err(|e| {
+            CapabilityError::new(format!(
+                "{label}: base_url `{}` is not a URL ({e}); write it like `http://127.0.0.1:11434/v1`",
+                cfg.base_url
+            ))
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(CapabilityError::new(format!(
+                "{label}: base_url `{}` must start with http:// or https://",
+                cfg.base_url
+            )));
+        }
+        if cfg.model.trim().is_empty() {
+            return Err(CapabilityError::new(format!(
+                "{label}: `model` is empty; name the endpoint's model, like `llama3.2` or `gpt-4o-mini`"
+            )));
+        }
+        ensure_tls_provider();
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("cameleon/", env!("CARGO_PKG_VERSION")))
+            .timeout(Duration::from_millis(cfg.timeout_ms.max(1)))
+            .connect_timeout(Duration::from_millis(cfg.connect_timeout_ms.max(1)))
+            .build()
+            .map_err(|e| {
+                CapabilityError::new(format!("{label}: cannot set up the HTTP client: {e}"))
+            })?;
+        Ok(Endpoint {
+            http,
+            cfg: Arc::new(cfg.clone()),
+            label: label.into(),
+        })
+    }
+
+    /// The settings.
+    pub(crate) fn config(&self) -> &OpenAiConfig {
+        &self.cfg
+    }
+
+    /// `label`, for messages.
+    pub(crate) fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The URL of `path` under the base URL.
+    pub(crate) fn url(&self, path: &str) -> String {
+        format!("{}/{}", self.cfg.base_url.trim_end_matches('/'), path)
+    }
+
+    /// The API key, read from its environment variable now (`None` without `api_key_env`).
+    fn api_key(&self) -> Result<Option<String>, CapabilityError> {
+        let Some(var) = &self.cfg.api_key_env else {
+            return Ok(None);
+        };
+        match std::env::var(var) {
+            Ok(k) if !k.trim().is_empty() => Ok(Some(k.trim().to_owned())),
+            Ok(_) => Err(CapabilityError::new(format!(
+                "{}: the environment variable `{var}` (its api_key_env) is empty; set it to the \
+                 API key",
+                self.label
+            ))),
+            Err(_) => Err(CapabilityError::new(format!(
+                "{}: the environment variable `{var}` (its api_key_env) is not set; export it \
+                 with the API key (`export {var}=…`), or remove api_key_env for an endpoint \
+                 without a key",
+                self.label
+            ))),
+        }
+    }
+
+    /// POSTs `body` to `path` and returns the body of the first successful answer. Runs on
+    /// Caméléon's runtime (see [`crate::runtime::spawn`]), so the client's connections belong
+    /// to one runtime whatever the caller's.
+    pub(crate) async fn post(&self, path: &str, body: Json) -> Result<Vec<u8>, CapabilityError> {
+        let this = self.clone();
+        let path = path.to_owned();
+        crate::runtime::spawn(async move { this.post_here(&path, &body).await })
+            .await
+            .map_err(|e| {
+                CapabilityError::new(format!("{}: the request task failed: {e}", self.label))
+            })?
+    }
+
+    async fn post_here(&self, path: &str, body: &Json) -> Result<Vec<u8>, CapabilityError> {
+        let url = self.url(path);
+        let max = self.cfg.max_retries;
+        let mut attempt: u32 = 0;
+        loop {
+            attempt += 1;
+            let key = self.api_key()?;
+            let (message, wait) = match self.send(&url, body, key.as_deref()).await {
+                Sent::Ok(bytes) => return Ok(bytes),
+                Sent::Fatal(m) => return Err(CapabilityError::new(redact(m, key.as_deref()))),
+                Sent::Retry(m, wait) => (redact(m, key.as_deref()), wait),
+            };
+            if attempt > max {
+                return Err(CapabilityError::retryable(format!(
+                    "{message} (gave up after {attempt} attempt{}; max_retries is {max})",
+                    if attempt == 1 { "" } else { "s" }
+                )));
+            }
+            let backoff = self
+                .cfg
+                .backoff_ms
+                .saturating_mul(1u64 << (attempt - 1).min(20));
+            // The server's own wait when it gives one, else the backoff; at most max_backoff_ms.
+            let delay = wait.unwrap_or(backoff).min(self.cfg.max_backoff_ms);
+            tokio::time::sleep(Duration::from_millis(delay)).await;
+        }
+    }
+
+    /// One attempt.
+    async fn send(&self, url: &str, body: &Json, key: Option<&str>) -> Sent {
+        let mut req = self.http.post(url).json(body);
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        let resp = match req.send().await {
+            Ok(r) => r,
+            Err(e) => return Sent::Retry(self.transport_error(url, &e), None),
+        };
+        let status = resp.status();
+        let wait = retry_after(resp.headers());
+        let bytes = match resp.bytes().await {
+            Ok(b) => b.to_vec(),
+            Err(e) => return Sent::Retry(self.transport_error(url, &e), None),
+        };
+        if status.is_success() {
+            return Sent::Ok(bytes);
+        }
+        let what = format!(
+            "{}: `{url}` answered {status}: {}",
+            self.label,
+            error_message(&bytes)
+        );
+        if status.as_u16() == 429 || status.is_server_error() {
+            Sent::Retry(what, wait)
+        } else {
+            Sent::Fatal(format!("{what}{}", self.hint(status.as_u16())))
+        }
+    }
+
+    fn transport_error(&self, url: &str, e: &reqwest::Error) -> String {
+        if e.is_timeout() {
+            return format!(
+                "{}: no answer from `{url}` within {} ms (timeout_ms)",
+                self.label, self.cfg.timeout_ms
+            );
+        }
+        // The innermost cause says what happened ("Connection refused").
+        let mut cause: &dyn std::error::Error = e;
+        while let Some(inner) = cause.source() {
+            cause = inner;
+        }
+        if e.is_connect() {
+            format!(
+                "{}: cannot connect to `{url}`: {cause}; is the server running, and is base_url right?",
+                self.label
+            )
+        } else {
+            format!("{}: the request to `{url}` failed: {cause}", self.label)
+        }
+    }
+
+    /// How to fix a 4xx.
+    fn hint(&self, status: u16) -> String {
+        match status {
+            401 | 403 => match &self.cfg.api_key_env {
+                Some(var) => format!(" (check the API key in the environment variable `{var}`)"),
+                None => " (the endpoint wants an API key: name its environment variable with \
+                          api_key_env)"
+                    .to_owned(),
+            },
+            404 => format!(
+                " (check base_url `{}` — it usually ends in `/v1` — and model `{}`)",
+                self.cfg.base_url, self.cfg.model
+            ),
+            _ => String::new(),
+        }
+    }
+}
+
+/// The outcome of one attempt.
+enum Sent {
+    Ok(Vec<u8>),
+    /// A 4xx, or anything trying again will not fix.
+    Fatal(String),
+    /// A 429, a 5xx, a timeout or a broken connection; the server's wait in ms, if it said.
+    Retry(String, Option<u64>),
+}
+
+/// The wait a 429 or 503 asks for: `retry-after-ms` (milliseconds, as OpenAI sends), else
+/// `Retry-After` in seconds (integer or decimal). An HTTP date is not read (the backoff applies).
+fn retry_after(h: &reqwest::header::HeaderMap) -> Option<u64> {
+    let read = |name: &str| h.get(name)?.to_str().ok()?.trim().parse::<f64>().ok();
+    if let Some(ms) = read("retry-after-ms").filter(|v| v.is_finite() && *v >= 0.0) {
+        return Some(ms.ceil() as u64);
+    }
+    read("retry-after")
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map(|s| (s * 1000.0).ceil() as u64)
+}
+
+/// `message` with every occurrence of `secret` replaced.
+pub(crate) fn redact(message: String, secret: Option<&str>) -> String {
+    match secret {
+        Some(s) if !s.is_empty() && message.contains(s) => message.replace(s, REDACTED),
+        _ => message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_prefers_milliseconds_and_reads_seconds() {
+        let mut h = reqwest::header::HeaderMap::new();
+        h.insert("retry-after", "2".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(2000));
+        h.insert("retry-after", "0.5".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(500));
+        h.insert("retry-after-ms", "120".parse().unwrap());
+        assert_eq!(retry_after(&h), Some(120));
+        let mut d = reqwest::header::HeaderMap::new();
+        d.insert(
+            "retry-after",
+            "Wed, 21 Oct 2015 07:28:00 GMT".parse().unwrap(),
+        );
+        assert_eq!(retry_after(&d), None);
+    }
+
+    #[test]
+    fn a_secret_is_redacted_wherever_it_appears() {
+        assert_eq!(
+            redact("bad key sk-123 (sk-123)".into(), Some("sk-123")),
+            "bad key [redacted] ([redacted])"
+        );
+        assert_eq!(redact("fine".into(), None), "fine");
+    }
+}

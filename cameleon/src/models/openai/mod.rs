@@ -1,0 +1,284 @@
+//! The `openai` kind: any OpenAI-compatible HTTP endpoint — OpenAI, Ollama, vLLM, llama.cpp's
+//! server — for chat (`POST {base_url}/chat/completions`) and embeddings
+//! (`POST {base_url}/embeddings`).
+
+mod http;
+mod wire;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use serde::{Deserialize, Serialize};
+
+use super::contract::{
+    CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest, Embedded, Embedder, Usage,
+};
+use http::Endpoint;
+
+/// The settings of an `openai` chat model or embedder, as a capabilities file writes them:
+/// `{kind: openai, base_url: "http://127.0.0.1:11434/v1", model: "llama3.2", api_key_env: "OPENAI_API_KEY"}`.
+///
+/// The API key is never part of the settings: `api_key_env` names the environment variable it
+/// is read from, at each call (so a rotated key is picked up, and the key appears in no file,
+/// trace or message). Without `api_key_env` no `Authorization` header is sent (a local Ollama
+/// wants none).
+///
+/// Each call gets `timeout_ms`; a 429, a 5xx, a timeout or a broken connection is tried again
+/// up to `max_retries` times, waiting what the answer's `Retry-After` (or `retry-after-ms`)
+/// says, else `backoff_ms`, doubling each time; never more than `max_backoff_ms` per wait. Any
+/// other 4xx fails at once with the server's message.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OpenAiConfig {
+    /// The API's base URL, up to and including `/v1`. Default `https://api.openai.com/v1`.
+    #[serde(default = "default_base_url")]
+    pub base_url: String,
+    /// The model the endpoint serves (`llama3.2`, `gpt-4o-mini`, `nomic-embed-text`).
+    pub model: String,
+    /// The environment variable holding the API key, if the endpoint wants one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// Most time for one request, in milliseconds. Default 120 000.
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    /// Most time to connect, in milliseconds. Default 10 000.
+    #[serde(default = "default_connect_timeout_ms")]
+    pub connect_timeout_ms: u64,
+    /// Retries of a 429, a 5xx, a timeout or a broken connection. Default 3.
+    #[serde(default = "default_max_retries")]
+    pub max_retries: u32,
+    /// The first wait between tries, in milliseconds, doubled each time. Default 500.
+    #[serde(default = "default_backoff_ms")]
+    pub backoff_ms: u64,
+    /// The longest wait between tries, `Retry-After` included, in milliseconds. Default 30 000.
+    #[serde(default = "default_max_backoff_ms")]
+    pub max_backoff_ms: u64,
+    /// Embeddings: most texts per request (at least 1). Default 64.
+    #[serde(default = "default_batch_size")]
+    pub batch_size: usize,
+    /// Embeddings: the vectors' length, when known before the first call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dim: Option<usize>,
+}
+
+fn default_base_url() -> String {
+    "https://api.openai.com/v1".to_owned()
+}
+fn default_timeout_ms() -> u64 {
+    120_000
+}
+fn default_connect_timeout_ms() -> u64 {
+    10_000
+}
+fn default_max_retries() -> u32 {
+    3
+}
+fn default_backoff_ms() -> u64 {
+    500
+}
+fn default_max_backoff_ms() -> u64 {
+    30_000
+}
+fn default_batch_size() -> usize {
+    64
+}
+
+impl OpenAiConfig {
+    /// The settings for `model` at `base_url`, every other one at its default.
+    pub fn new(base_url: impl Into<String>, model: impl Into<String>) -> Self {
+        OpenAiConfig {
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key_env: None,
+            timeout_ms: default_timeout_ms(),
+            connect_timeout_ms: default_connect_timeout_ms(),
+            max_retries: default_max_retries(),
+            backoff_ms: default_backoff_ms(),
+            max_backoff_ms: default_max_backoff_ms(),
+            batch_size: default_batch_size(),
+            dim: None,
+        }
+    }
+
+    /// The same, with the API key read from environment variable `var`.
+    pub fn api_key_env(mut self, var: impl Into<String>) -> Self {
+        self.api_key_env = Some(var.into());
+        self
+    }
+
+    /// Whether the API key's variable is set now: what a loader checks before a run starts, so
+    /// a missing key is reported up front rather than at the first call. The error names the
+    /// variable (never a value).
+    pub fn check_key(&self) -> Result<(), String> {
+        match &self.api_key_env {
+            Some(var) if std::env::var(var).map_or(true, |k| k.trim().is_empty()) => Err(format!(
+                "the environment variable `{var}` (api_key_env) is not set; export it with the \
+                 API key (`export {var}=…`), or remove api_key_env for an endpoint without a key"
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// A chat model behind an OpenAI-compatible endpoint (`POST {base_url}/chat/completions`).
+///
+/// The request's messages, `temperature`, `max_tokens`, tools (OpenAI's `tools` of
+/// `type: function`) and response schema (`response_format: {type: json_schema}`) are sent as
+/// the API defines them; the `context` passages are numbered and put before the last user
+/// message, after the line "Answer using the context below. If it does not contain the answer,
+/// say so." The answer's first choice is the reply: its text, its `tool_calls` (arguments
+/// parsed from their JSON text), its `usage`.
+///
+/// ```no_run
+/// use cameleon::models::{ChatModel, ChatRequest, OpenAiChat, OpenAiConfig};
+///
+/// let model = OpenAiChat::new(
+///     &OpenAiConfig::new("http://127.0.0.1:11434/v1", "llama3.2"),
+///     "chat model `default`",
+/// )?;
+/// let reply = cameleon::block_on(model.chat(&ChatRequest::prompt("Say hello.")))?;
+/// println!("{}", reply.text);
+/// # Ok::<(), cameleon::models::CapabilityError>(())
+/// ```
+#[derive(Debug)]
+pub struct OpenAiChat {
+    endpoint: Endpoint,
+}
+
+impl OpenAiChat {
+    /// A chat model for `cfg`; `label` names it in messages (`chat model `default``). An
+    /// error when `base_url` is not an http(s) URL or `model` is empty.
+    pub fn new(cfg: &OpenAiConfig, label: &str) -> Result<Self, CapabilityError> {
+        Ok(OpenAiChat {
+            endpoint: Endpoint::new(cfg, label)?,
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &OpenAiConfig {
+        self.endpoint.config()
+    }
+
+    async fn call(&self, request: &ChatRequest) -> Result<ChatReply, CapabilityError> {
+        let body = wire::chat_body(&self.config().model, request);
+        let bytes = self.endpoint.post("chat/completions", body).await?;
+        let url = self.endpoint.url("chat/completions");
+        let parsed: wire::ChatResponse = serde_json::from_slice(&bytes).map_err(|e| {
+            CapabilityError::new(format!(
+                "{}: `{url}` answered with something that is not a chat completion ({e}); it \
+                 began: {}",
+                self.endpoint.label(),
+                wire::excerpt(&bytes)
+            ))
+        })?;
+        parsed.into_reply().ok_or_else(|| {
+            CapabilityError::new(format!(
+                "{}: `{url}` answered with no choice",
+                self.endpoint.label()
+            ))
+        })
+    }
+}
+
+impl ChatModel for OpenAiChat {
+    fn kind(&self) -> &str {
+        "openai"
+    }
+
+    fn chat<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+    ) -> CapFuture<'a, Result<ChatReply, CapabilityError>> {
+        Box::pin(self.call(request))
+    }
+}
+
+/// An embedder behind an OpenAI-compatible endpoint (`POST {base_url}/embeddings`), sending at
+/// most `batch_size` texts per request.
+#[derive(Debug)]
+pub struct OpenAiEmbedder {
+    endpoint: Endpoint,
+    /// The configured length, else the last one seen (0: not known yet).
+    dim: AtomicUsize,
+}
+
+impl OpenAiEmbedder {
+    /// An embedder for `cfg`; `label` names it in messages.
+    pub fn new(cfg: &OpenAiConfig, label: &str) -> Result<Self, CapabilityError> {
+        Ok(OpenAiEmbedder {
+            endpoint: Endpoint::new(cfg, label)?,
+            dim: AtomicUsize::new(cfg.dim.unwrap_or(0)),
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> &OpenAiConfig {
+        self.endpoint.config()
+    }
+
+    /// The vectors of `texts`, in order, and the tokens the endpoint says it used.
+    pub async fn embed_counted(&self, texts: &[String]) -> Result<Embedded, CapabilityError> {
+        let url = self.endpoint.url("embeddings");
+        let mut out = Vec::with_capacity(texts.len());
+        let mut tokens: Option<u64> = None;
+        for batch in texts.chunks(self.config().batch_size.max(1)) {
+            let body = wire::embeddings_body(&self.config().model, batch);
+            let bytes = self.endpoint.post("embeddings", body).await?;
+            let bad = |why: String| {
+                CapabilityError::new(format!(
+                    "{}: `{url}` answered with something that is not a list of embeddings ({why}); \
+                     it began: {}",
+                    self.endpoint.label(),
+                    wire::excerpt(&bytes)
+                ))
+            };
+            let parsed: wire::EmbeddingsResponse =
+                serde_json::from_slice(&bytes).map_err(|e| bad(e.to_string()))?;
+            if let Some(u) = parsed.usage {
+                *tokens.get_or_insert(0) += u.prompt_tokens;
+            }
+            out.extend(parsed.into_vectors(batch.len()).map_err(bad)?);
+        }
+        let expected = self.dim.load(Ordering::Relaxed);
+        if let Some(v) = out.iter().find(|v| expected != 0 && v.len() != expected) {
+            return Err(CapabilityError::new(format!(
+                "{}: `{url}` returned vectors of {} dimensions, {expected} expected (dim)",
+                self.endpoint.label(),
+                v.len()
+            )));
+        }
+        if let Some(v) = out.first() {
+            self.dim.store(v.len(), Ordering::Relaxed);
+        }
+        Ok((
+            out,
+            tokens.map(|t| Usage {
+                prompt_tokens: t,
+                completion_tokens: 0,
+            }),
+        ))
+    }
+}
+
+impl Embedder for OpenAiEmbedder {
+    fn kind(&self) -> &str {
+        "openai"
+    }
+
+    fn dim(&self) -> usize {
+        self.dim.load(Ordering::Relaxed)
+    }
+
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> CapFuture<'a, Result<Vec<Vec<f32>>, CapabilityError>> {
+        Box::pin(async move { self.embed_counted(texts).await.map(|(v, _)| v) })
+    }
+
+    fn embed_with_usage<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> CapFuture<'a, Result<Embedded, CapabilityError>> {
+        Box::pin(self.embed_counted(texts))
+    }
+}

@@ -1,0 +1,164 @@
+//! `std-ai`: language models, embeddings and retrieval — [`Llm`] (`llm`), [`LlmJson`]
+//! (`llm_json`), [`Embed`] (`embed`), [`Index`] (`index`), [`Retrieve`] (`retrieve`) and
+//! [`Agent`] (`agent`).
+//!
+//! They call models by name (`model`, `memory` params; `default` unless said otherwise) in the
+//! run's [`ModelSet`]; with nothing configured those are the offline `extractive` chat model,
+//! `hash` embedder and `flat` memory ([`models`](crate::models)), so every pipeline runs
+//! without a network.
+//!
+//! **History.** Each firing keeps what it asked and what it was answered — the requests, the
+//! replies, the tool calls and results, the token usage — in its internal state
+//! ([`ModelLog`]), which the history records with the firing. A replay (a forward step after a
+//! backward one) re-applies that record and the emitted values without calling any model; a
+//! backward step restores the previous record. `index` also undoes its writes to the memory on
+//! a backward step and redoes them on a replay, so the memory always holds what the applied
+//! history indexed.
+
+mod agent;
+mod llm;
+mod retrieval;
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use agent::Agent;
+pub use llm::{Llm, LlmJson};
+pub use retrieval::{Embed, Index, IndexLog, Retrieve};
+
+use crate::models::{
+    CapabilityError, ChatReply, ChatRequest, ModelSet, ToolCall, ToolResult, Usage,
+};
+use crate::operator::{Firing, OpError, OpState};
+
+/// The models, embedders, memories and tool gate a firing may use.
+fn models<O: ?Sized>(_cx: &Firing<'_, O>) -> &'static ModelSet {
+    ModelSet::global()
+}
+
+/// A provider's error as the firing's error, naming what was called.
+fn call_error(what: &str, name: &str, kind: &str, e: CapabilityError) -> OpError {
+    OpError::new(format!("{what} `{name}` ({kind}): {e}"))
+}
+
+/// What one firing asked models and tools and what they answered, in order, with the tokens
+/// used. An operator's internal state holds the last firing's (see the [module docs](self)).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FiringLog {
+    /// The calls, in the order they were made.
+    pub calls: Vec<ModelCall>,
+    /// Tokens used by the firing, summed over the calls that reported usage (`None` when none
+    /// did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Usage>,
+}
+
+/// One call a firing made.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ModelCall {
+    /// A chat model was asked.
+    Chat {
+        /// Its name in the model set.
+        model: String,
+        /// Its kind (`openai`, `extractive`).
+        kind: String,
+        /// The request.
+        request: ChatRequest,
+        /// The reply.
+        reply: ChatReply,
+    },
+    /// An embedder turned texts into vectors (the texts and vectors are the firing's input and
+    /// output values, recorded by the history already).
+    Embed {
+        /// Its name.
+        model: String,
+        /// Its kind (`openai`, `hash`).
+        kind: String,
+        /// How many texts.
+        texts: usize,
+        /// The vectors' length.
+        dim: usize,
+        /// Tokens, when the provider reports them.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// A memory was searched.
+    Search {
+        /// Its name.
+        memory: String,
+        /// How many results were asked for.
+        k: usize,
+        /// The ids found and their similarity, best first.
+        hits: Vec<(String, f32)>,
+    },
+    /// A tool was called through the gate.
+    Tool {
+        /// The call.
+        call: ToolCall,
+        /// Its result.
+        result: ToolResult,
+    },
+}
+
+impl FiringLog {
+    fn push(&mut self, call: ModelCall) {
+        let usage = match &call {
+            ModelCall::Chat { reply, .. } => reply.usage,
+            ModelCall::Embed { usage, .. } => *usage,
+            _ => None,
+        };
+        if let Some(u) = usage {
+            let total = self.usage.get_or_insert_with(Usage::default);
+            total.prompt_tokens += u.prompt_tokens;
+            total.completion_tokens += u.completion_tokens;
+        }
+        self.calls.push(call);
+    }
+}
+
+/// The tokens a firing used, from the internal state its operator saved after it
+/// ([`History::state_after`](crate::History::state_after)): `Some` for a firing of a `std-ai`
+/// operator whose provider reported usage.
+///
+/// ```
+/// use cameleon::prelude::*;
+/// use cameleon::ops::{Llm, Sink, Source};
+///
+/// let mut b = Net::builder("ask");
+/// b.add("q", Source::new("Chameleons change colour. Why?"));
+/// b.add("ask", Llm::new());
+/// b.add("out", Sink::new());
+/// b.connect("q.out_data", "ask.in_prompt").connect("ask.out_text", "out.in_data");
+/// let mut cvm = Cvm::new(b.build()?);
+/// cvm.run()?;
+/// let usage = cvm.history().state_after(2, 0).and_then(cameleon::ops::ai::usage_in);
+/// assert_eq!(usage.map(|u| u.completion_tokens), Some(3)); // the extractive model counts words
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn usage_in(state: &OpState) -> Option<Usage> {
+    state.get::<(ModelLog,)>().and_then(|(log,)| log.usage())
+}
+
+/// The record of an operator's last firing (its internal state): shared, so saving it before
+/// and after every firing copies a pointer.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ModelLog(Option<Arc<FiringLog>>);
+
+impl ModelLog {
+    /// The last firing's record, if the operator fired.
+    pub fn last(&self) -> Option<&FiringLog> {
+        self.0.as_deref()
+    }
+
+    /// The tokens the last firing used, if a provider reported them.
+    pub fn usage(&self) -> Option<Usage> {
+        self.last().and_then(|l| l.usage)
+    }
+
+    fn set(&mut self, log: FiringLog) {
+        self.0 = Some(Arc::new(log));
+    }
+}

@@ -1,0 +1,743 @@
+//! The `std-ai` operators against a real OpenAI-compatible HTTP server (started by the test on
+//! 127.0.0.1) and against the offline models: one request per firing, the API key, retries
+//! and their budget, bad answers, tool calls, and no request at all on back and replay.
+
+mod openai_server;
+
+use std::process::{Command, Output};
+use std::sync::Arc;
+use std::time::Duration;
+
+use cameleon::models::{
+    CapFuture, ModelSet, OpenAiChat, OpenAiConfig, OpenAiEmbedder, ToolAccess, ToolCall,
+    ToolManifest, ToolMeta, ToolResult, ToolStatus,
+};
+use cameleon::ops::ai::ModelCall;
+use cameleon::ops::{Agent, Embed, Index, Llm, LlmJson, Passages, Retrieve, Sink, Source};
+use cameleon::prelude::*;
+use openai_server::{Reply, Server};
+use serde_json::{Value, json};
+
+/// Settings for the test server: quick retries, short timeouts.
+fn config(server: &Server) -> OpenAiConfig {
+    let mut c = OpenAiConfig::new(server.base_url(), "test-model");
+    c.backoff_ms = 1;
+    c.max_backoff_ms = 5_000;
+    c.timeout_ms = 5_000;
+    c
+}
+
+/// Registers an `openai` chat model named `name` (unique per test: the set is shared).
+fn register_chat(name: &str, c: &OpenAiConfig) {
+    let model = OpenAiChat::new(c, &format!("chat model `{name}`")).expect("valid settings");
+    ModelSet::global().set_chat(name, Arc::new(model));
+}
+
+/// `question` (a source) → `op` → `out` (a sink).
+fn one_op_net(prompt: &str, op: impl Operator, input: &str, output: &str) -> Net {
+    let mut b = Net::builder("one-op");
+    b.add("question", Source::new(prompt));
+    b.add("ask", op);
+    b.add("out", Sink::new());
+    b.connect("question.out_data", format!("ask.{input}"))
+        .connect(format!("ask.{output}"), "out.in_data");
+    b.build().expect("a valid net")
+}
+
+fn llm_net(model: &str) -> Net {
+    one_op_net(
+        "What is a chameleon?",
+        Llm::new().model(model).system("Be brief."),
+        "in_prompt",
+        "out_text",
+    )
+}
+
+fn out(cvm: &Cvm) -> Vec<Value> {
+    cvm.received("out").iter().map(|v| v.to_json()).collect()
+}
+
+fn error_of(end: &EndState) -> String {
+    match end {
+        EndState::Error { error, .. } => error.clone(),
+        other => panic!("expected ERROR, got {other:?}"),
+    }
+}
+
+fn llm_log(cvm: &Cvm) -> cameleon::ops::ai::FiringLog {
+    let id = cvm.net().op_id("ask").expect("an op named ask");
+    let node = cvm.net().op(id);
+    let log = if let Some(l) = node.downcast_ref::<Llm>() {
+        l.log().clone()
+    } else if let Some(l) = node.downcast_ref::<LlmJson>() {
+        l.log().clone()
+    } else if let Some(l) = node.downcast_ref::<Agent>() {
+        l.log().clone()
+    } else {
+        panic!("`ask` is not a std-ai operator")
+    };
+    log.last().cloned().expect("the operator fired")
+}
+
+// ---------------------------------------------------------------------------------------------
+// One request per firing, the request's shape, the record in history
+
+#[test]
+fn llm_sends_one_request_per_firing_and_records_it_with_its_usage() {
+    let server = Server::start();
+    register_chat("t_one", &config(&server));
+    let mut cvm = Cvm::new(llm_net("t_one"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1, "one firing, one request");
+    assert_eq!(reqs[0].path, "/v1/chat/completions");
+    assert_eq!(
+        reqs[0].authorization, None,
+        "no api_key_env: no Authorization header"
+    );
+    assert_eq!(reqs[0].body["model"], "test-model");
+    assert_eq!(
+        reqs[0].body["messages"],
+        json!([{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is a chameleon?"}])
+    );
+    assert_eq!(out(&cvm), [json!("echo: What is a chameleon?")]);
+
+    let log = llm_log(&cvm);
+    assert_eq!(
+        log.usage.map(|u| (u.prompt_tokens, u.completion_tokens)),
+        Some((11, 5))
+    );
+    match &log.calls[..] {
+        [
+            ModelCall::Chat {
+                model,
+                kind,
+                request,
+                reply,
+            },
+        ] => {
+            assert_eq!((model.as_str(), kind.as_str()), ("t_one", "openai"));
+            assert_eq!(request.messages[1].content, "What is a chameleon?");
+            assert_eq!(reply.text, "echo: What is a chameleon?");
+        }
+        other => panic!("one chat call expected, got {other:?}"),
+    }
+}
+
+#[test]
+fn context_passages_are_sent_before_the_question() {
+    let server = Server::start();
+    register_chat("t_ctx", &config(&server));
+    let mut b = Net::builder("ctx");
+    b.add("question", Source::new("Why?"));
+    b.add("doc", Source::new("Because it is. Nothing else."));
+    b.add("split", Passages::new(15));
+    b.add("ask", Llm::new().model("t_ctx"));
+    b.add("out", Sink::new());
+    b.connect("question.out_data", "ask.in_prompt")
+        .connect("doc.out_data", "split.in_data")
+        .connect("split.out_data", "ask.in_context")
+        .connect("ask.out_text", "out.in_data");
+    let mut cvm = Cvm::new(b.build().unwrap());
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let body = &server.requests()[0].body;
+    let content = body["messages"][0]["content"].as_str().unwrap();
+    assert!(
+        content.ends_with("[1] Because it is.\n[2] Nothing else.\n\nQuestion: Why?"),
+        "{content}"
+    );
+}
+
+#[test]
+fn back_and_replay_never_call_the_model_again() {
+    let server = Server::start();
+    register_chat("t_replay", &config(&server));
+    let mut cvm = Cvm::new(llm_net("t_replay"));
+    cvm.run().unwrap();
+    let first = out(&cvm);
+    let steps = cvm.depth();
+    assert_eq!(server.count(), 1);
+
+    cvm.rewind();
+    assert_eq!(cvm.depth(), 0);
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(cvm.depth(), steps);
+    assert_eq!(out(&cvm), first, "the replay gives the recorded answer");
+    for _ in 0..2 {
+        cvm.back().unwrap();
+    }
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    assert_eq!(server.count(), 1, "no request after back and replay");
+    assert_eq!(
+        llm_log(&cvm).calls.len(),
+        1,
+        "the replayed firing's record is back"
+    );
+
+    // Executing anew (a new branch) does call it again: the count above can move.
+    cvm.back().unwrap();
+    cvm.back().unwrap();
+    cvm.refire().unwrap();
+    assert_eq!(server.count(), 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Retries, budgets, bad answers
+
+#[test]
+fn a_429_is_retried_after_its_retry_after_then_succeeds() {
+    let server = Server::start();
+    server.script([
+        Reply::error(429, "slow down").header("retry-after", "1"),
+        Reply::chat("fine now"),
+    ]);
+    register_chat("t_429", &config(&server));
+    let mut cvm = Cvm::new(llm_net("t_429"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&cvm), [json!("fine now")]);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2);
+    let waited = reqs[1].at.duration_since(reqs[0].at);
+    assert!(
+        waited >= Duration::from_millis(1000),
+        "Retry-After: 1 means a second, not the 1 ms backoff: waited {waited:?}"
+    );
+}
+
+#[test]
+fn a_500_is_retried_until_the_budget_ends_in_error() {
+    let server = Server::start();
+    server.always(Reply::error(500, "the GPU caught fire"));
+    let mut c = config(&server);
+    c.max_retries = 2;
+    register_chat("t_500", &c);
+    let mut cvm = Cvm::new(llm_net("t_500"));
+    let end = cvm.run().unwrap();
+    let e = error_of(&end);
+    assert_eq!(server.count(), 3, "one try and two retries");
+    assert!(
+        e.contains("500") && e.contains("the GPU caught fire"),
+        "{e}"
+    );
+    assert!(e.contains("gave up after 3 attempts"), "{e}");
+    assert!(e.contains("chat model `t_500` (openai)"), "{e}");
+    assert!(out(&cvm).is_empty());
+}
+
+#[test]
+fn a_4xx_fails_at_once_with_the_servers_message_and_a_hint() {
+    let server = Server::start();
+    server.always(Reply::error(404, "model `test-model` not found"));
+    register_chat("t_404", &config(&server));
+    let mut cvm = Cvm::new(llm_net("t_404"));
+    let e = error_of(&cvm.run().unwrap());
+    assert_eq!(server.count(), 1, "a 4xx is not retried");
+    assert!(
+        e.contains("404") && e.contains("model `test-model` not found"),
+        "{e}"
+    );
+    assert!(e.contains("check base_url"), "{e}");
+}
+
+#[test]
+fn malformed_json_from_the_server_is_a_clear_error() {
+    let server = Server::start();
+    server.always(Reply::raw(200, "{\"choices\": [oops"));
+    register_chat("t_bad_json", &config(&server));
+    let mut cvm = Cvm::new(llm_net("t_bad_json"));
+    let e = error_of(&cvm.run().unwrap());
+    assert_eq!(server.count(), 1, "a malformed answer is not retried");
+    assert!(e.contains("not a chat completion"), "{e}");
+    assert!(e.contains("it began: {\"choices\": [oops"), "{e}");
+}
+
+#[test]
+fn a_server_that_does_not_answer_in_time_is_a_timeout() {
+    let server = Server::start();
+    server.always(Reply::chat("late").after(Duration::from_secs(3)));
+    let mut c = config(&server);
+    c.timeout_ms = 200;
+    c.max_retries = 0;
+    register_chat("t_timeout", &c);
+    let mut cvm = Cvm::new(llm_net("t_timeout"));
+    let e = error_of(&cvm.run().unwrap());
+    assert!(
+        e.contains("no answer from") && e.contains("within 200 ms"),
+        "{e}"
+    );
+}
+
+#[test]
+fn an_unreachable_endpoint_says_so() {
+    // A port that was free a moment ago: nothing listens there.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut c = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "m");
+    c.max_retries = 1;
+    c.backoff_ms = 1;
+    register_chat("t_unreachable", &c);
+    let e = error_of(&Cvm::new(llm_net("t_unreachable")).run().unwrap());
+    assert!(e.contains("cannot connect to"), "{e}");
+    assert!(e.contains("gave up after 2 attempts"), "{e}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The API key
+
+const CHILD: &str = "CAMELEON_MODELS_TEST_CHILD";
+const KEY_VAR: &str = "CAMELEON_TEST_API_KEY";
+const PLANTED: &str = "sk-planted-7f3c9e21d4b8a650";
+
+/// Runs test `name` of this binary again in a child process whose environment holds the
+/// planted key (a test cannot set its own environment without `unsafe`).
+fn run_in_child(name: &str) -> Output {
+    Command::new(std::env::current_exe().expect("the test binary"))
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .env(KEY_VAR, PLANTED)
+        .output()
+        .expect("the test binary runs")
+}
+
+/// In the parent: runs the test in a child and checks that it passed and that nothing it
+/// printed holds the key. Returns true in the child, where the test body runs.
+fn in_child_with_key(name: &str) -> bool {
+    if std::env::var_os(CHILD).is_some() {
+        return true;
+    }
+    let o = run_in_child(name);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr),
+    );
+    assert!(o.status.success(), "the child failed:\n{stdout}\n{stderr}");
+    assert!(
+        stdout.contains("test result: ok. 1 passed"),
+        "the child ran the test:\n{stdout}"
+    );
+    assert!(
+        !stdout.contains(PLANTED) && !stderr.contains(PLANTED),
+        "the key leaked into the output"
+    );
+    false
+}
+
+#[test]
+fn the_key_is_read_at_call_time_so_a_missing_variable_fails_the_call_without_a_request() {
+    let server = Server::start();
+    let c = config(&server).api_key_env("CAMELEON_TEST_KEY_THAT_IS_NOT_SET");
+    // Building the model does not need the key…
+    register_chat("t_nokey", &c);
+    // …calling it does, and sends nothing without it.
+    let e = error_of(&Cvm::new(llm_net("t_nokey")).run().unwrap());
+    assert_eq!(server.count(), 0);
+    assert!(
+        e.contains("the environment variable `CAMELEON_TEST_KEY_THAT_IS_NOT_SET`")
+            && e.contains("is not set"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_key_is_sent_as_a_bearer_token_and_appears_in_no_output() {
+    if !in_child_with_key("the_key_is_sent_as_a_bearer_token_and_appears_in_no_output") {
+        return;
+    }
+    // In the child, with the planted key in the environment.
+    let server = Server::start();
+    // The second request is refused, and the server quotes the key back in its message (as
+    // OpenAI does, partly masked): the error must not repeat it.
+    server.script([
+        Reply::chat("hello"),
+        Reply::error(401, &format!("Incorrect API key provided: {PLANTED}")),
+    ]);
+    let c = config(&server).api_key_env(KEY_VAR);
+    register_chat("t_key", &c);
+    let mut cvm = Cvm::new(llm_net("t_key"));
+    let mut events = Vec::new();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let auth = server.requests()[0].authorization.clone();
+    assert!(
+        auth.as_deref() == Some(&format!("Bearer {PLANTED}")[..]),
+        "the Authorization header is `Bearer <key>`"
+    );
+    // Everything a run shows: values, the operator's record (its journaled state), the net
+    // as .cm, the model's debug form.
+    for e in cvm.history().entries() {
+        for f in &e.firings {
+            for (_, t) in &f.written {
+                events.push(
+                    cvm.token(*t)
+                        .map(|t| t.value.to_json().to_string())
+                        .unwrap_or_default(),
+                );
+            }
+        }
+    }
+    events.push(serde_json::to_string(&llm_log(&cvm)).unwrap());
+    events.push(cvm.net().to_cm());
+    events.push(format!("{:?}", ModelSet::global().chat("t_key").unwrap()));
+    events.push(format!("{c:?} {}", serde_json::to_string(&c).unwrap()));
+
+    let mut failing = Cvm::new(llm_net("t_key"));
+    let end = failing.run().unwrap();
+    let e = error_of(&end);
+    assert!(
+        e.contains("401") && e.contains("[redacted]"),
+        "the server's message, redacted: {e}"
+    );
+    events.push(e);
+    events.push(format!("{end:?}"));
+
+    for (i, text) in events.iter().enumerate() {
+        // Printed so the parent greps it too.
+        println!("output {i}: {text}");
+        assert!(!text.contains(PLANTED), "output {i} holds the key");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// llm_json
+
+fn schema() -> Value {
+    json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+}
+
+#[test]
+fn llm_json_sends_an_invalid_answer_back_and_accepts_the_corrected_one() {
+    let server = Server::start();
+    server.script([
+        Reply::chat("Sure! Here it is: n = 1"),
+        Reply::chat("{\"n\": \"one\"}"),
+        Reply::chat("```json\n{\"n\": 1}\n```"),
+    ]);
+    register_chat("t_json_ok", &config(&server));
+    let net = one_op_net(
+        "Count.",
+        LlmJson::new(schema()).model("t_json_ok"),
+        "in_prompt",
+        "out_data",
+    );
+    let mut cvm = Cvm::new(net);
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&cvm), [json!({"n": 1})]);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 3);
+    assert_eq!(
+        reqs[0].body["response_format"],
+        json!({"type": "json_schema", "json_schema": {"name": "answer", "schema": schema()}})
+    );
+    let msgs = reqs[2].body["messages"].as_array().unwrap();
+    let last = msgs.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        last.starts_with("That answer is invalid: at `/n`:"),
+        "{last}"
+    );
+    assert_eq!(llm_log(&cvm).calls.len(), 3, "every attempt is recorded");
+}
+
+#[test]
+fn llm_json_fails_after_its_retries_naming_the_problem() {
+    let server = Server::start();
+    server.always(Reply::chat("{\"m\": 2}"));
+    register_chat("t_json_bad", &config(&server));
+    let mut op = LlmJson::new(schema()).model("t_json_bad");
+    op.retries = 1;
+    let mut cvm = Cvm::new(one_op_net("Count.", op, "in_prompt", "out_data"));
+    let e = error_of(&cvm.run().unwrap());
+    assert_eq!(server.count(), 2, "one try and one retry");
+    assert!(
+        e.contains("no valid answer in 2 attempts") && e.contains("\"n\""),
+        "{e}"
+    );
+}
+
+#[test]
+fn llm_json_refuses_a_schema_that_is_not_one_when_built_from_cm() {
+    let e = Net::from_cm(
+        "cameleon: 1\nname: bad\noperators:\n  - id: q\n    type: source\n    params: {value: x}\n  - id: j\n    type: llm_json\n    params:\n      schema: {type: 12}\n  - id: out\n    type: sink\nconnections:\n  - {from: q.out_data, to: j.in_prompt}\n  - {from: j.out_data, to: out.in_data}\n",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("schema") && e.contains("not a valid JSON Schema"),
+        "{e}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// agent: tool calls through the gate
+
+/// A gate with one tool, `add {a, b}`, that records the calls it gets.
+#[derive(Debug, Default)]
+struct AddGate {
+    calls: std::sync::Mutex<Vec<ToolCall>>,
+}
+
+impl ToolAccess for AddGate {
+    fn manifest(&self, name: &str) -> Option<ToolManifest> {
+        (name == "add").then(|| ToolManifest {
+            name: "add".into(),
+            description: "Adds two numbers.".into(),
+            input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+            output_schema: json!({"type": "number"}),
+        })
+    }
+    fn names(&self) -> Vec<String> {
+        vec!["add".into()]
+    }
+    fn call<'a>(&'a self, call: ToolCall) -> CapFuture<'a, ToolResult> {
+        Box::pin(std::future::ready(self.call_blocking(call)))
+    }
+    fn call_blocking(&self, call: ToolCall) -> ToolResult {
+        self.calls.lock().unwrap().push(call.clone());
+        let sum = call.args["a"].as_f64().unwrap_or(0.0) + call.args["b"].as_f64().unwrap_or(0.0);
+        ToolResult {
+            status: ToolStatus::Ok,
+            content: json!(sum),
+            error: None,
+            meta: ToolMeta {
+                tool: call.tool,
+                origin: "local".into(),
+                duration_ms: 0,
+                attempts: 1,
+            },
+        }
+    }
+}
+
+#[test]
+fn agent_calls_a_tool_through_the_gate_then_answers() {
+    let server = Server::start();
+    server.script([
+        Reply::tool_calls(&[("call_1", "add", json!({"a": 2, "b": 3}))]),
+        Reply::chat("2 + 3 = 5"),
+    ]);
+    register_chat("t_agent", &config(&server));
+    let gate = Arc::new(AddGate::default());
+    ModelSet::global().set_tools(gate.clone());
+
+    let net = one_op_net(
+        "What is 2 + 3?",
+        Agent::new().model("t_agent").tools(["add"]),
+        "in_prompt",
+        "out_text",
+    );
+    let mut cvm = Cvm::new(net);
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&cvm), [json!("2 + 3 = 5")]);
+
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2, "two turns");
+    assert_eq!(
+        reqs[0].body["tools"],
+        json!([{"type": "function", "function": {"name": "add", "description": "Adds two numbers.", "parameters": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}}}])
+    );
+    let msgs = reqs[1].body["messages"].as_array().unwrap();
+    assert_eq!(msgs[1]["role"], "assistant");
+    assert_eq!(msgs[1]["tool_calls"][0]["function"]["name"], "add");
+    assert_eq!(msgs[2]["role"], "tool");
+    assert_eq!(msgs[2]["tool_call_id"], "call_1");
+    let result: Value = serde_json::from_str(msgs[2]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        result,
+        json!({"status": "ok", "content": 5.0, "error": null})
+    );
+
+    let calls = gate.calls.lock().unwrap().clone();
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].args, json!({"a": 2, "b": 3}));
+    assert_eq!(calls[0].principal.as_deref(), Some("agent:ask"));
+    assert_eq!(calls[0].idempotency_key.as_deref(), Some("ask/2/1/1"));
+
+    let log = llm_log(&cvm);
+    assert!(matches!(
+        &log.calls[..],
+        [
+            ModelCall::Chat { .. },
+            ModelCall::Tool { .. },
+            ModelCall::Chat { .. }
+        ]
+    ));
+    assert_eq!(
+        log.usage.map(|u| u.prompt_tokens),
+        Some(20 + 11),
+        "usage summed over turns"
+    );
+
+    // Back and replay: neither the model nor the tool runs again.
+    cvm.back().unwrap();
+    cvm.back().unwrap();
+    cvm.run().unwrap();
+    assert_eq!((server.count(), gate.calls.lock().unwrap().len()), (2, 1));
+    ModelSet::global().set_tools(Arc::new(cameleon::models::DenyAllTools));
+}
+
+#[test]
+fn agent_fails_after_max_turns_of_tool_calls() {
+    let server = Server::start();
+    server.always(Reply::tool_calls(&[("c", "add", json!({"a": 1, "b": 1}))]));
+    register_chat("t_agent_loop", &config(&server));
+    // Whatever the gate answers, the model asks again.
+    let net = one_op_net(
+        "Loop.",
+        Agent::new()
+            .model("t_agent_loop")
+            .tools(Vec::<String>::new())
+            .max_turns(3),
+        "in_prompt",
+        "out_text",
+    );
+    let e = error_of(&Cvm::new(net).run().unwrap());
+    assert_eq!(server.count(), 3);
+    assert!(e.contains("no final answer in 3 turns (max_turns)"), "{e}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Embeddings and retrieval
+
+#[test]
+fn embed_batches_requests_and_keeps_the_input_order() {
+    let server = Server::start();
+    let mut c = config(&server);
+    c.batch_size = 2;
+    let e = OpenAiEmbedder::new(&c, "embedder `t_emb`").unwrap();
+    ModelSet::global().set_embedder("t_emb", Arc::new(e));
+    let mut b = Net::builder("emb");
+    b.add("doc", Source::new("One. Two two. Three three three."));
+    b.add("split", Passages::new(1));
+    b.add("emb", Embed::new().model("t_emb"));
+    b.add("out", Sink::new());
+    b.connect("doc.out_data", "split.in_data")
+        .connect("split.out_data", "emb.in_data")
+        .connect("emb.out_data", "out.in_data");
+    let mut cvm = Cvm::new(b.build().unwrap());
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2, "3 texts in batches of 2");
+    assert_eq!(reqs[0].path, "/v1/embeddings");
+    assert_eq!(
+        reqs[0].body,
+        json!({"model": "test-model", "input": ["One.", "Two two."]})
+    );
+    let got = &out(&cvm)[0];
+    assert_eq!(
+        got["texts"],
+        json!(["One.", "Two two.", "Three three three."])
+    );
+    assert_eq!(
+        got["vectors"],
+        json!([[4.0, 1.0, 1.0], [8.0, 2.0, 1.0], [18.0, 3.0, 1.0]])
+    );
+    let id = cvm.net().op_id("emb").unwrap();
+    let log = cvm
+        .net()
+        .op(id)
+        .downcast_ref::<Embed>()
+        .unwrap()
+        .log()
+        .clone();
+    assert_eq!(log.usage().map(|u| u.prompt_tokens), Some(4 + 2));
+}
+
+/// doc → passages → embed → index → retrieve (after index) → out; question → retrieve.
+fn retrieval_net(memory: &str) -> Net {
+    let mut b = Net::builder("retrieval");
+    b.add("doc", Source::new(
+        "Chameleons change colour to signal their mood. Their tongues are longer than their bodies. \
+         They live in Africa and Madagascar.",
+    ));
+    b.add("split", Passages::new(1));
+    b.add("emb", Embed::new());
+    b.add("idx", Index::new().memory(memory));
+    b.add("question", Source::new("Are their tongues long?"));
+    b.add("find", Retrieve::new(1).memory(memory));
+    b.add("out", Sink::new());
+    b.connect("doc.out_data", "split.in_data")
+        .connect("split.out_data", "emb.in_data")
+        .connect("emb.out_data", "idx.in_data")
+        .connect("idx.out_data", "find.in_after")
+        .connect("question.out_data", "find.in_query")
+        .connect("find.out_data", "out.in_data");
+    b.build().unwrap()
+}
+
+#[test]
+fn retrieve_waits_for_the_index_and_finds_the_closest_passage_offline() {
+    ModelSet::global().set_memory("t_retrieve", Arc::new(cameleon::models::FlatMemory::new()));
+    let mut cvm = Cvm::new(retrieval_net("t_retrieve"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(
+        out(&cvm),
+        [json!(["Their tongues are longer than their bodies."])]
+    );
+    let fired: Vec<&str> = cvm
+        .history()
+        .entries()
+        .iter()
+        .flat_map(|e| {
+            e.firings
+                .iter()
+                .map(|f| cvm.net().op(f.op).name.as_str())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let pos = |n: &str| fired.iter().position(|f| *f == n).unwrap();
+    assert!(
+        pos("find") > pos("idx"),
+        "retrieve fires after index: {fired:?}"
+    );
+}
+
+#[test]
+fn back_over_index_empties_the_memory_and_the_replay_fills_it_again() {
+    let memory = Arc::new(cameleon::models::FlatMemory::new());
+    ModelSet::global().set_memory("t_undo", memory.clone());
+    let mut cvm = Cvm::new(retrieval_net("t_undo"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(memory.count(), 3);
+    let rows = memory.rows();
+
+    // Back to before `idx` fired.
+    let idx = cvm.net().op_id("idx").unwrap();
+    while cvm.fire_count(idx) > 0 {
+        cvm.back().unwrap();
+    }
+    assert_eq!(memory.count(), 0, "the backward step took the items out");
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(memory.rows(), rows, "the replay put them back");
+    assert_eq!(
+        out(&cvm),
+        [json!(["Their tongues are longer than their bodies."])]
+    );
+}
+
+#[test]
+fn indexing_a_text_again_replaces_it_and_back_restores_the_old_item() {
+    let memory = Arc::new(cameleon::models::FlatMemory::new());
+    ModelSet::global().set_memory("t_replace", memory.clone());
+    let old = cameleon::models::MemoryItem {
+        id: Index::id_of("Their tongues are longer than their bodies."),
+        text: "Their tongues are longer than their bodies.".into(),
+        vector: vec![1.0; 384],
+        meta: json!({"from": "before"}),
+    };
+    memory.insert(vec![old.clone()]).unwrap();
+    let mut cvm = Cvm::new(retrieval_net("t_replace"));
+    cvm.run().unwrap();
+    assert_eq!(memory.count(), 3, "the same text is one item");
+    let idx = cvm.net().op_id("idx").unwrap();
+    while cvm.fire_count(idx) > 0 {
+        cvm.back().unwrap();
+    }
+    assert_eq!(
+        memory.rows(),
+        vec![old],
+        "the replaced item is back as it was"
+    );
+}

@@ -1,0 +1,260 @@
+//! A small OpenAI-compatible server for tests: `POST /v1/chat/completions` and
+//! `POST /v1/embeddings` on 127.0.0.1 (a free port), on a runtime of its own. It records every
+//! request (path, `Authorization` header, JSON body, arrival time) and answers from a script of
+//! replies, then with a default answer. Dropping it stops it.
+#![allow(dead_code)] // each test binary uses a different subset
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode, Uri};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+/// A request the server received.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// `/v1/chat/completions` or `/v1/embeddings`.
+    pub path: String,
+    /// The `Authorization` header, if any.
+    pub authorization: Option<String>,
+    /// The body, parsed (`null` if it was not JSON).
+    pub body: Value,
+    /// When it arrived.
+    pub at: Instant,
+}
+
+/// A scripted answer.
+#[derive(Clone, Debug)]
+pub struct Reply {
+    /// The status.
+    pub status: u16,
+    /// The body, sent as is.
+    pub body: String,
+    /// Extra headers.
+    pub headers: Vec<(&'static str, String)>,
+    /// A wait before answering.
+    pub delay: Duration,
+}
+
+impl Reply {
+    /// A 200 with a JSON body.
+    pub fn json(v: Value) -> Self {
+        Reply::raw(200, v.to_string())
+    }
+
+    /// A status with a raw body.
+    pub fn raw(status: u16, body: impl Into<String>) -> Self {
+        Reply {
+            status,
+            body: body.into(),
+            headers: Vec::new(),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// An error of the OpenAI shape.
+    pub fn error(status: u16, message: &str) -> Self {
+        Reply::raw(
+            status,
+            json!({"error": {"message": message, "type": "invalid_request_error"}}).to_string(),
+        )
+    }
+
+    /// A chat completion answering `text`, with usage.
+    pub fn chat(text: &str) -> Self {
+        Reply::json(json!({
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 11, "completion_tokens": 5, "total_tokens": 16}
+        }))
+    }
+
+    /// A chat completion asking for tool calls `(id, name, arguments)`.
+    pub fn tool_calls(calls: &[(&str, &str, Value)]) -> Self {
+        let calls: Vec<Value> = calls
+            .iter()
+            .map(|(id, name, args)| {
+                json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
+            })
+            .collect();
+        Reply::json(json!({
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": null, "tool_calls": calls}, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 20, "completion_tokens": 7, "total_tokens": 27}
+        }))
+    }
+
+    /// The same with a header.
+    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    /// The same, after a wait.
+    pub fn after(mut self, d: Duration) -> Self {
+        self.delay = d;
+        self
+    }
+}
+
+#[derive(Default)]
+struct State {
+    requests: Mutex<Vec<Recorded>>,
+    script: Mutex<VecDeque<Reply>>,
+    /// Answer every request with this once the script is used up.
+    always: Mutex<Option<Reply>>,
+}
+
+/// The running server.
+pub struct Server {
+    addr: SocketAddr,
+    state: Arc<State>,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Server {
+    /// Starts a server on 127.0.0.1, on a free port.
+    pub fn start() -> Server {
+        let state = Arc::new(State::default());
+        let (addr_tx, addr_rx) = std::sync::mpsc::channel();
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let st = state.clone();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .enable_all()
+                .build()
+                .expect("a runtime for the test server");
+            rt.block_on(async move {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("a free port on 127.0.0.1");
+                addr_tx
+                    .send(listener.local_addr().expect("its address"))
+                    .expect("the test waits for the address");
+                let app =
+                    Router::new().fallback(move |uri: Uri, headers: HeaderMap, body: Bytes| {
+                        let st = st.clone();
+                        async move { answer(&st, uri, headers, body).await }
+                    });
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async {
+                        let _ = stop_rx.await;
+                    })
+                    .await
+                    .expect("the test server runs");
+            });
+        });
+        let addr = addr_rx.recv().expect("the server starts");
+        Server {
+            addr,
+            state,
+            stop: Some(stop_tx),
+            thread: Some(thread),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Queues answers, in order.
+    pub fn script(&self, replies: impl IntoIterator<Item = Reply>) -> &Self {
+        self.state.script.lock().unwrap().extend(replies);
+        self
+    }
+
+    /// Answers every request with `reply` once the script is used up.
+    pub fn always(&self, reply: Reply) -> &Self {
+        *self.state.always.lock().unwrap() = Some(reply);
+        self
+    }
+
+    /// The requests received so far.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.state.requests.lock().unwrap().clone()
+    }
+
+    /// How many requests it received.
+    pub fn count(&self) -> usize {
+        self.state.requests.lock().unwrap().len()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+async fn answer(st: &State, uri: Uri, headers: HeaderMap, body: Bytes) -> Response {
+    let recorded = Recorded {
+        path: uri.path().to_owned(),
+        authorization: headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        at: Instant::now(),
+    };
+    st.requests.lock().unwrap().push(recorded.clone());
+    let scripted = st.script.lock().unwrap().pop_front();
+    let reply = scripted
+        .or_else(|| st.always.lock().unwrap().clone())
+        .unwrap_or_else(|| default_reply(&recorded));
+    if !reply.delay.is_zero() {
+        tokio::time::sleep(reply.delay).await;
+    }
+    let mut resp = (
+        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        reply.body,
+    )
+        .into_response();
+    resp.headers_mut().insert(
+        "content-type",
+        "application/json".parse().expect("a header value"),
+    );
+    for (k, v) in reply.headers {
+        resp.headers_mut()
+            .insert(k, v.parse().expect("a header value"));
+    }
+    resp
+}
+
+/// Without a script: a chat completion echoing the last user message, or embeddings of
+/// `[characters, words, 1]` per input.
+fn default_reply(r: &Recorded) -> Reply {
+    if r.path.ends_with("/embeddings") {
+        let inputs = r.body["input"].as_array().cloned().unwrap_or_default();
+        let data: Vec<Value> = inputs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| {
+                let t = t.as_str().unwrap_or_default();
+                json!({"object": "embedding", "index": i, "embedding": [t.chars().count() as f32, t.split_whitespace().count() as f32, 1.0]})
+            })
+            .collect();
+        return Reply::json(
+            json!({"object": "list", "data": data, "usage": {"prompt_tokens": inputs.len() * 2, "total_tokens": inputs.len() * 2}}),
+        );
+    }
+    let last = r.body["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    Reply::chat(&format!("echo: {last}"))
+}
