@@ -7,8 +7,10 @@
 //! | `std-struct` | [`Fork`] (`fork`), [`Join`] (`join`), [`Merge`] (`merge`), [`Gate`] (`gate`, alias `switch`), [`Barrier`] (`barrier`, alias `sync`), [`Guard`] (`guard`), [`Accumulator`] (`accumulator`) |
 //! | `std-data` | [`Transform`] (`transform`), [`Format`] (`format`), [`JsonParse`] (`json_parse`), [`JsonStringify`] (`json_stringify`), [`Template`] (`template`), [`BinaryToString`] (`binary_to_string`), [`JsonGet`] (`json_get`), [`Predicate`] (`predicate`), [`Chunker`] (`chunker`), [`Counter`] (`counter`) |
 //!
-//! Plus [`Delay`] (`delay`), an async pass-through for demos and tests of parallel mode.
+//! Plus [`Ask`] (`ask`), a question to a person that the run waits for (docs/semantics.md §6.1),
+//! and [`Delay`] (`delay`), an async pass-through for demos and tests of parallel mode.
 
+mod ask;
 mod data;
 mod delay;
 mod io;
@@ -19,6 +21,7 @@ pub use data::{
     BinaryToString, Chunker, Counter, Format, JsonGet, JsonParse, JsonStringify, Predicate,
     Template, Transform, chunk_text, fill_template, json_path, text_of,
 };
+pub use ask::Ask;
 pub use delay::Delay;
 pub use io::{Const, FileAccess, FileLoader, JsonFile, Sink, Source, TextFile};
 pub use structural::{
