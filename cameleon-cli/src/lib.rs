@@ -30,7 +30,7 @@
 //!
 //! | command | exit code |
 //! |---|---|
-//! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR, 130 CANCELLED (Ctrl-C) |
+//! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json] [--answer OP=VALUE]… [--answers FILE.json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR, 6 WAITING, 130 CANCELLED (Ctrl-C) |
 //! | `run FILE.cm --follow WITNESS [--json]` | 0 replayed, 2 not replayable, 3 it ends in DEADLOCK |
 //! | `check FILE.cm [--verify [--max-states N]] [--json]` | 0 valid (and every property holds), 2 invalid, 3 a property fails, 4 the state budget ran out first |
 //! | `fmt FILE.cm [--check]` (`-`: stdin to stdout) | 0, 1 if `--check` finds a difference, 2 invalid |
@@ -49,6 +49,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use cameleon::cm::{CmError, Loader};
 use cameleon::net::{Mode, Net};
 
+mod answers;
 mod catalogue;
 mod check;
 mod export;
@@ -74,6 +75,8 @@ pub mod exit {
     pub const LIMIT: i32 = 4;
     /// An operator failed (ERROR).
     pub const ERROR: i32 = 5;
+    /// The run stopped in WAITING: an `ask` waits for an answer (docs/semantics.md §6.1).
+    pub const WAITING: i32 = 6;
     /// The run was interrupted (Ctrl-C) and ended in CANCELLED; 128 + SIGINT, as shells do.
     pub const CANCELLED: i32 = 130;
 }
@@ -101,13 +104,16 @@ pub enum Command {
     /// Run a net to a terminal state; print the end state, the step count and what each sink
     /// received.
     #[command(after_help = "\
-Exit codes: 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR.
+Exit codes: 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR,
+6 WAITING (an `ask` waits for an answer: give it with --answer, --answers, or at the prompt
+when standard input is a terminal).
 
 Examples:
   cameleon run examples/digest.cm
   cameleon run examples/counter.cm --max-steps 100 --json
   cameleon run examples/digest.cm --trace trace.jsonl
   cameleon run examples/digest.cm --trace - | jq -c .op
+  cameleon run examples/ask.cm --answer reviewer=Ada --answer approve=yes
   cameleon run examples/wcp/bad/xor-split-and-join.cm --follow src,split,test,choose:out_true,a")]
     // Not `Run`: rustc would then print the operator trait `cameleon::Run` with its full path
     // in users' compile errors (two public items named `Run`).
@@ -203,6 +209,13 @@ pub struct RunArgs {
     /// Let file-reading operators read outside the .cm file's folder.
     #[arg(long)]
     pub allow_outside: bool,
+    /// Answer the question of `ask` operator OP with VALUE (repeatable; an `ask` that asks
+    /// several times takes its answers in order). A `DataBool` takes yes/no, a `DataJSON` JSON.
+    #[arg(long, value_name = "OP=VALUE")]
+    pub answer: Vec<String>,
+    /// Answers from a JSON file: `{"OP": VALUE, …}`, each value in its JSON form.
+    #[arg(long, value_name = "FILE.json")]
+    pub answers: Option<PathBuf>,
     /// Instead of running, replay a witness of `check --verify` (labels separated by commas or
     /// spaces, or its JSON array) in the verifier's abstraction, showing the connection states
     /// along it. No operator runs.
@@ -285,6 +298,8 @@ pub struct Io<'a> {
     pub color: bool,
     /// Show a progress bar on stderr during long runs.
     pub progress: bool,
+    /// Standard input is a terminal: `run` may ask an `ask`'s question there.
+    pub prompt: bool,
     /// Cancelled when the user interrupts (Ctrl-C): `run` then stops after the current step
     /// and ends in CANCELLED. `None`: not interruptible.
     pub interrupt: Option<cameleon::CancelToken>,
@@ -313,6 +328,7 @@ pub fn main() -> ExitCode {
         stdin: &mut stdin,
         color: terminal && std::env::var_os("NO_COLOR").is_none(),
         progress: terminal,
+        prompt: std::io::stdin().is_terminal(),
         interrupt: Some(cancel_on_ctrl_c()),
     };
     let code = run_cli(std::env::args_os(), &mut io);

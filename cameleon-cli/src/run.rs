@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
 
+use super::answers::{self, Answers};
 use super::{Io, RunArgs, display_name, exit, load};
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
 use cameleon::net::Net;
@@ -57,6 +58,7 @@ impl RunReport {
             EndState::LoopLimit { .. } | EndState::StepLimit { .. } => exit::LIMIT,
             EndState::Error { .. } => exit::ERROR,
             EndState::Cancelled => exit::CANCELLED,
+            EndState::Waiting { .. } => exit::WAITING,
         }
     }
 
@@ -116,6 +118,18 @@ impl RunReport {
             )),
             EndState::Error { op, error } => {
                 s.push_str(&format!("  `{op}` failed: {error}\n"));
+            }
+            EndState::Waiting { waiting } => {
+                s.push_str("  waiting for an answer:\n");
+                for w in waiting {
+                    s.push_str(&format!("  - `{}` asks: {} ({})\n", w.op, w.prompt, w.ty.name));
+                }
+                if let Some(w) = waiting.first() {
+                    s.push_str(&format!(
+                        "  answer with `--answer {}=VALUE` (or `--answers FILE.json`) and run again\n",
+                        w.op
+                    ));
+                }
             }
         }
         for (sink, values) in &self.sinks {
@@ -293,12 +307,46 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         b = b.cancel_token(token.clone());
     }
     let mut cvm = b.build();
-    let end = match drive(&mut cvm, io.progress && !a.json) {
-        Ok(end) => end,
+    let mut answers = match Answers::from_args(&a.answer, a.answers.as_deref())
+        .and_then(|ans| ans.check(&cvm).map(|()| ans))
+    {
+        Ok(ans) => ans,
         Err(e) => {
             writeln!(io.stderr, "error: {e}")?;
-            return Ok(exit::ERROR);
+            return Ok(exit::INVALID);
         }
+    };
+    // Answers given in advance: each `ask` holds its first until it fires.
+    if let Err(e) = answers.provide(&mut cvm, &answers.ops()) {
+        writeln!(io.stderr, "error: {e}")?;
+        return Ok(exit::INVALID);
+    }
+    let end = loop {
+        let end = match drive(&mut cvm, io.progress && !a.json) {
+            Ok(end) => end,
+            Err(e) => {
+                writeln!(io.stderr, "error: {e}")?;
+                return Ok(exit::ERROR);
+            }
+        };
+        let EndState::Waiting { waiting } = &end else {
+            break end;
+        };
+        let ops: Vec<String> = waiting.iter().map(|w| w.op.clone()).collect();
+        let given = match answers.provide(&mut cvm, &ops) {
+            Ok(given) => given,
+            Err(e) => {
+                writeln!(io.stderr, "error: {e}")?;
+                return Ok(exit::INVALID);
+            }
+        };
+        if given {
+            continue;
+        }
+        if io.prompt && answers::prompt(&mut cvm, waiting, io.stdin, io.stderr)? {
+            continue;
+        }
+        break end;
     };
     let report = RunReport::new(&cvm, end);
 
