@@ -13,7 +13,6 @@
 //! # Ok::<(), cameleon::cm::CmError>(())
 //! ```
 
-use std::collections::VecDeque;
 use std::fmt::Write as _;
 
 use crate::net::Net;
@@ -133,72 +132,10 @@ fn box_height(inputs: usize, outputs: usize) -> f64 {
     (inputs.max(outputs) as f64 * PORT_STEP + 24.0).max(48.0)
 }
 
-/// The layer of each operator: the longest path to it from a source, loops left out (an edge
-/// back to an operator on the current depth-first path is a loop's back edge).
-fn layers(net: &Net) -> Vec<usize> {
-    let n = net.operators().len();
-    let mut succ: Vec<Vec<usize>> = vec![Vec::new(); n];
-    for c in net.connections() {
-        succ[c.from.op.index()].push(c.to.op.index());
-    }
-    // Depth-first search from the sources (then from anything left), marking back edges.
-    let (mut state, mut back) = (vec![0u8; n], std::collections::HashSet::new());
-    let roots = (0..n)
-        .filter(|&i| net.operators()[i].spec.inputs.is_empty())
-        .chain(0..n);
-    for root in roots {
-        if state[root] != 0 {
-            continue;
-        }
-        let mut stack = vec![(root, 0usize)];
-        state[root] = 1;
-        while let Some((v, next)) = stack.pop() {
-            if let Some(&w) = succ[v].get(next) {
-                stack.push((v, next + 1));
-                match state[w] {
-                    0 => {
-                        state[w] = 1;
-                        stack.push((w, 0));
-                    }
-                    1 => {
-                        back.insert((v, w));
-                    }
-                    _ => {}
-                }
-            } else {
-                state[v] = 2;
-            }
-        }
-    }
-    // Longest path over the remaining acyclic edges (Kahn's order).
-    let mut indeg = vec![0usize; n];
-    for (v, ws) in succ.iter().enumerate() {
-        for &w in ws {
-            if !back.contains(&(v, w)) {
-                indeg[w] += 1;
-            }
-        }
-    }
-    let mut layer = vec![0usize; n];
-    let mut queue: VecDeque<usize> = (0..n).filter(|&i| indeg[i] == 0).collect();
-    while let Some(v) = queue.pop_front() {
-        for &w in &succ[v] {
-            if back.contains(&(v, w)) {
-                continue;
-            }
-            layer[w] = layer[w].max(layer[v] + 1);
-            indeg[w] -= 1;
-            if indeg[w] == 0 {
-                queue.push_back(w);
-            }
-        }
-    }
-    layer
-}
-
 /// Top-left corner of each operator: its `x`/`y` when every operator has one, else a layered
-/// layout (layer = longest path from the sources, declaration order within a layer).
-fn layout(net: &Net) -> Vec<(f64, f64)> {
+/// (Sugiyama) layout left to right by the `layout-rs` crate — loops are broken for ranking,
+/// long connections routed through virtual nodes, crossings reduced.
+pub fn positions(net: &Net) -> Vec<(f64, f64)> {
     let ops = net.operators();
     if !ops.is_empty() && ops.iter().all(|o| o.pos.is_some()) {
         let pos: Vec<(f64, f64)> = ops.iter().map(|o| o.pos.unwrap_or_default()).collect();
@@ -209,24 +146,97 @@ fn layout(net: &Net) -> Vec<(f64, f64)> {
             .map(|(x, y)| (x - min_x + MARGIN, y - min_y + MARGIN))
             .collect();
     }
-    let n = ops.len();
-    let layer = layers(net);
-    let mut next_y = vec![MARGIN; n.max(1)];
-    ops.iter()
-        .enumerate()
-        .map(|(i, o)| {
-            let l = layer[i];
-            let y = next_y[l];
-            next_y[l] += box_height(o.spec.inputs.len(), o.spec.outputs.len()) + ROW_GAP;
-            (MARGIN + l as f64 * (BOX_W + COL_GAP), y)
-        })
-        .collect()
+    layered(net).unwrap_or_else(|| {
+        // The layout crate refused the graph (it asserts on shapes it cannot handle): one
+        // column, in declaration order, rather than no drawing.
+        let mut y = MARGIN;
+        ops.iter()
+            .map(|o| {
+                let at = (MARGIN, y);
+                y += box_height(o.spec.inputs.len(), o.spec.outputs.len()) + ROW_GAP;
+                at
+            })
+            .collect()
+    })
+}
+
+/// The layered layout of `net` (top-left corners), or `None` if the layout crate panicked.
+fn layered(net: &Net) -> Option<Vec<(f64, f64)>> {
+    use layout::backends::svg::SVGWriter;
+    use layout::core::base::Orientation;
+    use layout::core::geometry::Point;
+    use layout::core::style::StyleAttr;
+    use layout::std_shapes::shapes::{Arrow, Element, ShapeKind};
+    use layout::topo::layout::VisualGraph;
+
+    let ops = net.operators();
+    if ops.is_empty() {
+        return Some(Vec::new());
+    }
+    let heights: Vec<f64> = ops
+        .iter()
+        .map(|o| box_height(o.spec.inputs.len(), o.spec.outputs.len()))
+        .collect();
+    let edges: Vec<(usize, usize)> = net
+        .connections()
+        .iter()
+        .map(|c| (c.from.op.index(), c.to.op.index()))
+        .collect();
+    let run = || {
+        let mut vg = VisualGraph::new(Orientation::LeftToRight);
+        let handles: Vec<_> = heights
+            .iter()
+            .map(|&h| {
+                vg.add_node(Element::create(
+                    ShapeKind::Box(String::new()),
+                    StyleAttr::simple(),
+                    Orientation::LeftToRight,
+                    // Room between layers and rows: the crate packs boxes by their size.
+                    Point::new(BOX_W + COL_GAP / 2.0, h + ROW_GAP / 2.0),
+                ))
+            })
+            .collect();
+        for &(from, to) in &edges {
+            vg.add_edge(Arrow::simple(""), handles[from], handles[to]);
+        }
+        // The crate draws as it lays out; the drawing is ours, so its own is dropped.
+        let mut discard = SVGWriter::new();
+        vg.do_it(false, false, false, &mut discard);
+        handles
+            .iter()
+            .map(|&h| {
+                let c = vg.pos(h).center();
+                (c.x, c.y)
+            })
+            .collect::<Vec<_>>()
+    };
+    let centers = std::panic::catch_unwind(run).ok()?;
+    let min_x = centers
+        .iter()
+        .map(|p| p.0 - BOX_W / 2.0)
+        .fold(f64::INFINITY, f64::min);
+    let min_y = centers
+        .iter()
+        .zip(&heights)
+        .map(|(p, h)| p.1 - h / 2.0)
+        .fold(f64::INFINITY, f64::min);
+    Some(
+        centers
+            .iter()
+            .zip(&heights)
+            .map(|(&(x, y), h)| (x - BOX_W / 2.0 - min_x + MARGIN, y - h / 2.0 - min_y + MARGIN))
+            .collect(),
+    )
 }
 
 /// The net as a standalone SVG drawing: operators as boxes with their ports, connections as
 /// curves coloured by data type.
+///
+/// Each operator is a `<g data-op="NAME">`; each connection a `<path data-conn="FROM.PORT ->
+/// TO.PORT" data-state="EMPTY" data-type="TYPE">` (the initial marking; `cameleon serve` keeps
+/// `data-state` current).
 pub fn svg(net: &Net) -> String {
-    let pos = layout(net);
+    let pos = positions(net);
     let ops = net.operators();
     let heights: Vec<f64> = ops
         .iter()
@@ -294,7 +304,9 @@ pub fn svg(net: &Net) -> String {
         };
         let _ = writeln!(
             s,
-            "  <path d=\"{d}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" marker-end=\"url(#arrow)\"><title>{} ({})</title></path>",
+            "  <path data-conn=\"{}\" data-state=\"EMPTY\" data-type=\"{}\" d=\"{d}\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" marker-end=\"url(#arrow)\"><title>{} ({})</title></path>",
+            xml_escape(&c.name),
+            xml_escape(c.ty.name),
             color(c.ty),
             xml_escape(&c.name),
             xml_escape(c.ty.name),
@@ -309,7 +321,8 @@ pub fn svg(net: &Net) -> String {
         };
         let _ = writeln!(
             s,
-            "  <g><title>{} ({})</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{BOX_W}\" height=\"{h:.1}\" rx=\"8\" fill=\"#ffffff\" stroke=\"{stroke}\" stroke-width=\"1.5\"/>",
+            "  <g data-op=\"{}\"><title>{} ({})</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{BOX_W}\" height=\"{h:.1}\" rx=\"8\" fill=\"#ffffff\" stroke=\"{stroke}\" stroke-width=\"1.5\"/>",
+            xml_escape(&o.name),
             xml_escape(&o.name),
             xml_escape(&o.spec.type_id),
         );
@@ -352,4 +365,68 @@ pub fn svg(net: &Net) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chain(n: usize) -> Net {
+        let mut cm = String::from("operators:\n  - {id: op0, type: source, params: {value: x}}\n");
+        for i in 1..n {
+            cm.push_str(&format!("  - {{id: op{i}, type: transform}}\n"));
+        }
+        cm.push_str(&format!("  - {{id: op{n}, type: sink}}\nconnections:\n"));
+        for i in 0..n {
+            cm.push_str(&format!(
+                "  - {{from: op{i}.out_data, to: op{}.in_data}}\n",
+                i + 1
+            ));
+        }
+        Net::from_cm(&cm).unwrap()
+    }
+
+    #[test]
+    fn the_layered_layout_puts_each_operator_right_of_what_feeds_it() {
+        let net = chain(6);
+        let pos = positions(&net);
+        for c in net.connections() {
+            let (a, b) = (pos[c.from.op.index()], pos[c.to.op.index()]);
+            assert!(b.0 >= a.0 + BOX_W, "{} is not right of its producer: {pos:?}", c.name);
+        }
+    }
+
+    #[test]
+    fn boxes_of_a_fork_do_not_overlap() {
+        let net = Net::from_cm(
+            "operators:\n  - {id: s, type: source, params: {value: x}}\n  - {id: f, type: fork, params: {arity: 4}}\n  - {id: a, type: sink}\n  - {id: b, type: sink}\n  - {id: c, type: sink}\n  - {id: d, type: sink}\nconnections:\n  - {from: s.out_data, to: f.in_data}\n  - {from: f.out_a, to: a.in_data}\n  - {from: f.out_b, to: b.in_data}\n  - {from: f.out_c, to: c.in_data}\n  - {from: f.out_d, to: d.in_data}\n",
+        )
+        .unwrap();
+        let pos = positions(&net);
+        let h = |i: usize| {
+            let o = &net.operators()[i];
+            box_height(o.spec.inputs.len(), o.spec.outputs.len())
+        };
+        for i in 0..pos.len() {
+            for j in i + 1..pos.len() {
+                let (a, b) = (pos[i], pos[j]);
+                let apart = a.0 + BOX_W <= b.0
+                    || b.0 + BOX_W <= a.0
+                    || a.1 + h(i) <= b.1
+                    || b.1 + h(j) <= a.1;
+                assert!(apart, "operators {i} and {j} overlap: {pos:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_svg_names_operators_and_connections_for_scripts() {
+        let net = chain(2);
+        let svg = svg(&net);
+        assert!(svg.contains("<g data-op=\"op1\">"), "{svg}");
+        assert!(
+            svg.contains("data-conn=\"op0.out_data -&gt; op1.in_data\" data-state=\"EMPTY\" data-type=\"DataString\""),
+            "{svg}"
+        );
+    }
 }
