@@ -36,6 +36,7 @@
 //! | `fmt FILE.cm [--check]` (`-`: stdin to stdout) | 0, 1 if `--check` finds a difference, 2 invalid |
 //! | `catalogue [--json\|--markdown]` | 0 |
 //! | `export FILE.cm --dot\|--mermaid\|--svg\|--pnml` | 0, 2 invalid |
+//! | `serve FILE.cm [--port P] [--bind ADDR --token T]` | 0 when interrupted, 2 invalid arguments or the port is taken |
 //! | `schema` | 0 |
 #![deny(missing_docs)]
 
@@ -56,9 +57,11 @@ mod export;
 mod fmt;
 pub mod render;
 mod run;
+mod serve;
 
 pub use catalogue::catalogue_text;
 pub use run::{RunReport, trace_jsonl};
+pub use serve::ServeArgs;
 
 /// Exit codes of every command (docs/cli.md).
 pub mod exit {
@@ -159,6 +162,20 @@ Examples:
   cameleon export examples/digest.cm --svg > digest.svg
   cameleon export examples/wcp/wcp04-exclusive-choice.cm --pnml > choice.pnml")]
     Export(ExportArgs),
+    /// Serve a local web page to watch, step and answer a net, and edit its .cm text.
+    #[command(after_help = "\
+The page has three views: Visual (the net, coloured by data type, connection states and values
+live), Code (the .cm text, problems shown at their lines as you type; Save writes the canonical
+form to FILE) and Split. Controls: Step, Back, Run, Pause, Reset, Refire; a timeline of the
+history with its branches. It listens on 127.0.0.1 unless --bind says otherwise (then --token is
+required). JSON API: GET /api/state, POST /api/step|back|run|reset, POST /api/provide/OP with
+{\"value\": …}, GET /api/events (server-sent events); docs/cli.md has the rest.
+
+Examples:
+  cameleon serve examples/fork_join.cm
+  cameleon serve examples/ask.cm --port 8080
+  cameleon serve examples/digest.cm --bind 0.0.0.0 --token s3cret")]
+    Serve(ServeArgs),
     /// Print the JSON Schema of the .cm format.
     #[command(after_help = "\
 Examples:
@@ -394,6 +411,7 @@ where
         Command::Fmt(a) => fmt::fmt(&a, io),
         Command::Catalogue(a) => catalogue::catalogue(&a, io),
         Command::Export(a) => export::export(&a, io),
+        Command::Serve(a) => serve::serve(&a, io),
         Command::Schema => {
             write!(io.stdout, "{}", cameleon::cm::schema::schema_json()).map(|()| exit::OK)
         }
