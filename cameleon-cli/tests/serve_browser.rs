@@ -396,7 +396,14 @@ async fn performance_figures_of_the_page() {
     let state = settled(&c).await;
     let steps = state["step"].as_u64().unwrap();
     assert!(steps >= 10_000, "{steps} steps");
+    // The final state also comes through the event stream, and is drawn.
+    let v = state["version"].as_u64().unwrap();
+    until(&c, "the final state from the stream", &format!("window.cameleon.streamVersion >= {v}")).await;
+    until(&c, "the final state drawn", &format!("Number(document.body.dataset.version) >= {v}")).await;
     let stats = js(&c, "return window.cameleon;").await;
+    // Bursts are coalesced: the page gets at most 256 engine events per flush, not 4 per step.
+    let events = stats["events"].as_u64().unwrap();
+    assert!(events > 0 && events < steps, "{events} engine events for {steps} steps: {stats}");
     let renders = stats["renders"].as_u64().unwrap();
     let l = &stats["latency"];
     let count = l["count"].as_u64().unwrap().max(1);

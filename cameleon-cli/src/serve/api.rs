@@ -343,6 +343,7 @@ async fn run(State(s): State<Shared_>, body: Bytes) -> Response {
     s.dirty.store(true, Ordering::SeqCst);
     let shared = Arc::clone(&s);
     let r = tokio::task::spawn_blocking(move || {
+        let mut flushed = Instant::now();
         let outcome = loop {
             let mut session = shared.lock();
             let started = Instant::now();
@@ -359,8 +360,14 @@ async fn run(State(s): State<Shared_>, body: Bytes) -> Response {
                 Ok(false) if shared.pause.load(Ordering::SeqCst) => break Ok(()),
                 Ok(false) => {}
             }
+            if flushed.elapsed() >= Duration::from_millis(super::FLUSH_MS) {
+                shared.flush_with(&session);
+                flushed = Instant::now();
+            }
             drop(session);
-            std::thread::yield_now();
+            // Let the page's requests and the flusher have the engine between slices (a
+            // mutex is not fair: without a pause the run would take it straight back).
+            std::thread::sleep(Duration::from_millis(1));
         };
         let mut session = shared.lock();
         session.running = false;

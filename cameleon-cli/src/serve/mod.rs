@@ -4,9 +4,10 @@
 //! One page (HTML, CSS and JS embedded in the binary: no build step, works offline) over a
 //! JSON API and a server-sent event stream. The engine lives in one [`Session`] behind a mutex;
 //! handlers that change it run on tokio's blocking pool. Engine events go to an outbox that a
-//! flusher drains every [`FLUSH_MS`] ms: it sends them, then one `state` event with the new
-//! state, to every subscriber — so a 10 000-step run costs the page one redraw per flush, not
-//! one per step.
+//! flusher drains every [`FLUSH_MS`] ms: it sends them (at most [`MAX_EVENTS_PER_FLUSH`], the
+//! older ones of a burst summed up in one `coalesced` event), then one `state` event with the
+//! new state, to every subscriber — so a 10 000-step run costs the page one redraw per flush,
+//! not one per step.
 //!
 //! Security: the server listens on 127.0.0.1 unless `--bind` says otherwise, and then requires
 //! `--token`, checked on every request (header `Authorization: Bearer T`, or `?token=T` for the
@@ -31,6 +32,10 @@ pub(crate) use session::{Outbox, Session};
 
 /// How often engine events and the state go out to the page, in milliseconds.
 pub const FLUSH_MS: u64 = 40;
+
+/// Most engine events one flush sends: past it, the oldest of the flush are summed up in one
+/// `{"event":"coalesced","skipped":N}` message, so a fast run does not flood the page.
+pub const MAX_EVENTS_PER_FLUSH: usize = 256;
 
 /// `cameleon serve`.
 #[derive(Debug, Args)]
@@ -84,19 +89,38 @@ impl Shared {
 
     /// Sends what happened since the last flush: the engine events, then the state.
     pub(crate) fn flush(&self) {
-        let events = std::mem::take(&mut *self.outbox.lock().unwrap_or_else(PoisonError::into_inner));
-        if events.is_empty() && !self.dirty.swap(false, Ordering::SeqCst) {
+        if self.outbox_empty() && !self.dirty.load(Ordering::SeqCst) {
             return;
         }
+        let session = self.lock();
+        self.flush_with(&session);
+    }
+
+    fn outbox_empty(&self) -> bool {
+        self.outbox
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_empty()
+    }
+
+    /// [`flush`](Self::flush) with the session already locked (a run flushes between its
+    /// slices: it holds the engine, so nobody else could).
+    pub(crate) fn flush_with(&self, session: &Session) {
+        let events = std::mem::take(&mut *self.outbox.lock().unwrap_or_else(PoisonError::into_inner));
         self.dirty.store(false, Ordering::SeqCst);
-        let mut batch: Vec<Message> = events
-            .iter()
-            .map(|e| Message {
+        let skipped = events.len().saturating_sub(MAX_EVENTS_PER_FLUSH);
+        let mut batch: Vec<Message> = Vec::with_capacity(events.len() - skipped + 2);
+        if skipped > 0 {
+            batch.push(Message {
                 name: None,
-                data: serde_json::to_string(e).unwrap_or_default(),
-            })
-            .collect();
-        let mut state = self.lock().state_json();
+                data: serde_json::json!({"event": "coalesced", "skipped": skipped}).to_string(),
+            });
+        }
+        batch.extend(events[skipped..].iter().map(|e| Message {
+            name: None,
+            data: serde_json::to_string(e).unwrap_or_default(),
+        }));
+        let mut state = session.state_json();
         if let serde_json::Value::Object(m) = &mut state {
             // When the state left the server, for the page's event-to-screen latency.
             m.insert("sent_ms".into(), serde_json::json!(now_ms()));

@@ -8,6 +8,7 @@ const $ = (id) => document.getElementById(id);
 // What tests and the curious can read: when the page was first ready, event-to-screen latency.
 const stats = (window.cameleon = {
   readyAt: null,
+  streamVersion: -1, // the newest state that came through the event stream
   renders: 0,
   events: 0,
   latency: { count: 0, last: 0, max: 0, sum: 0 },
@@ -461,7 +462,9 @@ function connect() {
   };
   es.addEventListener("state", (m) => {
     try {
-      receive(JSON.parse(m.data));
+      const s = JSON.parse(m.data);
+      stats.streamVersion = Math.max(stats.streamVersion, s.version);
+      receive(s);
     } catch (_) {}
   });
 }
