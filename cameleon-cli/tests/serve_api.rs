@@ -202,7 +202,12 @@ fn an_invalid_file_opens_with_its_problems_and_save_writes_only_a_valid_canonica
         .collect();
     assert_eq!(at_6.len(), 1, "{src}");
     assert!(at_6[0]["message"].as_str().unwrap().contains("no output `out_dat`"), "{src}");
-    assert_eq!(get(&addr, "/api/svg").0, 409);
+    // The Visual view shows what could be read: both operators, not the broken connection.
+    let (code, svg) = get(&addr, "/api/svg");
+    assert_eq!(code, 200);
+    let svg = svg.as_str().unwrap();
+    assert!(svg.contains("<g data-op=\"a\">") && svg.contains("<g data-op=\"b\">"), "{svg}");
+    assert!(!svg.contains("data-conn"), "{svg}");
     let (_, s) = get(&addr, "/api/state");
     assert_eq!(s["valid"], false);
     assert_eq!(post(&addr, "/api/step", "").0, 409);
@@ -219,6 +224,7 @@ fn an_invalid_file_opens_with_its_problems_and_save_writes_only_a_valid_canonica
     // A valid text is saved in canonical form, comment block kept, and served.
     let good = bad.replace("out_dat,", "out_data,");
     let (code, r) = post(&addr, "/api/save", &json!({"text": good}).to_string());
+    assert!(get(&addr, "/api/svg").1.as_str().unwrap().contains("data-conn=\"a.out_data -&gt; b.in_data\""));
     assert_eq!(code, 200, "{r}");
     let written = std::fs::read_to_string(&file).unwrap();
     assert_eq!(r["text"], written.as_str());
@@ -289,6 +295,18 @@ fn every_subscriber_gets_the_engine_events_and_the_state() {
             "each subscriber sees the step's engine events, then the state"
         );
     }
+}
+
+#[test]
+fn a_file_that_is_not_even_yaml_has_nothing_to_draw() {
+    let dir = scratch("not-yaml");
+    let file = dir.join("net.cm");
+    std::fs::write(&file, "operators: [\n").unwrap();
+    let (_p, addr) = serve(&file, &[]);
+    let (code, e) = get(&addr, "/api/svg");
+    assert_eq!(code, 409);
+    assert!(e["error"].as_str().unwrap().contains("nothing to draw"), "{e}");
+    assert!(!get(&addr, "/api/source").1["problems"].as_array().unwrap().is_empty());
 }
 
 #[test]

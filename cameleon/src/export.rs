@@ -132,36 +132,146 @@ fn box_height(inputs: usize, outputs: usize) -> f64 {
     (inputs.max(outputs) as f64 * PORT_STEP + 24.0).max(48.0)
 }
 
-/// Top-left corner of each operator: its `x`/`y` when every operator has one, else a layered
-/// (Sugiyama) layout left to right by the `layout-rs` crate — loops are broken for ranking,
-/// long connections routed through virtual nodes, crossings reduced.
-pub fn positions(net: &Net) -> Vec<(f64, f64)> {
-    let ops = net.operators();
-    if !ops.is_empty() && ops.iter().all(|o| o.pos.is_some()) {
-        let pos: Vec<(f64, f64)> = ops.iter().map(|o| o.pos.unwrap_or_default()).collect();
-        let min_x = pos.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
-        let min_y = pos.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-        return pos
-            .into_iter()
-            .map(|(x, y)| (x - min_x + MARGIN, y - min_y + MARGIN))
-            .collect();
-    }
-    layered(net).unwrap_or_else(|| {
-        // The layout crate refused the graph (it asserts on shapes it cannot handle): one
-        // column, in declaration order, rather than no drawing.
-        let mut y = MARGIN;
-        ops.iter()
-            .map(|o| {
-                let at = (MARGIN, y);
-                y += box_height(o.spec.inputs.len(), o.spec.outputs.len()) + ROW_GAP;
-                at
-            })
-            .collect()
-    })
+/// What [`svg`] draws: operators with their ports, connections between ports, each with its
+/// data type. [`Diagram::of`] builds it from a net; a tool may build one by hand — `cameleon
+/// serve` sketches what it could read of a file that is not a valid net yet.
+#[derive(Clone, Debug, Default)]
+pub struct Diagram {
+    /// The title.
+    pub name: String,
+    /// The operators, in declaration order.
+    pub ops: Vec<DiagramOp>,
+    /// The connections.
+    pub conns: Vec<DiagramConn>,
 }
 
-/// The layered layout of `net` (top-left corners), or `None` if the layout crate panicked.
-fn layered(net: &Net) -> Option<Vec<(f64, f64)>> {
+/// An operator of a [`Diagram`].
+#[derive(Clone, Debug)]
+pub struct DiagramOp {
+    /// Instance name (`data-op`).
+    pub name: String,
+    /// The second line of its box (its type's label).
+    pub label: String,
+    /// Its type id (in the tooltip).
+    pub type_id: String,
+    /// Drawn as flow control.
+    pub structural: bool,
+    /// Input ports: name and type.
+    pub inputs: Vec<(String, &'static TypeInfo)>,
+    /// Output ports: name and type.
+    pub outputs: Vec<(String, &'static TypeInfo)>,
+    /// Its position, if it has one.
+    pub pos: Option<(f64, f64)>,
+}
+
+/// A connection of a [`Diagram`].
+#[derive(Clone, Debug)]
+pub struct DiagramConn {
+    /// `a.out -> b.in` (`data-conn`).
+    pub name: String,
+    /// Producer: operator index, output port index.
+    pub from: (usize, usize),
+    /// Consumer: operator index, input port index.
+    pub to: (usize, usize),
+    /// The data type (its colour).
+    pub ty: &'static TypeInfo,
+}
+
+impl Diagram {
+    /// The diagram of `net`.
+    pub fn of(net: &Net) -> Self {
+        Diagram {
+            name: net.name().to_owned(),
+            ops: net
+                .operators()
+                .iter()
+                .map(|o| DiagramOp {
+                    name: o.name.clone(),
+                    label: o.display_label().to_owned(),
+                    type_id: o.spec.type_id.to_string(),
+                    structural: o.spec.family == Family::Structural,
+                    inputs: o
+                        .spec
+                        .inputs
+                        .iter()
+                        .zip(&o.in_types)
+                        .map(|(p, t)| (p.name.to_string(), *t))
+                        .collect(),
+                    outputs: o
+                        .spec
+                        .outputs
+                        .iter()
+                        .zip(&o.out_types)
+                        .map(|(p, t)| (p.name.to_string(), *t))
+                        .collect(),
+                    pos: o.pos,
+                })
+                .collect(),
+            conns: net
+                .connections()
+                .iter()
+                .map(|c| DiagramConn {
+                    name: c.name.clone(),
+                    from: (c.from.op.index(), c.from.port as usize),
+                    to: (c.to.op.index(), c.to.port as usize),
+                    ty: c.ty,
+                })
+                .collect(),
+        }
+    }
+
+    fn heights(&self) -> Vec<f64> {
+        self.ops
+            .iter()
+            .map(|o| box_height(o.inputs.len(), o.outputs.len()))
+            .collect()
+    }
+
+    /// Top-left corner of each operator: its `x`/`y` when every operator has one, else a
+    /// layered (Sugiyama) layout left to right by the `layout-rs` crate — loops are broken for
+    /// ranking, long connections routed through virtual nodes, crossings reduced.
+    pub fn positions(&self) -> Vec<(f64, f64)> {
+        let ops = &self.ops;
+        if !ops.is_empty() && ops.iter().all(|o| o.pos.is_some()) {
+            let pos: Vec<(f64, f64)> = ops.iter().map(|o| o.pos.unwrap_or_default()).collect();
+            let min_x = pos.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
+            let min_y = pos.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
+            return pos
+                .into_iter()
+                .map(|(x, y)| (x - min_x + MARGIN, y - min_y + MARGIN))
+                .collect();
+        }
+        let heights = self.heights();
+        let edges: Vec<(usize, usize)> = self.conns.iter().map(|c| (c.from.0, c.to.0)).collect();
+        layered(&heights, &edges).unwrap_or_else(|| {
+            // The layout crate refused the graph (it asserts on shapes it cannot handle): one
+            // column, in declaration order, rather than no drawing.
+            let mut y = MARGIN;
+            heights
+                .iter()
+                .map(|h| {
+                    let at = (MARGIN, y);
+                    y += h + ROW_GAP;
+                    at
+                })
+                .collect()
+        })
+    }
+
+    /// The diagram as a standalone SVG drawing (see [`svg`]).
+    pub fn svg(&self) -> String {
+        render(self)
+    }
+}
+
+/// Top-left corner of each operator of `net` (see [`Diagram::positions`]).
+pub fn positions(net: &Net) -> Vec<(f64, f64)> {
+    Diagram::of(net).positions()
+}
+
+/// The layered layout of boxes of heights `heights` linked by `edges` (top-left corners), or
+/// `None` if the layout crate panicked.
+fn layered(heights: &[f64], edges: &[(usize, usize)]) -> Option<Vec<(f64, f64)>> {
     use layout::backends::svg::SVGWriter;
     use layout::core::base::Orientation;
     use layout::core::geometry::Point;
@@ -169,19 +279,9 @@ fn layered(net: &Net) -> Option<Vec<(f64, f64)>> {
     use layout::std_shapes::shapes::{Arrow, Element, ShapeKind};
     use layout::topo::layout::VisualGraph;
 
-    let ops = net.operators();
-    if ops.is_empty() {
+    if heights.is_empty() {
         return Some(Vec::new());
     }
-    let heights: Vec<f64> = ops
-        .iter()
-        .map(|o| box_height(o.spec.inputs.len(), o.spec.outputs.len()))
-        .collect();
-    let edges: Vec<(usize, usize)> = net
-        .connections()
-        .iter()
-        .map(|c| (c.from.op.index(), c.to.op.index()))
-        .collect();
     let run = || {
         let mut vg = VisualGraph::new(Orientation::LeftToRight);
         let handles: Vec<_> = heights
@@ -196,7 +296,7 @@ fn layered(net: &Net) -> Option<Vec<(f64, f64)>> {
                 ))
             })
             .collect();
-        for &(from, to) in &edges {
+        for &(from, to) in edges {
             vg.add_edge(Arrow::simple(""), handles[from], handles[to]);
         }
         // The crate draws as it lays out; the drawing is ours, so its own is dropped.
@@ -217,14 +317,19 @@ fn layered(net: &Net) -> Option<Vec<(f64, f64)>> {
         .fold(f64::INFINITY, f64::min);
     let min_y = centers
         .iter()
-        .zip(&heights)
+        .zip(heights)
         .map(|(p, h)| p.1 - h / 2.0)
         .fold(f64::INFINITY, f64::min);
     Some(
         centers
             .iter()
-            .zip(&heights)
-            .map(|(&(x, y), h)| (x - BOX_W / 2.0 - min_x + MARGIN, y - h / 2.0 - min_y + MARGIN))
+            .zip(heights)
+            .map(|(&(x, y), h)| {
+                (
+                    x - BOX_W / 2.0 - min_x + MARGIN,
+                    y - h / 2.0 - min_y + MARGIN,
+                )
+            })
             .collect(),
     )
 }
@@ -236,12 +341,13 @@ fn layered(net: &Net) -> Option<Vec<(f64, f64)>> {
 /// TO.PORT" data-state="EMPTY" data-type="TYPE">` (the initial marking; `cameleon serve` keeps
 /// `data-state` current).
 pub fn svg(net: &Net) -> String {
-    let pos = positions(net);
-    let ops = net.operators();
-    let heights: Vec<f64> = ops
-        .iter()
-        .map(|o| box_height(o.spec.inputs.len(), o.spec.outputs.len()))
-        .collect();
+    render(&Diagram::of(net))
+}
+
+fn render(d: &Diagram) -> String {
+    let pos = d.positions();
+    let ops = &d.ops;
+    let heights = d.heights();
     let width = pos
         .iter()
         .map(|p| p.0 + BOX_W + MARGIN)
@@ -251,10 +357,10 @@ pub fn svg(net: &Net) -> String {
         .zip(&heights)
         .map(|(p, h)| p.1 + h)
         .fold(0.0, f64::max);
-    let back_edges = net
-        .connections()
+    let back_edges = d
+        .conns
         .iter()
-        .filter(|c| pos[c.to.op.index()].0 <= pos[c.from.op.index()].0 + BOX_W + 20.0)
+        .filter(|c| pos[c.to.0].0 <= pos[c.from.0].0 + BOX_W + 20.0)
         .count();
     let mut lane_y = bottom + 20.0;
     let height = (bottom + 20.0 + back_edges as f64 * 8.0 + MARGIN).max(100.0);
@@ -267,19 +373,13 @@ pub fn svg(net: &Net) -> String {
         s,
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" font-family=\"Helvetica, Arial, sans-serif\">"
     );
-    let _ = writeln!(s, "  <title>{}</title>", xml_escape(net.name()));
-    s.push_str("  <defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"context-stroke\"/></marker></defs>\n");
+    let _ = writeln!(s, "  <title>{}</title>", xml_escape(&d.name));
+    s.push_str("  <defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"12\" markerHeight=\"12\" orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"context-stroke\"/></marker></defs>\n");
     s.push_str("  <rect width=\"100%\" height=\"100%\" fill=\"#fbfcfe\"/>\n");
-    for c in net.connections() {
-        let (f, t) = (c.from.op.index(), c.to.op.index());
-        let (x1, y1) = (
-            pos[f].0 + BOX_W,
-            port_y(f, c.from.port as usize, ops[f].spec.outputs.len()),
-        );
-        let (x2, y2) = (
-            pos[t].0,
-            port_y(t, c.to.port as usize, ops[t].spec.inputs.len()),
-        );
+    for c in &d.conns {
+        let (f, t) = (c.from.0, c.to.0);
+        let (x1, y1) = (pos[f].0 + BOX_W, port_y(f, c.from.1, ops[f].outputs.len()));
+        let (x2, y2) = (pos[t].0, port_y(t, c.to.1, ops[t].inputs.len()));
         let d = if x2 > x1 + 20.0 {
             let bend = ((x2 - x1) / 2.0).max(40.0);
             format!(
@@ -315,16 +415,13 @@ pub fn svg(net: &Net) -> String {
     for (i, o) in ops.iter().enumerate() {
         let (x, y) = pos[i];
         let h = heights[i];
-        let stroke = match o.spec.family {
-            Family::Structural => "#5b6b86",
-            Family::Behavioral => "#2d3748",
-        };
+        let stroke = if o.structural { "#5b6b86" } else { "#2d3748" };
         let _ = writeln!(
             s,
             "  <g data-op=\"{}\"><title>{} ({})</title><rect x=\"{x:.1}\" y=\"{y:.1}\" width=\"{BOX_W}\" height=\"{h:.1}\" rx=\"8\" fill=\"#ffffff\" stroke=\"{stroke}\" stroke-width=\"1.5\"/>",
             xml_escape(&o.name),
             xml_escape(&o.name),
-            xml_escape(&o.spec.type_id),
+            xml_escape(&o.type_id),
         );
         let _ = writeln!(
             s,
@@ -338,27 +435,27 @@ pub fn svg(net: &Net) -> String {
             "    <text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\" font-size=\"10\" fill=\"#4a5568\">{}</text>",
             x + BOX_W / 2.0,
             y + h / 2.0 + 12.0,
-            xml_escape(o.display_label())
+            xml_escape(&o.label)
         );
-        for (p, port) in o.spec.inputs.iter().enumerate() {
-            let py = port_y(i, p, o.spec.inputs.len());
+        for (p, (name, ty)) in o.inputs.iter().enumerate() {
+            let py = port_y(i, p, o.inputs.len());
             let _ = writeln!(
                 s,
                 "    <circle cx=\"{x:.1}\" cy=\"{py:.1}\" r=\"4\" fill=\"{}\"><title>{} : {}</title></circle>",
-                color(o.in_types[p]),
-                xml_escape(&port.name),
-                xml_escape(o.in_types[p].name)
+                color(ty),
+                xml_escape(name),
+                xml_escape(ty.name)
             );
         }
-        for (p, port) in o.spec.outputs.iter().enumerate() {
-            let py = port_y(i, p, o.spec.outputs.len());
+        for (p, (name, ty)) in o.outputs.iter().enumerate() {
+            let py = port_y(i, p, o.outputs.len());
             let _ = writeln!(
                 s,
                 "    <circle cx=\"{:.1}\" cy=\"{py:.1}\" r=\"4\" fill=\"{}\"><title>{} : {}</title></circle>",
                 x + BOX_W,
-                color(o.out_types[p]),
-                xml_escape(&port.name),
-                xml_escape(o.out_types[p].name)
+                color(ty),
+                xml_escape(name),
+                xml_escape(ty.name)
             );
         }
         s.push_str("  </g>\n");

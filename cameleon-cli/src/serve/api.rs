@@ -182,10 +182,21 @@ async fn svg(State(s): State<Shared_>) -> Response {
             cameleon::export::svg(cvm.net()),
         )
             .into_response(),
-        None => error(
-            StatusCode::CONFLICT,
-            "the served file is not a valid net: there is nothing to draw yet",
-        ),
+        // Not a valid net yet: what could be read of it, marked as a sketch.
+        None => match session.sketch() {
+            Some(svg) => (
+                [
+                    (header::CONTENT_TYPE, "image/svg+xml"),
+                    (header::HeaderName::from_static("x-cameleon-sketch"), "1"),
+                ],
+                svg,
+            )
+                .into_response(),
+            None => error(
+                StatusCode::CONFLICT,
+                "the served file is not readable as a net: there is nothing to draw yet",
+            ),
+        },
     }
 }
 

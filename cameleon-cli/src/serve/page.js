@@ -30,7 +30,7 @@ async function api(method, path, body) {
   });
   const ct = r.headers.get("Content-Type") || "";
   const data = ct.includes("json") ? await r.json() : await r.text();
-  return { ok: r.ok, status: r.status, data };
+  return { ok: r.ok, status: r.status, data, headers: r.headers };
 }
 
 function withToken(path) {
@@ -286,6 +286,13 @@ async function loadSvg() {
     return false;
   }
   box.innerHTML = r.data;
+  if (r.headers.get("X-Cameleon-Sketch")) {
+    const p = document.createElement("p");
+    p.className = "note sketch";
+    p.textContent =
+      "The file is not a valid net yet: this is what could be read of it. Fix the problems in the Code view and Save.";
+    box.insertBefore(p, box.firstChild);
+  }
   typesOfConn = {};
   const legend = {};
   for (const p of box.querySelectorAll("path[data-conn]")) {

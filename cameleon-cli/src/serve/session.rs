@@ -94,6 +94,11 @@ impl Session {
         Ok(s)
     }
 
+    /// What can be drawn of the served text when it is not a valid net (see [`sketch`]).
+    pub(crate) fn sketch(&self) -> Option<String> {
+        sketch(&self.loader(), &self.text)
+    }
+
     fn loader(&self) -> Loader<'static> {
         let mut l = Loader::new().allow_outside(self.allow_outside);
         if let Some(dir) = self.path.parent() {
@@ -402,6 +407,81 @@ impl Session {
             "depth": cvm.depth(),
         })
     }
+}
+
+/// What can be drawn of a `.cm` text that is not a valid net: every operator it declares (with
+/// its type's ports when the type is known, built from its params when they are valid), and
+/// every connection between ports that exist. `None` when the text is not even readable YAML
+/// of the `.cm` shape.
+pub(crate) fn sketch(loader: &Loader<'_>, text: &str) -> Option<String> {
+    use cameleon::BuildContext;
+    use cameleon::catalogue::Catalogue;
+    use cameleon::export::{Diagram, DiagramConn, DiagramOp};
+    use cameleon::types::PortType as _;
+
+    let file = loader.parse_str(text).ok()?;
+    let catalogue = Catalogue::global();
+    let any = cameleon::Any::INFO;
+    let mut d = Diagram {
+        name: file.name.clone().unwrap_or_default(),
+        ..Diagram::default()
+    };
+    for o in &file.operators {
+        let type_id = o.type_.clone().unwrap_or_default();
+        let spec = catalogue.get(&type_id).map(|e| {
+            o.params
+                .as_ref()
+                .and_then(|p| (e.build)(p, &BuildContext::default()).ok())
+                .map_or_else(|| (e.spec)(), |op| op.spec())
+        });
+        let ports = |ps: &[cameleon::PortSpec]| -> Vec<(String, &'static cameleon::TypeInfo)> {
+            ps.iter()
+                .map(|p| {
+                    let ty = match p.ty {
+                        cameleon::TypeRef::Is(t) => t,
+                        cameleon::TypeRef::Var(_) => any,
+                    };
+                    (p.name.to_string(), ty)
+                })
+                .collect()
+        };
+        d.ops.push(DiagramOp {
+            name: o.id.clone(),
+            label: spec
+                .as_ref()
+                .map_or_else(|| format!("unknown type `{type_id}`"), |s| s.label.to_string()),
+            type_id: type_id.clone(),
+            structural: spec
+                .as_ref()
+                .is_some_and(|s| s.family == cameleon::Family::Structural),
+            inputs: spec.as_ref().map(|s| ports(&s.inputs)).unwrap_or_default(),
+            outputs: spec.as_ref().map(|s| ports(&s.outputs)).unwrap_or_default(),
+            pos: o.x.zip(o.y),
+        });
+    }
+    let find = |end: &str, outputs: bool| -> Option<(usize, usize, &'static cameleon::TypeInfo)> {
+        let (op, port) = end.trim().split_once('.')?;
+        let i = d.ops.iter().position(|o| o.name == op)?;
+        let ports = if outputs { &d.ops[i].outputs } else { &d.ops[i].inputs };
+        let p = ports.iter().position(|(n, _)| n == port)?;
+        Some((i, p, ports[p].1))
+    };
+    let conns: Vec<DiagramConn> = file
+        .connections
+        .iter()
+        .filter_map(|c| {
+            let (fo, fp, ty) = find(&c.from, true)?;
+            let (to, tp, _) = find(&c.to, false)?;
+            Some(DiagramConn {
+                name: format!("{} -> {}", c.from.trim(), c.to.trim()),
+                from: (fo, fp),
+                to: (to, tp),
+                ty,
+            })
+        })
+        .collect();
+    d.conns = conns;
+    Some(d.svg())
 }
 
 fn shorten(s: &str) -> String {
