@@ -37,12 +37,10 @@ impl Answers {
             a.push(op.trim(), Given::Text(value.to_owned()));
         }
         if let Some(path) = file {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                format!("cannot read the answers file `{}`: {e}", path.display())
-            })?;
-            let json: Json = serde_json::from_str(&text).map_err(|e| {
-                format!("the answers file `{}` is not JSON: {e}", path.display())
-            })?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read the answers file `{}`: {e}", path.display()))?;
+            let json: Json = serde_json::from_str(&text)
+                .map_err(|e| format!("the answers file `{}` is not JSON: {e}", path.display()))?;
             let Json::Object(map) = json else {
                 return Err(format!(
                     "the answers file `{}` must hold one JSON object, {{\"OP\": VALUE, …}}",
@@ -71,7 +69,9 @@ impl Answers {
                 } else {
                     format!("the operators that ask are: {}", asking.join(", "))
                 };
-                return Err(format!("cannot answer `{op}`: it asks no question ({hint})"));
+                return Err(format!(
+                    "cannot answer `{op}`: it asks no question ({hint})"
+                ));
             };
             for g in given {
                 let r = match g {

@@ -122,7 +122,10 @@ impl RunReport {
             EndState::Waiting { waiting } => {
                 s.push_str("  waiting for an answer:\n");
                 for w in waiting {
-                    s.push_str(&format!("  - `{}` asks: {} ({})\n", w.op, w.prompt, w.ty.name));
+                    s.push_str(&format!(
+                        "  - `{}` asks: {} ({})\n",
+                        w.op, w.prompt, w.ty.name
+                    ));
                 }
                 if let Some(w) = waiting.first() {
                     s.push_str(&format!(

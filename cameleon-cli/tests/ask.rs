@@ -47,7 +47,10 @@ fn a_run_without_answers_stops_waiting_with_exit_6() {
     assert_eq!(text.status.code(), Some(6));
     let out = String::from_utf8_lossy(&text.stdout);
     assert!(out.contains("review: WAITING after 2 steps"), "{out}");
-    assert!(out.contains("`approve` asks: Send this letter? (DataBool)"), "{out}");
+    assert!(
+        out.contains("`approve` asks: Send this letter? (DataBool)"),
+        "{out}"
+    );
     assert!(out.contains("--answer approve=VALUE"), "{out}");
 }
 
@@ -62,16 +65,33 @@ fn answers_on_the_command_line_complete_the_run() {
         "--answer",
         "approve=no",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let v = json_of(&o);
     assert_eq!(v["sinks"]["reviewers"], json!(["Ada"]));
-    assert_eq!(v["sinks"]["kept"], json!(["Dear Grace, the pipeline is ready."]));
+    assert_eq!(
+        v["sinks"]["kept"],
+        json!(["Dear Grace, the pipeline is ready."])
+    );
     assert_eq!(v["sinks"]["sent"], json!([]));
 
     // One answer of two: still waiting, for the other only.
-    let o = cameleon(&["run", &example("ask.cm"), "--json", "--answer", "reviewer=Ada"]);
+    let o = cameleon(&[
+        "run",
+        &example("ask.cm"),
+        "--json",
+        "--answer",
+        "reviewer=Ada",
+    ]);
     assert_eq!(o.status.code(), Some(6));
-    assert_eq!(json_of(&o)["waiting"], json!([{"op": "approve", "prompt": "Send this letter?"}]));
+    assert_eq!(
+        json_of(&o)["waiting"],
+        json!([{"op": "approve", "prompt": "Send this letter?"}])
+    );
 }
 
 #[test]
@@ -80,10 +100,24 @@ fn answers_from_a_json_file() {
     std::fs::create_dir_all(&dir).unwrap();
     let f = dir.join("answers.json");
     std::fs::write(&f, r#"{"approve": true, "reviewer": "Grace"}"#).unwrap();
-    let o = cameleon(&["run", &example("ask.cm"), "--json", "--answers", f.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = cameleon(&[
+        "run",
+        &example("ask.cm"),
+        "--json",
+        "--answers",
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     let v = json_of(&o);
-    assert_eq!(v["sinks"]["sent"], json!(["Dear Grace, the pipeline is ready."]));
+    assert_eq!(
+        v["sinks"]["sent"],
+        json!(["Dear Grace, the pipeline is ready."])
+    );
     assert_eq!(v["sinks"]["reviewers"], json!(["Grace"]));
 
     std::fs::write(&f, r#"{"approve": "sure"}"#).unwrap();
@@ -100,12 +134,18 @@ fn a_bad_answer_is_a_clear_error_naming_the_fix() {
     let o = cameleon(&["run", &example("ask.cm"), "--answer", "approve=maybe"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("`maybe` is not a DataBool: answer yes or no"), "{err}");
+    assert!(
+        err.contains("`maybe` is not a DataBool: answer yes or no"),
+        "{err}"
+    );
 
     let o = cameleon(&["run", &example("ask.cm"), "--answer", "draft=x"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("cannot answer `draft`: it asks no question"), "{err}");
+    assert!(
+        err.contains("cannot answer `draft`: it asks no question"),
+        "{err}"
+    );
     assert!(err.contains("approve, reviewer"), "{err}");
 
     let o = cameleon(&["run", &example("ask.cm"), "--answer", "approve"]);
@@ -131,11 +171,23 @@ fn on_a_terminal_the_questions_are_asked_until_answered_well() {
     let code = cameleon_cli::run_cli(["cameleon", "run", &example("ask.cm"), "--json"], &mut io);
     let err = String::from_utf8_lossy(&stderr);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("`approve` shows: \"Dear Grace, the pipeline is ready.\""), "{err}");
-    assert!(err.contains("Send this letter? [yes/no] (`approve`, empty to stop): "), "{err}");
-    assert!(err.contains("`maybe` is not a DataBool"), "the bad answer is refused: {err}");
+    assert!(
+        err.contains("`approve` shows: \"Dear Grace, the pipeline is ready.\""),
+        "{err}"
+    );
+    assert!(
+        err.contains("Send this letter? [yes/no] (`approve`, empty to stop): "),
+        "{err}"
+    );
+    assert!(
+        err.contains("`maybe` is not a DataBool"),
+        "the bad answer is refused: {err}"
+    );
     let v: Value = serde_json::from_slice(&stdout).unwrap();
-    assert_eq!(v["sinks"]["sent"], json!(["Dear Grace, the pipeline is ready."]));
+    assert_eq!(
+        v["sinks"]["sent"],
+        json!(["Dear Grace, the pipeline is ready."])
+    );
     assert_eq!(v["sinks"]["reviewers"], json!(["Ada"]));
 
     // An empty line stops asking: the run stays WAITING.

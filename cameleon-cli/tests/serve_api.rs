@@ -56,9 +56,18 @@ fn serve(file: &Path, args: &[&str]) -> (Proc, String) {
 }
 
 /// One HTTP/1.1 request; the status and the body (parsed as JSON when it is).
-fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, Value) {
+fn request(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Value) {
     let mut s = TcpStream::connect(addr).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }
@@ -69,7 +78,10 @@ fn request(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body:
     s.read_to_string(&mut raw).unwrap();
     let status: u16 = raw[9..12].parse().unwrap();
     let body = raw.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
-    (status, serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())))
+    (
+        status,
+        serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())),
+    )
 }
 
 const JSON: (&str, &str) = ("Content-Type", "application/json");
@@ -110,7 +122,10 @@ fn the_state_and_the_controls_follow_the_engine() {
     assert_eq!(s["step"], 3);
     assert_eq!(s["redo"], 6);
     let (_, s) = post(&addr, "/api/refire", "");
-    assert_eq!(s["branches"], 2, "re-firing from step 3 left the old future as a branch");
+    assert_eq!(
+        s["branches"], 2,
+        "re-firing from step 3 left the old future as a branch"
+    );
     let (_, s) = post(&addr, "/api/reset", "");
     assert_eq!(s["step"], 0);
     assert_eq!(s["redo"], 0);
@@ -121,15 +136,38 @@ fn malformed_requests_get_a_400_with_a_json_error() {
     let (_p, addr) = serve(&examples().join("ask.cm"), &[]);
     let (code, e) = request(&addr, "POST", "/api/step", &[], "");
     assert_eq!(code, 415, "{e}");
-    assert!(e["error"].as_str().unwrap().contains("Content-Type: application/json"));
-    let (code, e) = request(&addr, "POST", "/api/step", &[("Content-Type", "text/plain")], "x");
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .contains("Content-Type: application/json")
+    );
+    let (code, e) = request(
+        &addr,
+        "POST",
+        "/api/step",
+        &[("Content-Type", "text/plain")],
+        "x",
+    );
     assert_eq!(code, 415, "{e}");
     let (code, e) = post(&addr, "/api/step", "{not json");
     assert_eq!(code, 400);
-    assert!(e["error"].as_str().unwrap().starts_with("malformed request"), "{e}");
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("malformed request"),
+        "{e}"
+    );
     let (code, e) = post(&addr, "/api/provide/approve", r#"{"answer": true}"#);
     assert_eq!(code, 400);
-    assert!(e["error"].as_str().unwrap().contains("expected a JSON body {\"value\": …}"), "{e}");
+    assert!(
+        e["error"]
+            .as_str()
+            .unwrap()
+            .contains("expected a JSON body {\"value\": …}"),
+        "{e}"
+    );
     let (code, e) = post(&addr, "/api/goto", r#"{"step": "three"}"#);
     assert_eq!(code, 400, "{e}");
     let (code, e) = get(&addr, "/api/nothing");
@@ -145,19 +183,41 @@ fn an_answer_through_the_api_and_a_wrong_one() {
     assert_eq!(s["waiting"][0]["op"], "approve");
     assert_eq!(s["waiting"][0]["prompt"], "Send this letter?");
     assert_eq!(s["waiting"][0]["type"], "DataBool");
-    assert_eq!(s["waiting"][0]["context"], "\"Dear Grace, the pipeline is ready.\"");
+    assert_eq!(
+        s["waiting"][0]["context"],
+        "\"Dear Grace, the pipeline is ready.\""
+    );
     let (code, e) = post(&addr, "/api/provide/approve", r#"{"value": "yes"}"#);
     assert_eq!(code, 400);
-    assert!(e["error"].as_str().unwrap().contains("is not a DataBool"), "{e}");
-    assert_eq!(get(&addr, "/api/state").1["end"], "WAITING", "still waiting");
+    assert!(
+        e["error"].as_str().unwrap().contains("is not a DataBool"),
+        "{e}"
+    );
+    assert_eq!(
+        get(&addr, "/api/state").1["end"],
+        "WAITING",
+        "still waiting"
+    );
     let (code, e) = post(&addr, "/api/provide/draft", r#"{"value": "x"}"#);
     assert_eq!(code, 400);
-    assert!(e["error"].as_str().unwrap().contains("asks no question"), "{e}");
-    assert_eq!(post(&addr, "/api/provide/approve", r#"{"value": false}"#).0, 200);
-    assert_eq!(post(&addr, "/api/provide/reviewer", r#"{"value": "Ada"}"#).0, 200);
+    assert!(
+        e["error"].as_str().unwrap().contains("asks no question"),
+        "{e}"
+    );
+    assert_eq!(
+        post(&addr, "/api/provide/approve", r#"{"value": false}"#).0,
+        200
+    );
+    assert_eq!(
+        post(&addr, "/api/provide/reviewer", r#"{"value": "Ada"}"#).0,
+        200
+    );
     let (_, s) = post(&addr, "/api/run", "");
     assert_eq!(s["end"], "COMPLETED");
-    assert_eq!(s["values"]["send.out_false -> kept.in_data"], "\"Dear Grace, the pipeline is ready.\"");
+    assert_eq!(
+        s["values"]["send.out_false -> kept.in_data"],
+        "\"Dear Grace, the pipeline is ready.\""
+    );
 }
 
 #[test]
@@ -165,18 +225,51 @@ fn a_token_is_required_on_every_request_when_given() {
     let (_p, addr) = serve(&examples().join("fork_join.cm"), &["--token", "s3cret"]);
     assert_eq!(get(&addr, "/api/state").0, 401);
     assert_eq!(get(&addr, "/").0, 401);
-    assert_eq!(request(&addr, "GET", "/api/state", &[("Authorization", "Bearer wrong!")], "").0, 401);
-    assert_eq!(request(&addr, "GET", "/api/state", &[("Authorization", "Bearer s3cret")], "").0, 200);
+    assert_eq!(
+        request(
+            &addr,
+            "GET",
+            "/api/state",
+            &[("Authorization", "Bearer wrong!")],
+            ""
+        )
+        .0,
+        401
+    );
+    assert_eq!(
+        request(
+            &addr,
+            "GET",
+            "/api/state",
+            &[("Authorization", "Bearer s3cret")],
+            ""
+        )
+        .0,
+        200
+    );
     assert_eq!(get(&addr, "/api/state?token=s3cret").0, 200);
     assert_eq!(get(&addr, "/?token=s3cret").0, 200);
-    let (code, _) = request(&addr, "POST", "/api/step", &[JSON, ("Authorization", "Bearer s3cret")], "");
+    let (code, _) = request(
+        &addr,
+        "POST",
+        "/api/step",
+        &[JSON, ("Authorization", "Bearer s3cret")],
+        "",
+    );
     assert_eq!(code, 200);
 }
 
 #[test]
 fn binding_beyond_loopback_requires_a_token() {
     let o = Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args(["serve", examples().join("fork_join.cm").to_str().unwrap(), "--bind", "0.0.0.0", "--port", "0"])
+        .args([
+            "serve",
+            examples().join("fork_join.cm").to_str().unwrap(),
+            "--bind",
+            "0.0.0.0",
+            "--port",
+            "0",
+        ])
         .stdin(Stdio::null())
         .output()
         .unwrap();
@@ -201,40 +294,75 @@ fn an_invalid_file_opens_with_its_problems_and_save_writes_only_a_valid_canonica
         .filter(|p| p["line"] == 6)
         .collect();
     assert_eq!(at_6.len(), 1, "{src}");
-    assert!(at_6[0]["message"].as_str().unwrap().contains("no output `out_dat`"), "{src}");
+    assert!(
+        at_6[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no output `out_dat`"),
+        "{src}"
+    );
     // The Visual view shows what could be read: both operators, not the broken connection.
     let (code, svg) = get(&addr, "/api/svg");
     assert_eq!(code, 200);
     let svg = svg.as_str().unwrap();
-    assert!(svg.contains("<g data-op=\"a\">") && svg.contains("<g data-op=\"b\">"), "{svg}");
+    assert!(
+        svg.contains("<g data-op=\"a\">") && svg.contains("<g data-op=\"b\">"),
+        "{svg}"
+    );
     assert!(!svg.contains("data-conn"), "{svg}");
     let (_, s) = get(&addr, "/api/state");
     assert_eq!(s["valid"], false);
     assert_eq!(post(&addr, "/api/step", "").0, 409);
 
     // Check while typing: problems with their lines, nothing written.
-    let (_, c) = post(&addr, "/api/check", &json!({"text": "operators: [}"}).to_string());
+    let (_, c) = post(
+        &addr,
+        "/api/check",
+        &json!({"text": "operators: [}"}).to_string(),
+    );
     assert_eq!(c["valid"], false);
     assert!(c["problems"][0]["line"].as_u64().is_some());
     // Save refuses an invalid text and leaves the file alone.
     let (code, e) = post(&addr, "/api/save", &json!({"text": bad}).to_string());
     assert_eq!(code, 400);
-    assert!(e["problems"].as_array().unwrap().iter().any(|p| p["line"] == 6), "{e}");
+    assert!(
+        e["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["line"] == 6),
+        "{e}"
+    );
     assert_eq!(std::fs::read_to_string(&file).unwrap(), bad);
     // A valid text is saved in canonical form, comment block kept, and served.
     let good = bad.replace("out_dat,", "out_data,");
     let (code, r) = post(&addr, "/api/save", &json!({"text": good}).to_string());
-    assert!(get(&addr, "/api/svg").1.as_str().unwrap().contains("data-conn=\"a.out_data -&gt; b.in_data\""));
+    assert!(
+        get(&addr, "/api/svg")
+            .1
+            .as_str()
+            .unwrap()
+            .contains("data-conn=\"a.out_data -&gt; b.in_data\"")
+    );
     assert_eq!(code, 200, "{r}");
     let written = std::fs::read_to_string(&file).unwrap();
     assert_eq!(r["text"], written.as_str());
-    assert!(written.starts_with("# a comment kept by Save\n"), "{written}");
-    assert!(written.contains("  - from: a.out_data\n    to: b.in_data\n"), "canonical: {written}");
+    assert!(
+        written.starts_with("# a comment kept by Save\n"),
+        "{written}"
+    );
+    assert!(
+        written.contains("  - from: a.out_data\n    to: b.in_data\n"),
+        "canonical: {written}"
+    );
     assert_eq!(r["state"]["valid"], true);
     assert_eq!(get(&addr, "/api/svg").0, 200);
     assert_eq!(post(&addr, "/api/run", "").1["end"], "COMPLETED");
     // Only the served file is ever written.
-    let files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(files, ["net.cm"]);
 }
 
@@ -271,7 +399,11 @@ fn wait_for_state(stream: &mut BufReader<TcpStream>, n: u64) -> Vec<String> {
 fn subscribe(addr: &str) -> BufReader<TcpStream> {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    write!(s, "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET /api/events HTTP/1.1\r\nHost: {addr}\r\nAccept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
     let mut r = BufReader::new(s);
     let mut line = String::new();
     r.read_line(&mut line).unwrap();
@@ -291,7 +423,12 @@ fn every_subscriber_gets_the_engine_events_and_the_state() {
         let events = wait_for_state(s, 1);
         assert_eq!(
             events,
-            ["step_started", "firing_started", "firing_finished", "step_committed"],
+            [
+                "step_started",
+                "firing_started",
+                "firing_finished",
+                "step_committed"
+            ],
             "each subscriber sees the step's engine events, then the state"
         );
     }
@@ -305,14 +442,27 @@ fn a_file_that_is_not_even_yaml_has_nothing_to_draw() {
     let (_p, addr) = serve(&file, &[]);
     let (code, e) = get(&addr, "/api/svg");
     assert_eq!(code, 409);
-    assert!(e["error"].as_str().unwrap().contains("nothing to draw"), "{e}");
-    assert!(!get(&addr, "/api/source").1["problems"].as_array().unwrap().is_empty());
+    assert!(
+        e["error"].as_str().unwrap().contains("nothing to draw"),
+        "{e}"
+    );
+    assert!(
+        !get(&addr, "/api/source").1["problems"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
 }
 
 #[test]
 fn a_journal_is_refused_until_journaled_runs_exist() {
     let o = Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args(["serve", examples().join("fork_join.cm").to_str().unwrap(), "--journal", "runs.db"])
+        .args([
+            "serve",
+            examples().join("fork_join.cm").to_str().unwrap(),
+            "--journal",
+            "runs.db",
+        ])
         .stdin(Stdio::null())
         .output()
         .unwrap();

@@ -205,12 +205,22 @@ async fn the_page_steps_and_goes_back_in_step_with_the_engine() {
     let second = c.new_window(true).await.unwrap();
     c.switch_to_window(second.handle.clone()).await.unwrap();
     c.goto(&url).await.unwrap();
-    until(&c, "the second tab ready", "document.body.dataset.ready === '1'").await;
+    until(
+        &c,
+        "the second tab ready",
+        "document.body.dataset.ready === '1'",
+    )
+    .await;
     c.switch_to_window(first).await.unwrap();
 
     for k in 1..=3 {
         click(&c, "#step").await;
-        until(&c, &format!("step {k}"), &format!("document.body.dataset.step === '{k}'")).await;
+        until(
+            &c,
+            &format!("step {k}"),
+            &format!("document.body.dataset.step === '{k}'"),
+        )
+        .await;
     }
     click(&c, "#back").await;
     until(&c, "back at step 2", "document.body.dataset.step === '2'").await;
@@ -224,7 +234,11 @@ async fn the_page_steps_and_goes_back_in_step_with_the_engine() {
     cvm.step().unwrap();
     cvm.step().unwrap();
     let shown = page_states(&c).await;
-    assert_eq!(shown.as_object().unwrap().len(), names.len(), "one path per connection: {shown}");
+    assert_eq!(
+        shown.as_object().unwrap().len(),
+        names.len(),
+        "one path per connection: {shown}"
+    );
     for name in &names {
         let expected = match cvm.state_of(name).unwrap().state {
             cameleon::ConnState::Empty => "EMPTY",
@@ -244,15 +258,29 @@ async fn the_page_steps_and_goes_back_in_step_with_the_engine() {
 
     // The second tab saw the same, through events alone.
     c.switch_to_window(second.handle).await.unwrap();
-    until(&c, "the second tab at step 2", "document.body.dataset.step === '2'").await;
+    until(
+        &c,
+        "the second tab at step 2",
+        "document.body.dataset.step === '2'",
+    )
+    .await;
     settled(&c).await;
-    assert_eq!(page_states(&c).await, shown, "the second tab shows the same marking");
+    assert_eq!(
+        page_states(&c).await,
+        shown,
+        "the second tab shows the same marking"
+    );
     c.close_window().await.unwrap();
     let remaining = c.windows().await.unwrap();
     c.switch_to_window(remaining[0].clone()).await.unwrap();
 
     // The timeline lists the steps; clicking step 1 goes there.
-    until(&c, "the timeline", "document.querySelector('#timeline li[data-step=\"2\"].current')").await;
+    until(
+        &c,
+        "the timeline",
+        "document.querySelector('#timeline li[data-step=\"2\"].current')",
+    )
+    .await;
     click(&c, "#timeline li[data-step=\"1\"]").await;
     until(&c, "step 1", "document.body.dataset.step === '1'").await;
 
@@ -260,7 +288,11 @@ async fn the_page_steps_and_goes_back_in_step_with_the_engine() {
     click(&c, "#view-code").await;
     let text = std::fs::read_to_string(&file).unwrap();
     let edited = text.replacen("from: copy.out_a", "from: copy.out_x", 1);
-    let line = edited.lines().position(|l| l.contains("copy.out_x")).unwrap() + 1;
+    let line = edited
+        .lines()
+        .position(|l| l.contains("copy.out_x"))
+        .unwrap()
+        + 1;
     c.execute(
         "const e = document.getElementById('editor'); e.value = arguments[0]; e.dispatchEvent(new Event('input'));",
         vec![json!(edited)],
@@ -275,7 +307,9 @@ async fn the_page_steps_and_goes_back_in_step_with_the_engine() {
     .await;
     let problem = js(
         &c,
-        &format!("return document.querySelector('#problems li[data-line=\"{line}\"]').textContent;"),
+        &format!(
+            "return document.querySelector('#problems li[data-line=\"{line}\"]').textContent;"
+        ),
     )
     .await;
     let problem = problem.as_str().unwrap();
@@ -298,9 +332,23 @@ async fn an_ask_is_answered_through_the_page() {
     until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
 
     click(&c, "#run").await;
-    until(&c, "WAITING", "document.getElementById('status').textContent.includes('WAITING')").await;
-    until(&c, "the question", "document.querySelector('.ask[data-op=\"approve\"]')").await;
-    let context = js(&c, "return document.querySelector('.ask[data-op=\"approve\"] .context').textContent;").await;
+    until(
+        &c,
+        "WAITING",
+        "document.getElementById('status').textContent.includes('WAITING')",
+    )
+    .await;
+    until(
+        &c,
+        "the question",
+        "document.querySelector('.ask[data-op=\"approve\"]')",
+    )
+    .await;
+    let context = js(
+        &c,
+        "return document.querySelector('.ask[data-op=\"approve\"] .context').textContent;",
+    )
+    .await;
     assert_eq!(context, json!("\"Dear Grace, the pipeline is ready.\""));
     screenshot(&c, "ask_waiting.png").await;
 
@@ -313,19 +361,40 @@ async fn an_ask_is_answered_through_the_page() {
     .unwrap();
     until(&c, "the refusal", "window.refused").await;
     let refused = js(&c, "return window.refused.error;").await;
-    assert!(refused.as_str().unwrap().contains("is not a DataBool"), "{refused}");
+    assert!(
+        refused.as_str().unwrap().contains("is not a DataBool"),
+        "{refused}"
+    );
     assert_eq!(server_state(&c).await["end"], "WAITING");
 
-    click(&c, ".ask[data-op=\"approve\"] .provide[data-value=\"true\"]").await;
+    click(
+        &c,
+        ".ask[data-op=\"approve\"] .provide[data-value=\"true\"]",
+    )
+    .await;
     until(&c, "the reviewer's question alone", "document.querySelectorAll('.ask').length === 1 && document.querySelector('.ask[data-op=\"reviewer\"]')").await;
-    let input = c.find(Locator::Css(".ask[data-op=\"reviewer\"] input.answer")).await.unwrap();
+    let input = c
+        .find(Locator::Css(".ask[data-op=\"reviewer\"] input.answer"))
+        .await
+        .unwrap();
     input.send_keys("Ada").await.unwrap();
     click(&c, ".ask[data-op=\"reviewer\"] .provide").await;
-    until(&c, "COMPLETED", "document.getElementById('status').textContent.includes('COMPLETED')").await;
+    until(
+        &c,
+        "COMPLETED",
+        "document.getElementById('status').textContent.includes('COMPLETED')",
+    )
+    .await;
     let state = settled(&c).await;
     assert_eq!(state["end"], "COMPLETED");
-    assert_eq!(state["values"]["reviewer.out_data -> reviewers.in_data"], json!("\"Ada\""));
-    assert_eq!(state["values"]["send.out_true -> sent.in_data"], json!("\"Dear Grace, the pipeline is ready.\""));
+    assert_eq!(
+        state["values"]["reviewer.out_data -> reviewers.in_data"],
+        json!("\"Ada\"")
+    );
+    assert_eq!(
+        state["values"]["send.out_true -> sent.in_data"],
+        json!("\"Dear Grace, the pipeline is ready.\"")
+    );
     screenshot(&c, "ask_answered.png").await;
 
     // Going back over the answers and forward again replays them: nobody is asked.
@@ -333,7 +402,12 @@ async fn an_ask_is_answered_through_the_page() {
         click(&c, "#back").await;
     }
     click(&c, "#run").await;
-    until(&c, "COMPLETED again", "document.getElementById('status').textContent.includes('COMPLETED')").await;
+    until(
+        &c,
+        "COMPLETED again",
+        "document.getElementById('status').textContent.includes('COMPLETED')",
+    )
+    .await;
     assert_eq!(settled(&c).await["waiting"], json!([]));
     c.close().await.unwrap();
 }
@@ -344,7 +418,9 @@ fn big_net(n: usize) -> String {
     let chains = 12;
     let per = (n - 2 - chains) / chains;
     let mut ops = String::from("  - {id: src, type: source, params: {value: x}}\n");
-    ops.push_str(&format!("  - {{id: split, type: fork, params: {{arity: {chains}}}}}\n"));
+    ops.push_str(&format!(
+        "  - {{id: split, type: fork, params: {{arity: {chains}}}}}\n"
+    ));
     let mut conns = String::from("  - {from: src.out_data, to: split.in_data}\n");
     for c in 0..chains {
         let letter = (b'a' + c as u8) as char;
@@ -374,7 +450,11 @@ async fn performance_figures_of_the_page() {
     c.goto(&url).await.unwrap();
     until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
     let ready = js(&c, "return window.cameleon.readyAt;").await;
-    let drawn = js(&c, "return document.querySelectorAll('#visual g[data-op]').length;").await;
+    let drawn = js(
+        &c,
+        "return document.querySelectorAll('#visual g[data-op]').length;",
+    )
+    .await;
     assert_eq!(drawn, json!(ops));
     eprintln!("figure: page ready for a {ops}-operator net: {ready} ms after navigation start");
     screenshot(&c, "big_net.png").await;
@@ -392,18 +472,36 @@ async fn performance_figures_of_the_page() {
     until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
     js(&c, "window.cameleon.latency = {count: 0, last: 0, max: 0, sum: 0}; window.cameleon.renders = 0; return 0;").await;
     click(&c, "#run").await;
-    until(&c, "COMPLETED", "document.getElementById('status').textContent.includes('COMPLETED')").await;
+    until(
+        &c,
+        "COMPLETED",
+        "document.getElementById('status').textContent.includes('COMPLETED')",
+    )
+    .await;
     let state = settled(&c).await;
     let steps = state["step"].as_u64().unwrap();
     assert!(steps >= 10_000, "{steps} steps");
     // The final state also comes through the event stream, and is drawn.
     let v = state["version"].as_u64().unwrap();
-    until(&c, "the final state from the stream", &format!("window.cameleon.streamVersion >= {v}")).await;
-    until(&c, "the final state drawn", &format!("Number(document.body.dataset.version) >= {v}")).await;
+    until(
+        &c,
+        "the final state from the stream",
+        &format!("window.cameleon.streamVersion >= {v}"),
+    )
+    .await;
+    until(
+        &c,
+        "the final state drawn",
+        &format!("Number(document.body.dataset.version) >= {v}"),
+    )
+    .await;
     let stats = js(&c, "return window.cameleon;").await;
     // Bursts are coalesced: the page gets at most 256 engine events per flush, not 4 per step.
     let events = stats["events"].as_u64().unwrap();
-    assert!(events > 0 && events < steps, "{events} engine events for {steps} steps: {stats}");
+    assert!(
+        events > 0 && events < steps,
+        "{events} engine events for {steps} steps: {stats}"
+    );
     let renders = stats["renders"].as_u64().unwrap();
     let l = &stats["latency"];
     let count = l["count"].as_u64().unwrap().max(1);

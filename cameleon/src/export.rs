@@ -489,7 +489,11 @@ mod tests {
         let pos = positions(&net);
         for c in net.connections() {
             let (a, b) = (pos[c.from.op.index()], pos[c.to.op.index()]);
-            assert!(b.0 >= a.0 + BOX_W, "{} is not right of its producer: {pos:?}", c.name);
+            assert!(
+                b.0 >= a.0 + BOX_W,
+                "{} is not right of its producer: {pos:?}",
+                c.name
+            );
         }
     }
 

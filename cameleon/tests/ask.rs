@@ -3,7 +3,7 @@
 //! recorded, so going back and forward never asks again.
 
 use cameleon::prelude::*;
-use cameleon::verify::{VerifyOptions, Verdict, verify};
+use cameleon::verify::{Verdict, VerifyOptions, verify};
 use cameleon::{ProvideError, Waiting};
 
 /// `name` asks for a text, a second `ask` (with its question's context) for a yes/no.
@@ -33,8 +33,14 @@ fn a_run_waits_for_every_unanswered_ask_then_goes_on() {
         panic!("expected WAITING, got {end}");
     };
     assert_eq!(
-        waiting.iter().map(|w| (w.op.as_str(), w.prompt.as_str(), w.ty.name)).collect::<Vec<_>>(),
-        [("name", "Who signs?", "DataString"), ("ok", "Send it?", "DataBool")]
+        waiting
+            .iter()
+            .map(|w| (w.op.as_str(), w.prompt.as_str(), w.ty.name))
+            .collect::<Vec<_>>(),
+        [
+            ("name", "Who signs?", "DataString"),
+            ("ok", "Send it?", "DataBool")
+        ]
     );
     assert_eq!(
         serde_json::to_value(&end).unwrap(),
@@ -67,8 +73,14 @@ fn an_answer_of_the_wrong_type_is_refused_and_the_run_stays_waiting() {
     let e = cvm
         .provide("ok", Value::new(DataString("yes".into())))
         .unwrap_err();
-    assert!(e.to_string().contains("the answer is a DataString, but the question expects a DataBool"), "{e}");
-    let e = cvm.provide_json("ok", serde_json::json!("yes")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the answer is a DataString, but the question expects a DataBool"),
+        "{e}"
+    );
+    let e = cvm
+        .provide_json("ok", serde_json::json!("yes"))
+        .unwrap_err();
     assert!(e.to_string().contains("is not a DataBool"), "{e}");
     let e = cvm.provide_text("sent", "x").unwrap_err();
     assert!(e.to_string().contains("`sent` asks no question"), "{e}");
@@ -84,7 +96,11 @@ fn back_and_replay_never_ask_again() {
     let mut cvm = Cvm::new(Net::from_cm(REVIEW).unwrap());
     cvm.provide_text("name", "Grace").unwrap();
     cvm.provide_json("ok", serde_json::json!(false)).unwrap();
-    assert_eq!(cvm.run().unwrap(), EndState::Completed, "answers given in advance");
+    assert_eq!(
+        cvm.run().unwrap(),
+        EndState::Completed,
+        "answers given in advance"
+    );
     let end_marking = cvm.marking();
     let depth = cvm.depth();
     cvm.rewind();
@@ -113,7 +129,11 @@ fn refire_after_back_with_a_new_answer_takes_another_branch() {
     cvm.refire().unwrap();
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(cvm.received("out")[0].to_json(), "blue");
-    assert_eq!(cvm.branches().len(), 2, "the `red` future is kept as a branch");
+    assert_eq!(
+        cvm.branches().len(),
+        2,
+        "the `red` future is kept as a branch"
+    );
 }
 
 #[test]
@@ -185,7 +205,11 @@ connections:
             }]
         }
     );
-    assert_eq!(cvm.received("out_s").len(), 1, "the other branch ran to its sink");
+    assert_eq!(
+        cvm.received("out_s").len(),
+        1,
+        "the other branch ran to its sink"
+    );
     cvm.provide_text("q", "Ada").unwrap();
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
 }
@@ -231,7 +255,12 @@ connections:
 "#,
     )
     .unwrap_err();
-    assert!(mismatch.to_string().contains("mismatch") || serde_json::to_string(mismatch.problems()).unwrap().contains("DataString"));
+    assert!(
+        mismatch.to_string().contains("mismatch")
+            || serde_json::to_string(mismatch.problems())
+                .unwrap()
+                .contains("DataString")
+    );
 }
 
 #[test]

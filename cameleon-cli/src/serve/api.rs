@@ -152,7 +152,10 @@ async fn not_found(req: Request) -> Response {
 
 fn text(content_type: &'static str, body: &'static str) -> Response {
     (
-        [(header::CONTENT_TYPE, content_type), (header::CACHE_CONTROL, "no-store")],
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
         body,
     )
         .into_response()
@@ -205,7 +208,10 @@ struct HistoryQuery {
     limit: Option<usize>,
 }
 
-async fn history(State(s): State<Shared_>, q: Result<Query<HistoryQuery>, axum::extract::rejection::QueryRejection>) -> Response {
+async fn history(
+    State(s): State<Shared_>,
+    q: Result<Query<HistoryQuery>, axum::extract::rejection::QueryRejection>,
+) -> Response {
     let limit = match q {
         Ok(Query(q)) => q.limit.unwrap_or(500),
         Err(e) => return error(StatusCode::BAD_REQUEST, e.body_text()),
@@ -270,7 +276,10 @@ async fn with_session(
     match r {
         Ok(Ok(state)) => axum::Json(state).into_response(),
         Ok(Err(refusal)) => refused(refusal),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("the engine task failed: {e}")),
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the engine task failed: {e}"),
+        ),
     }
 }
 
@@ -390,7 +399,10 @@ async fn run(State(s): State<Shared_>, body: Bytes) -> Response {
     match r {
         Ok(Ok(state)) => axum::Json(state).into_response(),
         Ok(Err(refusal)) => refused(refusal),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("the run failed: {e}")),
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("the run failed: {e}"),
+        ),
     }
 }
 
@@ -433,7 +445,10 @@ struct Text {
     text: String,
 }
 
-async fn check(State(s): State<Shared_>, body: Result<axum::Json<Text>, JsonRejection>) -> Response {
+async fn check(
+    State(s): State<Shared_>,
+    body: Result<axum::Json<Text>, JsonRejection>,
+) -> Response {
     let t = match body {
         Ok(axum::Json(t)) => t,
         Err(e) => return bad_json(&e, "{\"text\": \"…\"}"),
@@ -474,7 +489,10 @@ async fn save(State(s): State<Shared_>, body: Result<axum::Json<Text>, JsonRejec
             axum::Json(json!({"error": refusal.message, "problems": problems})),
         )
             .into_response(),
-        Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, format!("saving failed: {e}")),
+        Err(e) => error(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("saving failed: {e}"),
+        ),
     }
 }
 
@@ -482,7 +500,10 @@ async fn save(State(s): State<Shared_>, body: Result<axum::Json<Text>, JsonRejec
 fn bad_json(e: &JsonRejection, expected: &str) -> Response {
     error(
         StatusCode::BAD_REQUEST,
-        format!("malformed request: {}; expected a JSON body {expected}", e.body_text()),
+        format!(
+            "malformed request: {}; expected a JSON body {expected}",
+            e.body_text()
+        ),
     )
 }
 

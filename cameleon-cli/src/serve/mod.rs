@@ -106,7 +106,8 @@ impl Shared {
     /// [`flush`](Self::flush) with the session already locked (a run flushes between its
     /// slices: it holds the engine, so nobody else could).
     pub(crate) fn flush_with(&self, session: &Session) {
-        let events = std::mem::take(&mut *self.outbox.lock().unwrap_or_else(PoisonError::into_inner));
+        let events =
+            std::mem::take(&mut *self.outbox.lock().unwrap_or_else(PoisonError::into_inner));
         self.dirty.store(false, Ordering::SeqCst);
         let skipped = events.len().saturating_sub(MAX_EVENTS_PER_FLUSH);
         let mut batch: Vec<Message> = Vec::with_capacity(events.len() - skipped + 2);
@@ -203,7 +204,11 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         .as_ref()
         .map(|t| format!("?token={t}"))
         .unwrap_or_default();
-    writeln!(io.stdout, "serving {} on http://{local}/{query}", a.file.display())?;
+    writeln!(
+        io.stdout,
+        "serving {} on http://{local}/{query}",
+        a.file.display()
+    )?;
     io.stdout.flush()?;
     let app = api::router(Arc::clone(&shared));
     let flusher = Arc::clone(&shared);

@@ -77,7 +77,11 @@ pub(crate) fn problems_json(e: &CmError) -> Vec<Json> {
 
 impl Session {
     /// Loads `path`; an invalid file gives a session with its problems and no engine.
-    pub(crate) fn open(path: PathBuf, allow_outside: bool, outbox: Outbox) -> std::io::Result<Self> {
+    pub(crate) fn open(
+        path: PathBuf,
+        allow_outside: bool,
+        outbox: Outbox,
+    ) -> std::io::Result<Self> {
         let text = std::fs::read_to_string(&path)?;
         let mut s = Session {
             path,
@@ -271,7 +275,11 @@ impl Session {
 
     /// Goes to step `step` of the current path (back, or forward by replay), after switching
     /// to branch number `branch` (an index into the history's branches) if given.
-    pub(crate) fn goto(&mut self, branch: Option<usize>, step: Option<usize>) -> Result<(), Refused> {
+    pub(crate) fn goto(
+        &mut self,
+        branch: Option<usize>,
+        step: Option<usize>,
+    ) -> Result<(), Refused> {
         self.idle()?;
         self.touch();
         let cvm = self.cvm()?;
@@ -447,9 +455,10 @@ pub(crate) fn sketch(loader: &Loader<'_>, text: &str) -> Option<String> {
         };
         d.ops.push(DiagramOp {
             name: o.id.clone(),
-            label: spec
-                .as_ref()
-                .map_or_else(|| format!("unknown type `{type_id}`"), |s| s.label.to_string()),
+            label: spec.as_ref().map_or_else(
+                || format!("unknown type `{type_id}`"),
+                |s| s.label.to_string(),
+            ),
             type_id: type_id.clone(),
             structural: spec
                 .as_ref()
@@ -462,7 +471,11 @@ pub(crate) fn sketch(loader: &Loader<'_>, text: &str) -> Option<String> {
     let find = |end: &str, outputs: bool| -> Option<(usize, usize, &'static cameleon::TypeInfo)> {
         let (op, port) = end.trim().split_once('.')?;
         let i = d.ops.iter().position(|o| o.name == op)?;
-        let ports = if outputs { &d.ops[i].outputs } else { &d.ops[i].inputs };
+        let ports = if outputs {
+            &d.ops[i].outputs
+        } else {
+            &d.ops[i].inputs
+        };
         let p = ports.iter().position(|(n, _)| n == port)?;
         Some((i, p, ports[p].1))
     };

@@ -59,12 +59,12 @@ mod outcome;
 mod query;
 mod step;
 
+pub use ask::ProvideError;
 use bits::{Bits, Scratch};
 pub use builder::CvmBuilder;
 pub use cancel::CancelToken;
 pub use events::{Event, Observer};
 use outcome::Advance;
-pub use ask::ProvideError;
 pub use outcome::{
     BackError, CheckoutError, ConnView, EndState, Marking, RunError, Step, StepError, Stuck,
     StuckReason, Waiting,

@@ -142,14 +142,20 @@ mod tests {
         assert!(e.message.contains("not a DataBool"), "{e}");
         assert!(e.message.contains("yes or no"), "{e}");
         let j = Question::new("data?", DataJSON::INFO);
-        assert_eq!(j.from_text("[1,2]").unwrap().to_json(), serde_json::json!([1, 2]));
+        assert_eq!(
+            j.from_text("[1,2]").unwrap().to_json(),
+            serde_json::json!([1, 2])
+        );
         assert!(j.from_text("[1,").is_err());
     }
 
     #[test]
     fn json_answers_must_have_the_question_type() {
         let b = Question::new("ok?", DataBool::INFO);
-        assert_eq!(b.from_json(serde_json::json!(true)).unwrap().to_json(), true);
+        assert_eq!(
+            b.from_json(serde_json::json!(true)).unwrap().to_json(),
+            true
+        );
         let e = b.from_json(serde_json::json!("yes")).unwrap_err();
         assert!(e.message.contains("`\"yes\"` is not a DataBool"), "{e}");
         let s = Question::new("name?", DataString::INFO);

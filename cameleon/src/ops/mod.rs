@@ -17,11 +17,11 @@ mod io;
 mod structural;
 pub mod test_expr;
 
+pub use ask::Ask;
 pub use data::{
     BinaryToString, Chunker, Counter, Format, JsonGet, JsonParse, JsonStringify, Predicate,
     Template, Transform, chunk_text, fill_template, json_path, text_of,
 };
-pub use ask::Ask;
 pub use delay::Delay;
 pub use io::{Const, FileAccess, FileLoader, JsonFile, Sink, Source, TextFile};
 pub use structural::{
