@@ -518,3 +518,33 @@ async fn performance_figures_of_the_page() {
     );
     c.close().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_file_opens_on_the_code_view_with_its_problems() {
+    let dir = scratch("invalid");
+    let file = dir.join("broken.cm");
+    let text = std::fs::read_to_string(examples().join("fork_join.cm"))
+        .unwrap()
+        .replacen("type: format", "type: formatt", 1);
+    std::fs::write(&file, &text).unwrap();
+    let line = text.lines().position(|l| l.contains("formatt")).unwrap() + 1;
+    let (_server, url) = serve(&file);
+    let (_driver, c) = browser("invalid").await;
+    c.goto(&url).await.unwrap();
+    until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
+    assert_eq!(js(&c, "return document.body.dataset.view;").await, "code");
+    let problem = js(
+        &c,
+        &format!("return document.querySelector('#problems li[data-line=\"{line}\"]').textContent;"),
+    )
+    .await;
+    assert!(problem.as_str().unwrap().contains("unknown operator type `formatt`"), "{problem}");
+    // The Visual view shows what could be read: every operator, as a sketch.
+    click(&c, "#view-split").await;
+    let drawn = js(&c, "return document.querySelectorAll('#visual g[data-op]').length;").await;
+    assert_eq!(drawn, json!(9));
+    let note = js(&c, "return document.querySelector('#visual .sketch').textContent;").await;
+    assert!(note.as_str().unwrap().contains("not a valid net yet"), "{note}");
+    screenshot(&c, "invalid_split.png").await;
+    c.close().await.unwrap();
+}
