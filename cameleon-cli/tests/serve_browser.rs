@@ -535,16 +535,35 @@ async fn an_invalid_file_opens_on_the_code_view_with_its_problems() {
     assert_eq!(js(&c, "return document.body.dataset.view;").await, "code");
     let problem = js(
         &c,
-        &format!("return document.querySelector('#problems li[data-line=\"{line}\"]').textContent;"),
+        &format!(
+            "return document.querySelector('#problems li[data-line=\"{line}\"]').textContent;"
+        ),
     )
     .await;
-    assert!(problem.as_str().unwrap().contains("unknown operator type `formatt`"), "{problem}");
+    assert!(
+        problem
+            .as_str()
+            .unwrap()
+            .contains("unknown operator type `formatt`"),
+        "{problem}"
+    );
     // The Visual view shows what could be read: every operator, as a sketch.
     click(&c, "#view-split").await;
-    let drawn = js(&c, "return document.querySelectorAll('#visual g[data-op]').length;").await;
+    let drawn = js(
+        &c,
+        "return document.querySelectorAll('#visual g[data-op]').length;",
+    )
+    .await;
     assert_eq!(drawn, json!(9));
-    let note = js(&c, "return document.querySelector('#visual .sketch').textContent;").await;
-    assert!(note.as_str().unwrap().contains("not a valid net yet"), "{note}");
+    let note = js(
+        &c,
+        "return document.querySelector('#visual .sketch').textContent;",
+    )
+    .await;
+    assert!(
+        note.as_str().unwrap().contains("not a valid net yet"),
+        "{note}"
+    );
     screenshot(&c, "invalid_split.png").await;
     c.close().await.unwrap();
 }

@@ -231,15 +231,23 @@ impl Diagram {
     /// layered (Sugiyama) layout left to right by the `layout-rs` crate — loops are broken for
     /// ranking, long connections routed through virtual nodes, crossings reduced.
     pub fn positions(&self) -> Vec<(f64, f64)> {
+        self.layout().0
+    }
+
+    /// The positions, and per connection the points a long connection passes through (the
+    /// layout's virtual nodes; none for a short one, or with given positions).
+    fn layout(&self) -> (Vec<(f64, f64)>, Vec<Vec<(f64, f64)>>) {
         let ops = &self.ops;
+        let none = || vec![Vec::new(); self.conns.len()];
         if !ops.is_empty() && ops.iter().all(|o| o.pos.is_some()) {
             let pos: Vec<(f64, f64)> = ops.iter().map(|o| o.pos.unwrap_or_default()).collect();
             let min_x = pos.iter().map(|p| p.0).fold(f64::INFINITY, f64::min);
             let min_y = pos.iter().map(|p| p.1).fold(f64::INFINITY, f64::min);
-            return pos
+            let pos = pos
                 .into_iter()
                 .map(|(x, y)| (x - min_x + MARGIN, y - min_y + MARGIN))
                 .collect();
+            return (pos, none());
         }
         let heights = self.heights();
         let edges: Vec<(usize, usize)> = self.conns.iter().map(|c| (c.from.0, c.to.0)).collect();
@@ -247,14 +255,15 @@ impl Diagram {
             // The layout crate refused the graph (it asserts on shapes it cannot handle): one
             // column, in declaration order, rather than no drawing.
             let mut y = MARGIN;
-            heights
+            let pos = heights
                 .iter()
                 .map(|h| {
                     let at = (MARGIN, y);
                     y += h + ROW_GAP;
                     at
                 })
-                .collect()
+                .collect();
+            (pos, none())
         })
     }
 
@@ -269,10 +278,75 @@ pub fn positions(net: &Net) -> Vec<(f64, f64)> {
     Diagram::of(net).positions()
 }
 
-/// The layered layout of boxes of heights `heights` linked by `edges` (top-left corners), or
-/// `None` if the layout crate panicked.
-fn layered(heights: &[f64], edges: &[(usize, usize)]) -> Option<Vec<(f64, f64)>> {
-    use layout::backends::svg::SVGWriter;
+/// Records where the layout crate would draw each connection: the points of its path, by the
+/// connection's index (passed as the arrow's properties).
+#[derive(Default)]
+struct Routes(Vec<(usize, Vec<(f64, f64)>)>);
+
+impl layout::core::format::RenderBackend for Routes {
+    fn draw_rect(
+        &mut self,
+        _: layout::core::geometry::Point,
+        _: layout::core::geometry::Point,
+        _: &layout::core::style::StyleAttr,
+        _: Option<String>,
+        _: Option<layout::core::format::ClipHandle>,
+    ) {
+    }
+    fn draw_line(
+        &mut self,
+        _: layout::core::geometry::Point,
+        _: layout::core::geometry::Point,
+        _: &layout::core::style::StyleAttr,
+        _: Option<String>,
+    ) {
+    }
+    fn draw_circle(
+        &mut self,
+        _: layout::core::geometry::Point,
+        _: layout::core::geometry::Point,
+        _: &layout::core::style::StyleAttr,
+        _: Option<String>,
+    ) {
+    }
+    fn draw_text(
+        &mut self,
+        _: layout::core::geometry::Point,
+        _: &str,
+        _: &layout::core::style::StyleAttr,
+    ) {
+    }
+    fn draw_arrow(
+        &mut self,
+        path: &[(layout::core::geometry::Point, layout::core::geometry::Point)],
+        _: bool,
+        _: (bool, bool),
+        _: &layout::core::style::StyleAttr,
+        properties: Option<String>,
+        _: &str,
+    ) {
+        if let Some(i) = properties.and_then(|p| p.parse().ok()) {
+            self.0
+                .push((i, path.iter().map(|(p, _)| (p.x, p.y)).collect()));
+        }
+    }
+    fn create_clip(
+        &mut self,
+        _: layout::core::geometry::Point,
+        _: layout::core::geometry::Point,
+        _: usize,
+    ) -> layout::core::format::ClipHandle {
+        0
+    }
+}
+
+/// The positions and routes.
+type Layout = (Vec<(f64, f64)>, Vec<Vec<(f64, f64)>>);
+
+/// The layered layout of boxes of heights `heights` linked by `edges`: top-left corners, and
+/// per edge the points it passes through between its ends (for a long edge, the virtual nodes
+/// the crate placed on the layers it crosses). `None` if the layout crate panicked.
+fn layered(heights: &[f64], edges: &[(usize, usize)]) -> Option<Layout> {
     use layout::core::base::Orientation;
     use layout::core::geometry::Point;
     use layout::core::style::StyleAttr;
@@ -280,7 +354,7 @@ fn layered(heights: &[f64], edges: &[(usize, usize)]) -> Option<Vec<(f64, f64)>>
     use layout::topo::layout::VisualGraph;
 
     if heights.is_empty() {
-        return Some(Vec::new());
+        return Some((Vec::new(), vec![Vec::new(); edges.len()]));
     }
     let run = || {
         let mut vg = VisualGraph::new(Orientation::LeftToRight);
@@ -296,21 +370,25 @@ fn layered(heights: &[f64], edges: &[(usize, usize)]) -> Option<Vec<(f64, f64)>>
                 ))
             })
             .collect();
-        for &(from, to) in edges {
-            vg.add_edge(Arrow::simple(""), handles[from], handles[to]);
+        for (i, &(from, to)) in edges.iter().enumerate() {
+            vg.add_edge(
+                Arrow::simple_with_properties("", i.to_string()),
+                handles[from],
+                handles[to],
+            );
         }
-        // The crate draws as it lays out; the drawing is ours, so its own is dropped.
-        let mut discard = SVGWriter::new();
-        vg.do_it(false, false, false, &mut discard);
-        handles
+        let mut routes = Routes::default();
+        vg.do_it(false, false, false, &mut routes);
+        let centers = handles
             .iter()
             .map(|&h| {
                 let c = vg.pos(h).center();
                 (c.x, c.y)
             })
-            .collect::<Vec<_>>()
+            .collect::<Vec<_>>();
+        (centers, routes.0)
     };
-    let centers = std::panic::catch_unwind(run).ok()?;
+    let (centers, drawn) = std::panic::catch_unwind(run).ok()?;
     let min_x = centers
         .iter()
         .map(|p| p.0 - BOX_W / 2.0)
@@ -320,18 +398,22 @@ fn layered(heights: &[f64], edges: &[(usize, usize)]) -> Option<Vec<(f64, f64)>>
         .zip(heights)
         .map(|(p, h)| p.1 - h / 2.0)
         .fold(f64::INFINITY, f64::min);
-    Some(
-        centers
-            .iter()
-            .zip(heights)
-            .map(|(&(x, y), h)| {
-                (
-                    x - BOX_W / 2.0 - min_x + MARGIN,
-                    y - h / 2.0 - min_y + MARGIN,
-                )
-            })
-            .collect(),
-    )
+    let shift = |(x, y): (f64, f64)| (x - min_x + MARGIN, y - min_y + MARGIN);
+    let pos = centers
+        .iter()
+        .zip(heights)
+        .map(|(&(x, y), h)| shift((x - BOX_W / 2.0, y - h / 2.0)))
+        .collect();
+    let mut routes = vec![Vec::new(); edges.len()];
+    for (i, path) in drawn {
+        if let Some(r) = routes.get_mut(i)
+            && path.len() > 2
+        {
+            // The ends are the boxes' own; the points between are the virtual nodes.
+            *r = path[1..path.len() - 1].iter().map(|&p| shift(p)).collect();
+        }
+    }
+    Some((pos, routes))
 }
 
 /// The net as a standalone SVG drawing: operators as boxes with their ports, connections as
@@ -345,7 +427,7 @@ pub fn svg(net: &Net) -> String {
 }
 
 fn render(d: &Diagram) -> String {
-    let pos = d.positions();
+    let (pos, routes) = d.layout();
     let ops = &d.ops;
     let heights = d.heights();
     let width = pos
@@ -376,17 +458,35 @@ fn render(d: &Diagram) -> String {
     let _ = writeln!(s, "  <title>{}</title>", xml_escape(&d.name));
     s.push_str("  <defs><marker id=\"arrow\" viewBox=\"0 0 10 10\" refX=\"9\" refY=\"5\" markerUnits=\"userSpaceOnUse\" markerWidth=\"12\" markerHeight=\"12\" orient=\"auto-start-reverse\"><path d=\"M 0 0 L 10 5 L 0 10 z\" fill=\"context-stroke\"/></marker></defs>\n");
     s.push_str("  <rect width=\"100%\" height=\"100%\" fill=\"#fbfcfe\"/>\n");
-    for c in &d.conns {
+    for (ci, c) in d.conns.iter().enumerate() {
         let (f, t) = (c.from.0, c.to.0);
         let (x1, y1) = (pos[f].0 + BOX_W, port_y(f, c.from.1, ops[f].outputs.len()));
         let (x2, y2) = (pos[t].0, port_y(t, c.to.1, ops[t].inputs.len()));
         let d = if x2 > x1 + 20.0 {
-            let bend = ((x2 - x1) / 2.0).max(40.0);
-            format!(
-                "M {x1:.1} {y1:.1} C {:.1} {y1:.1}, {:.1} {y2:.1}, {x2:.1} {y2:.1}",
-                x1 + bend,
-                x2 - bend
-            )
+            // Through the layout's virtual nodes (a long connection goes around the boxes of
+            // the layers it crosses), left to right, with horizontal tangents.
+            let mut via: Vec<(f64, f64)> = routes
+                .get(ci)
+                .map(|r| r.iter().copied().filter(|p| p.0 > x1 && p.0 < x2).collect())
+                .unwrap_or_default();
+            via.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut d = format!("M {x1:.1} {y1:.1}");
+            let mut at = (x1, y1);
+            for p in via.into_iter().chain([(x2, y2)]) {
+                let bend = ((p.0 - at.0) / 2.0).max(20.0);
+                let _ = write!(
+                    d,
+                    " C {:.1} {:.1}, {:.1} {:.1}, {:.1} {:.1}",
+                    at.0 + bend,
+                    at.1,
+                    p.0 - bend,
+                    p.1,
+                    p.0,
+                    p.1
+                );
+                at = p;
+            }
+            d
         } else {
             // A loop's back edge: out to the right, along a lane under the drawing, in from the
             // left.
@@ -518,6 +618,27 @@ mod tests {
                 assert!(apart, "operators {i} and {j} overlap: {pos:?}");
             }
         }
+    }
+
+    #[test]
+    fn a_long_connection_goes_through_the_layers_it_crosses() {
+        // `f.out_b -> j.in_b` skips the layer of `t`: it is routed through a virtual node there.
+        let net = Net::from_cm(
+            "operators:\n  - {id: s, type: source, params: {value: x}}\n  - {id: f, type: fork}\n  - {id: t, type: transform}\n  - {id: j, type: join}\n  - {id: out, type: sink}\nconnections:\n  - {from: s.out_data, to: f.in_data}\n  - {from: f.out_a, to: t.in_data}\n  - {from: t.out_data, to: j.in_a}\n  - {from: f.out_b, to: j.in_b}\n  - {from: j.out_data, to: out.in_data}\n",
+        )
+        .unwrap();
+        let svg = svg(&net);
+        let path = |conn: &str| {
+            let at = svg.find(&format!("data-conn=\"{conn}\"")).unwrap();
+            let d = &svg[at..];
+            let d = &d[d.find(" d=\"").unwrap() + 4..];
+            d[..d.find('"').unwrap()].to_owned()
+        };
+        assert_eq!(path("t.out_data -&gt; j.in_a").matches(" C ").count(), 1);
+        assert!(
+            path("f.out_b -&gt; j.in_b").matches(" C ").count() >= 2,
+            "{svg}"
+        );
     }
 
     #[test]
