@@ -1,4 +1,4 @@
-//! The `cameleon` command line: `run`, `check`, `fmt`, `catalogue`, `export`, `schema`
+//! The `cameleon` command line: `run`, `check`, `fmt`, `catalogue`, `export`, `serve`, `schema`
 //! (docs/cli.md has each command in detail).
 //!
 //! Everything terminal-facing lives in this crate — argument parsing, progress bars, diagnostics
@@ -90,7 +90,8 @@ Examples:
   cameleon check examples/digest.cm --json     validate, as JSON
   cameleon fmt examples/digest.cm --check      is the file in canonical form?
   cameleon catalogue --markdown                every operator type, for people and LLMs
-  cameleon export examples/digest.cm --svg > digest.svg";
+  cameleon export examples/digest.cm --svg > digest.svg
+  cameleon serve examples/fork_join.cm         watch it run, step it, answer its questions";
 
 /// Typed, reversible, verifiable pipelines: run, check, format and draw `.cm` files.
 #[derive(Debug, Parser)]

@@ -469,3 +469,54 @@ fn a_journal_is_refused_until_journaled_runs_exist() {
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("journaled runs are not available"));
 }
+
+#[test]
+fn pause_stops_a_run_where_it_is() {
+    let dir = scratch("pause");
+    let file = dir.join("spin.cm");
+    std::fs::write(
+        &file,
+        "name: spin\nconfig: {max_loop_iterations: 100000000}\noperators:\n  - {id: zero, type: const, params: {value: 0}}\n  - {id: loop, type: merge}\n  - {id: inc, type: counter}\n  - {id: check, type: guard, params: {continue_if: {lt: 100000000}}}\n  - {id: done, type: sink}\nconnections:\n  - {from: zero.out_data, to: loop.in_a}\n  - {from: check.out_continue, to: loop.in_b}\n  - {from: loop.out_data, to: inc.in_data}\n  - {from: inc.out_data, to: check.in_data}\n  - {from: check.out_exit, to: done.in_data}\n",
+    )
+    .unwrap();
+    let (_p, addr) = serve(&file, &[]);
+    let runner = {
+        let addr = addr.clone();
+        std::thread::spawn(move || post(&addr, "/api/run", ""))
+    };
+    // Wait until the run is under way (a state that says so), then pause it.
+    loop {
+        let (_, s) = get(&addr, "/api/state");
+        if s["running"] == true && s["step"].as_u64().unwrap() > 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert_eq!(
+        post(&addr, "/api/step", "").0,
+        409,
+        "no step while a run is in progress"
+    );
+    assert_eq!(post(&addr, "/api/pause", "").0, 200);
+    let (code, s) = runner.join().unwrap();
+    assert_eq!(code, 200);
+    assert_eq!(s["running"], false);
+    assert_eq!(s["end"], Value::Null, "paused, not ended: {s}");
+    let paused_at = s["step"].as_u64().unwrap();
+    assert!(paused_at > 0);
+    // Nothing moves while paused; a step goes on from there.
+    assert_eq!(get(&addr, "/api/state").1["step"], paused_at);
+    assert_eq!(post(&addr, "/api/step", "").1["step"], paused_at + 1);
+}
+
+#[test]
+fn serve_has_help_with_examples() {
+    let o = Command::new(env!("CARGO_BIN_EXE_cameleon"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Examples:\n  cameleon serve "), "{out}");
+    assert!(out.contains("--token"), "{out}");
+}
