@@ -520,3 +520,30 @@ fn serve_has_help_with_examples() {
     assert!(out.contains("Examples:\n  cameleon serve "), "{out}");
     assert!(out.contains("--token"), "{out}");
 }
+
+#[test]
+fn ctrl_c_stops_the_server_even_with_an_event_stream_open() {
+    let (mut p, addr) = serve(&examples().join("fork_join.cm"), &[]);
+    let mut stream = subscribe(&addr);
+    wait_for_state(&mut stream, 0);
+    let pid = p.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let mut status = None;
+    for _ in 0..600 {
+        if let Some(s) = p.0.try_wait().unwrap() {
+            status = Some(s);
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let status = status.expect("the server stopped after Ctrl-C");
+    assert_eq!(status.code(), Some(0));
+    drop(stream);
+    p.0 = Command::new("true").spawn().unwrap(); // nothing left to kill
+}

@@ -231,9 +231,12 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
                 None => std::future::pending().await,
             }
         };
-        axum::serve(listener, app)
-            .with_graceful_shutdown(stop)
-            .await
+        // Not a graceful shutdown: event streams never end by themselves, so waiting for them
+        // would wait for ever. Stopping drops every connection.
+        tokio::select! {
+            r = axum::serve(listener, app) => r,
+            () = stop => Ok(()),
+        }
     })?;
     // Open event streams would keep the runtime busy: drop it without waiting for them.
     rt.shutdown_timeout(Duration::from_millis(100));
