@@ -236,7 +236,7 @@ impl Diagram {
 
     /// The positions, and per connection the points a long connection passes through (the
     /// layout's virtual nodes; none for a short one, or with given positions).
-    fn layout(&self) -> (Vec<(f64, f64)>, Vec<Vec<(f64, f64)>>) {
+    fn layout(&self) -> Layout {
         let ops = &self.ops;
         let none = || vec![Vec::new(); self.conns.len()];
         if !ops.is_empty() && ops.iter().all(|o| o.pos.is_some()) {
