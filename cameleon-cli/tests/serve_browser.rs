@@ -564,6 +564,11 @@ async fn an_invalid_file_opens_on_the_code_view_with_its_problems() {
         note.as_str().unwrap().contains("not a valid net yet"),
         "{note}"
     );
+    // Nothing to step until the net is valid.
+    assert_eq!(
+        js(&c, "return document.getElementById('step').disabled;").await,
+        json!(true)
+    );
     screenshot(&c, "invalid_split.png").await;
     c.close().await.unwrap();
 }

@@ -97,12 +97,8 @@ function drawStatus(s) {
   st.className = s.end ? "end-" + s.end : "";
   $("pause").disabled = !s.running;
   for (const id of ["step", "back", "run", "reset", "refire"]) {
-    $(id).disabled = s.running || (!s.valid && !hasNet());
+    $(id).disabled = s.running || !s.engine;
   }
-}
-
-function hasNet() {
-  return !!$("visual").querySelector("svg");
 }
 
 let waitingKey = "";

@@ -339,6 +339,7 @@ impl Session {
             m.insert("waiting".into(), json!([]));
             m.insert("valid".into(), json!(false));
             m.insert("running".into(), json!(false));
+            m.insert("engine".into(), json!(false));
             return Json::Object(m);
         };
         let net = cvm.net();
@@ -382,6 +383,7 @@ impl Session {
         m.insert("branches".into(), json!(cvm.branches().len()));
         m.insert("valid".into(), json!(self.problems.is_empty()));
         m.insert("running".into(), json!(self.running));
+        m.insert("engine".into(), json!(true));
         Json::Object(m)
     }
 
