@@ -33,10 +33,11 @@ const RUN_BATCH: usize = 200;
 /// Longest a run holds the engine's lock at once.
 const RUN_SLICE: Duration = Duration::from_millis(15);
 
-type Shared_ = Arc<Shared>;
+/// What every handler gets: the shared session and channels.
+type App = Arc<Shared>;
 
 /// Every route of the server.
-pub(crate) fn router(shared: Shared_) -> Router {
+pub(crate) fn router(shared: App) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/page.js", get(script))
@@ -113,7 +114,7 @@ fn token_of(req: &Request) -> Option<String> {
 
 /// Checks every request: the token (when the server has one), and that a POST says its body
 /// is JSON.
-async fn guard(State(s): State<Shared_>, req: Request, next: Next) -> Response {
+async fn guard(State(s): State<App>, req: Request, next: Next) -> Response {
     if let Some(expected) = &s.token {
         let ok = token_of(&req).is_some_and(|t| same_secret(t.as_bytes(), expected.as_bytes()));
         if !ok {
@@ -173,11 +174,11 @@ async fn style() -> Response {
     text("text/css; charset=utf-8", STYLE)
 }
 
-async fn state(State(s): State<Shared_>) -> Response {
+async fn state(State(s): State<App>) -> Response {
     axum::Json(s.lock().state_json()).into_response()
 }
 
-async fn svg(State(s): State<Shared_>) -> Response {
+async fn svg(State(s): State<App>) -> Response {
     let session = s.lock();
     match session.cvm.as_ref() {
         Some(cvm) => (
@@ -209,7 +210,7 @@ struct HistoryQuery {
 }
 
 async fn history(
-    State(s): State<Shared_>,
+    State(s): State<App>,
     q: Result<Query<HistoryQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Response {
     let limit = match q {
@@ -219,7 +220,7 @@ async fn history(
     axum::Json(s.lock().history_json(limit)).into_response()
 }
 
-async fn source(State(s): State<Shared_>) -> Response {
+async fn source(State(s): State<App>) -> Response {
     let session = s.lock();
     axum::Json(json!({
         "file": session.path.display().to_string(),
@@ -231,7 +232,7 @@ async fn source(State(s): State<Shared_>) -> Response {
 
 /// The event stream: every message the flusher sends, to every subscriber; a subscriber that
 /// falls behind skips to the next state.
-async fn events(State(s): State<Shared_>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
+async fn events(State(s): State<App>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let rx = s.tx.subscribe();
     s.dirty.store(true, Ordering::SeqCst); // a new subscriber gets the state at the next flush
     let stream = stream::unfold(rx, |mut rx| async move {
@@ -262,7 +263,7 @@ async fn events(State(s): State<Shared_>) -> Sse<impl Stream<Item = Result<SseEv
 /// Runs `f` on the session in tokio's blocking pool (an operator may take its time), then
 /// answers with the new state.
 async fn with_session(
-    s: Shared_,
+    s: App,
     f: impl FnOnce(&mut Session) -> Result<(), Refused> + Send + 'static,
 ) -> Response {
     let shared = Arc::clone(&s);
@@ -295,28 +296,28 @@ fn no_body(body: &Bytes) -> Option<Response> {
     ))
 }
 
-async fn step(State(s): State<Shared_>, body: Bytes) -> Response {
+async fn step(State(s): State<App>, body: Bytes) -> Response {
     if let Some(e) = no_body(&body) {
         return e;
     }
     with_session(s, Session::step).await
 }
 
-async fn back(State(s): State<Shared_>, body: Bytes) -> Response {
+async fn back(State(s): State<App>, body: Bytes) -> Response {
     if let Some(e) = no_body(&body) {
         return e;
     }
     with_session(s, Session::back).await
 }
 
-async fn refire(State(s): State<Shared_>, body: Bytes) -> Response {
+async fn refire(State(s): State<App>, body: Bytes) -> Response {
     if let Some(e) = no_body(&body) {
         return e;
     }
     with_session(s, Session::refire).await
 }
 
-async fn reset(State(s): State<Shared_>, body: Bytes) -> Response {
+async fn reset(State(s): State<App>, body: Bytes) -> Response {
     if let Some(e) = no_body(&body) {
         return e;
     }
@@ -331,7 +332,7 @@ async fn reset(State(s): State<Shared_>, body: Bytes) -> Response {
     with_session(s, Session::reset).await
 }
 
-async fn pause(State(s): State<Shared_>, body: Bytes) -> Response {
+async fn pause(State(s): State<App>, body: Bytes) -> Response {
     if let Some(e) = no_body(&body) {
         return e;
     }
@@ -341,7 +342,7 @@ async fn pause(State(s): State<Shared_>, body: Bytes) -> Response {
 
 /// Runs to an end state (or until Pause), in slices so the page and other requests get the
 /// engine between them; answers with the state where it stopped.
-async fn run(State(s): State<Shared_>, body: Bytes) -> Response {
+async fn run(State(s): State<App>, body: Bytes) -> Response {
     if let Some(e) = no_body(&body) {
         return e;
     }
@@ -413,7 +414,7 @@ struct Goto {
     step: Option<usize>,
 }
 
-async fn goto(State(s): State<Shared_>, body: Result<axum::Json<Goto>, JsonRejection>) -> Response {
+async fn goto(State(s): State<App>, body: Result<axum::Json<Goto>, JsonRejection>) -> Response {
     let g = match body {
         Ok(axum::Json(g)) => g,
         Err(e) => return bad_json(&e, "{\"step\": N} or {\"branch\": I, \"step\": N}"),
@@ -428,7 +429,7 @@ struct Provide {
 }
 
 async fn provide(
-    State(s): State<Shared_>,
+    State(s): State<App>,
     Path(op): Path<String>,
     body: Result<axum::Json<Provide>, JsonRejection>,
 ) -> Response {
@@ -445,10 +446,7 @@ struct Text {
     text: String,
 }
 
-async fn check(
-    State(s): State<Shared_>,
-    body: Result<axum::Json<Text>, JsonRejection>,
-) -> Response {
+async fn check(State(s): State<App>, body: Result<axum::Json<Text>, JsonRejection>) -> Response {
     let t = match body {
         Ok(axum::Json(t)) => t,
         Err(e) => return bad_json(&e, "{\"text\": \"…\"}"),
@@ -464,7 +462,7 @@ async fn check(
     axum::Json(json!({"valid": problems.is_empty(), "problems": problems})).into_response()
 }
 
-async fn save(State(s): State<Shared_>, body: Result<axum::Json<Text>, JsonRejection>) -> Response {
+async fn save(State(s): State<App>, body: Result<axum::Json<Text>, JsonRejection>) -> Response {
     let t = match body {
         Ok(axum::Json(t)) => t,
         Err(e) => return bad_json(&e, "{\"text\": \"…\"}"),

@@ -152,7 +152,7 @@ fn build(params: &Params, _cx: &BuildContext) -> Result<Box<dyn Operator>, Param
     }))
 }
 
-crate::__private::inventory::submit! { Ask::ENTRY }
+inventory::submit! { Ask::ENTRY }
 
 /// The verifier's model of `ask` (docs/semantics.md §8.1): whether it has fired, so that an
 /// `ask` without a context fires once; an answer is always possible, so a firing always emits.
