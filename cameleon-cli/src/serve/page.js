@@ -311,6 +311,11 @@ async function loadSvg() {
   return true;
 }
 
+$("fit").addEventListener("click", () => {
+  const fit = $("visual").classList.toggle("fit");
+  $("fit").textContent = fit ? "1:1" : "Fit";
+});
+
 const tip = $("tooltip");
 $("visual").addEventListener("mousemove", (e) => {
   const p = e.target.closest && e.target.closest("path[data-conn]");
