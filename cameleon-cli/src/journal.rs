@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::run::{Output, drive_and_report, journal_failed};
+use super::run::{Output, answers_for, drive_and_report, journal_failed};
 use super::{HistoryArgs, Io, ResumeArgs, RunsArgs, exit, report_invalid};
 use cameleon::capabilities::{CapabilitiesError, Runtime};
 use cameleon::journal::Journal;
@@ -47,7 +47,11 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         json: a.json,
         run_id: Some(&id),
     };
-    drive_and_report(&mut cvm, ended, &out, io)
+    let mut answers = match answers_for(&mut cvm, &a.answer, a.answers.as_deref(), io)? {
+        Ok(ans) => ans,
+        Err(code) => return Ok(code),
+    };
+    drive_and_report(&mut cvm, ended, &out, &mut answers, io)
 }
 
 /// `runs DB`: every run, newest first.

@@ -1,5 +1,5 @@
 //! The `cameleon` command line: `run`, `check`, `fmt`, `catalogue`, `tools`, `call`, `export`,
-//! `schema`
+//! `serve`, `schema`, `resume`, `runs`, `history`
 //! (docs/cli.md has each command in detail).
 //!
 //! Everything terminal-facing lives in this crate — argument parsing, progress bars, diagnostics
@@ -31,9 +31,9 @@
 //!
 //! | command | exit code |
 //! |---|---|
-//! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR, 130 CANCELLED (Ctrl-C) |
+//! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json] [--answer OP=VALUE]… [--answers FILE.json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR, 6 WAITING, 130 CANCELLED (Ctrl-C) |
 //! | `run FILE.cm --journal DB [--durability sync\|batch\|exit]` | as `run`; 2 also when `DB` is not a journal |
-//! | `resume DB [RUN_ID] [--json] [--trace PATH\|-]` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file |
+//! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file |
 //! | `runs DB [--json]`, `history DB RUN_ID [--json]` | 0, 2 not a journal or an unknown id |
 //! | `run FILE.cm --follow WITNESS [--json]` | 0 replayed, 2 not replayable, 3 it ends in DEADLOCK |
 //! | `check FILE.cm [--verify [--max-states N]] [--json]` | 0 valid (and every property holds), 2 invalid, 3 a property fails, 4 the state budget ran out first |
@@ -42,6 +42,7 @@
 //! | `tools [--json]` | 0 |
 //! | `call TOOL 'ARGS' [--json] [--base DIR]` | 0 the result is `ok`, 2 the arguments are not JSON, 5 any other status |
 //! | `export FILE.cm --dot\|--mermaid\|--svg\|--pnml` | 0, 2 invalid |
+//! | `serve FILE.cm [--port P] [--bind ADDR --token T]` | 0 when interrupted, 2 invalid arguments or the port is taken |
 //! | `schema` | 0 |
 #![deny(missing_docs)]
 
@@ -55,6 +56,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use cameleon::cm::{CmError, Loader};
 use cameleon::net::{Mode, Net};
 
+mod answers;
 mod catalogue;
 mod check;
 mod export;
@@ -62,10 +64,12 @@ mod fmt;
 mod journal;
 pub mod render;
 mod run;
+mod serve;
 mod tools;
 
 pub use catalogue::catalogue_text;
 pub use run::{RunReport, trace_jsonl};
+pub use serve::ServeArgs;
 pub use tools::tools_text;
 
 /// Exit codes of every command (docs/cli.md).
@@ -83,6 +87,8 @@ pub mod exit {
     pub const LIMIT: i32 = 4;
     /// An operator failed (ERROR).
     pub const ERROR: i32 = 5;
+    /// The run stopped in WAITING: an `ask` waits for an answer (docs/semantics.md §6.1).
+    pub const WAITING: i32 = 6;
     /// The run was interrupted (Ctrl-C) and ended in CANCELLED; 128 + SIGINT, as shells do.
     pub const CANCELLED: i32 = 130;
 }
@@ -95,7 +101,8 @@ Examples:
   cameleon catalogue --markdown                every operator type, for people and LLMs
   cameleon tools --json                        every tool, with its argument schema
   cameleon call calc '{\"expr\": \"2 ^ 10\"}'       one tool call through the gate
-  cameleon export examples/digest.cm --svg > digest.svg";
+  cameleon export examples/digest.cm --svg > digest.svg
+  cameleon serve examples/fork_join.cm         watch it run, step it, answer its questions";
 
 /// Typed, reversible, verifiable pipelines: run, check, format and draw `.cm` files.
 #[derive(Debug, Parser)]
@@ -117,7 +124,9 @@ pub enum Command {
     /// Run a net to a terminal state; print the end state, the step count and what each sink
     /// received.
     #[command(after_help = "\
-Exit codes: 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR.
+Exit codes: 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR,
+6 WAITING (an `ask` waits for an answer: give it with --answer, --answers, or at the prompt
+when standard input is a terminal).
 
 Examples:
   cameleon run examples/digest.cm
@@ -125,6 +134,7 @@ Examples:
   cameleon run examples/digest.cm --trace trace.jsonl
   cameleon run examples/digest.cm --trace - | jq -c .op
   cameleon run examples/counter.cm --journal runs.db     durable: `cameleon resume runs.db` after a crash
+  cameleon run examples/ask.cm --answer reviewer=Ada --answer approve=yes
   cameleon run examples/wcp/bad/xor-split-and-join.cm --follow src,split,test,choose:out_true,a")]
     // Not `Run`: rustc would then print the operator trait `cameleon::Run` with its full path
     // in users' compile errors (two public items named `Run`).
@@ -220,6 +230,20 @@ Examples:
   cameleon history runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11
   cameleon history runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11 --json")]
     History(HistoryArgs),
+    /// Serve a local web page to watch, step and answer a net, and edit its .cm text.
+    #[command(after_help = "\
+The page has three views: Visual (the net, coloured by data type, connection states and values
+live), Code (the .cm text, problems shown at their lines as you type; Save writes the canonical
+form to FILE) and Split. Controls: Step, Back, Run, Pause, Reset, Refire; a timeline of the
+history with its branches. It listens on 127.0.0.1 unless --bind says otherwise (then --token is
+required). JSON API: GET /api/state, POST /api/step|back|run|reset, POST /api/provide/OP with
+{\"value\": …}, GET /api/events (server-sent events); docs/cli.md has the rest.
+
+Examples:
+  cameleon serve examples/fork_join.cm
+  cameleon serve examples/ask.cm --port 8080
+  cameleon serve examples/digest.cm --bind 0.0.0.0 --token s3cret")]
+    Serve(ServeArgs),
     /// Print the JSON Schema of the .cm format.
     #[command(after_help = "\
 Examples:
@@ -287,6 +311,13 @@ pub struct RunArgs {
     /// override), each if present.
     #[arg(long, value_name = "FILE")]
     pub capabilities: Option<PathBuf>,
+    /// Answer the question of `ask` operator OP with VALUE (repeatable; an `ask` that asks
+    /// several times takes its answers in order). A `DataBool` takes yes/no, a `DataJSON` JSON.
+    #[arg(long, value_name = "OP=VALUE")]
+    pub answer: Vec<String>,
+    /// Answers from a JSON file: `{"OP": VALUE, …}`, each value in its JSON form.
+    #[arg(long, value_name = "FILE.json")]
+    pub answers: Option<PathBuf>,
     /// Instead of running, replay a witness of `check --verify` (labels separated by commas or
     /// spaces, or its JSON array) in the verifier's abstraction, showing the connection states
     /// along it. No operator runs.
@@ -322,6 +353,12 @@ pub struct ResumeArgs {
     /// file named by `CAMELEON_CAPABILITIES`, then `cameleon.yaml` in the net's folder.
     #[arg(long, value_name = "FILE")]
     pub capabilities: Option<PathBuf>,
+    /// Answer the question of `ask` operator OP with VALUE, for a run that waits (repeatable).
+    #[arg(long, value_name = "OP=VALUE")]
+    pub answer: Vec<String>,
+    /// Answers from a JSON file: `{"OP": VALUE, …}`, each value in its JSON form.
+    #[arg(long, value_name = "FILE.json")]
+    pub answers: Option<PathBuf>,
 }
 
 /// `cameleon runs`.
@@ -469,6 +506,8 @@ pub struct Io<'a> {
     pub color: bool,
     /// Show a progress bar on stderr during long runs.
     pub progress: bool,
+    /// Standard input is a terminal: `run` may ask an `ask`'s question there.
+    pub prompt: bool,
     /// Cancelled when the user interrupts (Ctrl-C): `run` then stops after the current step
     /// and ends in CANCELLED. `None`: not interruptible.
     pub interrupt: Option<cameleon::CancelToken>,
@@ -497,6 +536,7 @@ pub fn main() -> ExitCode {
         stdin: &mut stdin,
         color: terminal && std::env::var_os("NO_COLOR").is_none(),
         progress: terminal,
+        prompt: std::io::stdin().is_terminal(),
         interrupt: Some(cancel_on_ctrl_c()),
     };
     let code = run_cli(std::env::args_os(), &mut io);
@@ -570,6 +610,7 @@ where
         Command::Resume(a) => journal::resume(&a, io),
         Command::Runs(a) => journal::runs(&a, io),
         Command::History(a) => journal::history(&a, io),
+        Command::Serve(a) => serve::serve(&a, io),
         Command::Schema => {
             write!(io.stdout, "{}", cameleon::cm::schema::schema_json()).map(|()| exit::OK)
         }

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value as Json, json};
 
+use super::answers::{self, Answers};
 use super::{DurabilityArg, Io, RunArgs, display_name, exit, load, report_invalid};
 use cameleon::capabilities::{CapabilitiesError, Runtime};
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
@@ -66,6 +67,7 @@ impl RunReport {
             EndState::LoopLimit { .. } | EndState::StepLimit { .. } => exit::LIMIT,
             EndState::Error { .. } => exit::ERROR,
             EndState::Cancelled => exit::CANCELLED,
+            EndState::Waiting { .. } => exit::WAITING,
         }
     }
 
@@ -146,6 +148,21 @@ impl RunReport {
             )),
             EndState::Error { op, error } => {
                 s.push_str(&format!("  `{op}` failed: {error}\n"));
+            }
+            EndState::Waiting { waiting } => {
+                s.push_str("  waiting for an answer:\n");
+                for w in waiting {
+                    s.push_str(&format!(
+                        "  - `{}` asks: {} ({})\n",
+                        w.op, w.prompt, w.ty.name
+                    ));
+                }
+                if let Some(w) = waiting.first() {
+                    s.push_str(&format!(
+                        "  answer with `--answer {}=VALUE` (or `--answers FILE.json`) and run again\n",
+                        w.op
+                    ));
+                }
             }
         }
         for (sink, values) in &self.sinks {
@@ -461,6 +478,10 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         b = b.cancel_token(token.clone());
     }
     let mut cvm = b.build();
+    let mut answers = match answers_for(&mut cvm, &a.answer, a.answers.as_deref(), io)? {
+        Ok(ans) => ans,
+        Err(code) => return Ok(code),
+    };
     let mut run_id = None;
     if let Some(db) = &a.journal {
         let opts = RunOptions {
@@ -486,7 +507,32 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         json: a.json,
         run_id: run_id.as_deref(),
     };
-    drive_and_report(&mut cvm, None, &out, io)
+    drive_and_report(&mut cvm, None, &out, &mut answers, io)
+}
+
+/// The answers of `--answer OP=VALUE`… and `--answers FILE.json`, checked against the questions
+/// of `cvm`'s `ask` operators, each `ask` holding its first answer until it fires. `Err`: the
+/// exit code of a bad answer, reported.
+pub(super) fn answers_for(
+    cvm: &mut Cvm,
+    answer: &[String],
+    file: Option<&Path>,
+    io: &mut Io<'_>,
+) -> std::io::Result<Result<Answers, i32>> {
+    let answers =
+        match Answers::from_args(answer, file).and_then(|ans| ans.check(cvm).map(|()| ans)) {
+            Ok(ans) => ans,
+            Err(e) => {
+                writeln!(io.stderr, "error: {e}")?;
+                return Ok(Err(exit::INVALID));
+            }
+        };
+    let mut answers = answers;
+    if let Err(e) = answers.provide(cvm, &answers.ops()) {
+        writeln!(io.stderr, "error: {e}")?;
+        return Ok(Err(exit::INVALID));
+    }
+    Ok(Ok(answers))
 }
 
 /// How a run is reported.
@@ -505,10 +551,14 @@ pub(super) struct Output<'a> {
 /// run: nothing fires) — and reports it: the trace, streamed as steps commit and starting with
 /// the steps already in its history (a resumed run's, so the trace holds every firing from step
 /// 1), then the summary. Returns the exit code.
+///
+/// A run that stops in WAITING takes the next answers given for the operators that wait
+/// (`answers`), or asks for them on a terminal, and goes on; without any, it ends WAITING.
 pub(super) fn drive_and_report(
     cvm: &mut Cvm,
     ended: Option<EndState>,
     out: &Output<'_>,
+    answers: &mut Answers,
     io: &mut Io<'_>,
 ) -> std::io::Result<i32> {
     let trace_to_stdout = out.trace == Some("-");
@@ -541,12 +591,30 @@ pub(super) fn drive_and_report(
     }
     let end = match ended {
         Some(end) => end,
-        None => match drive(cvm, progress, trace.as_mut()) {
-            Ok(end) => end,
-            Err(e) => {
-                writeln!(io.stderr, "error: {e}")?;
-                return Ok(exit::ERROR);
+        None => loop {
+            let end = match drive(cvm, progress, trace.as_mut()) {
+                Ok(end) => end,
+                Err(e) => {
+                    writeln!(io.stderr, "error: {e}")?;
+                    return Ok(exit::ERROR);
+                }
+            };
+            let EndState::Waiting { waiting } = &end else {
+                break end;
+            };
+            let ops: Vec<String> = waiting.iter().map(|w| w.op.clone()).collect();
+            match answers.provide(cvm, &ops) {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(e) => {
+                    writeln!(io.stderr, "error: {e}")?;
+                    return Ok(exit::INVALID);
+                }
             }
+            if io.prompt && answers::prompt(cvm, waiting, io.stdin, io.stderr)? {
+                continue;
+            }
+            break end;
         },
     };
     let report = RunReport::new(cvm, end);

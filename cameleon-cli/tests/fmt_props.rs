@@ -21,6 +21,7 @@ fn fmt_stdin(text: &str) -> (i32, String, String) {
         stdin: &mut input,
         color: false,
         progress: false,
+        prompt: false,
         interrupt: None,
     };
     let code = run_cli(["cameleon", "fmt", "-"], &mut io);

@@ -185,7 +185,7 @@ pub use catalogue::{
 pub use connection::{ConnId, ConnState, Connection, OpId, PortRef, Token};
 pub use engine::{
     BackError, CancelToken, CheckoutError, ConnView, Cvm, CvmBuilder, EndState, Event, Marking,
-    Observer, RunError, Step, StepError, Stuck, StuckReason,
+    Observer, ProvideError, RunError, Step, StepError, Stuck, StuckReason, Waiting,
 };
 pub use history::{Branch, BranchId, Entry, FiringView, History};
 pub use net::{
@@ -194,9 +194,9 @@ pub use net::{
 };
 pub use operator::capability;
 pub use operator::{
-    AnyInPort, CanFire, Emitted, Execution, FiniteControl, Firing, In, InPort, InputHandle,
-    InputSet, OpError, OpFuture, OpSettings, OpSpec, OpState, Operator, Out, OutPort, ParamError,
-    Params, PortSpec, Retry, Run, RunAsync, StateCodec, StateError, TypeRef,
+    AnswerError, AnyInPort, CanFire, Emitted, Execution, FiniteControl, Firing, In, InPort,
+    InputHandle, InputSet, OpError, OpFuture, OpSettings, OpSpec, OpState, Operator, Out, OutPort,
+    ParamError, Params, PortSpec, Question, Retry, Run, RunAsync, StateCodec, StateError, TypeRef,
 };
 pub use policy::{Enabling, Family, Policy};
 pub use runtime::block_on;

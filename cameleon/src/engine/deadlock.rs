@@ -6,10 +6,16 @@ use crate::net::{gather, rule_holds};
 use crate::policy::{Enabling, Policy};
 
 impl Cvm {
-    /// The terminal state the net is in, if no operator is enabled.
+    /// The terminal state the net is in, if no operator is enabled: `WAITING` when some operator
+    /// waits for an answer (docs/semantics.md §6.1), else `COMPLETED` or `DEADLOCK`.
     pub fn terminal_state(&self) -> Option<EndState> {
         if self.enabled.first().is_some() {
             return None;
+        }
+        if self.waiting.first().is_some() {
+            return Some(EndState::Waiting {
+                waiting: self.waiting(),
+            });
         }
         Some(if self.state.contains(&ConnState::New) {
             EndState::Deadlock {

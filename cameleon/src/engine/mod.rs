@@ -30,6 +30,7 @@
 //! | `step` | forward: sequential steps, replay after a backward step, applying a firing |
 //! | `back` | backward: undo, rewind, branches and checkout |
 //! | `deadlock` | terminal states and the stuck report |
+//! | `ask` | operators waiting for an outside value: [`Cvm::provide`], [`Cvm::waiting`] (`WAITING`) |
 //! | `concurrent` | maximal steps (parallel mode), async stepping, timeouts, retries, cancellation |
 //! | `attempt` | **the** firing routine every mode goes through |
 //! | `loan` | lending an operator to tokio's blocking pool |
@@ -43,9 +44,10 @@ use crate::connection::{ConnState, NONE, Token};
 use crate::history::Store;
 use crate::net::{Mode, Net, PortStates, Topo, evaluate, evaluate_cached};
 use crate::operator::capability::Capabilities;
-use crate::operator::{Execution, InputSlot, OpSettings, OpState};
+use crate::operator::{Execution, InputSlot, OpSettings, OpState, Question};
 use crate::policy::Family;
 
+mod ask;
 mod attempt;
 mod back;
 mod bits;
@@ -61,6 +63,7 @@ mod record;
 mod spans;
 mod step;
 
+pub use ask::ProvideError;
 use bits::{Bits, Scratch};
 pub use builder::CvmBuilder;
 pub use cancel::CancelToken;
@@ -68,7 +71,7 @@ pub use events::{Event, Observer};
 use outcome::Advance;
 pub use outcome::{
     BackError, CheckoutError, ConnView, EndState, Marking, RunError, Step, StepError, Stuck,
-    StuckReason,
+    StuckReason, Waiting,
 };
 pub use record::{
     Committed, CommittedFiring, Position, RecordError, Recorded, RecordedFiring, RecordedStep,
@@ -120,6 +123,13 @@ pub struct Cvm {
     traced: bool,
     /// The `tracing` span of the run under way, when a subscriber listens.
     run_span: Option<tracing::Span>,
+    /// Per op: the question it asks before firing, if it waits for outside values
+    /// (docs/semantics.md §6.1). Asked once, when the engine is built.
+    questions: Vec<Option<Question>>,
+    /// Whether some operator asks a question (else `refresh` never looks at `questions`).
+    any_asks: bool,
+    /// The operators whose rule holds but which wait for an answer: not in `enabled`.
+    waiting: Bits,
 }
 
 impl fmt::Debug for Cvm {
@@ -154,7 +164,12 @@ impl Cvm {
             .zip(&exec)
             .map(|(s, e)| !s.is_none() || *e == Execution::Async)
             .collect();
+        let questions: Vec<Option<Question>> = net.ops.iter().map(|n| n.op.question()).collect();
+        let any_asks = questions.iter().any(Option::is_some);
         let mut cvm = Cvm {
+            waiting: Bits::new(n_ops),
+            any_asks,
+            questions,
             max_loop: net.config.max_loop_iterations,
             mode: net.config.mode,
             max_steps: None,
@@ -249,6 +264,11 @@ impl Cvm {
             "port views diverged from the marking at `{}`",
             self.net.ops[o].name
         );
+        let on = if self.any_asks {
+            self.hold_unanswered(o, on)
+        } else {
+            on
+        };
         self.enabled.set(o, on);
     }
 

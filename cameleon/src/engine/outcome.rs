@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::connection::{ConnState, OpId, Token};
 use crate::history::BranchId;
 use crate::operator::OpError;
-use crate::types::Value;
+use crate::types::{TypeInfo, Value};
 
 /// How a run ended (docs/semantics.md §6).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -42,10 +42,17 @@ pub enum EndState {
     },
     /// The run was cancelled; the marking is consistent.
     Cancelled,
+    /// Nothing else can fire and these operators wait for an answer from outside the net (an
+    /// `ask`): a suspension, not an end — [`Cvm::provide`](super::Cvm::provide) an answer and
+    /// the run goes on (docs/semantics.md §6.1).
+    Waiting {
+        /// Each waiting operator and its question, in declaration order.
+        waiting: Vec<Waiting>,
+    },
 }
 
 impl EndState {
-    /// `COMPLETED`, `DEADLOCK`, `LOOP_LIMIT`, `STEP_LIMIT`, `ERROR` or `CANCELLED`.
+    /// `COMPLETED`, `DEADLOCK`, `LOOP_LIMIT`, `STEP_LIMIT`, `ERROR`, `CANCELLED` or `WAITING`.
     pub fn name(&self) -> &'static str {
         match self {
             EndState::Completed => "COMPLETED",
@@ -54,6 +61,7 @@ impl EndState {
             EndState::StepLimit { .. } => "STEP_LIMIT",
             EndState::Error { .. } => "ERROR",
             EndState::Cancelled => "CANCELLED",
+            EndState::Waiting { .. } => "WAITING",
         }
     }
 }
@@ -77,8 +85,33 @@ impl fmt::Display for EndState {
             }
             EndState::StepLimit { limit } => write!(f, "STEP_LIMIT: step budget of {limit} used"),
             EndState::Error { op, error } => write!(f, "ERROR in `{op}`: {error}"),
+            EndState::Waiting { waiting } => {
+                write!(f, "WAITING")?;
+                for w in waiting {
+                    write!(f, "\n  `{}` asks: {} ({})", w.op, w.prompt, w.ty.name)?;
+                }
+                Ok(())
+            }
         }
     }
+}
+
+/// An operator that waits for an answer (docs/semantics.md §6.1): serializes as
+/// `{"op":…,"prompt":…}`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Waiting {
+    /// The waiting operator.
+    pub op: String,
+    /// Its question's prompt.
+    pub prompt: String,
+    /// The type the answer must have (not serialized: read back, it is `Any`; the engine's
+    /// [`terminal_state`](super::Cvm::terminal_state) gives the real one).
+    #[serde(skip, default = "any_type")]
+    pub ty: &'static TypeInfo,
+}
+
+fn any_type() -> &'static TypeInfo {
+    <crate::types::Any as crate::types::PortType>::INFO
 }
 
 /// Why a stuck consumer cannot fire.

@@ -827,7 +827,7 @@ fn absolute(p: &Path) -> PathBuf {
 /// sentences are not stored).
 fn end_from_json(cvm: &Cvm, json: &str) -> Option<EndState> {
     let end: EndState = serde_json::from_str(json).ok()?;
-    if let EndState::Deadlock { .. } = end {
+    if let EndState::Deadlock { .. } | EndState::Waiting { .. } = end {
         return cvm.terminal_state().or(Some(end));
     }
     Some(end)

@@ -13,6 +13,7 @@
 //! | `ports` | typed port handles ([`InPort`], [`OutPort`], [`AnyInPort`]), field markers [`In`], [`Out`] |
 //! | `typed` | [`Run`], [`RunAsync`], [`CanFire`], [`Emitted`] |
 //! | `control` | [`FiniteControl`]: finite control state declared to the verifier |
+//! | `question` | [`Question`]: what an operator waiting for an outside value asks |
 //! | `error` | [`OpError`], [`ParamError`] |
 //! | [`capability`] | what a firing receives: [`Capabilities`](capability::Capabilities) (models, embedders, memories, tools, observer) |
 
@@ -27,6 +28,7 @@ mod control;
 mod error;
 mod firing;
 mod ports;
+mod question;
 mod settings;
 mod spec;
 mod state;
@@ -37,6 +39,7 @@ pub use error::{OpError, ParamError};
 pub(crate) use firing::InputSlot;
 pub use firing::{Firing, Untyped};
 pub use ports::{AnyInPort, In, InPort, InputHandle, Out, OutPort};
+pub use question::{AnswerError, Question};
 pub use settings::{Execution, OpFuture, OpSettings, Retry};
 pub use spec::{OpSpec, PortSpec, TypeRef};
 pub use state::{InputSet, OpState, StateCodec, StateError};
@@ -108,6 +111,31 @@ pub trait Operator: StdAny + Send {
     fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
         let result = self.run(cx);
         Box::pin(std::future::ready(result))
+    }
+
+    /// The question this operator asks before each firing, if it needs a value from outside the
+    /// net — a person's answer, an external event (docs/semantics.md §6.1). Default: none.
+    ///
+    /// While such an operator's firing rule holds but it [has no answer](Self::has_answer),
+    /// the engine does not fire it; a run that can only go on through it stops in `WAITING`
+    /// until [`Cvm::provide`](crate::Cvm::provide) hands it an answer. Asked once when the
+    /// operator is added to a net: the answer is what changes, not the question.
+    fn question(&self) -> Option<Question> {
+        None
+    }
+
+    /// Whether the operator holds an answer to its [question](Self::question) now. Default:
+    /// `true` (an operator without a question never waits).
+    fn has_answer(&self) -> bool {
+        true
+    }
+
+    /// Receives an answer to its [question](Self::question), already checked to be of the
+    /// question's type; the next firing uses it. Keep it in the internal state
+    /// ([`save_state`](Self::save_state)), so that a backward step gives the answer back and a
+    /// replay never asks again. Default: ignored.
+    fn answer(&mut self, value: Value) {
+        let _ = value;
     }
 
     /// The operator type's default timeout and retries; a net's instance settings override

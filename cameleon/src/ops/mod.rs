@@ -8,10 +8,12 @@
 //! | `std-ai` | [`Llm`] (`llm`), [`LlmJson`] (`llm_json`), [`Embed`] (`embed`), [`Index`] (`index`), [`Retrieve`] (`retrieve`), [`Agent`] (`agent`) — see [`ai`] |
 //! | `std-data` | [`Transform`] (`transform`), [`Format`] (`format`), [`JsonParse`] (`json_parse`), [`JsonStringify`] (`json_stringify`), [`Template`] (`template`), [`BinaryToString`] (`binary_to_string`), [`JsonGet`] (`json_get`), [`Predicate`] (`predicate`), [`Chunker`] (`chunker`), [`Passages`] (`passages`), [`Counter`] (`counter`) |
 //!
-//! Plus [`Delay`] (`delay`), an async pass-through for demos and tests of parallel mode, and
+//! Plus [`Ask`] (`ask`), a question to a person that the run waits for (docs/semantics.md §6.1),
+//! [`Delay`] (`delay`), an async pass-through for demos and tests of parallel mode, and
 //! [`CallTool`] (`tool`), which calls a tool through the run's tool gate.
 
 pub mod ai;
+mod ask;
 mod data;
 mod delay;
 mod io;
@@ -20,6 +22,7 @@ pub mod test_expr;
 mod tool;
 
 pub use ai::{Agent, Embed, Index, Llm, LlmJson, Retrieve};
+pub use ask::Ask;
 pub use data::{
     BinaryToString, Chunker, Counter, Format, JsonGet, JsonParse, JsonStringify, Passages,
     Predicate, Template, Transform, chunk_text, fill_template, json_path, text_of,

@@ -1,0 +1,574 @@
+//! `cameleon serve` in a real browser: Debian's `chromium` driven through `chromedriver` by
+//! fantoccini. Steps and goes back on a fork/join net and checks every connection's
+//! `data-state` against `Cvm::state_of`; edits the Code view and sees the problem at its
+//! line; answers an `ask` through the page; measures page readiness on a 200-operator net and
+//! the event-to-screen latency of a 10 000-step run (printed, not asserted).
+//!
+//! A missing browser fails the test with the command that installs it.
+
+use std::io::{BufRead, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+const INSTALL: &str = "apt-get update && apt-get install -y chromium chromium-driver (or run scripts/test, which installs them)";
+
+/// A child process killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
+}
+
+/// A fresh folder under the target folder.
+fn scratch(tag: &str) -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("serve-browser")
+        .join(format!("{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Where screenshots go: under the target folder.
+fn screenshot_dir() -> PathBuf {
+    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-screenshots");
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// `cameleon serve FILE --port 0`; returns the process and the page's address.
+fn serve(file: &Path) -> (Proc, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cameleon"))
+        .args(["serve", file.to_str().unwrap(), "--port", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("cameleon serve starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))
+        .unwrap_or_else(|| panic!("no address in {line:?}"))
+        .to_owned();
+    (Proc(child), url)
+}
+
+/// chromedriver on a free loopback port, and a headless Chromium session with a fresh
+/// profile and the flags this machine's closed network needs.
+async fn browser(tag: &str) -> (Proc, Client) {
+    for (bin, what) in [(CHROMIUM, "chromium"), (CHROMEDRIVER, "chromedriver")] {
+        assert!(
+            Path::new(bin).exists(),
+            "{what} is missing ({bin}): install it with `{INSTALL}`"
+        );
+    }
+    let port = free_port();
+    let driver = Proc(
+        Command::new(CHROMEDRIVER)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("chromedriver does not start ({e}): `{INSTALL}`")),
+    );
+    let mut up = false;
+    for _ in 0..200 {
+        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            up = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(up, "chromedriver never listened on port {port}");
+    let profile = scratch(&format!("profile-{tag}"));
+    let caps = json!({
+        "goog:chromeOptions": {
+            "binary": CHROMIUM,
+            "args": [
+                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--disable-dev-shm-usage", "--window-size=1400,900",
+                format!("--user-data-dir={}", profile.display()),
+            ]
+        }
+    });
+    let mut b = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
+    b.capabilities(caps.as_object().unwrap().clone());
+    let client = b
+        .connect(&format!("http://127.0.0.1:{port}"))
+        .await
+        .unwrap_or_else(|e| panic!("no browser session ({e}); is chromium installed? `{INSTALL}`"));
+    (driver, client)
+}
+
+/// Evaluates `js` (a function body) in the page.
+async fn js(c: &Client, body: &str) -> Value {
+    c.execute(body, vec![]).await.expect("script runs")
+}
+
+/// Waits until `js` returns true (the page polls itself; no duration is asserted).
+async fn until(c: &Client, what: &str, cond: &str) {
+    for _ in 0..600 {
+        if js(c, &format!("return !!({cond});")).await == json!(true) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the page never showed: {what} ({cond})");
+}
+
+/// The server's state, fetched by the page itself.
+async fn server_state(c: &Client) -> Value {
+    c.execute_async(
+        "const done = arguments[arguments.length - 1]; fetch('/api/state').then(r => r.json()).then(done);",
+        vec![],
+    )
+    .await
+    .expect("GET /api/state from the page")
+}
+
+/// Waits until the page shows the server's current state (its version).
+async fn settled(c: &Client) -> Value {
+    let s = server_state(c).await;
+    let v = s["version"].as_u64().unwrap();
+    until(
+        c,
+        &format!("state version {v}"),
+        &format!("Number(document.body.dataset.version) >= {v}"),
+    )
+    .await;
+    s
+}
+
+async fn click(c: &Client, css: &str) {
+    c.find(Locator::Css(css))
+        .await
+        .unwrap_or_else(|e| panic!("no `{css}` on the page: {e}"))
+        .click()
+        .await
+        .unwrap_or_else(|e| panic!("cannot click `{css}`: {e}"));
+}
+
+async fn screenshot(c: &Client, name: &str) -> PathBuf {
+    let png = c.screenshot().await.expect("a screenshot");
+    let path = screenshot_dir().join(name);
+    std::fs::write(&path, png).unwrap();
+    path
+}
+
+/// Every connection's `data-state` as the page shows it.
+async fn page_states(c: &Client) -> Value {
+    js(
+        c,
+        "const m = {}; for (const p of document.querySelectorAll('#visual path[data-conn]')) m[p.getAttribute('data-conn')] = p.getAttribute('data-state'); return m;",
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_steps_and_goes_back_in_step_with_the_engine() {
+    let dir = scratch("fork-join");
+    let file = dir.join("fork_join.cm");
+    std::fs::copy(examples().join("fork_join.cm"), &file).unwrap();
+    let (_server, url) = serve(&file);
+    let (_driver, c) = browser("fork-join").await;
+
+    c.goto(&url).await.unwrap();
+    until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
+    // A second tab, open before anything happens: it follows through the event stream only.
+    let first = c.window().await.unwrap();
+    let second = c.new_window(true).await.unwrap();
+    c.switch_to_window(second.handle.clone()).await.unwrap();
+    c.goto(&url).await.unwrap();
+    until(
+        &c,
+        "the second tab ready",
+        "document.body.dataset.ready === '1'",
+    )
+    .await;
+    c.switch_to_window(first).await.unwrap();
+
+    for k in 1..=3 {
+        click(&c, "#step").await;
+        until(
+            &c,
+            &format!("step {k}"),
+            &format!("document.body.dataset.step === '{k}'"),
+        )
+        .await;
+    }
+    click(&c, "#back").await;
+    until(&c, "back at step 2", "document.body.dataset.step === '2'").await;
+    let state = settled(&c).await;
+    assert_eq!(state["step"], 2);
+
+    // The engine, stepped twice, as the truth.
+    let net = cameleon::Net::from_cm_file(&file).unwrap();
+    let names: Vec<String> = net.connections().iter().map(|c| c.name.clone()).collect();
+    let mut cvm = cameleon::Cvm::new(net);
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    let shown = page_states(&c).await;
+    assert_eq!(
+        shown.as_object().unwrap().len(),
+        names.len(),
+        "one path per connection: {shown}"
+    );
+    for name in &names {
+        let expected = match cvm.state_of(name).unwrap().state {
+            cameleon::ConnState::Empty => "EMPTY",
+            cameleon::ConnState::New => "NEW",
+            cameleon::ConnState::Old => "OLD",
+        };
+        assert_eq!(shown[name], expected, "`{name}` on the page: {shown}");
+    }
+    assert!(
+        shown.as_object().unwrap().values().any(|v| v == "NEW"),
+        "after 2 steps some token is NEW: {shown}"
+    );
+    // Enabled operators are marked.
+    let enabled = js(&c, "return [...document.querySelectorAll('#visual g[data-op].enabled')].map(g => g.getAttribute('data-op'));").await;
+    assert_eq!(enabled, json!(cvm.fireable()));
+    screenshot(&c, "fork_join_step2.png").await;
+
+    // The second tab saw the same, through events alone.
+    c.switch_to_window(second.handle).await.unwrap();
+    until(
+        &c,
+        "the second tab at step 2",
+        "document.body.dataset.step === '2'",
+    )
+    .await;
+    settled(&c).await;
+    assert_eq!(
+        page_states(&c).await,
+        shown,
+        "the second tab shows the same marking"
+    );
+    c.close_window().await.unwrap();
+    let remaining = c.windows().await.unwrap();
+    c.switch_to_window(remaining[0].clone()).await.unwrap();
+
+    // The timeline lists the steps; clicking step 1 goes there.
+    until(
+        &c,
+        "the timeline",
+        "document.querySelector('#timeline li[data-step=\"2\"].current')",
+    )
+    .await;
+    click(&c, "#timeline li[data-step=\"1\"]").await;
+    until(&c, "step 1", "document.body.dataset.step === '1'").await;
+
+    // Code view: an unknown port, typed in, is shown at its line.
+    click(&c, "#view-code").await;
+    let text = std::fs::read_to_string(&file).unwrap();
+    let edited = text.replacen("from: copy.out_a", "from: copy.out_x", 1);
+    let line = edited
+        .lines()
+        .position(|l| l.contains("copy.out_x"))
+        .unwrap()
+        + 1;
+    c.execute(
+        "const e = document.getElementById('editor'); e.value = arguments[0]; e.dispatchEvent(new Event('input'));",
+        vec![json!(edited)],
+    )
+    .await
+    .unwrap();
+    until(
+        &c,
+        &format!("a problem at line {line}"),
+        &format!("document.querySelector('#gutter .line.problem[data-line=\"{line}\"]')"),
+    )
+    .await;
+    let problem = js(
+        &c,
+        &format!(
+            "return document.querySelector('#problems li[data-line=\"{line}\"]').textContent;"
+        ),
+    )
+    .await;
+    let problem = problem.as_str().unwrap();
+    assert!(problem.contains("has no output `out_x`"), "{problem}");
+    assert!(problem.contains("did you mean `out_a`?"), "{problem}");
+    screenshot(&c, "fork_join_code_problem.png").await;
+    // Nothing was written: only Save writes, and only a valid net.
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_is_answered_through_the_page() {
+    let dir = scratch("ask");
+    let file = dir.join("ask.cm");
+    std::fs::copy(examples().join("ask.cm"), &file).unwrap();
+    let (_server, url) = serve(&file);
+    let (_driver, c) = browser("ask").await;
+    c.goto(&url).await.unwrap();
+    until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
+
+    click(&c, "#run").await;
+    until(
+        &c,
+        "WAITING",
+        "document.getElementById('status').textContent.includes('WAITING')",
+    )
+    .await;
+    until(
+        &c,
+        "the question",
+        "document.querySelector('.ask[data-op=\"approve\"]')",
+    )
+    .await;
+    let context = js(
+        &c,
+        "return document.querySelector('.ask[data-op=\"approve\"] .context').textContent;",
+    )
+    .await;
+    assert_eq!(context, json!("\"Dear Grace, the pipeline is ready.\""));
+    screenshot(&c, "ask_waiting.png").await;
+
+    // A wrong answer is refused on the page; the run stays WAITING.
+    c.execute(
+        "fetch('/api/provide/approve', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify({value: 'sure'})}).then(r => r.json()).then(j => window.refused = j);",
+        vec![],
+    )
+    .await
+    .unwrap();
+    until(&c, "the refusal", "window.refused").await;
+    let refused = js(&c, "return window.refused.error;").await;
+    assert!(
+        refused.as_str().unwrap().contains("is not a DataBool"),
+        "{refused}"
+    );
+    assert_eq!(server_state(&c).await["end"], "WAITING");
+
+    click(
+        &c,
+        ".ask[data-op=\"approve\"] .provide[data-value=\"true\"]",
+    )
+    .await;
+    until(&c, "the reviewer's question alone", "document.querySelectorAll('.ask').length === 1 && document.querySelector('.ask[data-op=\"reviewer\"]')").await;
+    let input = c
+        .find(Locator::Css(".ask[data-op=\"reviewer\"] input.answer"))
+        .await
+        .unwrap();
+    input.send_keys("Ada").await.unwrap();
+    click(&c, ".ask[data-op=\"reviewer\"] .provide").await;
+    until(
+        &c,
+        "COMPLETED",
+        "document.getElementById('status').textContent.includes('COMPLETED')",
+    )
+    .await;
+    let state = settled(&c).await;
+    assert_eq!(state["end"], "COMPLETED");
+    assert_eq!(
+        state["values"]["reviewer.out_data -> reviewers.in_data"],
+        json!("\"Ada\"")
+    );
+    assert_eq!(
+        state["values"]["send.out_true -> sent.in_data"],
+        json!("\"Dear Grace, the pipeline is ready.\"")
+    );
+    screenshot(&c, "ask_answered.png").await;
+
+    // Going back over the answers and forward again replays them: nobody is asked.
+    for _ in 0..3 {
+        click(&c, "#back").await;
+    }
+    click(&c, "#run").await;
+    until(
+        &c,
+        "COMPLETED again",
+        "document.getElementById('status').textContent.includes('COMPLETED')",
+    )
+    .await;
+    assert_eq!(settled(&c).await["waiting"], json!([]));
+    c.close().await.unwrap();
+}
+
+/// A net of `n` operators: a source, a fork into `n/4` chains of transforms, merged pairwise
+/// into sinks.
+fn big_net(n: usize) -> String {
+    let chains = 12;
+    let per = (n - 2 - chains) / chains;
+    let mut ops = String::from("  - {id: src, type: source, params: {value: x}}\n");
+    ops.push_str(&format!(
+        "  - {{id: split, type: fork, params: {{arity: {chains}}}}}\n"
+    ));
+    let mut conns = String::from("  - {from: src.out_data, to: split.in_data}\n");
+    for c in 0..chains {
+        let letter = (b'a' + c as u8) as char;
+        let mut prev = format!("split.out_{letter}");
+        for i in 0..per {
+            ops.push_str(&format!("  - {{id: t{c}_{i}, type: transform}}\n"));
+            conns.push_str(&format!("  - {{from: {prev}, to: t{c}_{i}.in_data}}\n"));
+            prev = format!("t{c}_{i}.out_data");
+        }
+        ops.push_str(&format!("  - {{id: out{c}, type: sink}}\n"));
+        conns.push_str(&format!("  - {{from: {prev}, to: out{c}.in_data}}\n"));
+    }
+    format!("name: big\noperators:\n{ops}connections:\n{conns}")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn performance_figures_of_the_page() {
+    // Page ready for a 200-operator net.
+    let dir = scratch("perf");
+    let file = dir.join("big.cm");
+    let text = big_net(200);
+    std::fs::write(&file, &text).unwrap();
+    let ops = cameleon::Net::from_cm(&text).unwrap().operators().len();
+    assert!(ops >= 190, "{ops} operators");
+    let (server, url) = serve(&file);
+    let (_driver, c) = browser("perf").await;
+    c.goto(&url).await.unwrap();
+    until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
+    let ready = js(&c, "return window.cameleon.readyAt;").await;
+    let drawn = js(
+        &c,
+        "return document.querySelectorAll('#visual g[data-op]').length;",
+    )
+    .await;
+    assert_eq!(drawn, json!(ops));
+    eprintln!("figure: page ready for a {ops}-operator net: {ready} ms after navigation start");
+    screenshot(&c, "big_net.png").await;
+    drop(server);
+
+    // Event-to-screen latency while running a 10 000-step loop.
+    let loop_file = dir.join("loop.cm");
+    std::fs::write(
+        &loop_file,
+        "name: spin\noperators:\n  - {id: zero, type: const, params: {value: 0}}\n  - {id: loop, type: merge}\n  - {id: inc, type: counter}\n  - {id: check, type: guard, params: {continue_if: {lt: 3334}}}\n  - {id: done, type: sink}\nconnections:\n  - {from: zero.out_data, to: loop.in_a}\n  - {from: check.out_continue, to: loop.in_b}\n  - {from: loop.out_data, to: inc.in_data}\n  - {from: inc.out_data, to: check.in_data}\n  - {from: check.out_exit, to: done.in_data}\n",
+    )
+    .unwrap();
+    let (_server, url) = serve(&loop_file);
+    c.goto(&url).await.unwrap();
+    until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
+    js(&c, "window.cameleon.latency = {count: 0, last: 0, max: 0, sum: 0}; window.cameleon.renders = 0; return 0;").await;
+    click(&c, "#run").await;
+    until(
+        &c,
+        "COMPLETED",
+        "document.getElementById('status').textContent.includes('COMPLETED')",
+    )
+    .await;
+    let state = settled(&c).await;
+    let steps = state["step"].as_u64().unwrap();
+    assert!(steps >= 10_000, "{steps} steps");
+    // The final state also comes through the event stream, and is drawn.
+    let v = state["version"].as_u64().unwrap();
+    until(
+        &c,
+        "the final state from the stream",
+        &format!("window.cameleon.streamVersion >= {v}"),
+    )
+    .await;
+    until(
+        &c,
+        "the final state drawn",
+        &format!("Number(document.body.dataset.version) >= {v}"),
+    )
+    .await;
+    let stats = js(&c, "return window.cameleon;").await;
+    // Bursts are coalesced: the page gets at most 256 engine events per flush, not 4 per step.
+    let events = stats["events"].as_u64().unwrap();
+    assert!(
+        events > 0 && events < steps,
+        "{events} engine events for {steps} steps: {stats}"
+    );
+    let renders = stats["renders"].as_u64().unwrap();
+    let l = &stats["latency"];
+    let count = l["count"].as_u64().unwrap().max(1);
+    eprintln!(
+        "figure: {steps}-step run: {renders} redraws, {} engine events received; event-to-screen latency mean {:.1} ms, max {} ms, last {} ms",
+        stats["events"],
+        l["sum"].as_f64().unwrap() / count as f64,
+        l["max"],
+        l["last"],
+    );
+    assert!(
+        renders < steps / 10,
+        "updates are coalesced: {renders} redraws for {steps} steps"
+    );
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_file_opens_on_the_code_view_with_its_problems() {
+    let dir = scratch("invalid");
+    let file = dir.join("broken.cm");
+    let text = std::fs::read_to_string(examples().join("fork_join.cm"))
+        .unwrap()
+        .replacen("type: format", "type: formatt", 1);
+    std::fs::write(&file, &text).unwrap();
+    let line = text.lines().position(|l| l.contains("formatt")).unwrap() + 1;
+    let (_server, url) = serve(&file);
+    let (_driver, c) = browser("invalid").await;
+    c.goto(&url).await.unwrap();
+    until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
+    assert_eq!(js(&c, "return document.body.dataset.view;").await, "code");
+    let problem = js(
+        &c,
+        &format!(
+            "return document.querySelector('#problems li[data-line=\"{line}\"]').textContent;"
+        ),
+    )
+    .await;
+    assert!(
+        problem
+            .as_str()
+            .unwrap()
+            .contains("unknown operator type `formatt`"),
+        "{problem}"
+    );
+    // The Visual view shows what could be read: every operator, as a sketch.
+    click(&c, "#view-split").await;
+    let drawn = js(
+        &c,
+        "return document.querySelectorAll('#visual g[data-op]').length;",
+    )
+    .await;
+    assert_eq!(drawn, json!(9));
+    let note = js(
+        &c,
+        "return document.querySelector('#visual .sketch').textContent;",
+    )
+    .await;
+    assert!(
+        note.as_str().unwrap().contains("not a valid net yet"),
+        "{note}"
+    );
+    // Nothing to step until the net is valid.
+    assert_eq!(
+        js(&c, "return document.getElementById('step').disabled;").await,
+        json!(true)
+    );
+    screenshot(&c, "invalid_split.png").await;
+    c.close().await.unwrap();
+}

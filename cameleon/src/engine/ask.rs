@@ -1,0 +1,179 @@
+//! Operators that wait for a value from outside the net — the `ask` operator, a tool approval
+//! — and the answers that let them fire (docs/semantics.md §6.1).
+//!
+//! An operator declares a [`Question`](crate::Question) ([`Operator::question`]). While its
+//! firing rule holds but it has no answer ([`Operator::has_answer`]) it is *waiting*: not in
+//! the enabled set, listed by [`Cvm::waiting`]. A run that can only go on through waiting
+//! operators stops in [`EndState::Waiting`](super::EndState::Waiting). [`Cvm::provide`] checks
+//! an answer's type and hands it to the operator ([`Operator::answer`]), which keeps it in its
+//! internal state: the firing that uses it is recorded like any other (its emission, the
+//! operator's state before and after), so `back` and replay never ask again.
+//!
+//! [`Operator::question`]: crate::Operator::question
+//! [`Operator::has_answer`]: crate::Operator::has_answer
+//! [`Operator::answer`]: crate::Operator::answer
+
+use super::{Cvm, Waiting};
+use crate::operator::AnswerError;
+use crate::types::Value;
+
+/// An answer [`Cvm::provide`] refused; nothing changed (a waiting run stays `WAITING`).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProvideError {
+    /// No operator of that name.
+    #[error("no operator `{op}` in the net{}", asking_hint(.asking))]
+    UnknownOperator {
+        /// The name given.
+        op: String,
+        /// The operators that ask questions.
+        asking: Vec<String>,
+    },
+    /// The operator asks no question.
+    #[error("operator `{op}` asks no question: it takes no answer{}", asking_hint(.asking))]
+    NotAsking {
+        /// The operator.
+        op: String,
+        /// The operators that ask questions.
+        asking: Vec<String>,
+    },
+    /// The answer does not fit the question.
+    #[error("wrong answer for `{op}`: {error}")]
+    Answer {
+        /// The operator.
+        op: String,
+        /// What is wrong with the answer.
+        error: AnswerError,
+    },
+}
+
+fn asking_hint(asking: &[String]) -> String {
+    match asking {
+        [] => " (no operator of this net asks one)".to_owned(),
+        _ => format!(
+            " (operators that ask: {})",
+            asking
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+impl Cvm {
+    /// Whether operator `o`, whose rule gives `on`, may be in the enabled set: an operator with
+    /// a question and no answer is held back, and listed as waiting instead.
+    #[cold]
+    pub(super) fn hold_unanswered(&mut self, o: usize, on: bool) -> bool {
+        let waits = on && self.questions[o].is_some() && !self.net.ops[o].op.has_answer();
+        self.waiting.set(o, waits);
+        on && !waits
+    }
+
+    /// The operators waiting for an answer now — their rule holds, they have none — in
+    /// declaration order, with their questions. Other operators may be enabled too (in
+    /// parallel branches); the run stops in `WAITING` only when nothing else can fire.
+    pub fn waiting(&self) -> Vec<Waiting> {
+        self.waiting
+            .iter()
+            .filter_map(|o| {
+                let q = self.questions[o].as_ref()?;
+                Some(Waiting {
+                    op: self.net.ops[o].name.clone(),
+                    prompt: q.prompt.clone(),
+                    ty: q.ty,
+                })
+            })
+            .collect()
+    }
+
+    /// The question operator `op` asks, if it asks one.
+    pub fn question(&self, op: &str) -> Option<&crate::Question> {
+        let id = self.net.op_id(op)?;
+        self.questions[id.index()].as_ref()
+    }
+
+    /// The operators that ask questions, in declaration order.
+    pub fn asking(&self) -> Vec<&str> {
+        self.questions
+            .iter()
+            .enumerate()
+            .filter(|(_, q)| q.is_some())
+            .map(|(o, _)| self.net.ops[o].name.as_str())
+            .collect()
+    }
+
+    /// Answers operator `op`'s question with `value`: the operator fires with it when its rule
+    /// holds (at once, if it is waiting). An answer given before the operator waits is kept
+    /// until then; a second answer before it fires replaces the first. After a backward step
+    /// over the firing that used an answer, a forward step replays that firing (same answer);
+    /// answer again and [`refire`](Self::refire) to take another branch.
+    ///
+    /// Refused, changing nothing, when `op` does not exist, asks no question, or `value` is
+    /// not of the question's type.
+    pub fn provide(&mut self, op: &str, value: Value) -> Result<(), ProvideError> {
+        let o = self.asker(op)?;
+        if let Some(q) = &self.questions[o]
+            && let Err(error) = q.check(&value)
+        {
+            return Err(ProvideError::Answer {
+                op: op.to_owned(),
+                error,
+            });
+        }
+        self.net.ops[o].op.answer(value);
+        self.refresh(o);
+        Ok(())
+    }
+
+    /// [`provide`](Self::provide) an answer given as JSON (an API request, an answers file),
+    /// read as the question's type ([`Question::from_json`](crate::Question::from_json)).
+    pub fn provide_json(&mut self, op: &str, json: serde_json::Value) -> Result<(), ProvideError> {
+        let o = self.asker(op)?;
+        let value = match &self.questions[o] {
+            Some(q) => q.from_json(json),
+            None => return Err(self.not_asking(op)),
+        }
+        .map_err(|error| ProvideError::Answer {
+            op: op.to_owned(),
+            error,
+        })?;
+        self.provide(op, value)
+    }
+
+    /// [`provide`](Self::provide) an answer typed by a person (`--answer OP=VALUE`, a
+    /// terminal prompt), read as the question's type
+    /// ([`Question::from_text`](crate::Question::from_text)).
+    pub fn provide_text(&mut self, op: &str, text: &str) -> Result<(), ProvideError> {
+        let o = self.asker(op)?;
+        let value = match &self.questions[o] {
+            Some(q) => q.from_text(text),
+            None => return Err(self.not_asking(op)),
+        }
+        .map_err(|error| ProvideError::Answer {
+            op: op.to_owned(),
+            error,
+        })?;
+        self.provide(op, value)
+    }
+
+    fn asker(&self, op: &str) -> Result<usize, ProvideError> {
+        let Some(id) = self.net.op_id(op) else {
+            return Err(ProvideError::UnknownOperator {
+                op: op.to_owned(),
+                asking: self.asking().into_iter().map(str::to_owned).collect(),
+            });
+        };
+        if self.questions[id.index()].is_none() {
+            return Err(self.not_asking(op));
+        }
+        Ok(id.index())
+    }
+
+    fn not_asking(&self, op: &str) -> ProvideError {
+        ProvideError::NotAsking {
+            op: op.to_owned(),
+            asking: self.asking().into_iter().map(str::to_owned).collect(),
+        }
+    }
+}
