@@ -275,6 +275,8 @@ pub mod __private {
         pub rollback: fn(&mut O, &Emitted<'_, O>),
         /// `RunAsync::validate`.
         pub validate: fn(&O) -> Result<(), ParamError>,
+        /// `RunAsync::refine_spec`.
+        pub refine_spec: fn(&O, OpSpec) -> OpSpec,
     }
 
     /// The async operations of `O`.
@@ -286,6 +288,7 @@ pub mod __private {
             control: O::control,
             rollback: O::rollback,
             validate: O::validate,
+            refine_spec: O::refine_spec,
         }
     }
 

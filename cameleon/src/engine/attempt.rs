@@ -29,7 +29,8 @@ use super::loan::Loan;
 use crate::connection::Token;
 use crate::net::Topo;
 use crate::operator::{
-    Execution, Firing, InputSlot, OpError, OpSettings, OpSpec, OpState, Operator, TypeRef,
+    Execution, Firing, FiringInfo, InputSlot, OpError, OpSettings, OpSpec, OpState, Operator,
+    TypeRef,
 };
 use crate::types::{DataError, Value};
 
@@ -59,6 +60,8 @@ pub(super) struct FiringCx<'a> {
     pub(super) events: Option<&'a Mutex<Vec<Event>>>,
     /// Whether to measure the firing's wall-clock time (for events; it costs two clock reads).
     pub(super) timed: bool,
+    /// Whether the engine runs in parallel mode ([`Firing::parallel`]).
+    pub(super) parallel: bool,
 }
 
 impl<'a> FiringCx<'a> {
@@ -71,7 +74,15 @@ impl<'a> FiringCx<'a> {
             self.n_outputs(),
             self.step,
             self.name,
+            self.info(),
         )
+    }
+
+    fn info(&self) -> FiringInfo {
+        FiringInfo {
+            connected: self.topo.out_connected[self.o],
+            parallel: self.parallel,
+        }
     }
 
     fn n_outputs(&self) -> u16 {
@@ -239,7 +250,7 @@ fn settle_failure(
         }
         return Next::Retry(backoff);
     }
-    match caught_failure(spec, cx.name, &error) {
+    match caught_failure(spec, cx, &error) {
         Some(emission) => {
             emitted.push(emission);
             Next::Done(Ok(()))
@@ -248,17 +259,20 @@ fn settle_failure(
     }
 }
 
-/// docs/semantics.md §4: an operator that declares an output named `error` of type
-/// [`DataError`] catches its own failure: instead of stopping the run in ERROR, the firing
-/// emits the failure there (and nothing else). Returns that emission, or `None` when the
-/// operator has no such output.
-fn caught_failure(spec: &OpSpec, name: &str, error: &OpError) -> Option<(u16, Value)> {
+/// docs/semantics.md §4.9, §4.11: an operator that declares an output named `error` of type
+/// [`DataError`], and whose `error` output is connected, catches its own failure: instead of
+/// stopping the run in ERROR, the firing emits the failure there (and nothing else). Returns
+/// that emission, or `None` when the operator has no such output or nothing is connected to it.
+fn caught_failure(spec: &OpSpec, cx: &FiringCx<'_>, error: &OpError) -> Option<(u16, Value)> {
     let port = spec
         .outputs
         .iter()
         .position(|p| p.name == "error" && p.ty == TypeRef::of::<DataError>())?;
+    if cx.topo.port_conns(cx.o, port).is_empty() {
+        return None;
+    }
     let data = DataError {
-        operator: name.to_owned(),
+        operator: cx.name.to_owned(),
         message: error.to_string(),
     };
     Some((port as u16, Value::new(data)))
@@ -422,14 +436,14 @@ async fn attempt_blocking(
         })
         .collect();
     let name = cx.name.to_owned();
-    let (n_outputs, step) = (cx.n_outputs(), cx.step);
+    let (n_outputs, step, info) = (cx.n_outputs(), cx.step, cx.info());
     let t0 = Instant::now();
     let (mut loan, carrier) = Loan::new(slot);
     let mut handle = tokio::task::spawn_blocking(move || {
         carrier.run(|op| {
             let mut out = Vec::new();
             let result = {
-                let mut f = Firing::new(&tokens, &slots, &mut out, n_outputs, step, &name);
+                let mut f = Firing::new(&tokens, &slots, &mut out, n_outputs, step, &name, info);
                 catch_unwind(AssertUnwindSafe(|| op.run(&mut f)))
             };
             caught_panic(result).map(|()| out)

@@ -146,6 +146,7 @@ impl Cvm {
     /// Executes one step anew: every enabled operator (parallel) or the first (sequential).
     pub(super) async fn execute_step(&mut self) -> Result<Advance, StepError> {
         let ops: Vec<usize> = match self.mode {
+            Mode::Parallel if self.topo.any_cancel => self.without_cancelled(),
             Mode::Parallel => self.enabled.iter().collect(),
             Mode::Sequential => self.enabled.first().into_iter().collect(),
         };
@@ -188,6 +189,7 @@ impl Cvm {
                 settings,
                 observer,
                 cancel,
+                mode,
                 ..
             } = self;
             run_firings(
@@ -199,6 +201,7 @@ impl Cvm {
                     exec,
                     settings,
                     step,
+                    parallel: *mode == Mode::Parallel,
                 },
                 &mut net.ops,
                 cancel,
@@ -207,6 +210,27 @@ impl Cvm {
             .await
         };
         self.finish_step(step, &ops, &plan, ran)
+    }
+
+    /// The operators of a maximal step when some operator declares a cancellation
+    /// (docs/semantics.md §10.4): every enabled operator in declaration order, except those a
+    /// cancellation of the step may withdraw — the consumers of a connection in the region of
+    /// an enabled operator not itself held back. They wait for a later step, if still enabled.
+    fn without_cancelled(&self) -> Vec<usize> {
+        let mut held = vec![false; self.net.ops.len()];
+        // Cancellers first, in declaration order: one held by an earlier one holds nothing.
+        for o in self.enabled.iter() {
+            if held[o] {
+                continue;
+            }
+            for &c in self.topo.cancels(o) {
+                let k = self.topo.consumer[c as usize] as usize;
+                if k != o {
+                    held[k] = true;
+                }
+            }
+        }
+        self.enabled.iter().filter(|&o| !held[o]).collect()
     }
 
     /// Runs a step whose firings are all inline and without settings, in declaration order,
@@ -219,6 +243,7 @@ impl Cvm {
             topo,
             observer,
             pending,
+            mode,
             ..
         } = self;
         let mut outcomes = Vec::with_capacity(ops.len());
@@ -237,6 +262,7 @@ impl Cvm {
                 stop: None,
                 events: None,
                 timed: observer.is_some(),
+                parallel: *mode == Mode::Parallel,
             };
             let mut out_emitted = Vec::new();
             let out = fire_now(
@@ -385,6 +411,7 @@ struct Batch<'a> {
     exec: &'a [Execution],
     settings: &'a [OpSettings],
     step: u32,
+    parallel: bool,
 }
 
 /// How the firings of a step ended: one outcome and its emissions per firing (`None`: cancelled
@@ -438,6 +465,7 @@ async fn run_firings(
             stop: Some(&stops[j]),
             events: observed.then_some(&queue),
             timed: observed,
+            parallel: b.parallel,
         };
         let Some(out) = slots.next() else {
             break; // unreachable: one emission vector per firing

@@ -5,7 +5,7 @@ use super::attempt::{FiringCx, Outcome, fire_now};
 use super::{Advance, Cvm, EndState, Event, RunError, Step, StepError, input_slot, set_state};
 use crate::connection::{ConnState, NONE, OpId, Token};
 use crate::history::{FiringRec, SavedStates, Written};
-use crate::net::{Mode, OpNode};
+use crate::net::{Mode, NO_PORT, OpNode};
 use crate::operator::{Execution, InputSet, OpSettings, OpState};
 use crate::runtime::block_on;
 
@@ -193,6 +193,7 @@ impl Cvm {
             stop: None,
             events: None,
             timed: observed,
+            parallel: false,
         };
         let out = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), &mut s.emitted);
         if observed {
@@ -287,6 +288,10 @@ impl Cvm {
                 self.hist.consumed.push(c);
             }
         }
+        // ... a cancellation's region among the consumed (docs/semantics.md §10.4) ...
+        if self.topo.cancel_start[o] != self.topo.cancel_start[o + 1] {
+            self.cancel_region(o);
+        }
         // ... then emission (-> NEW), one shared token per emitted port.
         for (port, value) in self.s.emitted.drain(..) {
             let t = self.tokens.len() as u32;
@@ -315,15 +320,48 @@ impl Cvm {
         self.refresh_around(firing as usize);
     }
 
+    /// Consumes, as part of the firing of `o` being applied, every NEW connection of its
+    /// cancellation region, when this firing triggers it (docs/semantics.md §10.4): every
+    /// firing, or one that emits on the declared output. Recorded among the firing's consumed
+    /// connections, so `back` and replay treat them as any other.
+    #[cold]
+    #[inline(never)]
+    fn cancel_region(&mut self, o: usize) {
+        let on = self.topo.cancel_on[o];
+        if on != NO_PORT && !self.s.emitted.iter().any(|(p, _)| *p == on) {
+            return;
+        }
+        let range = self.topo.cancel_start[o] as usize..self.topo.cancel_start[o + 1] as usize;
+        for i in range {
+            let c = self.topo.cancel_conns[i];
+            if self.state[c as usize] == ConnState::New {
+                set_state(
+                    &mut self.state,
+                    &mut self.ports,
+                    &self.topo,
+                    c as usize,
+                    ConnState::Old,
+                );
+                self.hist.consumed.push(c);
+            }
+        }
+    }
+
     /// Re-evaluates every operator whose enabling firing `f` may have changed: the operator
-    /// itself, the producers of what it consumed (back-pressure relieved) and the consumers of
-    /// what it wrote. Nothing else can change (docs/semantics.md §3 reads only an operator's
-    /// own ports).
+    /// itself, the producers of what it consumed (back-pressure relieved), the consumers of
+    /// what it consumed for another operator (a cancellation, docs/semantics.md §10.4) and the
+    /// consumers of what it wrote. Nothing else can change (docs/semantics.md §3 reads only an
+    /// operator's own ports).
     pub(super) fn refresh_around(&mut self, f: usize) {
-        self.refresh(self.hist.firings[f].op as usize);
+        let o = self.hist.firings[f].op;
+        self.refresh(o as usize);
         for i in self.hist.consumed_range(f) {
             let c = self.hist.consumed[i] as usize;
             self.refresh(self.topo.producer[c] as usize);
+            let k = self.topo.consumer[c];
+            if k != o {
+                self.refresh(k as usize);
+            }
         }
         for i in self.hist.written_range(f) {
             let c = self.hist.written[i].conn as usize;

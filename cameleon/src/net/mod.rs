@@ -35,7 +35,7 @@ pub use problem::{End, Location, NetError, Problem, ProblemKind};
 pub(crate) use rules::{
     PortStates, back_pressure_ok_on, evaluate, evaluate_cached, gather, rule_holds,
 };
-pub(crate) use topo::Topo;
+pub(crate) use topo::{NO_PORT, Topo};
 
 /// Execution mode (docs/semantics.md §4, §7).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -14,6 +14,7 @@ mod delay;
 mod io;
 mod structural;
 pub mod test_expr;
+mod workflow;
 
 pub use data::{
     BinaryToString, Chunker, Counter, Format, JsonGet, JsonParse, JsonStringify, Predicate,
@@ -22,6 +23,9 @@ pub use data::{
 pub use delay::Delay;
 pub use io::{Const, FileAccess, FileLoader, JsonFile, Sink, Source, TextFile};
 pub use structural::{
-    Accumulator, Barrier, Fork, Gate, Guard, Join, MAX_ARITY, Merge, letter_port,
+    Accumulator, Barrier, Fork, Gate, Guard, Join, MAX_ARITY, MAX_PARTIAL_ARITY, Merge, letter_port,
 };
 pub use test_expr::Test;
+pub use workflow::{
+    Cancel, MAX_THREADS, Milestone, Mutex, Terminate, ThreadMerge, ThreadSplit, Trigger,
+};
