@@ -8,6 +8,7 @@ use serde_json::{Map, Value as Json, json};
 use super::{Io, RunArgs, display_name, exit, load};
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
 use cameleon::net::Net;
+use cameleon::ops;
 use cameleon::verify;
 
 /// What a run did: the facts `run` prints, as text or JSON.
@@ -23,6 +24,8 @@ pub struct RunReport {
     pub sinks: Vec<(String, Vec<Json>)>,
     /// Connections that never received a token.
     pub unreached: Vec<String>,
+    /// Each `subnet` or `map` that ran, with its inner runs in brief, in declaration order.
+    pub inner: Vec<(String, Vec<Json>)>,
 }
 
 impl RunReport {
@@ -40,12 +43,22 @@ impl RunReport {
                 (o.name.clone(), got)
             })
             .collect();
+        let inner = net
+            .operators()
+            .iter()
+            .filter_map(|o| {
+                let batches = ops::inner_runs(o)?;
+                let runs: Vec<Json> = batches.iter().flatten().map(|r| r.summary_json()).collect();
+                (!runs.is_empty()).then(|| (o.name.clone(), runs))
+            })
+            .collect();
         RunReport {
             end,
             steps: cvm.depth(),
             firings,
             sinks,
             unreached: cvm.unreached().into_iter().map(str::to_owned).collect(),
+            inner,
         }
     }
 
@@ -80,6 +93,14 @@ impl RunReport {
             .collect();
         m.insert("sinks".into(), Json::Object(sinks));
         m.insert("unreached".into(), json!(self.unreached));
+        if !self.inner.is_empty() {
+            let inner: Map<String, Json> = self
+                .inner
+                .iter()
+                .map(|(n, runs)| (n.clone(), Json::Array(runs.clone())))
+                .collect();
+            m.insert("inner".into(), Json::Object(inner));
+        }
         Json::Object(m)
     }
 
@@ -128,6 +149,13 @@ impl RunReport {
                 s.push_str(&format!("  {}\n", show_value(v)));
             }
         }
+        for (op, runs) in &self.inner {
+            let done = runs.iter().filter(|r| r["end"] == "COMPLETED").count();
+            s.push_str(&format!(
+                "\n{op} ran its net {} ({done} completed; `--trace` shows each)\n",
+                plural(runs.len(), "time"),
+            ));
+        }
         if !self.unreached.is_empty() {
             s.push_str("\nnever reached (no token):\n");
             for c in &self.unreached {
@@ -156,6 +184,9 @@ fn show_value(v: &Json) -> String {
 pub fn trace_jsonl(cvm: &Cvm, report: &RunReport) -> String {
     let net = cvm.net();
     let mut out = String::new();
+    // The inner runs of each `subnet` and `map`: its k-th firing made the k-th batch.
+    let inner: Vec<Option<Vec<ops::Batch>>> = net.operators().iter().map(ops::inner_runs).collect();
+    let mut fired = vec![0usize; net.operators().len()];
     for entry in cvm.history().entries() {
         for f in &entry.firings {
             let consumed: Vec<&str> = f
@@ -178,12 +209,17 @@ pub fn trace_jsonl(cvm: &Cvm, report: &RunReport) -> String {
                     }
                 })
                 .collect();
-            let line = json!({
+            let mut line = json!({
                 "step": entry.step,
                 "op": net.op(f.op).name,
                 "consumed": consumed,
                 "emitted": emitted,
             });
+            let o = f.op.index();
+            if let Some(batch) = inner[o].as_ref().and_then(|b| b.get(fired[o])) {
+                line["inner"] = Json::Array(batch.iter().map(|r| r.to_json()).collect());
+            }
+            fired[o] += 1;
             out.push_str(&line.to_string());
             out.push('\n');
         }

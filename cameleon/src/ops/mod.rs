@@ -13,6 +13,7 @@ mod data;
 mod delay;
 mod io;
 mod structural;
+mod subnet;
 pub mod test_expr;
 mod workflow;
 
@@ -24,6 +25,10 @@ pub use delay::Delay;
 pub use io::{Const, FileAccess, FileLoader, JsonFile, Sink, Source, TextFile};
 pub use structural::{
     Accumulator, Barrier, Fork, Gate, Guard, Join, MAX_ARITY, MAX_PARTIAL_ARITY, Merge, letter_port,
+};
+pub use subnet::{
+    Batch, Boundary, DEFAULT_CONCURRENCY, Dynamic, InnerRun, Input, Map, MapPorts, Output, Runs,
+    Subnet, SubnetError, inner_runs, port_index, trace_lines,
 };
 pub use test_expr::Test;
 pub use workflow::{

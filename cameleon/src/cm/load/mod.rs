@@ -17,7 +17,7 @@ use super::error::{CmError, CmProblem, CmProblemKind};
 use super::format::CmFile;
 use super::limits;
 use super::tree::Span;
-use crate::catalogue::Catalogue;
+use crate::catalogue::{BuildContext, Catalogue};
 use crate::net::Net;
 use decls::{Cx, parse_tree, read_decls};
 
@@ -38,6 +38,11 @@ pub struct Loader<'c> {
     base_dir: Option<PathBuf>,
     allow_outside: bool,
     name: Option<String>,
+    /// The `.cm` files of the nets this one is nested in, and its own (see
+    /// [`BuildContext::files`]).
+    files: Vec<PathBuf>,
+    /// How deep this net is nested in sub-nets.
+    depth: u32,
 }
 
 impl Default for Loader<'static> {
@@ -54,6 +59,8 @@ impl Loader<'static> {
             base_dir: None,
             allow_outside: false,
             name: None,
+            files: Vec::new(),
+            depth: 0,
         }
     }
 }
@@ -66,7 +73,18 @@ impl<'c> Loader<'c> {
             base_dir: self.base_dir,
             allow_outside: self.allow_outside,
             name: self.name,
+            files: self.files,
+            depth: self.depth,
         }
+    }
+
+    /// Loads the net as a sub-net of the net being built with `cx` (docs/semantics.md §10.2):
+    /// one level deeper, within the same files, with the same file access.
+    pub fn nested_in(mut self, cx: &BuildContext) -> Self {
+        self.files = cx.files.clone();
+        self.depth = cx.depth + 1;
+        self.allow_outside = cx.allow_outside;
+        self
     }
 
     /// The folder file-reading operators resolve relative paths against (and are confined
@@ -120,11 +138,15 @@ impl<'c> Loader<'c> {
                 .filter(|p| !p.as_os_str().is_empty())
                 .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
         });
+        let mut files = self.files.clone();
+        files.push(path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
         Loader {
             catalogue: self.catalogue,
             base_dir: Some(base),
             allow_outside: self.allow_outside,
             name: Some(name),
+            files,
+            depth: self.depth,
         }
         .load_str(&text)
     }
