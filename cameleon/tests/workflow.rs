@@ -398,13 +398,19 @@ fn mutex_grants_one_request_at_a_time() {
         n.op_id("b1").unwrap(),
     );
     let mut order = Vec::new();
-    while let Step::Fired { ops, .. } = cvm.step().unwrap() {
-        order.extend(ops.into_iter().filter(|o| [a1, a2, b1].contains(o)));
+    let end = loop {
+        match cvm.step().unwrap() {
+            Step::Fired { ops, .. } => {
+                order.extend(ops.into_iter().filter(|o| [a1, a2, b1].contains(o)))
+            }
+            Step::Ended(end) => break end,
+        }
         // `b`'s request waits while section `a` runs.
         if cvm.fire_count(a1) == 1 && cvm.fire_count(a2) == 0 {
             assert_eq!(state(&cvm, "split.out_b -> lock.in_b"), ConnState::New);
         }
-    }
+    };
+    assert_eq!(end, EndState::Completed, "{end}");
     assert_eq!(order, [a1, a2, b1], "a's section whole, then b's");
     assert_eq!(got(&cvm, "out"), [json!("x")]);
 }

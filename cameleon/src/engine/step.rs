@@ -173,6 +173,7 @@ impl Cvm {
             tok,
             tokens,
             s,
+            ports,
             ..
         } = self;
         s.slots.clear();
@@ -180,6 +181,9 @@ impl Cvm {
             s.slots.push(input_slot(state, tok, c)); // a loop: `extend` costs 5× more here
         }
         let OpNode { meta, op } = &mut net.ops[o];
+        // What the firing consumes is decided on the input states before it runs, by the
+        // operator in the state it fires in (docs/semantics.md §4.4), as a maximal step does.
+        let consumes = op.consumes(&ports.inputs[topo.in_range(o)]);
         let before = op.save_state();
         let cx = FiringCx {
             o,
@@ -217,7 +221,6 @@ impl Cvm {
         } else {
             None
         };
-        let consumes = op.consumes(&self.ports.inputs[self.topo.in_range(o)]);
         let node = self.hist.open_node();
         self.apply_firing(o, step, before, after, consumes);
         self.hist.path.push(node);

@@ -27,8 +27,8 @@ pub use structural::{
     Accumulator, Barrier, Fork, Gate, Guard, Join, MAX_ARITY, MAX_PARTIAL_ARITY, Merge, letter_port,
 };
 pub use subnet::{
-    Batch, Boundary, DEFAULT_CONCURRENCY, Dynamic, InnerRun, Input, Map, MapPorts, Output, Runs,
-    Subnet, SubnetError, inner_runs, port_index, trace_lines,
+    Batch, Boundary, DEFAULT_CONCURRENCY, Dynamic, InnerRun, Map, MapPorts, Runs, Subnet,
+    SubnetError, SubnetInput, SubnetOutput, inner_runs, port_index, trace_lines,
 };
 pub use test_expr::Test;
 pub use workflow::{

@@ -35,12 +35,14 @@ fn check_name(name: &str) -> Result<(), ParamError> {
 
 /// A sub-net's input (its port `in_NAME`): emits, once, the value the parent passes in.
 ///
+/// (`SubnetInput` in Rust, `input` in `.cm` files and the catalogue.)
+///
 /// Param `name` names the port. The value's type is that of what the input feeds, or `type`.
 /// Run on its own (not as a sub-net), the net's input emits its `value` param — of type `type`,
 /// `DataJSON` by default — and fails without one.
 #[operator(id = "input", label = "Input", family = structural)]
 #[derive(Clone, Debug)]
-pub struct Input<T: PortType = Any> {
+pub struct SubnetInput<T: PortType = Any> {
     /// the boundary name: the sub-net's port is `in_NAME`
     #[param]
     name: String,
@@ -56,10 +58,10 @@ pub struct Input<T: PortType = Any> {
     out_data: Out<T>,
 }
 
-impl<T: PortType> Input<T> {
+impl<T: PortType> SubnetInput<T> {
     /// The input `name` (its sub-net's port `in_NAME`).
     pub fn new(name: impl Into<String>) -> Self {
-        Input {
+        SubnetInput {
             name: name.into(),
             ty: None,
             value: None,
@@ -86,7 +88,7 @@ impl<T: PortType> Input<T> {
     }
 }
 
-impl<T: PortType> Run for Input<T> {
+impl<T: PortType> Run for SubnetInput<T> {
     fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         if let Some(v) = &self.given {
             cx.emit_value(Self::out_data, v.clone());
@@ -124,12 +126,14 @@ impl<T: PortType> Run for Input<T> {
 
 /// A sub-net's output (its port `out_NAME`): what it receives is passed out to the parent.
 ///
+/// (`SubnetOutput` in Rust, `output` in `.cm` files and the catalogue.)
+///
 /// Param `name` names the port; its type is that of what it receives, or `type`. A sub-net
 /// run emits on `out_NAME` when the output received a value, and fails when it received more
 /// than one.
 #[operator(id = "output", label = "Output", family = structural)]
 #[derive(Clone, Debug)]
-pub struct Output<T: PortType = Any> {
+pub struct SubnetOutput<T: PortType = Any> {
     /// the boundary name: the sub-net's port is `out_NAME`
     #[param]
     name: String,
@@ -140,10 +144,10 @@ pub struct Output<T: PortType = Any> {
     in_data: In<T>,
 }
 
-impl<T: PortType> Output<T> {
+impl<T: PortType> SubnetOutput<T> {
     /// The output `name` (its sub-net's port `out_NAME`).
     pub fn new(name: impl Into<String>) -> Self {
-        Output {
+        SubnetOutput {
             name: name.into(),
             ty: None,
             __cameleon_ports: PhantomData,
@@ -156,7 +160,7 @@ impl<T: PortType> Output<T> {
     }
 }
 
-impl<T: PortType> Run for Output<T> {
+impl<T: PortType> Run for SubnetOutput<T> {
     fn run(&mut self, _cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         Ok(())
     }

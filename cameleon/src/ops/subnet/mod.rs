@@ -1,4 +1,5 @@
-//! Sub-nets (docs/semantics.md §10.1–§10.3): a net's boundary ([`Input`], [`Output`]), an
+//! Sub-nets (docs/semantics.md §10.1–§10.3): a net's boundary ([`SubnetInput`],
+//! [`SubnetOutput`]: `input` and `output` in `.cm`), an
 //! operator that runs a net to its end on each firing ([`Subnet`]), and one that runs it once
 //! per item of a list ([`Map`]).
 //!
@@ -17,7 +18,7 @@ mod runs;
 mod subnet;
 mod template;
 
-pub use boundary::{Input, Output};
+pub use boundary::{SubnetInput, SubnetOutput};
 pub use map::{DEFAULT_CONCURRENCY, Map, MapPorts};
 pub use runs::{Batch, InnerRun, Runs, trace_lines};
 pub use subnet::{Boundary, Dynamic, Subnet, SubnetError};

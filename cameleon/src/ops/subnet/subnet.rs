@@ -23,6 +23,11 @@ pub enum Dynamic {}
 
 /// A sub-net boundary declared in Rust, so that `pipeline!` type-checks a [`Subnet`]'s
 /// connections at compile time. Declare one with [`boundary!`](crate::boundary).
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a sub-net boundary declared with `boundary!`, so `pipeline!` does not know this sub-net's ports",
+    label = "a sub-net whose ports are only known once its file is loaded",
+    note = "declare the ports with `cameleon::boundary! {{ pub struct MyNet {{ inputs {{ in_x: DataString }} outputs {{ out_y: DataJSON }} }} }}` and build the sub-net with `Subnet::<MyNet>::load_typed(file)` or `Subnet::<MyNet>::typed(net)`; or add it with `Net::builder()`"
+)]
 pub trait Boundary: 'static {
     /// The port handles, one field per port (`in_text`, `out_summary`).
     type Ports;

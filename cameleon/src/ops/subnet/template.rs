@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use super::boundary::Input;
+use super::boundary::SubnetInput;
 use super::runs::InnerRun;
 use crate::catalogue::{BuildContext, Catalogue, ParamError};
 use crate::cm::{CmFile, Loader};
@@ -243,7 +243,7 @@ impl Template {
                 continue; // unreachable: the boundary was read from this net
             };
             let op: &mut dyn std::any::Any = &mut *net.ops[id.index()].op;
-            if let Some(input) = op.downcast_mut::<Input<Any>>() {
+            if let Some(input) = op.downcast_mut::<SubnetInput<Any>>() {
                 input.give(v.clone());
             }
         }
