@@ -1,9 +1,9 @@
 //! `map`: runs an inner net once per item of a JSON array (docs/semantics.md §10.3).
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value as Json, json};
 
@@ -153,7 +153,9 @@ struct Item {
     run: Option<InnerRun>,
 }
 
-async fn run_item(t: Arc<Template>, index: usize, item: Json) -> Item {
+/// Runs item `index` to its end. Synchronous (`Cvm::run`, the engine's sequential fast path for
+/// an inner net of inline operators): parallel mode runs items on tokio's blocking pool.
+fn run_item(t: &Template, index: usize, item: Json) -> Item {
     let failed = |e: String| Item {
         index,
         result: Err(e),
@@ -163,7 +165,7 @@ async fn run_item(t: Arc<Template>, index: usize, item: Json) -> Item {
         Ok(c) => c,
         Err(e) => return failed(e.to_string()),
     };
-    let end = match cvm.run_async().await {
+    let end = match cvm.run() {
         Ok(end) => end,
         Err(e) => return failed(format!("sub-net `{}`: {e}", t.shown)),
     };
@@ -224,6 +226,11 @@ impl Plan {
 }
 
 /// Runs the items, at most `concurrency` at once, until every needed one has finished.
+///
+/// One after the other on the calling task when `concurrency` is 1; otherwise `concurrency`
+/// workers on tokio's blocking pool take the next item in item order until none is needed, and
+/// send each item's outcome back here, where the plan (and so the cut past which no item is
+/// taken) is updated.
 async fn run_items(
     t: &Arc<Template>,
     items: &[Json],
@@ -232,57 +239,60 @@ async fn run_items(
 ) -> Vec<Option<Item>> {
     let n = items.len();
     let mut done: Vec<Option<Item>> = (0..n).map(|_| None).collect();
-    let mut next = 0;
     if concurrency <= 1 {
+        let mut next = 0;
         while next < plan.cut {
-            let item = run_item(Arc::clone(t), next, items[next].clone()).await;
-            done[next] = Some(item);
+            done[next] = Some(run_item(t, next, items[next].clone()));
             plan.finished(&done, next);
             next += 1;
         }
         return done;
     }
-    let mut set = tokio::task::JoinSet::new();
-    let mut handles: Vec<Option<tokio::task::AbortHandle>> = (0..n).map(|_| None).collect();
-    let mut index_of: HashMap<tokio::task::Id, usize> = HashMap::new();
-    loop {
-        while next < plan.cut && set.len() < concurrency {
-            let h = set.spawn(run_item(Arc::clone(t), next, items[next].clone()));
-            index_of.insert(h.id(), next);
-            handles[next] = Some(h);
-            next += 1;
-        }
-        let Some(joined) = set.join_next_with_id().await else {
-            break;
-        };
-        let i = match joined {
-            Ok((_, item)) => {
-                let i = item.index;
-                done[i] = Some(item);
-                i
+    let next = Arc::new(AtomicUsize::new(0));
+    let cut = Arc::new(AtomicUsize::new(plan.cut));
+    let items: Arc<Vec<Json>> = Arc::new(items.to_vec());
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Item>();
+    for _ in 0..concurrency.min(n) {
+        let (t, next, cut, items, tx) = (
+            Arc::clone(t),
+            Arc::clone(&next),
+            Arc::clone(&cut),
+            Arc::clone(&items),
+            tx.clone(),
+        );
+        // Detached: a blocking run cannot be interrupted. A worker stops taking items past the
+        // cut, and stops when nobody listens any more (this future was dropped).
+        drop(tokio::task::spawn_blocking(move || {
+            loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
+                if i >= cut.load(Ordering::SeqCst) {
+                    break;
+                }
+                if tx.send(run_item(&t, i, items[i].clone())).is_err() {
+                    break;
+                }
             }
-            Err(e) if e.is_cancelled() => continue,
-            Err(e) => {
-                let Some(&i) = index_of.get(&e.id()) else {
-                    continue;
-                };
-                done[i] = Some(Item {
-                    index: i,
-                    result: Err(format!("panicked: {e}")),
-                    run: None,
-                });
-                i
-            }
-        };
-        let before = plan.cut;
+        }));
+    }
+    drop(tx);
+    while let Some(item) = rx.recv().await {
+        let i = item.index;
+        done[i] = Some(item);
         plan.finished(&done, i);
-        if plan.cut < before {
-            for h in handles[plan.cut..].iter().flatten() {
-                h.abort();
-            }
+        cut.store(plan.cut, Ordering::SeqCst);
+    }
+    // An item whose worker panicked never came back.
+    for i in 0..plan.cut.min(n) {
+        if done[i].is_none() {
+            done[i] = Some(Item {
+                index: i,
+                result: Err("its run panicked".to_owned()),
+                run: None,
+            });
+            plan.finished(&done, i);
         }
     }
-    // Items past the cut that finished before they were cancelled are not kept: what is kept
+    // Items past the cut that finished before the cut was known are not kept: what is kept
     // must not depend on timing.
     for d in done.iter_mut().skip(plan.cut) {
         *d = None;
