@@ -12,7 +12,9 @@ use cameleon::ops::{
 use cameleon::prelude::*;
 
 fn example(name: &str) -> Net {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/wcp").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/wcp")
+        .join(name);
     Loader::new().load_file(p).unwrap()
 }
 

@@ -513,6 +513,10 @@ fn map_of_an_empty_list_emits_an_empty_list() {
 #[test]
 fn map_fails_fast_at_the_first_failed_item_without_an_error_output() {
     let _g = counting();
+    // One item after the other (sequential mode): nothing after the failed item runs.
+    let mut cvm = Cvm::new(map_net("[1, \"two\", 3, \"four\"]", "", false));
+    assert!(matches!(cvm.run().unwrap(), EndState::Error { .. }));
+    assert_eq!(RUNS.load(Ordering::SeqCst), 2, "items 2 and 3 never ran");
     let mut cvm = Cvm::builder(map_net(
         "[1, \"two\", 3, \"four\"]",
         ", concurrency: 2",

@@ -612,11 +612,31 @@ fn an_error_output_catches_a_failure_only_when_connected() {
 
 #[test]
 fn the_verifier_does_not_explore_an_unconnected_error_output() {
-    // With `error` unconnected, the only outcome is `out_data`: sound. Connected, the error
-    // branch is an outcome too (and goes to a sink: sound as well).
-    let r = verify(&failing(false), &VerifyOptions::default());
+    // `f` feeds a join. With `error` unconnected, a failure is an ERROR, not an outcome: the
+    // only outcome is `out_data`, and the net is sound. Connected, the error branch is an
+    // outcome — one that leaves the join waiting: a deadlock the verifier must report.
+    let net = |connect_error: bool| {
+        let mut b = Net::builder("fails-into-a-join");
+        b.add("src", cameleon::ops::Source::new("x"));
+        b.add("split", cameleon::ops::Fork::<Any>::default());
+        b.add("f", Fails);
+        b.add("t", cameleon::ops::Transform::new());
+        b.add("j", cameleon::ops::Join::<Any>::default());
+        b.add("out", cameleon::ops::Sink::new());
+        b.connect("src.out_data", "split.in_data")
+            .connect("split.out_a", "f.in_data")
+            .connect("split.out_b", "t.in_data")
+            .connect("f.out_data", "j.in_a")
+            .connect("t.out_data", "j.in_b")
+            .connect("j.out_data", "out.in_data");
+        if connect_error {
+            b.add("errors", cameleon::ops::Sink::new());
+            b.connect("f.error", "errors.in_data");
+        }
+        b.build().unwrap()
+    };
+    let r = verify(&net(false), &VerifyOptions::default());
     assert_eq!(r.verdict, Verdict::Holds, "{r}");
-    let connected = verify(&failing(true), &VerifyOptions::default());
-    assert_eq!(connected.verdict, Verdict::Holds, "{connected}");
-    assert!(connected.edges > r.edges);
+    let connected = verify(&net(true), &VerifyOptions::default());
+    assert_eq!(connected.deadlock_free, Some(false), "{connected}");
 }
