@@ -1,12 +1,13 @@
 //! `map` overhead (docs/semantics.md §10.3): 1 000 items through a trivial inner net
 //! (`input → counter → output`), sequential and parallel (4 items at once), beside the same
-//! work as 1 000 operators in one net (a chain of 1 000 counters), and a `subnet` firing.
+//! work as 1 000 operators in one net (a chain of 1 000 counters); 100 items that each wait
+//! 1 ms, sequential and parallel; and one `subnet` firing.
 //!
 //! `cargo bench -p cameleon --bench map`
 
 use std::hint::black_box;
 
-use cameleon::ops::{Const, Counter, Map, Sink, Subnet};
+use cameleon::ops::{Const, Counter, Delay, Map, Sink, Subnet};
 use cameleon::prelude::*;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use serde_json::json;
@@ -36,6 +37,30 @@ fn map_net(concurrency: usize) -> Net {
     b.add(
         "each",
         Map::new(inner())
+            .expect("a map's net")
+            .concurrency(concurrency),
+    );
+    b.add("out", Sink::new());
+    b.connect("items.out_data", "each.in_items")
+        .connect("each.out_results", "out.in_data");
+    b.build().expect("a valid net")
+}
+
+/// const [0 … 99] → map(input → delay 1 ms → output) → sink: items that wait, where running
+/// them at once pays.
+fn waiting_net(concurrency: usize) -> Net {
+    let mut b = Net::builder("inner");
+    b.add("item", cameleon::ops::SubnetInput::<Any>::new("item"));
+    b.add("wait", Delay::new(1));
+    b.add("result", cameleon::ops::SubnetOutput::<Any>::new("result"));
+    b.connect("item.out_data", "wait.in_data")
+        .connect("wait.out_data", "result.in_data");
+    let inner = b.build().expect("a valid inner net");
+    let mut b = Net::builder("waiting");
+    b.add("items", Const::new(json!((0..100).collect::<Vec<_>>())));
+    b.add(
+        "each",
+        Map::new(inner)
             .expect("a map's net")
             .concurrency(concurrency),
     );
@@ -96,6 +121,29 @@ fn map_vs_operators(c: &mut Criterion) {
             BatchSize::LargeInput,
         )
     });
+    g.finish();
+    let mut g = c.benchmark_group("map_100_items_waiting_1ms");
+    g.sample_size(10);
+    g.bench_function("sequential", |b| {
+        b.iter_batched_ref(
+            || Cvm::new(waiting_net(4)),
+            |cvm| black_box(cvm.run().unwrap()),
+            BatchSize::LargeInput,
+        )
+    });
+    for concurrency in [4, 16] {
+        g.bench_function(format!("parallel_{concurrency}"), |b| {
+            b.iter_batched_ref(
+                || {
+                    Cvm::builder(waiting_net(concurrency))
+                        .mode(Mode::Parallel)
+                        .build()
+                },
+                |cvm| black_box(cvm.run().unwrap()),
+                BatchSize::LargeInput,
+            )
+        });
+    }
     g.finish();
     let mut g = c.benchmark_group("subnet");
     g.bench_function("one_firing_of_a_3_operator_net", |b| {

@@ -292,7 +292,7 @@ impl Cvm {
             }
         }
         // ... a cancellation's region among the consumed (docs/semantics.md §10.4) ...
-        if self.topo.cancel_start[o] != self.topo.cancel_start[o + 1] {
+        if self.topo.any_cancel && self.topo.cancel_start[o] != self.topo.cancel_start[o + 1] {
             self.cancel_region(o);
         }
         // ... then emission (-> NEW), one shared token per emitted port.
@@ -358,12 +358,16 @@ impl Cvm {
     pub(super) fn refresh_around(&mut self, f: usize) {
         let o = self.hist.firings[f].op;
         self.refresh(o as usize);
+        let cancels = self.topo.any_cancel;
         for i in self.hist.consumed_range(f) {
             let c = self.hist.consumed[i] as usize;
             self.refresh(self.topo.producer[c] as usize);
-            let k = self.topo.consumer[c];
-            if k != o {
-                self.refresh(k as usize);
+            // Only a cancellation consumes another operator's input (its consumer changes).
+            if cancels {
+                let k = self.topo.consumer[c];
+                if k != o {
+                    self.refresh(k as usize);
+                }
             }
         }
         for i in self.hist.written_range(f) {

@@ -153,21 +153,48 @@ struct Item {
     run: Option<InnerRun>,
 }
 
-/// Runs item `index` to its end. Synchronous (`Cvm::run`, the engine's sequential fast path for
-/// an inner net of inline operators): parallel mode runs items on tokio's blocking pool.
+/// Runs item `index` to its end, synchronously (`Cvm::run`: the engine's fast path for an
+/// inner net of operators that need no future).
 fn run_item(t: &Template, index: usize, item: Json) -> Item {
-    let failed = |e: String| Item {
+    match t.start(&[(0, Value::new(DataJSON(item)))]) {
+        Ok(mut cvm) => {
+            let end = cvm.run();
+            item_outcome(t, index, cvm, end)
+        }
+        Err(e) => failed_item(index, e.to_string()),
+    }
+}
+
+/// Runs item `index` to its end, awaiting it (`Cvm::run_async`): for an inner net with async
+/// operators, timeouts or retries, or in parallel mode, whose firings wait together.
+async fn run_item_async(t: &Template, index: usize, item: Json) -> Item {
+    match t.start(&[(0, Value::new(DataJSON(item)))]) {
+        Ok(mut cvm) => {
+            let end = cvm.run_async().await;
+            item_outcome(t, index, cvm, end)
+        }
+        Err(e) => failed_item(index, e.to_string()),
+    }
+}
+
+fn failed_item(index: usize, e: String) -> Item {
+    Item {
         index,
         result: Err(e),
         run: None,
-    };
-    let mut cvm = match t.start(&[(0, Value::new(DataJSON(item)))]) {
-        Ok(c) => c,
-        Err(e) => return failed(e.to_string()),
-    };
-    let end = match cvm.run() {
+    }
+}
+
+/// The outcome of an item whose run on `cvm` ended with `end`.
+fn item_outcome(
+    t: &Template,
+    index: usize,
+    cvm: crate::engine::Cvm,
+    end: Result<crate::engine::EndState, crate::engine::RunError>,
+) -> Item {
+    let end = match end {
         Ok(end) => end,
-        Err(e) => return failed(format!("sub-net `{}`: {e}", t.shown)),
+        Err(e) => return failed_item(index, format!("sub-net `{}`: {e}", t.shown)),
     };
     let result = match t.failure(&end) {
         Some(why) => Err(why),
@@ -228,9 +255,9 @@ impl Plan {
 /// Runs the items, at most `concurrency` at once, until every needed one has finished.
 ///
 /// One after the other on the calling task when `concurrency` is 1; otherwise `concurrency`
-/// workers on tokio's blocking pool take the next item in item order until none is needed, and
-/// send each item's outcome back here, where the plan (and so the cut past which no item is
-/// taken) is updated.
+/// workers — tasks for an inner net that awaits, threads of tokio's blocking pool for one that
+/// computes — take the next item in item order until none is needed, and send each item's
+/// outcome back here, where the plan (and so the cut past which no item is taken) is updated.
 async fn run_items(
     t: &Arc<Template>,
     items: &[Json],
@@ -242,7 +269,12 @@ async fn run_items(
     if concurrency <= 1 {
         let mut next = 0;
         while next < plan.cut {
-            done[next] = Some(run_item(t, next, items[next].clone()));
+            let item = items[next].clone();
+            done[next] = Some(if t.asynchronous {
+                run_item_async(t, next, item).await
+            } else {
+                run_item(t, next, item)
+            });
             plan.finished(&done, next);
             next += 1;
         }
@@ -260,19 +292,35 @@ async fn run_items(
             Arc::clone(&items),
             tx.clone(),
         );
-        // Detached: a blocking run cannot be interrupted. A worker stops taking items past the
-        // cut, and stops when nobody listens any more (this future was dropped).
-        drop(tokio::task::spawn_blocking(move || {
-            loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= cut.load(Ordering::SeqCst) {
-                    break;
+        // A worker stops taking items past the cut, and when nobody listens any more (this
+        // future was dropped). Detached: a blocking run cannot be interrupted, and an async one
+        // ends at its next item.
+        if t.asynchronous {
+            drop(tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= cut.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    let item = run_item_async(&t, i, items[i].clone()).await;
+                    if tx.send(item).is_err() {
+                        break;
+                    }
                 }
-                if tx.send(run_item(&t, i, items[i].clone())).is_err() {
-                    break;
+            }));
+        } else {
+            drop(tokio::task::spawn_blocking(move || {
+                loop {
+                    let i = next.fetch_add(1, Ordering::SeqCst);
+                    if i >= cut.load(Ordering::SeqCst) {
+                        break;
+                    }
+                    if tx.send(run_item(&t, i, items[i].clone())).is_err() {
+                        break;
+                    }
                 }
-            }
-        }));
+            }));
+        }
     }
     drop(tx);
     while let Some(item) = rx.recv().await {

@@ -216,6 +216,18 @@ impl fmt::Debug for Runs {
     }
 }
 
+/// The runs as JSON: one array per firing, first first, each run as [`InnerRun`] serializes
+/// (its trace, not its engine) — what a journal of the outer run keeps of them.
+impl serde::Serialize for Runs {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(
+            self.batches()
+                .iter()
+                .map(|b| b.iter().map(|r| &**r).collect::<Vec<_>>()),
+        )
+    }
+}
+
 impl Runs {
     /// The runs with `batch` added as the latest firing's.
     pub(crate) fn push(&self, batch: Batch) -> Runs {

@@ -116,7 +116,8 @@ impl From<ParamError> for SubnetError {
 
 impl Subnet<Dynamic> {
     /// A sub-net running `net`, built in code. Its operators are built anew for each run, from
-    /// the catalogue (or their [`Operator::fresh`]): every one must be in it.
+    /// the catalogue (or their [`Operator::fresh`]): every one must be in it. It has no file, so
+    /// a net holding it writes no `net` param to `.cm` ([`load`](Self::load) does).
     pub fn new(net: Net) -> Result<Self, SubnetError> {
         Subnet::from_net(net)
     }

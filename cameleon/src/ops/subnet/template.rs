@@ -11,8 +11,8 @@ use crate::catalogue::{BuildContext, Catalogue, ParamError};
 use crate::cm::{CmFile, Loader};
 use crate::connection::ConnState;
 use crate::engine::{Cvm, EndState};
-use crate::net::Net;
-use crate::operator::{OpError, OpSpec, PortSpec, TypeRef};
+use crate::net::{Mode, Net};
+use crate::operator::{Execution, OpError, OpSpec, PortSpec, TypeRef};
 use crate::ops::FileAccess;
 use crate::policy::{Family, Policy};
 use crate::types::{Any, PortType, TypeInfo, Value, type_by_name};
@@ -189,6 +189,9 @@ pub(crate) struct Template {
     pub(crate) boundary: Boundary,
     /// The emission sets of an operator with its boundary (indices into `boundary.outputs`).
     pub(crate) emits: Vec<Vec<u16>>,
+    /// Whether a run is better awaited than run synchronously: the net runs in parallel mode,
+    /// or has an async operator, a timeout or retries (the engine drives those with futures).
+    pub(crate) asynchronous: bool,
 }
 
 impl std::fmt::Debug for Template {
@@ -206,12 +209,17 @@ impl Template {
     pub(crate) fn from_net(net: Net, cx: BuildContext, shown: String) -> Result<Template, String> {
         let boundary = Boundary::of_net(&net, &shown)?;
         let emits = emission_sets(&net, &boundary);
+        let asynchronous = net.config().mode == Mode::Parallel
+            || net.operators().iter().any(|n| {
+                n.operator().execution() == Execution::Async || !n.effective_settings().is_none()
+            });
         let t = Template {
             net: Mutex::new(net),
             cx,
             shown,
             boundary,
             emits,
+            asynchronous,
         };
         t.instantiate().map_err(|e| e.to_string())?;
         Ok(t)
