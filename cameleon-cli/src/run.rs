@@ -14,6 +14,7 @@ use cameleon::history::Entry;
 use cameleon::journal::{Durability, Journal, JournalError, RunOptions};
 use cameleon::models::Usage;
 use cameleon::net::Net;
+use cameleon::ops;
 use cameleon::ops::ai::usage_in;
 use cameleon::verify;
 
@@ -32,6 +33,8 @@ pub struct RunReport {
     pub unreached: Vec<String>,
     /// Token usage of the firings that reported it: `(step, operator, usage)`, in history order.
     pub usage: Vec<(u32, String, Usage)>,
+    /// Each `subnet` or `map` that ran, with its inner runs in brief, in declaration order.
+    pub inner: Vec<(String, Vec<Json>)>,
 }
 
 impl RunReport {
@@ -49,6 +52,15 @@ impl RunReport {
                 (o.name.clone(), got)
             })
             .collect();
+        let inner = net
+            .operators()
+            .iter()
+            .filter_map(|o| {
+                let batches = ops::inner_runs(o)?;
+                let runs: Vec<Json> = batches.iter().flatten().map(|r| r.summary_json()).collect();
+                (!runs.is_empty()).then(|| (o.name.clone(), runs))
+            })
+            .collect();
         RunReport {
             end,
             steps: cvm.depth(),
@@ -56,6 +68,7 @@ impl RunReport {
             sinks,
             unreached: cvm.unreached().into_iter().map(str::to_owned).collect(),
             usage: usage_of(cvm),
+            inner,
         }
     }
 
@@ -111,6 +124,14 @@ impl RunReport {
                 "usage".into(),
                 json!({"prompt_tokens": prompt, "completion_tokens": completion, "firings": firings}),
             );
+        }
+        if !self.inner.is_empty() {
+            let inner: Map<String, Json> = self
+                .inner
+                .iter()
+                .map(|(n, runs)| (n.clone(), Json::Array(runs.clone())))
+                .collect();
+            m.insert("inner".into(), Json::Object(inner));
         }
         Json::Object(m)
     }
@@ -175,6 +196,13 @@ impl RunReport {
                 s.push_str(&format!("  {}\n", show_value(v)));
             }
         }
+        for (op, runs) in &self.inner {
+            let done = runs.iter().filter(|r| r["end"] == "COMPLETED").count();
+            s.push_str(&format!(
+                "\n{op} ran its net {} ({done} completed; `--trace` shows each)\n",
+                plural(runs.len(), "time"),
+            ));
+        }
         if !self.unreached.is_empty() {
             s.push_str("\nnever reached (no token):\n");
             for c in &self.unreached {
@@ -232,6 +260,9 @@ pub fn trace_jsonl(cvm: &Cvm, report: &RunReport) -> String {
 struct TraceLines {
     text: String,
     generation: Option<u64>,
+    /// Per operator, how many of its firings were written: a `subnet` or `map`'s k-th firing
+    /// made its k-th batch of inner runs.
+    fired: Vec<usize>,
 }
 
 impl TraceLines {
@@ -239,6 +270,7 @@ impl TraceLines {
         TraceLines {
             text: String::new(),
             generation: Some(cvm.generation()),
+            fired: vec![0; cvm.net().operators().len()],
         }
     }
 
@@ -290,6 +322,13 @@ impl TraceLines {
                     "completion_tokens": u.completion_tokens,
                 });
             }
+            let o = f.op.index();
+            let batch = ops::inner_runs(&net.operators()[o])
+                .and_then(|batches| batches.into_iter().nth(self.fired[o]));
+            if let Some(batch) = batch {
+                line["inner"] = Json::Array(batch.iter().map(|r| r.to_json()).collect());
+            }
+            self.fired[o] += 1;
             self.line(line);
         }
     }

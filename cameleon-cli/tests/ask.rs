@@ -259,7 +259,10 @@ fn a_waiting_journaled_run_is_resumed_with_its_answers() {
     a.as_object_mut().unwrap().remove("run_id");
     b.as_object_mut().unwrap().remove("run_id");
     assert_eq!(a, b);
-    assert_eq!(a["sinks"]["sent"], json!(["Dear Grace, the pipeline is ready."]));
+    assert_eq!(
+        a["sinks"]["sent"],
+        json!(["Dear Grace, the pipeline is ready."])
+    );
     assert_eq!(
         std::fs::read_to_string(&trace).unwrap(),
         std::fs::read_to_string(&direct_trace).unwrap()

@@ -245,14 +245,20 @@ fn extract_fills_the_schema_and_agent_answers_offline() {
 fn every_standard_operator_appears_in_an_example() {
     let o = cameleon(&["catalogue", "--json"]);
     let cat: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // Every `.cm` file under `examples/`, its sub-folders included (`wcp/`, `nets/`).
     let mut types = std::collections::BTreeSet::new();
-    for f in std::fs::read_dir(examples()).unwrap() {
-        let p = f.unwrap().path();
-        if p.extension().is_some_and(|e| e == "cm") {
-            let text = std::fs::read_to_string(&p).unwrap();
-            for line in text.lines() {
-                if let Some(t) = line.trim().strip_prefix("type: ") {
-                    types.insert(t.to_owned());
+    let mut dirs = vec![examples()];
+    while let Some(dir) = dirs.pop() {
+        for f in std::fs::read_dir(dir).unwrap() {
+            let p = f.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|e| e == "cm") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                for line in text.lines() {
+                    if let Some(t) = line.trim().strip_prefix("type: ") {
+                        types.insert(t.to_owned());
+                    }
                 }
             }
         }
@@ -299,6 +305,86 @@ fn every_example_is_valid_and_canonical() {
         assert_eq!(code(&o), 0, "{p}: {}", stderr(&o));
         let o = cameleon(&["fmt", &p, "--check"]);
         assert_eq!(code(&o), 0, "{p}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn subnet_example_runs_its_inner_net_per_firing_and_traces_it() {
+    let (code, v) = run_json("subnet.cm");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["sinks"]["cards"], json!(["Pipelines are nets (a card)"]));
+    assert_eq!(v["inner"]["first"][0]["net"], "card");
+    assert_eq!(v["inner"]["first"][0]["end"], "COMPLETED");
+    // The trace line of each sub-net firing carries the inner run's own trace.
+    let o = cameleon(&["run", &example("subnet.cm"), "--trace", "-"]);
+    let line: Value = stdout(&o)
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["op"] == "first")
+        .unwrap();
+    let inner = &line["inner"][0]["trace"];
+    assert_eq!(inner.as_array().unwrap().len(), 4);
+    assert_eq!(inner[2]["op"], "label");
+}
+
+#[test]
+fn a_bad_subnet_file_exits_2_with_the_problem_at_its_net_param() {
+    let dir = temp_dir("bad-subnet");
+    let outer = dir.join("outer.cm");
+    let cases = [
+        (
+            "missing.cm",
+            None,
+            "sub-net file `missing.cm` cannot be read",
+        ),
+        (
+            "plain.cm",
+            Some(
+                "operators:\n  - {id: a, type: source, params: {value: x}}\n  - {id: b, type: sink}\nconnections:\n  - {from: a.out_data, to: b.in_data}\n",
+            ),
+            "sub-net `plain.cm` has no boundary",
+        ),
+        (
+            "twice.cm",
+            Some(
+                "operators:\n  - {id: a, type: input, params: {name: x}}\n  - {id: b, type: input, params: {name: x}}\n  - {id: j, type: join}\n  - {id: y, type: output, params: {name: y}}\nconnections:\n  - {from: a.out_data, to: j.in_a}\n  - {from: b.out_data, to: j.in_b}\n  - {from: j.out_data, to: y.in_data}\n",
+            ),
+            "has two `input` operators named `x` (`a` and `b`)",
+        ),
+        (
+            "outer.cm",
+            None,
+            "sub-net `outer.cm` includes itself (outer.cm → outer.cm) without a depth limit",
+        ),
+    ];
+    for (file, text, message) in cases {
+        if let Some(t) = text {
+            std::fs::write(dir.join(file), t).unwrap();
+        }
+        std::fs::write(
+            &outer,
+            format!(
+                "operators:\n  - {{id: v, type: const, params: {{value: 1}}}}\n  - {{id: sub, type: subnet, params: {{net: {file}}}}}\n  - {{id: out, type: sink}}\nconnections:\n  - {{from: v.out_data, to: sub.in_x}}\n  - {{from: sub.out_y, to: out.in_data}}\n"
+            ),
+        )
+        .unwrap();
+        let o = cameleon(&["check", &outer.display().to_string(), "--json"]);
+        assert_eq!(code(&o), 2, "{file}: {}", stdout(&o));
+        let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let p = &v["problems"][0];
+        assert_eq!(p["kind"], "param", "{file}: {v}");
+        assert_eq!(
+            (p["line"].clone(), p["column"].clone()),
+            (json!(3), json!(38)),
+            "{file}"
+        );
+        assert!(
+            p["message"].as_str().unwrap().contains(message),
+            "{file}: {v}"
+        );
+        // `run` refuses it the same way.
+        let o = cameleon(&["run", &outer.display().to_string()]);
+        assert_eq!(code(&o), 2, "{file}");
     }
 }
 

@@ -202,7 +202,7 @@ pub use policy::{Enabling, Family, Policy};
 pub use runtime::block_on;
 pub use types::{
     Any, Binary, DataBool, DataChunk, DataEmbeddings, DataError, DataJSON, DataString, DataType,
-    PortType, TypeInfo, Value,
+    PortType, TypeInfo, TypedValue, Value,
 };
 
 /// Everything a pipeline author needs, in one import.
@@ -404,6 +404,8 @@ pub mod __private {
         pub replay: fn(&mut O, &Emitted<'_, O>),
         /// `RunAsync::validate`.
         pub validate: fn(&O) -> Result<(), ParamError>,
+        /// `RunAsync::refine_spec`.
+        pub refine_spec: fn(&O, OpSpec) -> OpSpec,
     }
 
     /// The async operations of `O`.
@@ -416,6 +418,7 @@ pub mod __private {
             rollback: O::rollback,
             replay: O::replay,
             validate: O::validate,
+            refine_spec: O::refine_spec,
         }
     }
 

@@ -261,6 +261,35 @@ impl Serialize for Value {
     }
 }
 
+/// A [`Value`] with its type, for serde both ways: `{"type": "DataString", "value": …}` (a plain
+/// [`Value`] serializes as its JSON alone, which does not say how to read it back). Internal state
+/// that holds a value uses it, so a journaled run records the state (docs/semantics.md §5.5).
+#[derive(Clone, Debug)]
+pub struct TypedValue(pub Value);
+
+impl Serialize for TypedValue {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        serde_json::json!({ "type": self.0.type_name(), "value": self.0.to_json() }).serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for TypedValue {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let mut json = serde_json::Value::deserialize(d)?;
+        let name = json["type"]
+            .as_str()
+            .ok_or_else(|| D::Error::custom("a typed value without its `type`"))?
+            .to_owned();
+        let ty = type_by_name(&name)
+            .ok_or_else(|| D::Error::custom(format!("a value of unknown type `{name}`")))?;
+        let value = json["value"].take();
+        (ty.from_json)(value)
+            .map(TypedValue)
+            .map_err(D::Error::custom)
+    }
+}
+
 impl<T: DataType> From<T> for Value {
     fn from(v: T) -> Self {
         Value::new(v)

@@ -233,6 +233,26 @@ fn pnml_of_every_example_has_the_verifiers_state_space() {
 }
 
 #[test]
+fn pnml_of_every_workflow_pattern_example_has_the_verifiers_state_space() {
+    // Every operator of docs/semantics.md §10 appears in one of these (cancellations, partial
+    // joins, mutex, milestone, trigger, thread split and merge, sub-nets, map).
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/wcp");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let p = entry.unwrap().path();
+        if p.extension().is_none_or(|e| e != "cm") {
+            continue;
+        }
+        let net = cameleon::cm::Loader::new()
+            .load_file(&p)
+            .unwrap_or_else(|e| panic!("{e}"));
+        agree(&net).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        seen += 1;
+    }
+    assert!(seen >= 36, "{seen} examples");
+}
+
+#[test]
 fn pnml_counts_deadlocks_like_the_verifier() {
     // Two deadlocks: one per branch the gate can take.
     let xml = to_pnml(&nets::bad_xor_split_and_join()).unwrap();

@@ -60,6 +60,12 @@ pub struct BuildContext {
     pub base_dir: Option<PathBuf>,
     /// Whether file-reading operators may read outside `base_dir`.
     pub allow_outside: bool,
+    /// The `.cm` files being loaded, outermost first: the file of the net being built, and of
+    /// each net it is a sub-net of (docs/semantics.md §10.2). A sub-net naming one of them
+    /// includes itself.
+    pub files: Vec<PathBuf>,
+    /// How deep the net being built is nested in sub-nets: 0 for a top net.
+    pub depth: u32,
 }
 
 /// Two entries claim the same id.

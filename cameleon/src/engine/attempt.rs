@@ -30,7 +30,8 @@ use crate::connection::Token;
 use crate::net::Topo;
 use crate::operator::capability::Capabilities;
 use crate::operator::{
-    Execution, Firing, InputSlot, OpError, OpSettings, OpSpec, OpState, Operator, TypeRef,
+    Execution, Firing, FiringInfo, InputSlot, OpError, OpSettings, OpSpec, OpState, Operator,
+    TypeRef,
 };
 use crate::types::{DataError, Value};
 
@@ -66,6 +67,8 @@ pub(super) struct FiringCx<'a> {
     pub(super) timed: bool,
     /// The capabilities of the run (its pinned generation).
     pub(super) caps: &'a Arc<dyn Capabilities>,
+    /// Whether the engine runs in parallel mode ([`Firing::parallel`]).
+    pub(super) parallel: bool,
 }
 
 impl<'a> FiringCx<'a> {
@@ -81,7 +84,15 @@ impl<'a> FiringCx<'a> {
             self.run,
             self.branch,
             &**self.caps,
+            self.info(),
         )
+    }
+
+    fn info(&self) -> FiringInfo {
+        FiringInfo {
+            connected: self.topo.out_connected[self.o],
+            parallel: self.parallel,
+        }
     }
 
     fn n_outputs(&self) -> u16 {
@@ -258,10 +269,10 @@ fn settle_failure(
     }
 }
 
-/// docs/semantics.md §4.9: an operator that declares an output named `error` of type
-/// [`DataError`], connected, catches its own failure: instead of stopping the run in ERROR, the
-/// firing emits the failure there (and nothing else). Returns that emission, or `None` when the
-/// operator has no such output, or it is not connected (the failure would vanish).
+/// docs/semantics.md §4.9, §4.11: an operator that declares an output named `error` of type
+/// [`DataError`], and whose `error` output is connected, catches its own failure: instead of
+/// stopping the run in ERROR, the firing emits the failure there (and nothing else). Returns
+/// that emission, or `None` when the operator has no such output or nothing is connected to it.
 fn caught_failure(spec: &OpSpec, cx: &FiringCx<'_>, error: &OpError) -> Option<(u16, Value)> {
     let port = spec
         .outputs
@@ -437,7 +448,7 @@ async fn attempt_blocking(
     let name = cx.name.to_owned();
     let run = std::sync::Arc::clone(cx.run);
     let caps = Arc::clone(cx.caps);
-    let (n_outputs, step, branch) = (cx.n_outputs(), cx.step, cx.branch);
+    let (n_outputs, step, branch, info) = (cx.n_outputs(), cx.step, cx.branch, cx.info());
     let t0 = Instant::now();
     let (mut loan, carrier) = Loan::new(slot);
     let mut handle = tokio::task::spawn_blocking(move || {
@@ -445,7 +456,7 @@ async fn attempt_blocking(
             let mut out = Vec::new();
             let result = {
                 let mut f = Firing::new(
-                    &tokens, &slots, &mut out, n_outputs, step, &name, &run, branch, &*caps,
+                    &tokens, &slots, &mut out, n_outputs, step, &name, &run, branch, &*caps, info,
                 );
                 catch_unwind(AssertUnwindSafe(|| op.run(&mut f)))
             };

@@ -181,6 +181,7 @@ impl Cvm {
     /// Executes one step anew: every enabled operator (parallel) or the first (sequential).
     pub(super) async fn execute_step(&mut self) -> Result<Advance, StepError> {
         let ops: Vec<usize> = match self.mode {
+            Mode::Parallel if self.topo.any_cancel => self.without_cancelled(),
             Mode::Parallel => self.enabled.iter().collect(),
             Mode::Sequential => self.enabled.first().into_iter().collect(),
         };
@@ -239,6 +240,7 @@ impl Cvm {
                 cancel,
                 run_id,
                 caps,
+                mode,
                 ..
             } = self;
             run_firings(
@@ -254,6 +256,7 @@ impl Cvm {
                     branch,
                     caps,
                     spans: &spans,
+                    parallel: *mode == Mode::Parallel,
                 },
                 &mut net.ops,
                 cancel,
@@ -262,6 +265,27 @@ impl Cvm {
             .await
         };
         self.finish_step(step, &ops, &plan, ran)
+    }
+
+    /// The operators of a maximal step when some operator declares a cancellation
+    /// (docs/semantics.md §10.4): every enabled operator in declaration order, except those a
+    /// cancellation of the step may withdraw — the consumers of a connection in the region of
+    /// an enabled operator not itself held back. They wait for a later step, if still enabled.
+    fn without_cancelled(&self) -> Vec<usize> {
+        let mut held = vec![false; self.net.ops.len()];
+        // Cancellers first, in declaration order: one held by an earlier one holds nothing.
+        for o in self.enabled.iter() {
+            if held[o] {
+                continue;
+            }
+            for &c in self.topo.cancels(o) {
+                let k = self.topo.consumer[c as usize] as usize;
+                if k != o {
+                    held[k] = true;
+                }
+            }
+        }
+        self.enabled.iter().filter(|&o| !held[o]).collect()
     }
 
     /// Runs a step whose firings are all inline and without settings, in declaration order,
@@ -277,6 +301,7 @@ impl Cvm {
             pending,
             run_id,
             caps,
+            mode,
             ..
         } = self;
         let mut outcomes = Vec::with_capacity(ops.len());
@@ -298,6 +323,7 @@ impl Cvm {
                 events: None,
                 timed: observer.is_some() || !spans.is_empty(),
                 caps,
+                parallel: *mode == Mode::Parallel,
             };
             let mut out_emitted = Vec::new();
             let entered = spans.get(j).map(Span::enter);
@@ -461,6 +487,7 @@ struct Batch<'a> {
     caps: &'a Arc<dyn Capabilities>,
     /// One `tracing` span per firing, when a subscriber listens (else empty).
     spans: &'a [Span],
+    parallel: bool,
 }
 
 /// How the firings of a step ended: one outcome and its emissions per firing (`None`: cancelled
@@ -517,6 +544,7 @@ async fn run_firings(
             events: observed.then_some(&queue),
             timed: observed || !b.spans.is_empty(),
             caps: b.caps,
+            parallel: b.parallel,
         };
         let Some(out) = slots.next() else {
             break; // unreachable: one emission vector per firing

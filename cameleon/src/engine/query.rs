@@ -70,8 +70,8 @@ impl Cvm {
         self.hist.path.len()
     }
 
-    /// Every value operator `op` consumed along the current history, in order. For a sink,
-    /// this is what it received.
+    /// Every value operator `op` consumed on its own inputs along the current history, in
+    /// order. For a sink, this is what it received.
     pub fn received(&self, op: &str) -> Vec<&Value> {
         let Some(id) = self.net.op_id(op) else {
             return Vec::new();
@@ -84,6 +84,11 @@ impl Cvm {
             for f in self.hist.firing_range(node) {
                 if self.hist.firings[f].op == id.0 {
                     for &c in &self.hist.consumed[self.hist.consumed_range(f)] {
+                        // Its own inputs only: a cancellation consumes other operators'
+                        // connections too (docs/semantics.md §10.4).
+                        if self.topo.consumer[c as usize] != id.0 {
+                            continue;
+                        }
                         if let Some(t) = self.tokens.get(tok[c as usize] as usize) {
                             out.push(&t.value);
                         }

@@ -5,7 +5,7 @@ use super::attempt::{FiringCx, Outcome, fire_now};
 use super::{Advance, Cvm, EndState, Event, RunError, Step, StepError, input_slot, set_state};
 use crate::connection::{ConnState, NONE, OpId, Token};
 use crate::history::{FiringRec, SavedStates, Written};
-use crate::net::{Mode, OpNode};
+use crate::net::{Mode, NO_PORT, OpNode};
 use crate::operator::{Execution, InputSet, OpSettings, OpState};
 use crate::runtime::block_on;
 
@@ -258,6 +258,7 @@ impl Cvm {
             s,
             run_id,
             caps,
+            ports,
             ..
         } = self;
         s.slots.clear();
@@ -265,6 +266,9 @@ impl Cvm {
             s.slots.push(input_slot(state, tok, c)); // a loop: `extend` costs 5× more here
         }
         let OpNode { meta, op } = &mut net.ops[o];
+        // What the firing consumes is decided on the input states before it runs, by the
+        // operator in the state it fires in (docs/semantics.md §4.4), as a maximal step does.
+        let consumes = op.consumes(&ports.inputs[topo.in_range(o)]);
         let before = op.save_state();
         let cx = FiringCx {
             o,
@@ -281,6 +285,7 @@ impl Cvm {
             events: None,
             timed: observed || traced,
             caps,
+            parallel: false,
         };
         let entered = span.as_ref().map(tracing::Span::enter);
         let out = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), &mut s.emitted);
@@ -309,7 +314,6 @@ impl Cvm {
         } else {
             None
         };
-        let consumes = op.consumes(&self.ports.inputs[self.topo.in_range(o)]);
         let first_token = self.tokens.len() as u32;
         let node = self.hist.open_node();
         self.apply_firing(o, step, before, after, consumes);
@@ -384,6 +388,10 @@ impl Cvm {
                 self.hist.consumed.push(c);
             }
         }
+        // ... a cancellation's region among the consumed (docs/semantics.md §10.4) ...
+        if self.topo.any_cancel && self.topo.cancel_start[o] != self.topo.cancel_start[o + 1] {
+            self.cancel_region(o);
+        }
         // ... then emission (-> NEW), one shared token per emitted port.
         for (port, value) in self.s.emitted.drain(..) {
             let t = self.tokens.len() as u32;
@@ -412,15 +420,52 @@ impl Cvm {
         self.refresh_around(firing as usize);
     }
 
+    /// Consumes, as part of the firing of `o` being applied, every NEW connection of its
+    /// cancellation region, when this firing triggers it (docs/semantics.md §10.4): every
+    /// firing, or one that emits on the declared output. Recorded among the firing's consumed
+    /// connections, so `back` and replay treat them as any other.
+    #[cold]
+    #[inline(never)]
+    fn cancel_region(&mut self, o: usize) {
+        let on = self.topo.cancel_on[o];
+        if on != NO_PORT && !self.s.emitted.iter().any(|(p, _)| *p == on) {
+            return;
+        }
+        let range = self.topo.cancel_start[o] as usize..self.topo.cancel_start[o + 1] as usize;
+        for i in range {
+            let c = self.topo.cancel_conns[i];
+            if self.state[c as usize] == ConnState::New {
+                set_state(
+                    &mut self.state,
+                    &mut self.ports,
+                    &self.topo,
+                    c as usize,
+                    ConnState::Old,
+                );
+                self.hist.consumed.push(c);
+            }
+        }
+    }
+
     /// Re-evaluates every operator whose enabling firing `f` may have changed: the operator
-    /// itself, the producers of what it consumed (back-pressure relieved) and the consumers of
-    /// what it wrote. Nothing else can change (docs/semantics.md §3 reads only an operator's
-    /// own ports).
+    /// itself, the producers of what it consumed (back-pressure relieved), the consumers of
+    /// what it consumed for another operator (a cancellation, docs/semantics.md §10.4) and the
+    /// consumers of what it wrote. Nothing else can change (docs/semantics.md §3 reads only an
+    /// operator's own ports).
     pub(super) fn refresh_around(&mut self, f: usize) {
-        self.refresh(self.hist.firings[f].op as usize);
+        let o = self.hist.firings[f].op;
+        self.refresh(o as usize);
+        let cancels = self.topo.any_cancel;
         for i in self.hist.consumed_range(f) {
             let c = self.hist.consumed[i] as usize;
             self.refresh(self.topo.producer[c] as usize);
+            // Only a cancellation consumes another operator's input (its consumer changes).
+            if cancels {
+                let k = self.topo.consumer[c];
+                if k != o {
+                    self.refresh(k as usize);
+                }
+            }
         }
         for i in self.hist.written_range(f) {
             let c = self.hist.written[i].conn as usize;

@@ -35,7 +35,7 @@ pub use problem::{End, Location, NetError, Problem, ProblemKind};
 pub(crate) use rules::{
     PortStates, back_pressure_ok_on, evaluate, evaluate_cached, gather, rule_holds,
 };
-pub(crate) use topo::Topo;
+pub(crate) use topo::{NO_PORT, Topo};
 
 /// Execution mode (docs/semantics.md §4, §7).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -305,6 +305,39 @@ impl Net {
                 f == from && t == to
             })
             .map(|i| ConnId(i as u32))
+    }
+
+    /// A copy of this net whose operators `make` builds anew (the same names, types, ports and
+    /// connections, already validated): how a sub-net gets a fresh instance for each run
+    /// (docs/semantics.md §10.2).
+    pub(crate) fn instantiate<E>(
+        &self,
+        mut make: impl FnMut(&OpNode) -> Result<Box<dyn Operator>, E>,
+    ) -> Result<Net, E> {
+        let mut ops = Vec::with_capacity(self.ops.len());
+        for n in &self.ops {
+            ops.push(OpNode {
+                meta: Box::new(OpMeta {
+                    name: n.name.clone(),
+                    label: n.label.clone(),
+                    instance: n.instance,
+                    pos: n.pos,
+                    spec: n.spec.clone(),
+                    in_types: n.in_types.clone(),
+                    out_types: n.out_types.clone(),
+                    settings: n.settings,
+                    placement: n.placement,
+                }),
+                op: make(n)?,
+            });
+        }
+        Ok(Net {
+            name: self.name.clone(),
+            config: self.config,
+            ops,
+            conns: self.conns.clone(),
+            tools: self.tools.clone(),
+        })
     }
 
     /// `op.port` for an output port.

@@ -2,6 +2,7 @@
 //! walk on every firing (no hashing, no allocation).
 
 use crate::connection::NONE;
+use crate::operator::Region;
 use crate::policy::Policy;
 use crate::types::TypeInfo;
 
@@ -32,7 +33,21 @@ pub(crate) struct Topo {
     /// Per connection: its producer's global output port index (into `port_start`).
     pub(crate) out_port: Vec<u32>,
     pub(crate) policy: Vec<Policy>,
+    /// Per op: bit `p` set when output port `p` (< 64) has a connection.
+    pub(crate) out_connected: Vec<u64>,
+    /// Per op, start into `cancel_conns` (len = ops + 1): the connections a firing of the op
+    /// cancels (docs/semantics.md §10.4). Empty for an operator without a cancellation.
+    pub(crate) cancel_start: Vec<u32>,
+    pub(crate) cancel_conns: Vec<u32>,
+    /// Per op: the output whose emission triggers its cancellation, or `NO_PORT` (every
+    /// firing).
+    pub(crate) cancel_on: Vec<u16>,
+    /// Whether some operator declares a cancellation.
+    pub(crate) any_cancel: bool,
 }
+
+/// "No output port": a cancellation every firing performs.
+pub(crate) const NO_PORT: u16 = u16::MAX;
 
 impl Topo {
     pub(crate) fn new(net: &Net) -> Self {
@@ -73,6 +88,13 @@ impl Topo {
                 p => p,
             };
             t.policy.push(policy);
+            let mut connected = 0u64;
+            for (p, conns) in out_of[o].iter().enumerate().take(64) {
+                if !conns.is_empty() {
+                    connected |= 1 << p;
+                }
+            }
+            t.out_connected.push(connected);
         }
         t.in_start.push(t.in_conn.len() as u32);
         t.out_start.push(t.port_start.len() as u32);
@@ -87,7 +109,42 @@ impl Topo {
             .iter()
             .map(|c| t.out_start[c.from.op.index()] + c.from.port as u32)
             .collect();
+        for node in &net.ops {
+            t.cancel_start.push(t.cancel_conns.len() as u32);
+            let Some(cancels) = &node.spec.cancels else {
+                t.cancel_on.push(NO_PORT);
+                continue;
+            };
+            t.any_cancel = true;
+            t.cancel_on.push(cancels.when.unwrap_or(NO_PORT));
+            let start = t.cancel_conns.len();
+            match &cancels.region {
+                Region::Net => t.cancel_conns.extend(0..n_conns as u32),
+                Region::Ops(names) => {
+                    for name in names {
+                        // Unknown names are reported by validation; a built net has none.
+                        let Some(r) = net.ops.iter().position(|o| o.name == *name) else {
+                            continue;
+                        };
+                        let range = t.in_range(r);
+                        for i in range {
+                            let c = t.in_conn[i];
+                            if c != NONE && !t.cancel_conns[start..].contains(&c) {
+                                t.cancel_conns.push(c);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        t.cancel_start.push(t.cancel_conns.len() as u32);
         t
+    }
+
+    /// The connections a firing of op `o` cancels (docs/semantics.md §10.4).
+    #[inline]
+    pub(crate) fn cancels(&self, o: usize) -> &[u32] {
+        &self.cancel_conns[self.cancel_start[o] as usize..self.cancel_start[o + 1] as usize]
     }
 
     /// Op `o`'s range in per-input-port tables.

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use crate::connection::{Connection, OpId, PortRef};
-use crate::operator::{OpSpec, TypeRef};
+use crate::operator::{Cancels, OpSpec, Region, TypeRef};
 use crate::policy::Policy;
 use crate::types::{Any, PortType, TypeInfo};
 use crate::util::did_you_mean;
@@ -54,6 +54,7 @@ impl Validator {
     pub(super) fn run(mut self) -> Result<Net, NetError> {
         let by_name = self.check_names();
         self.check_operators();
+        self.check_regions(&by_name);
         let resolved: Vec<Option<(Resolved, Resolved)>> = (0..self.b.conns.len())
             .map(|i| self.resolve_conn(i, &by_name))
             .collect();
@@ -182,6 +183,50 @@ impl Validator {
                     self.b.ops[i].name
                 );
                 self.problem(ProblemKind::BadOperator, Location::Operator(i), msg, None);
+            }
+        }
+    }
+
+    /// Rule: a cancellation region (docs/semantics.md §10.4) names operators of the net, none
+    /// of which declares a finite control state: a cancellation withdraws tokens, it does not
+    /// reset an operator's internal state, so such an operator would be left half-way.
+    pub(super) fn check_regions(&mut self, by_name: &HashMap<String, usize>) {
+        for i in 0..self.specs.len() {
+            let Some(Cancels {
+                region: Region::Ops(names),
+                ..
+            }) = self.specs[i].cancels.clone()
+            else {
+                continue;
+            };
+            let me = self.b.ops[i].name.clone();
+            for name in names {
+                let Some(&r) = by_name.get(&name) else {
+                    let all: Vec<&str> = self.b.ops.iter().map(|o| o.name.as_str()).collect();
+                    let hint = did_you_mean(&name, all.iter().copied())
+                        .map(|s| format!("did you mean `{s}`?"))
+                        .or_else(|| Some(format!("the net's operators are: {}", list(&all))));
+                    self.problem(
+                        ProblemKind::BadOperator,
+                        Location::Operator(i),
+                        format!("`{me}` cancels `{name}`, which the net does not have"),
+                        hint,
+                    );
+                    continue;
+                };
+                if r != i && self.b.ops[r].op.control().is_some() {
+                    let ty = self.specs[r].type_id.clone();
+                    self.problem(
+                        ProblemKind::BadOperator,
+                        Location::Operator(i),
+                        format!(
+                            "`{me}` cancels `{name}` ({ty}), which keeps a control state that a cancellation does not reset"
+                        ),
+                        Some(format!(
+                            "leave `{name}` out of the region: a cancellation withdraws tokens (NEW → OLD) and would leave `{name}` half-way"
+                        )),
+                    );
+                }
             }
         }
     }
@@ -409,6 +454,17 @@ impl Validator {
                         " (the type was fixed by `{} -> {}`)",
                         oc.from, oc.to
                     ));
+                }
+                // A port typed by something else than its operator type (a sub-net's port,
+                // typed by the inner net) says where its type comes from.
+                for origin in [
+                    &self.specs[from.op].outputs[from.port].origin,
+                    &self.specs[to.op].inputs[to.port].origin,
+                ]
+                .into_iter()
+                .flatten()
+                {
+                    msg.push_str(&format!("; {origin}"));
                 }
                 self.problem(
                     ProblemKind::TypeMismatch,

@@ -1,5 +1,6 @@
 //! The finite control state an operator may declare to the verifier (docs/semantics.md §8).
 
+use super::InputSet;
 use crate::connection::ConnState;
 use crate::policy::Enabling;
 
@@ -23,6 +24,16 @@ pub trait FiniteControl {
     fn can_fire(&self, q: u32, e: &Enabling<'_>) -> bool {
         let _ = q;
         e.policy_allows()
+    }
+
+    /// Which inputs a firing in control state `q` consumes, when that depends on the state (a
+    /// partial join does not consume a second token on an input it has already counted this
+    /// round, docs/semantics.md §10.5). Default: `None`, the operator's own
+    /// [`consumes`](crate::Operator::consumes). It must agree with what the operator's
+    /// `consumes` answers in that state.
+    fn consumes(&self, q: u32, inputs: &[ConnState]) -> Option<InputSet> {
+        let _ = (q, inputs);
+        None
     }
 
     /// What a firing in control state `q` may do, given the input states: each possibility is

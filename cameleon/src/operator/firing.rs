@@ -37,7 +37,19 @@ pub struct Firing<'a, O: ?Sized = Untyped> {
     pub(crate) run: &'a str,
     pub(crate) branch: u32,
     pub(crate) caps: &'a dyn Capabilities,
+    pub(crate) info: FiringInfo,
     pub(crate) _op: PhantomData<fn(&O)>,
+}
+
+/// What a firing knows of its place in the net beyond its ports' values: which outputs are
+/// connected, and whether the engine runs in parallel mode.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct FiringInfo {
+    /// Bit `p`: output port `p` has at least one connection (ports from 64 on count as
+    /// connected).
+    pub(crate) connected: u64,
+    /// The engine runs in parallel mode (docs/semantics.md §7).
+    pub(crate) parallel: bool,
 }
 
 impl<O: ?Sized> fmt::Debug for Firing<'_, O> {
@@ -66,6 +78,7 @@ impl<'a> Firing<'a> {
         run: &'a str,
         branch: u32,
         caps: &'a dyn Capabilities,
+        info: FiringInfo,
     ) -> Self {
         Firing {
             tokens,
@@ -77,6 +90,7 @@ impl<'a> Firing<'a> {
             run,
             branch,
             caps,
+            info,
             _op: PhantomData,
         }
     }
@@ -95,6 +109,7 @@ impl<'a, O: ?Sized> Firing<'a, O> {
             run: self.run,
             branch: self.branch,
             caps: self.caps,
+            info: self.info,
             _op: PhantomData,
         }
     }
@@ -137,6 +152,25 @@ impl<'a, O: ?Sized> Firing<'a, O> {
     /// The instance name of the firing operator.
     pub fn instance(&self) -> &str {
         self.name
+    }
+
+    /// Whether output port `i` has at least one connection: an emission there goes somewhere.
+    /// An operator with an optional output (an `error: DataError` that catches failures only
+    /// when connected, docs/semantics.md §4.11) reads it.
+    pub fn output_connected(&self, i: usize) -> bool {
+        i >= 64 || self.info.connected & (1 << i) != 0
+    }
+
+    /// Whether output `port` has at least one connection (see
+    /// [`output_connected`](Self::output_connected)).
+    pub fn connected<T: ?Sized>(&self, port: OutPort<O, T>) -> bool {
+        self.output_connected(port.index as usize)
+    }
+
+    /// Whether the engine runs in parallel mode (docs/semantics.md §7): an operator that runs
+    /// work of its own concurrently (`map`, docs/semantics.md §10.3) does so only then.
+    pub fn parallel(&self) -> bool {
+        self.info.parallel
     }
 
     /// Number of input ports.

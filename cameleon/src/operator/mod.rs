@@ -36,12 +36,12 @@ mod typed;
 
 pub use control::FiniteControl;
 pub use error::{OpError, ParamError};
-pub(crate) use firing::InputSlot;
 pub use firing::{Firing, Untyped};
+pub(crate) use firing::{FiringInfo, InputSlot};
 pub use ports::{AnyInPort, In, InPort, InputHandle, Out, OutPort};
 pub use question::{AnswerError, Question};
 pub use settings::{Execution, OpFuture, OpSettings, Retry};
-pub use spec::{OpSpec, PortSpec, TypeRef};
+pub use spec::{Cancels, OpSpec, PortSpec, Region, TypeRef};
 pub use state::{InputSet, OpState, StateCodec, StateError};
 pub use typed::{CanFire, Emitted, Run, RunAsync, run_async_blocking, run_async_boxed};
 
@@ -70,8 +70,23 @@ pub trait Operator: StdAny + Send {
     /// `Source`) themselves and call this method only for `Custom`: declare `Custom` in
     /// [`spec`](Self::spec) to give an operator a rule of its own. The default applies the
     /// declared policy, for callers that ask an operator directly.
+    ///
+    /// An operator whose policy is `Custom` and which declares a [`FiniteControl`] fires, by
+    /// default, by its control's rule in its current control state
+    /// ([`FiniteControl::can_fire`] at [`FiniteControl::initial`]): the engine and the verifier
+    /// then share one rule (docs/semantics.md §10.9).
     fn can_fire(&self, e: &Enabling<'_>) -> bool {
-        e.policy_allows()
+        match self.control() {
+            Some(c) if e.policy == crate::policy::Policy::Custom => c.can_fire(c.initial(), e),
+            _ => e.policy_allows(),
+        }
+    }
+
+    /// A new instance of this operator in its initial state, as built from its params, for a
+    /// sub-net run on each firing of its parent (docs/semantics.md §10.2). Default: `None`, and
+    /// the instance is rebuilt from the catalogue with its [`params`](Self::params).
+    fn fresh(&self) -> Option<Box<dyn Operator>> {
+        None
     }
 
     /// Which inputs a firing consumes, given the input states. Default: every NEW input.

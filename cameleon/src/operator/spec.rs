@@ -57,6 +57,10 @@ pub struct PortSpec {
     pub ty: TypeRef,
     /// An optional input may stay unconnected; it then counts as permanently OLD with no data.
     pub optional: bool,
+    /// Where the port's type comes from, when it is not the operator type's own declaration: a
+    /// sub-net's port says which operator of the inner net types it. Validation adds it to a
+    /// type mismatch on the port.
+    pub origin: Option<Cow<'static, str>>,
 }
 
 impl PortSpec {
@@ -66,6 +70,7 @@ impl PortSpec {
             name: name.into(),
             ty,
             optional: false,
+            origin: None,
         }
     }
 
@@ -76,6 +81,25 @@ impl PortSpec {
             ..PortSpec::new(name, ty)
         }
     }
+}
+
+/// The operators a cancellation withdraws the tokens of (docs/semantics.md §10.4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Region {
+    /// These operators (by instance name): every connection into them.
+    Ops(Vec<String>),
+    /// Every connection of the net (`terminate`).
+    Net,
+}
+
+/// A cancellation an operator's firing performs (docs/semantics.md §10.4): besides its own
+/// inputs, the firing consumes (NEW → OLD) every NEW connection of its region.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cancels {
+    /// What is cancelled.
+    pub region: Region,
+    /// The output port whose emission triggers the cancellation; `None`: every firing cancels.
+    pub when: Option<u16>,
 }
 
 /// What an operator instance is: the facts the engine, the loader and the verifier need.
@@ -96,6 +120,8 @@ pub struct OpSpec {
     /// Declared emission sets (output port indices), for the verifier (docs/semantics.md §8). Empty means
     /// the one set "every output".
     pub emits: Vec<Vec<u16>>,
+    /// The cancellation its firings perform, if any (docs/semantics.md §10.4).
+    pub cancels: Option<Cancels>,
 }
 
 impl OpSpec {
@@ -114,6 +140,7 @@ impl OpSpec {
             inputs: Vec::new(),
             outputs: Vec::new(),
             emits: Vec::new(),
+            cancels: None,
         }
     }
 
@@ -147,6 +174,15 @@ impl OpSpec {
                     .collect()
             })
             .collect();
+        self
+    }
+
+    /// Declares a cancellation (docs/semantics.md §10.4): a firing consumes every NEW
+    /// connection of `region` — every firing, or with `when`, a firing that emits on that
+    /// output.
+    pub fn cancels(mut self, region: Region, when: Option<&str>) -> Self {
+        let when = when.and_then(|n| self.output_index(n)).map(|i| i as u16);
+        self.cancels = Some(Cancels { region, when });
         self
     }
 

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 
 #[cfg(doc)]
 use super::Operator;
-use super::{FiniteControl, Firing, InputSet, OpError, OpFuture, OutPort, ParamError};
+use super::{FiniteControl, Firing, InputSet, OpError, OpFuture, OpSpec, OutPort, ParamError};
 use crate::connection::ConnState;
 use crate::policy::Enabling;
 use crate::types::{DataType, Value};
@@ -78,6 +78,17 @@ pub trait Run {
     /// [`Operator::control`]. Default: none.
     fn control(&self) -> Option<&dyn FiniteControl> {
         None
+    }
+
+    /// This instance's spec, refined from the one its declaration gives, when the instance's
+    /// params change it: a port's type, the firing policy, the emission sets, a cancellation
+    /// (a `join` with a `quorum` fires by a rule of its own, docs/semantics.md §10.5). Called
+    /// once, when the operator is added to a net. Default: the declared spec.
+    ///
+    /// A refined policy of `custom` fires by the operator's declared
+    /// [`control`](Self::control) ([`Operator::can_fire`]'s default).
+    fn refine_spec(&self, spec: OpSpec) -> OpSpec {
+        spec
     }
 }
 
@@ -264,6 +275,11 @@ pub trait RunAsync: Send {
     /// Default: none.
     fn control(&self) -> Option<&dyn FiniteControl> {
         None
+    }
+
+    /// This instance's spec, refined from its declaration's (see [`Run::refine_spec`]).
+    fn refine_spec(&self, spec: OpSpec) -> OpSpec {
+        spec
     }
 }
 

@@ -18,8 +18,10 @@ mod data;
 mod delay;
 mod io;
 mod structural;
+mod subnet;
 pub mod test_expr;
 mod tool;
+mod workflow;
 
 pub use ai::{Agent, Embed, Index, Llm, LlmJson, Retrieve};
 pub use ask::Ask;
@@ -30,7 +32,14 @@ pub use data::{
 pub use delay::Delay;
 pub use io::{Const, FileAccess, FileLoader, JsonFile, Sink, Source, TextFile};
 pub use structural::{
-    Accumulator, Barrier, Fork, Gate, Guard, Join, MAX_ARITY, Merge, letter_port,
+    Accumulator, Barrier, Fork, Gate, Guard, Join, MAX_ARITY, MAX_PARTIAL_ARITY, Merge, letter_port,
+};
+pub use subnet::{
+    Batch, Boundary, DEFAULT_CONCURRENCY, Dynamic, InnerRun, Map, MapPorts, Runs, Subnet,
+    SubnetError, SubnetInput, SubnetOutput, inner_runs, port_index, trace_lines,
 };
 pub use test_expr::Test;
 pub use tool::CallTool;
+pub use workflow::{
+    Cancel, MAX_THREADS, Milestone, Mutex, Terminate, ThreadMerge, ThreadSplit, Trigger,
+};

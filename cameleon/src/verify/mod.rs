@@ -46,6 +46,7 @@
 
 use std::time::Instant;
 
+use crate::connection::ConnState;
 use crate::net::Net;
 
 mod analyse;
@@ -120,6 +121,26 @@ impl VerifyOptions {
         self.reduce = r;
         self
     }
+}
+
+/// The connection states (in declaration order) of every reachable COMPLETED state of `net`'s
+/// control abstraction (docs/semantics.md §8), in discovery order; `None` when the exploration
+/// stopped at `max_states` first. A sub-net's emission sets are read from them: which of its
+/// `output`s can have received a value when it completes (docs/semantics.md §10.2).
+pub fn completed_markings(net: &Net, max_states: u64) -> Option<Vec<Vec<ConnState>>> {
+    let mut model = Model::new(net);
+    let g = explore::explore_full(&mut model, max_states, &mut |_| {});
+    if g.budget_hit {
+        return None;
+    }
+    let mut out = Vec::new();
+    for id in 0..g.expanded as u32 {
+        let s = g.state(id).to_vec();
+        if g.terminal(&mut model, id) && !model.any_new(&s) {
+            out.push((0..model.n_conns).map(|c| model.conn(&s, c)).collect());
+        }
+    }
+    Some(out)
 }
 
 /// Explores `net`'s control abstraction and checks the properties of docs/semantics.md §8.

@@ -17,10 +17,11 @@ use std::collections::HashMap;
 use crate::connection::ConnState;
 use crate::connection::NONE;
 use crate::net::Net;
-use crate::net::{Topo, back_pressure_ok_on, gather, rule_holds};
+use crate::net::{NO_PORT, Topo, back_pressure_ok_on, gather, rule_holds};
 use crate::operator::FiniteControl;
-use crate::operator::Operator;
+use crate::operator::{Operator, TypeRef};
 use crate::policy::{Enabling, Policy};
+use crate::types::DataError;
 
 /// Local combinations up to this many get a dense table (zeroed memory: the pages of combinations
 /// never met are never touched, so cost nothing); larger operators a hash map.
@@ -115,6 +116,12 @@ pub(crate) struct OpModel<'n> {
     /// outputs in some emission set (emitted), and the control field. A subset of `reads`.
     pub(crate) may_write: Vec<u32>,
     pub(crate) sets: Vec<Vec<u16>>,
+    /// Emission sets that are not firing outcomes (bit per set): those with an unconnected
+    /// `error` output (docs/semantics.md §4.11).
+    dead_sets: u64,
+    /// Emission sets whose firing performs the operator's cancellation (bit per set,
+    /// docs/semantics.md §10.4).
+    cancel_sets: u64,
     pub(crate) first_action: u32,
     table: Vec<u64>,
     /// For operators too large for a dense table whose combinations still fit a `u128`.
@@ -186,7 +193,14 @@ impl<'n> Model<'n> {
             let op = &*node.op;
             let control = op.control().filter(|c| c.count() >= 1);
             let mut reads: Vec<u32> = Vec::new();
-            for &c in topo.ins(o).iter().chain(topo.outs(o)) {
+            // Its inputs, its outputs, and the connections its cancellation consumes
+            // (docs/semantics.md §10.4).
+            for &c in topo
+                .ins(o)
+                .iter()
+                .chain(topo.outs(o))
+                .chain(topo.cancels(o))
+            {
                 if c != NONE && !reads.contains(&c) {
                     reads.push(c);
                 }
@@ -209,6 +223,32 @@ impl<'n> Model<'n> {
                 bit += width;
             }
             let sets = node.spec.emission_sets();
+            // docs/semantics.md §4.11: a failure is caught on an `error` output only when it is
+            // connected; otherwise it is an ERROR, which the abstraction does not model, so an
+            // emission set with an unconnected `error` is not a firing outcome.
+            let error_port = node
+                .spec
+                .outputs
+                .iter()
+                .position(|p| p.name == "error" && p.ty == TypeRef::of::<DataError>());
+            let mut dead_sets = 0u64;
+            if let Some(e) = error_port.filter(|&e| topo.port_conns(o, e).is_empty()) {
+                for (k, set) in sets.iter().enumerate().take(64) {
+                    if set.contains(&(e as u16)) {
+                        dead_sets |= 1 << k;
+                    }
+                }
+            }
+            let cancel_on = topo.cancel_on[o];
+            let cancel_sets: u64 = if topo.cancels(o).is_empty() {
+                0
+            } else {
+                sets.iter()
+                    .enumerate()
+                    .take(64)
+                    .filter(|(_, set)| cancel_on == NO_PORT || set.contains(&cancel_on))
+                    .fold(0, |m, (k, _)| m | 1 << k)
+            };
             let mut writes = Vec::new();
             for set in &sets {
                 for &p in set {
@@ -223,7 +263,9 @@ impl<'n> Model<'n> {
             }
             let mut may_write: Vec<u32> =
                 topo.ins(o).iter().copied().filter(|&c| c != NONE).collect();
-            for &c in &writes {
+            // A cancellation consumes its region's connections (docs/semantics.md §10.4): it
+            // writes them, for the reduction's dependence as for the explorer.
+            for &c in writes.iter().chain(topo.cancels(o)) {
                 if !may_write.contains(&c) {
                     may_write.push(c);
                 }
@@ -249,6 +291,8 @@ impl<'n> Model<'n> {
                 writes,
                 may_write,
                 sets,
+                dead_sets,
+                cancel_sets,
                 first_action,
                 table: if size <= DENSE_MAX {
                     vec![UNKNOWN; size as usize]
@@ -622,7 +666,10 @@ impl<'n> Model<'n> {
             return pack(start, 0);
         }
         // Consumption first (NEW -> OLD), as the engine applies a firing (docs/semantics.md §4.5) ...
-        let consumed = om.op.consumes(&self.ins);
+        let consumed = om
+            .control
+            .and_then(|c| c.consumes(q, &self.ins))
+            .unwrap_or_else(|| om.op.consumes(&self.ins));
         for (p, &c) in self.topo.ins(o).iter().enumerate() {
             if c != NONE && consumed.contains(p) && self.syn[c as usize] == ConnState::New {
                 self.syn[c as usize] = ConnState::Old;
@@ -636,6 +683,11 @@ impl<'n> Model<'n> {
                 .collect(),
             None => (0..om.sets.len()).map(|set| (set, q)).collect(),
         };
+        let dead = om.dead_sets;
+        let choices: Vec<(usize, u32)> = choices
+            .into_iter()
+            .filter(|&(set, _)| set >= 64 || dead & (1 << set) == 0)
+            .collect();
         let consumed_state: Vec<ConnState> = om
             .reads
             .iter()
@@ -646,6 +698,14 @@ impl<'n> Model<'n> {
             let om = &self.ops[o];
             for (&f, &st) in om.reads.iter().zip(&consumed_state) {
                 self.syn[f as usize] = st;
+            }
+            // ... the cancellation's region, when this emission set triggers it ...
+            if set < 64 && om.cancel_sets & (1 << set) != 0 {
+                for &c in self.topo.cancels(o) {
+                    if self.syn[c as usize] == ConnState::New {
+                        self.syn[c as usize] = ConnState::Old;
+                    }
+                }
             }
             // ... then emission: each connection of each emitted port becomes NEW.
             let mut overwrites = NONE;

@@ -60,8 +60,8 @@ pub fn operator_impl(op: &Operator) -> TokenStream {
     let (impl_g, ty_g, where_c) = g.split_for_impl();
     let counts = count_params(op);
     let this = quote_spanned!(ident.span()=> Self);
-    let [consumes, control, rollback, replay] =
-        ["consumes", "control", "rollback", "replay"].map(|m| user_fn(op, &this, m));
+    let [consumes, control, rollback, replay, refine_spec] =
+        ["consumes", "control", "rollback", "replay", "refine_spec"].map(|m| user_fn(op, &this, m));
 
     // `exec = inline | blocking` says how parallel mode runs `run`; `exec = async` makes the
     // operator async: `run_async` awaits `RunAsync::run` (`run_async_boxed`), and `run` drives it
@@ -202,7 +202,7 @@ pub fn operator_impl(op: &Operator) -> TokenStream {
     quote! {
         impl #impl_g #p::Operator for #ident #ty_g #where_c {
             fn spec(&self) -> #p::OpSpec {
-                Self::__cameleon_spec(#(#spec_args),*)
+                #refine_spec(self, Self::__cameleon_spec(#(#spec_args),*))
             }
             #params_fn
             #can_fire

@@ -25,6 +25,8 @@ impl<'c> Loader<'c> {
         let build_cx = BuildContext {
             base_dir: self.base_dir.clone(),
             allow_outside: self.allow_outside,
+            files: self.files.clone(),
+            depth: self.depth,
         };
 
         let mut b = Net::builder(decls.name.clone().unwrap_or_default());

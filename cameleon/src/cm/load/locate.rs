@@ -46,12 +46,14 @@ impl Mapping<'_, '_> {
                 let (node, decl) = decls.operators.get(*ops.get(i)?)?;
                 if p.kind == ProblemKind::UnconnectedInput {
                     // Its ports depend on the bad params, or its input comes from an operator
-                    // whose type is unknown: both are already reported.
+                    // whose type is unknown or whose params are bad (a sub-net whose ports
+                    // depend on its file): both are already reported.
                     let name = decl.as_ref().map(|d| d.id.as_str());
                     let fed_by_failed = decls.connections.iter().any(|(_, c)| {
                         c.as_ref().is_some_and(|c| {
                             endpoint_op(&c.to) == name
-                                && endpoint_op(&c.from).is_some_and(|o| failed.contains(o))
+                                && endpoint_op(&c.from)
+                                    .is_some_and(|o| failed.contains(o) || self.is_placeholder(o))
                         })
                     });
                     let broken = name.is_some_and(|n| self.broken_targets.contains(n));
@@ -73,17 +75,7 @@ impl Mapping<'_, '_> {
                         if failed.contains(o) && p.kind == ProblemKind::UnknownOperator {
                             return None;
                         }
-                        let is_placeholder = decls
-                            .operators
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, (_, d))| d.as_ref().is_some_and(|d| d.id == o))
-                            .any(|(di, _)| {
-                                ops.iter()
-                                    .position(|&x| x == di)
-                                    .is_some_and(|bi| placeholders.contains(&bi))
-                            });
-                        if is_placeholder
+                        if self.is_placeholder(o)
                             && matches!(
                                 p.kind,
                                 ProblemKind::UnknownPort | ProblemKind::WrongDirection
@@ -106,6 +98,23 @@ impl Mapping<'_, '_> {
                 })
             }
         }
+    }
+}
+
+impl Mapping<'_, '_> {
+    /// Whether the operator declared as `name` stands in for one with bad params.
+    fn is_placeholder(&self, name: &str) -> bool {
+        self.decls
+            .operators
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, d))| d.as_ref().is_some_and(|d| d.id == name))
+            .any(|(di, _)| {
+                self.ops
+                    .iter()
+                    .position(|&x| x == di)
+                    .is_some_and(|bi| self.placeholders.contains(&bi))
+            })
     }
 }
 

@@ -18,7 +18,7 @@ use super::error::{CmError, CmProblem, CmProblemKind};
 use super::format::CmFile;
 use super::limits;
 use super::tree::Span;
-use crate::catalogue::Catalogue;
+use crate::catalogue::{BuildContext, Catalogue};
 use crate::net::Net;
 use crate::tools::ToolRegistry;
 use decls::{Cx, parse_tree, read_decls};
@@ -41,6 +41,11 @@ pub struct Loader<'c> {
     allow_outside: bool,
     name: Option<String>,
     tools: Option<Arc<ToolRegistry>>,
+    /// The `.cm` files of the nets this one is nested in, and its own (see
+    /// [`BuildContext::files`]).
+    files: Vec<PathBuf>,
+    /// How deep this net is nested in sub-nets.
+    depth: u32,
 }
 
 impl Default for Loader<'static> {
@@ -58,6 +63,8 @@ impl Loader<'static> {
             allow_outside: false,
             name: None,
             tools: None,
+            files: Vec::new(),
+            depth: 0,
         }
     }
 }
@@ -71,6 +78,8 @@ impl<'c> Loader<'c> {
             allow_outside: self.allow_outside,
             name: self.name,
             tools: self.tools,
+            files: self.files,
+            depth: self.depth,
         }
     }
 
@@ -83,6 +92,15 @@ impl<'c> Loader<'c> {
 
     pub(super) fn tool_registry(&self) -> &ToolRegistry {
         self.tools.as_deref().unwrap_or(ToolRegistry::global())
+    }
+
+    /// Loads the net as a sub-net of the net being built with `cx` (docs/semantics.md §10.2):
+    /// one level deeper, within the same files, with the same file access.
+    pub fn nested_in(mut self, cx: &BuildContext) -> Self {
+        self.files = cx.files.clone();
+        self.depth = cx.depth + 1;
+        self.allow_outside = cx.allow_outside;
+        self
     }
 
     /// The folder file-reading operators resolve relative paths against (and are confined
@@ -136,12 +154,16 @@ impl<'c> Loader<'c> {
                 .filter(|p| !p.as_os_str().is_empty())
                 .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
         });
+        let mut files = self.files.clone();
+        files.push(path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
         Loader {
             catalogue: self.catalogue,
             base_dir: Some(base),
             allow_outside: self.allow_outside,
             name: Some(name),
             tools: self.tools.clone(),
+            files,
+            depth: self.depth,
         }
         .load_str(&text)
     }
