@@ -329,9 +329,13 @@ fn a_net_written_from_catalogue_and_tools_json_alone_runs() {
             o["outputs"][0]["type"] == "DataJSON" && o["inputs"].as_array().unwrap().is_empty()
         })
         .expect("a JSON literal");
+    // An operator with no outputs that collects what it receives (as its doc says).
     let sink = ops
         .iter()
-        .find(|o| o["outputs"].as_array().unwrap().is_empty())
+        .find(|o| {
+            o["outputs"].as_array().unwrap().is_empty()
+                && o["doc"].as_str().unwrap().starts_with("Collects")
+        })
         .expect("a sink");
     // The arithmetic tool, and arguments built from its input schema.
     let calc = tools

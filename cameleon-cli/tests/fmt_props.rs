@@ -3,33 +3,45 @@
 //! params spelled out, comments and blank lines strewn about, formats back to the very bytes of
 //! the example, and formatting is idempotent: `fmt(fmt(x)) == fmt(x)`.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 use cameleon::catalogue::Catalogue;
+use cameleon::cm::Loader;
 use cameleon::net::Net;
-use cameleon_cli::{Io, run_cli};
 use proptest::prelude::*;
 use serde_json::{Map, Value as Json};
 
-/// `cameleon fmt -` in-process: exit code, stdout, stderr.
-fn fmt_stdin(text: &str) -> (i32, String, String) {
-    let (mut out, mut err) = (Vec::new(), Vec::new());
-    let mut input = text.as_bytes();
-    let mut io = Io {
-        stdout: &mut out,
-        stderr: &mut err,
-        stdin: &mut input,
-        color: false,
-        progress: false,
-        prompt: false,
-        interrupt: None,
-    };
-    let code = run_cli(["cameleon", "fmt", "-"], &mut io);
+/// `cameleon fmt -` as the shell runs it, in `dir` (the example's folder: a sub-net's file is
+/// read relative to the working directory when the text comes from stdin): exit code, stdout,
+/// stderr.
+fn fmt_stdin(text: &str, dir: &Path) -> (i32, String, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cameleon"))
+        .args(["fmt", "-"])
+        .current_dir(dir)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the cameleon binary runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(text.as_bytes())
+        .expect("fmt reads its stdin");
+    let o = child.wait_with_output().expect("fmt ends");
     (
-        code,
-        String::from_utf8(out).expect("UTF-8 out"),
-        String::from_utf8(err).expect("UTF-8 err"),
+        o.status.code().unwrap_or(-1),
+        String::from_utf8(o.stdout).expect("UTF-8 out"),
+        String::from_utf8(o.stderr).expect("UTF-8 err"),
     )
+}
+
+/// The folder of example `f`.
+fn folder(f: &Path) -> &Path {
+    f.parent().unwrap_or(Path::new("."))
 }
 
 /// Every `.cm` file under `examples/`, recursively, except in folders that are crates of their
@@ -270,7 +282,7 @@ fn every_example_is_in_canonical_form() {
     );
     for f in &files {
         let text = std::fs::read_to_string(f).expect("a readable example");
-        let (code, out, err) = fmt_stdin(&text);
+        let (code, out, err) = fmt_stdin(&text, folder(f));
         assert_eq!(code, 0, "{}: {err}", f.display());
         assert_eq!(out, text, "{}: `fmt` changes it", f.display());
     }
@@ -285,11 +297,14 @@ proptest! {
         let files = example_files();
         let f = pick.get(&files);
         let text = std::fs::read_to_string(f).expect("a readable example");
-        let net = Net::from_cm(&text).map_err(|e| TestCaseError::fail(format!("{}: {e}", f.display())))?;
+        let net = Loader::new()
+            .base_dir(folder(f))
+            .load_str(&text)
+            .map_err(|e| TestCaseError::fail(format!("{}: {e}", f.display())))?;
         let x = rewrite(&text, &net, seed);
-        let (code, once, err) = fmt_stdin(&x);
+        let (code, once, err) = fmt_stdin(&x, folder(f));
         prop_assert_eq!(code, 0, "{}: {}\n{}", f.display(), err, x);
-        let (code, twice, err) = fmt_stdin(&once);
+        let (code, twice, err) = fmt_stdin(&once, folder(f));
         prop_assert_eq!(code, 0, "{}", err);
         prop_assert_eq!(&twice, &once, "fmt is not idempotent on\n{}", x);
         prop_assert_eq!(&once, &text, "{}: written as\n{}", f.display(), x);
