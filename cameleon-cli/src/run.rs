@@ -12,7 +12,7 @@ use cameleon::capabilities::{CapabilitiesError, Runtime};
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
 use cameleon::history::Entry;
 use cameleon::journal::{Durability, Journal, JournalError, RunOptions};
-use cameleon::models::Usage;
+use cameleon::capability::Usage;
 use cameleon::net::Net;
 use cameleon::ops;
 use cameleon::ops::ai::usage_in;

@@ -6,7 +6,7 @@ use std::sync::RwLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::contract::{CapFuture, CapabilityError, Memory, MemoryHit, MemoryItem};
+use crate::operator::capability::{CapFuture, CapabilityError, Memory, MemoryHit, MemoryItem};
 
 /// The memory kind `flat`: every item is kept in process and a search compares the query with
 /// all of them — exact cosine similarity, no approximation — so results are exactly the `k`

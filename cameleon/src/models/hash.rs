@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use super::contract::{CapFuture, CapabilityError, Embedder};
+use crate::operator::capability::{CapFuture, CapabilityError, Embedder};
 use super::text::for_each_word;
 
 /// The embedder kind `hash`: a text's vector counts its words and pairs of adjacent words,
