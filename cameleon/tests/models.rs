@@ -805,3 +805,147 @@ fn indexing_a_text_again_replaces_it_and_back_restores_the_old_item() {
         "the replaced item is back as it was"
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// index: back, replay and resume reach the memory, never the embedder
+
+/// The `hash` embedder, counting the calls it gets.
+#[derive(Debug)]
+struct Counting {
+    inner: cameleon::models::HashEmbedder,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Counting {
+    fn calls(&self) -> usize {
+        self.calls.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl cameleon::capability::Embedder for Counting {
+    fn kind(&self) -> &str {
+        "counting"
+    }
+    fn dim(&self) -> usize {
+        cameleon::capability::Embedder::dim(&self.inner)
+    }
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> cameleon::capability::CapFuture<
+        'a,
+        Result<Vec<Vec<f32>>, cameleon::capability::CapabilityError>,
+    > {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        cameleon::capability::Embedder::embed(&self.inner, texts)
+    }
+}
+
+/// A runtime whose `default` embedder counts its calls and whose `default` memory is `memory`
+/// (a fresh process: a fresh, empty memory).
+fn counted_runtime() -> (Runtime, Arc<Counting>, Arc<FlatMemory>) {
+    let (e, m) = (
+        Arc::new(Counting {
+            inner: cameleon::models::HashEmbedder::new(384),
+            calls: std::sync::atomic::AtomicUsize::new(0),
+        }),
+        Arc::new(FlatMemory::new()),
+    );
+    let (e2, m2) = (e.clone(), m.clone());
+    let rt = runtime(move |b| {
+        b.embedder("default", e2.clone());
+        b.memory("default", m2.clone());
+    });
+    (rt, e, m)
+}
+
+#[test]
+fn back_and_replay_over_index_never_call_the_embedder_and_the_memory_follows() {
+    let (rt, embedder, memory) = counted_runtime();
+    let mut cvm = engine(&rt, retrieval_net("default"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(embedder.calls(), 2, "embed once, the question once");
+    assert_eq!(memory.count(), 3);
+    let rows = memory.rows();
+
+    cvm.rewind();
+    assert_eq!(memory.count(), 0, "back over index took its items out");
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(memory.rows(), rows, "the replay put them back");
+    assert_eq!(embedder.calls(), 2, "no embedding on back or replay");
+    assert_eq!(
+        out(&cvm),
+        [json!(["Their tongues are longer than their bodies."])]
+    );
+}
+
+#[test]
+fn a_resumed_run_finds_its_index_without_embedding_again() {
+    let dir = std::env::temp_dir().join(format!("cameleon-models-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("resume-index.db");
+    let _ = std::fs::remove_file(&db);
+    let journal = cameleon::journal::Journal::create(&db).unwrap();
+
+    // The first process: runs until `idx` has fired, then stops (as if killed).
+    let (rt, embedder, memory) = counted_runtime();
+    let mut cvm = engine(&rt, retrieval_net("default"));
+    let id = journal
+        .start(&mut cvm, &cameleon::journal::RunOptions::default())
+        .unwrap();
+    let idx = cvm.net().op_id("idx").unwrap();
+    while cvm.fire_count(idx) == 0 {
+        cvm.step().unwrap();
+    }
+    assert_eq!((embedder.calls(), memory.count()), (1, 3));
+    drop(cvm);
+
+    // A second process: fresh capabilities, an empty memory.
+    let (rt2, embedder2, memory2) = counted_runtime();
+    assert_eq!(memory2.count(), 0);
+    let resumed = journal
+        .resume_with(Some(&id), |net, base| rt2.pin(net, base))
+        .unwrap();
+    assert_eq!(
+        memory2.rows(),
+        memory.rows(),
+        "the journal's entries put the index back"
+    );
+    assert_eq!(embedder2.calls(), 0, "restoring embeds nothing");
+    let mut cvm = resumed.cvm;
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(embedder2.calls(), 1, "only the question, after the resume");
+    assert_eq!(
+        out(&cvm),
+        [json!(["Their tongues are longer than their bodies."])]
+    );
+    std::fs::remove_file(&db).ok();
+}
+
+#[test]
+fn a_missing_model_names_itself_the_generation_and_where_to_configure_it() {
+    let rt = runtime(|_| {});
+    let mut cvm = engine(&rt, llm_net("gpt"));
+    let e = error_of(&cvm.run().unwrap());
+    assert!(e.contains("no chat model `gpt` in capability generation 1"), "{e}");
+    assert!(e.contains("it has `default`"), "{e}");
+    assert!(e.contains("under `chat:`"), "{e}");
+
+    // With nothing configured at all, `default` is the offline extractive model.
+    let mut cvm = engine(&Runtime::default(), llm_net("default"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let kinds: Vec<(String, String)> = Runtime::default()
+        .current()
+        .entries()
+        .into_iter()
+        .map(|(s, n, k, _)| (format!("{s}.{n}"), k.to_owned()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("chat.default".to_owned(), "extractive".to_owned()),
+            ("embedders.default".to_owned(), "hash".to_owned()),
+            ("memories.default".to_owned(), "flat".to_owned()),
+        ]
+    );
+}
