@@ -27,7 +27,8 @@ use crate::operator::capability::{CapFuture, CapabilityError, Memory, MemoryHit,
 /// little-endian `f32`s ([`vector_to_bytes`] / [`vector_from_bytes`]).
 ///
 /// ```
-/// use cameleon::models::{FlatMemory, MemoryItem};
+/// use cameleon::capability::MemoryItem;
+/// use cameleon::models::FlatMemory;
 ///
 /// let m = FlatMemory::new();
 /// m.insert(vec![
@@ -36,7 +37,7 @@ use crate::operator::capability::{CapFuture, CapabilityError, Memory, MemoryHit,
 /// ])?;
 /// let hits = m.nearest(&[0.2, 0.9], 1)?;
 /// assert_eq!(hits[0].item.text, "north");
-/// # Ok::<(), cameleon::models::CapabilityError>(())
+/// # Ok::<(), cameleon::capability::CapabilityError>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct FlatMemory {

@@ -164,7 +164,8 @@ impl OpenAiConfig {
 /// parsed from their JSON text), its `usage`.
 ///
 /// ```no_run
-/// use cameleon::models::{ChatModel, ChatRequest, OpenAiChat, OpenAiConfig};
+/// use cameleon::capability::{ChatModel, ChatRequest};
+/// use cameleon::models::{OpenAiChat, OpenAiConfig};
 ///
 /// let model = OpenAiChat::new(
 ///     &OpenAiConfig::new("http://127.0.0.1:11434/v1", "llama3.2"),
@@ -172,7 +173,7 @@ impl OpenAiConfig {
 /// )?;
 /// let reply = cameleon::block_on(model.chat(&ChatRequest::prompt("Say hello.")))?;
 /// println!("{}", reply.text);
-/// # Ok::<(), cameleon::models::CapabilityError>(())
+/// # Ok::<(), cameleon::capability::CapabilityError>(())
 /// ```
 #[derive(Debug)]
 pub struct OpenAiChat {
