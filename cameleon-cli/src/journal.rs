@@ -15,16 +15,14 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     // the entries are restored, so what a replay puts back into a memory (an `index` firing's
     // items) is there when the run goes on.
     let mut failed = None;
-    let pin = |net: &cameleon::Net, base: &std::path::Path| {
-        match Runtime::builder()
-            .for_dir(base, a.capabilities.as_deref())
-            .build()
-        {
-            Ok(rt) => rt.pin(net, base) as std::sync::Arc<dyn cameleon::capability::Capabilities>,
-            Err(e) => {
-                failed = Some(e);
-                <dyn cameleon::capability::Capabilities>::none()
-            }
+    let pin = |net: &cameleon::Net, base: &std::path::Path| match Runtime::builder()
+        .for_dir(base, a.capabilities.as_deref())
+        .build()
+    {
+        Ok(rt) => rt.pin(net, base) as std::sync::Arc<dyn cameleon::capability::Capabilities>,
+        Err(e) => {
+            failed = Some(e);
+            <dyn cameleon::capability::Capabilities>::none()
         }
     };
     let resumed = Journal::open(&a.db).and_then(|j| j.resume_with(a.run_id.as_deref(), pin));

@@ -106,11 +106,17 @@ fn the_readme_capabilities_file_points_the_rag_example_at_a_local_server() {
     let embeddings = paths.iter().filter(|p| **p == "/v1/embeddings").count();
     assert!(embeddings >= 2, "the passages and the question: {paths:?}");
     assert_eq!(
-        paths.iter().filter(|p| **p == "/v1/chat/completions").count(),
+        paths
+            .iter()
+            .filter(|p| **p == "/v1/chat/completions")
+            .count(),
         1,
         "one chat request: {paths:?}"
     );
-    let chat = reqs.iter().find(|r| r.path == "/v1/chat/completions").unwrap();
+    let chat = reqs
+        .iter()
+        .find(|r| r.path == "/v1/chat/completions")
+        .unwrap();
     assert_eq!(chat.body["model"], "llama3.2");
     let embed = reqs.iter().find(|r| r.path == "/v1/embeddings").unwrap();
     assert_eq!(embed.body["model"], "nomic-embed-text");
@@ -145,7 +151,12 @@ fn run_with(dir: &Path, yaml: &str, json: bool) -> Output {
     let caps = dir.join("caps.yaml");
     std::fs::write(&caps, yaml).unwrap();
     let c = caps.display().to_string();
-    let mut args = vec!["run", &*Box::leak(rag().into_boxed_str()), "--capabilities", &c];
+    let mut args = vec![
+        "run",
+        &*Box::leak(rag().into_boxed_str()),
+        "--capabilities",
+        &c,
+    ];
     if json {
         args.push("--json");
     }
@@ -198,14 +209,19 @@ fn model_kind_errors_of_a_capabilities_file_are_located_with_a_hint_and_nothing_
     assert!(p["hint"].as_str().unwrap().contains("export"), "{p}");
 
     // A base URL that is not one: located at its value, with the form it should take.
-    let yaml = "chat:\n  default:\n    kind: openai\n    base_url: \"127.0.0.1:11434\"\n    model: m\n";
+    let yaml =
+        "chat:\n  default:\n    kind: openai\n    base_url: \"127.0.0.1:11434\"\n    model: m\n";
     let o = run_with(&dir, yaml, false);
     assert_eq!(code(&o), 2);
     let err = stderr(&o);
     assert!(err.contains("caps.yaml:4:15"), "{err}");
-    assert!(err.contains("base_url `127.0.0.1:11434` is not a URL"), "{err}");
+    assert!(
+        err.contains("base_url `127.0.0.1:11434` is not a URL"),
+        "{err}"
+    );
     assert!(err.contains("http://127.0.0.1:11434/v1"), "{err}");
-    let yaml = "chat:\n  default: {kind: openai, base_url: \"ftp://x/v1\", model: m, timout_ms: 5}\n";
+    let yaml =
+        "chat:\n  default: {kind: openai, base_url: \"ftp://x/v1\", model: m, timout_ms: 5}\n";
     let v: Value = serde_json::from_str(&stdout(&run_with(&dir, yaml, true))).unwrap();
     let msgs: Vec<String> = v["problems"]
         .as_array()
@@ -250,8 +266,17 @@ fn a_planted_api_key_appears_in_no_output_trace_log_journal_or_error() {
     let t = trace.display().to_string();
     let o = cameleon(
         &[
-            "run", &rag(), "--capabilities", &c, "--journal", &d, "--trace", &t, "--json",
-            "--log", "trace",
+            "run",
+            &rag(),
+            "--capabilities",
+            &c,
+            "--journal",
+            &d,
+            "--trace",
+            &t,
+            "--json",
+            "--log",
+            "trace",
         ],
         &env,
     );
@@ -274,7 +299,15 @@ fn a_planted_api_key_appears_in_no_output_trace_log_journal_or_error() {
     let t = trace.display().to_string();
     let o = cameleon(
         &[
-            "run", &rag(), "--capabilities", &c, "--journal", &d, "--trace", &t, "--json",
+            "run",
+            &rag(),
+            "--capabilities",
+            &c,
+            "--journal",
+            &d,
+            "--trace",
+            &t,
+            "--json",
             "--log",
         ],
         &env,
@@ -282,7 +315,10 @@ fn a_planted_api_key_appears_in_no_output_trace_log_journal_or_error() {
     assert_eq!(code(&o), 5, "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let error = v["error"].as_str().unwrap();
-    assert!(error.contains("401") && error.contains("[redacted]"), "{error}");
+    assert!(
+        error.contains("401") && error.contains("[redacted]"),
+        "{error}"
+    );
     seen.push(("stdout (--json) of the refused run".into(), o.stdout));
     seen.push(("stderr of the refused run".into(), o.stderr));
     seen.push(("its trace".into(), std::fs::read(&trace).unwrap()));

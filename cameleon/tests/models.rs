@@ -11,10 +11,10 @@ use std::time::Duration;
 use cameleon::capabilities::{CapabilitiesBuilder, CodeSource, Runtime};
 use cameleon::capability::{Capabilities, MemoryItem, ToolManifest};
 use cameleon::models::{FlatMemory, OpenAiChat, OpenAiConfig, OpenAiEmbedder};
-use cameleon::tools::{Tool, ToolContext, ToolOutput};
 use cameleon::ops::ai::ModelCall;
 use cameleon::ops::{Agent, Embed, Index, Llm, LlmJson, Passages, Retrieve, Sink, Source};
 use cameleon::prelude::*;
+use cameleon::tools::{Tool, ToolContext, ToolOutput};
 use openai_server::{Reply, Server};
 use serde_json::{Value, json};
 
@@ -41,7 +41,8 @@ fn runtime(f: impl Fn(&mut CapabilitiesBuilder) + Send + Sync + 'static) -> Runt
 
 /// A runtime with an `openai` chat model named `name`.
 fn chat_runtime(name: &str, c: &OpenAiConfig) -> Runtime {
-    let model = Arc::new(OpenAiChat::new(c, &format!("chat model `{name}`")).expect("valid settings"));
+    let model =
+        Arc::new(OpenAiChat::new(c, &format!("chat model `{name}`")).expect("valid settings"));
     let name = name.to_owned();
     runtime(move |b| {
         b.chat(name.clone(), model.clone());
@@ -494,12 +495,15 @@ fn llm_json_refuses_a_schema_that_is_not_one_when_built_from_cm() {
 // ---------------------------------------------------------------------------------------------
 // agent: tool calls through the gate
 
+/// A call as a tool sees it: its arguments, principal and idempotency key.
+type SeenCall = (Value, Option<String>, Option<String>);
+
 /// A tool `add {a, b}` that records the calls the gate passes it (with their principal and
 /// idempotency key).
 #[derive(Debug)]
 struct Add {
     manifest: ToolManifest,
-    calls: std::sync::Mutex<Vec<(Value, Option<String>, Option<String>)>>,
+    calls: std::sync::Mutex<Vec<SeenCall>>,
 }
 
 impl Add {
@@ -515,7 +519,7 @@ impl Add {
         })
     }
 
-    fn calls(&self) -> Vec<(Value, Option<String>, Option<String>)> {
+    fn calls(&self) -> Vec<SeenCall> {
         self.calls.lock().unwrap().clone()
     }
 }
@@ -537,7 +541,8 @@ impl Tool for Add {
 
 /// A runtime with chat model `name` and the tool `add`.
 fn agent_runtime(name: &str, c: &OpenAiConfig, add: &Arc<Add>) -> Runtime {
-    let model = Arc::new(OpenAiChat::new(c, &format!("chat model `{name}`")).expect("valid settings"));
+    let model =
+        Arc::new(OpenAiChat::new(c, &format!("chat model `{name}`")).expect("valid settings"));
     let (name, add) = (name.to_owned(), add.clone());
     runtime(move |b| {
         b.chat(name.clone(), model.clone());
@@ -566,7 +571,10 @@ fn agent_calls_a_tool_through_the_gate_then_answers() {
     ]);
     let add = Add::new();
     let rt = agent_runtime("t_agent", &config(&server), &add);
-    let mut cvm = engine(&rt, agent_net(Agent::new().model("t_agent").tools(["add"]), &["add"]));
+    let mut cvm = engine(
+        &rt,
+        agent_net(Agent::new().model("t_agent").tools(["add"]), &["add"]),
+    );
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(out(&cvm), [json!("2 + 3 = 5")]);
 
@@ -646,7 +654,11 @@ fn agent_fails_after_max_turns_of_tool_calls() {
     let mut cvm = engine(&rt, net);
     let e = error_of(&cvm.run().unwrap());
     assert_eq!(server.count(), 3);
-    assert_eq!(add.calls().len(), 3, "one call per turn, each through the gate");
+    assert_eq!(
+        add.calls().len(),
+        3,
+        "one call per turn, each through the gate"
+    );
     assert!(e.contains("no final answer in 3 turns (max_turns)"), "{e}");
     assert!(out(&cvm).is_empty(), "a failed firing emits nothing");
 }
@@ -927,7 +939,10 @@ fn a_missing_model_names_itself_the_generation_and_where_to_configure_it() {
     let rt = runtime(|_| {});
     let mut cvm = engine(&rt, llm_net("gpt"));
     let e = error_of(&cvm.run().unwrap());
-    assert!(e.contains("no chat model `gpt` in capability generation 1"), "{e}");
+    assert!(
+        e.contains("no chat model `gpt` in capability generation 1"),
+        "{e}"
+    );
     assert!(e.contains("it has `default`"), "{e}");
     assert!(e.contains("under `chat:`"), "{e}");
 

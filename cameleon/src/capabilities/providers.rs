@@ -42,11 +42,9 @@ fn settings<T: DeserializeOwned>(cfg: &KindConfig, known: &[&str]) -> Result<T, 
                     known.join(", ")
                 ),
             };
-            return Err(KindError::at(
-                key.clone(),
-                format!("unknown setting `{key}`"),
-            )
-            .with_hint(hint));
+            return Err(
+                KindError::at(key.clone(), format!("unknown setting `{key}`")).with_hint(hint),
+            );
         }
     }
     serde_json::from_value(serde_json::Value::Object(cfg.settings.clone())).map_err(|e| {
@@ -78,7 +76,8 @@ fn label(cfg: &KindConfig, what: &str) -> String {
 
 fn openai_chat(cfg: &KindConfig) -> Result<Arc<dyn ChatModel>, KindError> {
     let c = openai_config(cfg)?;
-    let m = OpenAiChat::new(&c, &label(cfg, "chat model")).map_err(|e| KindError::new(e.message))?;
+    let m =
+        OpenAiChat::new(&c, &label(cfg, "chat model")).map_err(|e| KindError::new(e.message))?;
     Ok(Arc::new(m))
 }
 

@@ -109,7 +109,8 @@ impl OpenAiConfig {
     /// `base_url` that is not an http(s) URL or an empty `model`. Checked when a capabilities
     /// file is read, so the problem is reported at its line before anything runs.
     pub fn check(&self) -> Result<(), (&'static str, String, String)> {
-        let example = "write it like `http://127.0.0.1:11434/v1` (Ollama) or `https://api.openai.com/v1`";
+        let example =
+            "write it like `http://127.0.0.1:11434/v1` (Ollama) or `https://api.openai.com/v1`";
         match reqwest::Url::parse(&self.base_url) {
             Err(e) => {
                 return Err((

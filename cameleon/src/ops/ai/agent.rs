@@ -3,8 +3,8 @@
 use serde_json::json;
 
 use super::{FiringLog, ModelCall, ModelLog, call_error};
-use crate::operator::capability::{ChatMessage, ChatRequest, Role, ToolCall, ToolManifest};
 use crate::operator;
+use crate::operator::capability::{ChatMessage, ChatRequest, Role, ToolCall, ToolManifest};
 use crate::operator::{Firing, In, OpError, Out, ParamError, RunAsync};
 use crate::types::{DataChunk, DataString};
 

@@ -29,11 +29,11 @@ pub use agent::Agent;
 pub use llm::{Llm, LlmJson};
 pub use retrieval::{Embed, Index, IndexLog, Retrieve};
 
+#[cfg(doc)]
+use crate::operator::Firing;
 use crate::operator::capability::{
     CapabilityError, ChatReply, ChatRequest, ToolCall, ToolResult, Usage,
 };
-#[cfg(doc)]
-use crate::operator::Firing;
 use crate::operator::{OpError, OpState};
 
 /// A provider's error as the firing's error, naming what was called.

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::{FiringLog, ModelCall, ModelLog, call_error};
-use crate::operator::capability::{Memory, MemoryItem};
 use crate::operator;
+use crate::operator::capability::{Memory, MemoryItem};
 use crate::operator::{Emitted, Firing, In, OpError, Out, ParamError, RunAsync};
 use crate::types::{Any, DataChunk, DataEmbeddings, DataJSON, DataString};
 
