@@ -353,3 +353,56 @@ fn a_planted_api_key_appears_in_no_output_trace_log_journal_or_error() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_journaled_run_waiting_after_indexing_resumes_in_a_new_process_and_finds_its_index() {
+    let dir = temp_dir("resume");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::copy(
+        root().join("examples/data/chameleons.txt"),
+        dir.join("data/chameleons.txt"),
+    )
+    .unwrap();
+    // rag.cm, with the question asked of a person: the run indexes, then waits.
+    let text = std::fs::read_to_string(rag()).unwrap().replace(
+        "    type: source\n    label: Question\n    params:\n      value: \"Why do chameleons change colour?\"\n",
+        "    type: ask\n    label: Question\n    params:\n      prompt: \"Your question?\"\n",
+    );
+    assert!(text.contains("type: ask"), "the question became an ask");
+    let cm = dir.join("rag_ask.cm");
+    std::fs::write(&cm, text).unwrap();
+    let db = dir.join("runs.db").display().to_string();
+    let o = cameleon(
+        &["run", &cm.display().to_string(), "--journal", &db, "--json"],
+        &[],
+    );
+    assert_eq!(code(&o), 6, "WAITING: {}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["end"], "WAITING", "{v}");
+
+    // Another process: an empty memory, refilled from the journal before the run goes on.
+    let o = cameleon(
+        &[
+            "resume",
+            &db,
+            "--answer",
+            "question=Why do chameleons change colour?",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // What the uninterrupted offline run answers (the README shows it).
+    let reference = cameleon(&["run", &rag(), "--json"], &[]);
+    let reference: Value = serde_json::from_str(&stdout(&reference)).unwrap();
+    assert_eq!(v["sinks"]["out"], reference["sinks"]["out"], "{v}");
+    assert!(
+        v["sinks"]["out"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("Chameleons change colour mainly to signal their mood"),
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
