@@ -964,3 +964,41 @@ fn a_missing_model_names_itself_the_generation_and_where_to_configure_it() {
         ]
     );
 }
+
+#[test]
+fn a_map_s_inner_runs_use_the_capabilities_of_the_firing_that_starts_them() {
+    // One question per item, each asked of chat model `t_map` (the test server) by an `llm`
+    // inside the map's net.
+    let server = Server::start();
+    let rt = chat_runtime("t_map", &config(&server));
+    let inner = Net::from_cm(
+        "cameleon: 1
+name: ask_each
+operators:
+  - {id: item, type: input, params: {name: item}}
+  - {id: text, type: source, params: {value: '{{q}}'}}
+  - {id: fill, type: template}
+  - {id: ask, type: llm, params: {model: t_map}}
+  - {id: result, type: output, params: {name: result}}
+connections:
+  - {from: item.out_data, to: fill.in_data}
+  - {from: text.out_data, to: fill.in_template}
+  - {from: fill.out_data, to: ask.in_prompt}
+  - {from: ask.out_text, to: result.in_data}
+",
+    )
+    .unwrap();
+    let mut b = Net::builder("map-llm");
+    b.add(
+        "items",
+        cameleon::ops::Const::new(json!([{"q": "one?"}, {"q": "two?"}])),
+    );
+    b.add("each", cameleon::ops::Map::new(inner).unwrap());
+    b.add("out", Sink::new());
+    b.connect("items.out_data", "each.in_items")
+        .connect("each.out_results", "out.in_data");
+    let mut cvm = engine(&rt, b.build().unwrap());
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&cvm), [json!(["echo: one?", "echo: two?"])]);
+    assert_eq!(server.count(), 2);
+}

@@ -15,7 +15,9 @@
 //! backward one) re-applies that record and the emitted values without calling any model; a
 //! backward step restores the previous record. `index` also undoes its writes to the memory on
 //! a backward step and redoes them on a replay, so the memory always holds what the applied
-//! history indexed.
+//! history indexed; it reaches the memory through the capabilities the engine holds while it
+//! applies the step ([`Emitted::capabilities`](crate::Emitted::capabilities)), and a resumed
+//! journaled run gets its index back the same way (docs/semantics.md §5.8).
 
 mod agent;
 mod llm;
