@@ -202,8 +202,9 @@ struct NoCapabilities;
 
 const HOW_TO_CONFIGURE: &str = "this run was started without capabilities: run it with \
     `cameleon run` (which reads `cameleon.yaml` beside the .cm file, or `--capabilities FILE`), \
-    or build the engine with `Cvm::builder(net).capabilities(…)` from a \
-    `cameleon::capabilities::Runtime`";
+    or build the engine from a `cameleon::capabilities::Runtime` — \
+    `Runtime::default().cvm(net, dir)` has the offline defaults (chat `extractive`, embedder \
+    `hash`, memory `flat`)";
 
 fn missing(what: &str, name: &str) -> OpError {
     OpError::new(format!(

@@ -7,7 +7,10 @@
 //! started); with nothing configured those are the offline `extractive` chat model, `hash`
 //! embedder and `flat` memory ([`models`](crate::models)), so every pipeline runs without a
 //! network. A name the generation does not have fails the firing with an error naming it, the
-//! generation, and where to configure it.
+//! generation, and where to configure it. `cameleon run` pins a generation for every run; in
+//! code, build the engine from a [`Runtime`](crate::capabilities::Runtime) —
+//! `Runtime::default().cvm(net, dir)` for the offline defaults — since an engine built with
+//! `Cvm::new` alone has no capabilities (generation 0).
 //!
 //! **History.** Each firing keeps what it asked and what it was answered — the requests, the
 //! replies, the tool calls and results, the token usage — in its internal state
