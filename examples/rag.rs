@@ -11,6 +11,9 @@
 //! Then step back over the answer and forward again: the answer is replayed from the history,
 //! the model is not asked twice.
 
+use std::path::Path;
+
+use cameleon::capabilities::Runtime;
 use cameleon::ops::{Embed, FileAccess, Index, Llm, Passages, Retrieve, Sink, Source, TextFile};
 use cameleon::prelude::*;
 
@@ -56,7 +59,10 @@ pub fn net() -> Net {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let mut cvm = Cvm::new(net());
+    // The capabilities of the run: a `cameleon.yaml` in the current folder if there is one (or
+    // the file `CAMELEON_CAPABILITIES` names), else the built-in offline defaults.
+    let rt = Runtime::builder().for_dir(Path::new("."), None).build()?;
+    let mut cvm = rt.cvm(net(), ".").build();
     let end = cvm.run()?;
     println!("{}: {end:?} after {} steps", cvm.net().name(), cvm.depth());
     println!("Q: {QUESTION}");

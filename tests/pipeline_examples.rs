@@ -35,8 +35,16 @@ fn examples() -> Vec<Example> {
 }
 
 /// Runs `net` to its end; the trace lists each step's firings and what each wrote, as text.
+/// An engine for `net` with the offline default capabilities (what `cameleon run` gives a net
+/// with no `cameleon.yaml`): the models of `rag` are the `extractive`, `hash` and `flat` ones.
+fn engine(net: Net) -> Cvm {
+    cameleon::capabilities::Runtime::default()
+        .cvm(net, ".")
+        .build()
+}
+
 fn run_trace(net: Net) -> (EndState, Vec<String>) {
-    let mut cvm = Cvm::new(net);
+    let mut cvm = engine(net);
     let end = cvm
         .run()
         .expect("the example runs without an operator error");
@@ -141,7 +149,7 @@ fn rag_is_the_net_of_its_cm_file_and_answers_by_quoting_the_document() {
     );
     assert_eq!(run_trace(rag::net()).1, trace, "same trace every time");
     let answer = trace.last().expect("the sink fired");
-    let mut cvm = Cvm::new(rag::net());
+    let mut cvm = engine(rag::net());
     cvm.run().unwrap();
     let answer_value = cvm.received("out")[0].to_json();
     assert!(

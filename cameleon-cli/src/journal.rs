@@ -10,7 +10,34 @@ use cameleon::journal::Journal;
 /// `resume DB [RUN_ID]`: continues the run (or the most recently started unfinished one); a
 /// finished run is reported as it ended, firing nothing.
 pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
-    let resumed = match Journal::open(&a.db).and_then(|j| j.resume(a.run_id.as_deref())) {
+    // The run goes on with the capabilities its folder gives now: the process that pinned
+    // the old generation is gone, and this one numbers its own from 1. They are pinned before
+    // the entries are restored, so what a replay puts back into a memory (an `index` firing's
+    // items) is there when the run goes on.
+    let mut failed = None;
+    let pin = |net: &cameleon::Net, base: &std::path::Path| match Runtime::builder()
+        .for_dir(base, a.capabilities.as_deref())
+        .build()
+    {
+        Ok(rt) => rt.pin(net, base) as std::sync::Arc<dyn cameleon::capability::Capabilities>,
+        Err(e) => {
+            failed = Some(e);
+            <dyn cameleon::capability::Capabilities>::none()
+        }
+    };
+    let resumed = Journal::open(&a.db).and_then(|j| j.resume_with(a.run_id.as_deref(), pin));
+    match failed {
+        Some(CapabilitiesError::File(e)) => {
+            report_invalid(&e, a.json, io)?;
+            return Ok(exit::INVALID);
+        }
+        Some(e) => {
+            writeln!(io.stderr, "error: {e}")?;
+            return Ok(exit::INVALID);
+        }
+        None => {}
+    }
+    let resumed = match resumed {
         Ok(r) => r,
         Err(e) => return journal_failed(&e, a.json, io),
     };
@@ -19,23 +46,6 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let finished = resumed.is_finished();
     let (id, name, mut cvm, end) = (resumed.id, resumed.name, resumed.cvm, resumed.end);
     let ended = end.filter(|_| finished);
-    // The run goes on with the capabilities its folder gives now: the process that pinned
-    // the old generation is gone, and this one numbers its own from 1.
-    let rt = match Runtime::builder()
-        .for_dir(&resumed.base_dir, a.capabilities.as_deref())
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(CapabilitiesError::File(e)) => {
-            report_invalid(&e, a.json, io)?;
-            return Ok(exit::INVALID);
-        }
-        Err(e) => {
-            writeln!(io.stderr, "error: {e}")?;
-            return Ok(exit::INVALID);
-        }
-    };
-    cvm.set_capabilities(rt.pin(cvm.net(), &resumed.base_dir));
     if ended.is_none()
         && let Some(token) = &io.interrupt
     {

@@ -219,7 +219,7 @@ fn a_bad_capabilities_file_is_rendered_like_a_cm_error_with_exit_2() {
     let caps = dir.join("caps.yaml");
     std::fs::write(
         &caps,
-        "chat:\n  default: {kind: openai, model: x, api_key_env: CAMELEON_TEST_UNSET_KEY}\nembeders: {}\n",
+        "chat:\n  default: {kind: opnai, model: x, api_key_env: CAMELEON_TEST_UNSET_KEY}\nembeders: {}\n",
     )
     .unwrap();
     let ex = examples().join("tools.cm").display().to_string();
@@ -231,7 +231,8 @@ fn a_bad_capabilities_file_is_rendered_like_a_cm_error_with_exit_2() {
         err.contains("is not a valid capabilities file: 3 problems"),
         "{err}"
     );
-    assert!(err.contains("unknown chat model kind `openai`"), "{err}");
+    assert!(err.contains("unknown chat model kind `opnai`"), "{err}");
+    assert!(err.contains("did you mean `openai`?"), "{err}");
     assert!(
         err.contains("environment variable `CAMELEON_TEST_UNSET_KEY`"),
         "{err}"

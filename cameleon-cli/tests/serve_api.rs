@@ -547,3 +547,11 @@ fn ctrl_c_stops_the_server_even_with_an_event_stream_open() {
     drop(stream);
     p.0 = Command::new("true").spawn().unwrap(); // nothing left to kill
 }
+
+#[test]
+fn a_served_model_pipeline_runs_with_the_capabilities_of_its_folder() {
+    // No cameleon.yaml in examples/: the offline defaults (extractive, hash, flat).
+    let (_p, addr) = serve(&examples().join("rag.cm"), &[]);
+    let (_, s) = post(&addr, "/api/run", "");
+    assert_eq!(s["end"], "COMPLETED", "{s}");
+}

@@ -11,10 +11,9 @@ mod openai_server;
 
 use std::sync::Arc;
 
-use cameleon::models::{
-    ChatModel, ChatRequest, Embedder, FlatMemory, HashEmbedder, MemoryItem, ModelSet, OpenAiChat,
-    OpenAiConfig,
-};
+use cameleon::capabilities::{CodeSource, Runtime};
+use cameleon::capability::{ChatModel, ChatRequest, Embedder, MemoryItem};
+use cameleon::models::{FlatMemory, HashEmbedder, OpenAiChat, OpenAiConfig};
 use cameleon::ops::{Llm, Sink, Source};
 use cameleon::prelude::*;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
@@ -163,7 +162,14 @@ fn llm_overhead(c: &mut Criterion) {
     let server = Server::start();
     let cfg = OpenAiConfig::new(server.base_url(), "bench-model");
     let model = Arc::new(OpenAiChat::new(&cfg, "chat model `bench`").expect("valid settings"));
-    ModelSet::global().set_chat("bench", model.clone());
+    let for_runs = model.clone();
+    let caps = Runtime::builder()
+        .source(CodeSource::new("bench", move |b| {
+            b.chat("bench", for_runs.clone());
+            Ok(())
+        }))
+        .build()
+        .expect("capabilities");
     let url = format!("{}/chat/completions", server.base_url());
     let request = ChatRequest::prompt("What is a chameleon?");
     let body = serde_json::json!({"model": "bench-model", "messages": [{"role": "user", "content": "What is a chameleon?"}]});
@@ -197,7 +203,7 @@ fn llm_overhead(c: &mut Criterion) {
                 n.add("out", Sink::new());
                 n.connect("q.out_data", "ask.in_prompt")
                     .connect("ask.out_text", "out.in_data");
-                Cvm::new(n.build().expect("valid net"))
+                caps.cvm(n.build().expect("valid net"), ".").build()
             },
             |mut cvm| cvm.run().expect("runs"),
             BatchSize::SmallInput,

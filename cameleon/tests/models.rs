@@ -8,13 +8,13 @@ use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
-use cameleon::models::{
-    CapFuture, ModelSet, OpenAiChat, OpenAiConfig, OpenAiEmbedder, ToolAccess, ToolCall,
-    ToolManifest, ToolMeta, ToolResult, ToolStatus,
-};
+use cameleon::capabilities::{CapabilitiesBuilder, CodeSource, Runtime};
+use cameleon::capability::{Capabilities, MemoryItem, ToolManifest};
+use cameleon::models::{FlatMemory, OpenAiChat, OpenAiConfig, OpenAiEmbedder};
 use cameleon::ops::ai::ModelCall;
 use cameleon::ops::{Agent, Embed, Index, Llm, LlmJson, Passages, Retrieve, Sink, Source};
 use cameleon::prelude::*;
+use cameleon::tools::{Tool, ToolContext, ToolOutput};
 use openai_server::{Reply, Server};
 use serde_json::{Value, json};
 
@@ -27,10 +27,31 @@ fn config(server: &Server) -> OpenAiConfig {
     c
 }
 
-/// Registers an `openai` chat model named `name` (unique per test: the set is shared).
-fn register_chat(name: &str, c: &OpenAiConfig) {
-    let model = OpenAiChat::new(c, &format!("chat model `{name}`")).expect("valid settings");
-    ModelSet::global().set_chat(name, Arc::new(model));
+/// A capability runtime whose generations hold what `f` registers, beside the built-in
+/// defaults and the program's tools.
+fn runtime(f: impl Fn(&mut CapabilitiesBuilder) + Send + Sync + 'static) -> Runtime {
+    Runtime::builder()
+        .source(CodeSource::new("the test", move |b| {
+            f(b);
+            Ok(())
+        }))
+        .build()
+        .expect("capabilities")
+}
+
+/// A runtime with an `openai` chat model named `name`.
+fn chat_runtime(name: &str, c: &OpenAiConfig) -> Runtime {
+    let model =
+        Arc::new(OpenAiChat::new(c, &format!("chat model `{name}`")).expect("valid settings"));
+    let name = name.to_owned();
+    runtime(move |b| {
+        b.chat(name.clone(), model.clone());
+    })
+}
+
+/// An engine for `net` with `rt`'s current generation pinned.
+fn engine(rt: &Runtime, net: Net) -> Cvm {
+    rt.cvm(net, ".").build()
 }
 
 /// `question` (a source) → `op` → `out` (a sink).
@@ -85,8 +106,8 @@ fn llm_log(cvm: &Cvm) -> cameleon::ops::ai::FiringLog {
 #[test]
 fn llm_sends_one_request_per_firing_and_records_it_with_its_usage() {
     let server = Server::start();
-    register_chat("t_one", &config(&server));
-    let mut cvm = Cvm::new(llm_net("t_one"));
+    let rt = chat_runtime("t_one", &config(&server));
+    let mut cvm = engine(&rt, llm_net("t_one"));
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
 
     let reqs = server.requests();
@@ -128,7 +149,7 @@ fn llm_sends_one_request_per_firing_and_records_it_with_its_usage() {
 #[test]
 fn context_passages_are_sent_before_the_question() {
     let server = Server::start();
-    register_chat("t_ctx", &config(&server));
+    let rt = chat_runtime("t_ctx", &config(&server));
     let mut b = Net::builder("ctx");
     b.add("question", Source::new("Why?"));
     b.add("doc", Source::new("Because it is. Nothing else."));
@@ -139,7 +160,7 @@ fn context_passages_are_sent_before_the_question() {
         .connect("doc.out_data", "split.in_data")
         .connect("split.out_data", "ask.in_context")
         .connect("ask.out_text", "out.in_data");
-    let mut cvm = Cvm::new(b.build().unwrap());
+    let mut cvm = engine(&rt, b.build().unwrap());
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     let body = &server.requests()[0].body;
     let content = body["messages"][0]["content"].as_str().unwrap();
@@ -152,8 +173,8 @@ fn context_passages_are_sent_before_the_question() {
 #[test]
 fn back_and_replay_never_call_the_model_again() {
     let server = Server::start();
-    register_chat("t_replay", &config(&server));
-    let mut cvm = Cvm::new(llm_net("t_replay"));
+    let rt = chat_runtime("t_replay", &config(&server));
+    let mut cvm = engine(&rt, llm_net("t_replay"));
     cvm.run().unwrap();
     let first = out(&cvm);
     let steps = cvm.depth();
@@ -193,8 +214,8 @@ fn a_429_is_retried_after_its_retry_after_then_succeeds() {
         Reply::error(429, "slow down").header("retry-after", "1"),
         Reply::chat("fine now"),
     ]);
-    register_chat("t_429", &config(&server));
-    let mut cvm = Cvm::new(llm_net("t_429"));
+    let rt = chat_runtime("t_429", &config(&server));
+    let mut cvm = engine(&rt, llm_net("t_429"));
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(out(&cvm), [json!("fine now")]);
     let reqs = server.requests();
@@ -212,8 +233,8 @@ fn a_500_is_retried_until_the_budget_ends_in_error() {
     server.always(Reply::error(500, "the GPU caught fire"));
     let mut c = config(&server);
     c.max_retries = 2;
-    register_chat("t_500", &c);
-    let mut cvm = Cvm::new(llm_net("t_500"));
+    let rt = chat_runtime("t_500", &c);
+    let mut cvm = engine(&rt, llm_net("t_500"));
     let end = cvm.run().unwrap();
     let e = error_of(&end);
     assert_eq!(server.count(), 3, "one try and two retries");
@@ -230,8 +251,8 @@ fn a_500_is_retried_until_the_budget_ends_in_error() {
 fn a_4xx_fails_at_once_with_the_servers_message_and_a_hint() {
     let server = Server::start();
     server.always(Reply::error(404, "model `test-model` not found"));
-    register_chat("t_404", &config(&server));
-    let mut cvm = Cvm::new(llm_net("t_404"));
+    let rt = chat_runtime("t_404", &config(&server));
+    let mut cvm = engine(&rt, llm_net("t_404"));
     let e = error_of(&cvm.run().unwrap());
     assert_eq!(server.count(), 1, "a 4xx is not retried");
     assert!(
@@ -245,8 +266,8 @@ fn a_4xx_fails_at_once_with_the_servers_message_and_a_hint() {
 fn malformed_json_from_the_server_is_a_clear_error() {
     let server = Server::start();
     server.always(Reply::raw(200, "{\"choices\": [oops"));
-    register_chat("t_bad_json", &config(&server));
-    let mut cvm = Cvm::new(llm_net("t_bad_json"));
+    let rt = chat_runtime("t_bad_json", &config(&server));
+    let mut cvm = engine(&rt, llm_net("t_bad_json"));
     let e = error_of(&cvm.run().unwrap());
     assert_eq!(server.count(), 1, "a malformed answer is not retried");
     assert!(e.contains("not a chat completion"), "{e}");
@@ -260,8 +281,8 @@ fn a_server_that_does_not_answer_in_time_is_a_timeout() {
     let mut c = config(&server);
     c.timeout_ms = 200;
     c.max_retries = 0;
-    register_chat("t_timeout", &c);
-    let mut cvm = Cvm::new(llm_net("t_timeout"));
+    let rt = chat_runtime("t_timeout", &c);
+    let mut cvm = engine(&rt, llm_net("t_timeout"));
     let e = error_of(&cvm.run().unwrap());
     assert!(
         e.contains("no answer from") && e.contains("within 200 ms"),
@@ -280,8 +301,8 @@ fn an_unreachable_endpoint_says_so() {
     let mut c = OpenAiConfig::new(format!("http://127.0.0.1:{port}/v1"), "m");
     c.max_retries = 1;
     c.backoff_ms = 1;
-    register_chat("t_unreachable", &c);
-    let e = error_of(&Cvm::new(llm_net("t_unreachable")).run().unwrap());
+    let rt = chat_runtime("t_unreachable", &c);
+    let e = error_of(&engine(&rt, llm_net("t_unreachable")).run().unwrap());
     assert!(e.contains("cannot connect to"), "{e}");
     assert!(e.contains("gave up after 2 attempts"), "{e}");
 }
@@ -332,9 +353,9 @@ fn the_key_is_read_at_call_time_so_a_missing_variable_fails_the_call_without_a_r
     let server = Server::start();
     let c = config(&server).api_key_env("CAMELEON_TEST_KEY_THAT_IS_NOT_SET");
     // Building the model does not need the key…
-    register_chat("t_nokey", &c);
+    let rt = chat_runtime("t_nokey", &c);
     // …calling it does, and sends nothing without it.
-    let e = error_of(&Cvm::new(llm_net("t_nokey")).run().unwrap());
+    let e = error_of(&engine(&rt, llm_net("t_nokey")).run().unwrap());
     assert_eq!(server.count(), 0);
     assert!(
         e.contains("the environment variable `CAMELEON_TEST_KEY_THAT_IS_NOT_SET`")
@@ -357,8 +378,8 @@ fn the_key_is_sent_as_a_bearer_token_and_appears_in_no_output() {
         Reply::error(401, &format!("Incorrect API key provided: {PLANTED}")),
     ]);
     let c = config(&server).api_key_env(KEY_VAR);
-    register_chat("t_key", &c);
-    let mut cvm = Cvm::new(llm_net("t_key"));
+    let rt = chat_runtime("t_key", &c);
+    let mut cvm = engine(&rt, llm_net("t_key"));
     let mut events = Vec::new();
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     let auth = server.requests()[0].authorization.clone();
@@ -381,10 +402,11 @@ fn the_key_is_sent_as_a_bearer_token_and_appears_in_no_output() {
     }
     events.push(serde_json::to_string(&llm_log(&cvm)).unwrap());
     events.push(cvm.net().to_cm());
-    events.push(format!("{:?}", ModelSet::global().chat("t_key").unwrap()));
+    let caps = rt.pin(cvm.net(), ".");
+    events.push(format!("{:?}", caps.chat("t_key").unwrap()));
     events.push(format!("{c:?} {}", serde_json::to_string(&c).unwrap()));
 
-    let mut failing = Cvm::new(llm_net("t_key"));
+    let mut failing = engine(&rt, llm_net("t_key"));
     let end = failing.run().unwrap();
     let e = error_of(&end);
     assert!(
@@ -416,14 +438,14 @@ fn llm_json_sends_an_invalid_answer_back_and_accepts_the_corrected_one() {
         Reply::chat("{\"n\": \"one\"}"),
         Reply::chat("```json\n{\"n\": 1}\n```"),
     ]);
-    register_chat("t_json_ok", &config(&server));
+    let rt = chat_runtime("t_json_ok", &config(&server));
     let net = one_op_net(
         "Count.",
         LlmJson::new(schema()).model("t_json_ok"),
         "in_prompt",
         "out_data",
     );
-    let mut cvm = Cvm::new(net);
+    let mut cvm = engine(&rt, net);
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(out(&cvm), [json!({"n": 1})]);
     let reqs = server.requests();
@@ -445,10 +467,10 @@ fn llm_json_sends_an_invalid_answer_back_and_accepts_the_corrected_one() {
 fn llm_json_fails_after_its_retries_naming_the_problem() {
     let server = Server::start();
     server.always(Reply::chat("{\"m\": 2}"));
-    register_chat("t_json_bad", &config(&server));
+    let rt = chat_runtime("t_json_bad", &config(&server));
     let mut op = LlmJson::new(schema()).model("t_json_bad");
     op.retries = 1;
-    let mut cvm = Cvm::new(one_op_net("Count.", op, "in_prompt", "out_data"));
+    let mut cvm = engine(&rt, one_op_net("Count.", op, "in_prompt", "out_data"));
     let e = error_of(&cvm.run().unwrap());
     assert_eq!(server.count(), 2, "one try and one retry");
     assert!(
@@ -473,42 +495,71 @@ fn llm_json_refuses_a_schema_that_is_not_one_when_built_from_cm() {
 // ---------------------------------------------------------------------------------------------
 // agent: tool calls through the gate
 
-/// A gate with one tool, `add {a, b}`, that records the calls it gets.
-#[derive(Debug, Default)]
-struct AddGate {
-    calls: std::sync::Mutex<Vec<ToolCall>>,
+/// A call as a tool sees it: its arguments, principal and idempotency key.
+type SeenCall = (Value, Option<String>, Option<String>);
+
+/// A tool `add {a, b}` that records the calls the gate passes it (with their principal and
+/// idempotency key).
+#[derive(Debug)]
+struct Add {
+    manifest: ToolManifest,
+    calls: std::sync::Mutex<Vec<SeenCall>>,
 }
 
-impl ToolAccess for AddGate {
-    fn manifest(&self, name: &str) -> Option<ToolManifest> {
-        (name == "add").then(|| ToolManifest {
-            name: "add".into(),
-            description: "Adds two numbers.".into(),
-            input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
-            output_schema: json!({"type": "number"}),
+impl Add {
+    fn new() -> Arc<Add> {
+        Arc::new(Add {
+            manifest: ToolManifest {
+                name: "add".into(),
+                description: "Adds two numbers.".into(),
+                input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
+                output_schema: json!({"type": "number"}),
+            },
+            calls: std::sync::Mutex::default(),
         })
     }
-    fn names(&self) -> Vec<String> {
-        vec!["add".into()]
+
+    fn calls(&self) -> Vec<SeenCall> {
+        self.calls.lock().unwrap().clone()
     }
-    fn call<'a>(&'a self, call: ToolCall) -> CapFuture<'a, ToolResult> {
-        Box::pin(std::future::ready(self.call_blocking(call)))
+}
+
+impl Tool for Add {
+    fn manifest(&self) -> &ToolManifest {
+        &self.manifest
     }
-    fn call_blocking(&self, call: ToolCall) -> ToolResult {
-        self.calls.lock().unwrap().push(call.clone());
-        let sum = call.args["a"].as_f64().unwrap_or(0.0) + call.args["b"].as_f64().unwrap_or(0.0);
-        ToolResult {
-            status: ToolStatus::Ok,
-            content: json!(sum),
-            error: None,
-            meta: ToolMeta {
-                tool: call.tool,
-                origin: "local".into(),
-                duration_ms: 0,
-                attempts: 1,
-            },
-        }
+    fn call<'a>(&'a self, cx: &'a ToolContext, args: Value) -> ToolOutput<'a> {
+        self.calls.lock().unwrap().push((
+            args.clone(),
+            cx.principal.clone(),
+            cx.idempotency_key.clone(),
+        ));
+        let sum = args["a"].as_f64().unwrap_or(0.0) + args["b"].as_f64().unwrap_or(0.0);
+        ToolOutput::Ready(Ok(json!(sum)))
     }
+}
+
+/// A runtime with chat model `name` and the tool `add`.
+fn agent_runtime(name: &str, c: &OpenAiConfig, add: &Arc<Add>) -> Runtime {
+    let model =
+        Arc::new(OpenAiChat::new(c, &format!("chat model `{name}`")).expect("valid settings"));
+    let (name, add) = (name.to_owned(), add.clone());
+    runtime(move |b| {
+        b.chat(name.clone(), model.clone());
+        b.tool(add.clone());
+    })
+}
+
+/// `question` → `agent` (named `ask`) → `out`, under tool policy `allow`.
+fn agent_net(agent: Agent, allow: &[&str]) -> Net {
+    let mut b = Net::builder("agent");
+    b.add("question", Source::new("What is 2 + 3?"));
+    b.add("ask", agent);
+    b.add("out", Sink::new());
+    b.connect("question.out_data", "ask.in_prompt")
+        .connect("ask.out_text", "out.in_data");
+    b.tools(cameleon::ToolPolicy::allow(allow.iter().copied()));
+    b.build().expect("a valid net")
 }
 
 #[test]
@@ -518,17 +569,12 @@ fn agent_calls_a_tool_through_the_gate_then_answers() {
         Reply::tool_calls(&[("call_1", "add", json!({"a": 2, "b": 3}))]),
         Reply::chat("2 + 3 = 5"),
     ]);
-    register_chat("t_agent", &config(&server));
-    let gate = Arc::new(AddGate::default());
-    ModelSet::global().set_tools(gate.clone());
-
-    let net = one_op_net(
-        "What is 2 + 3?",
-        Agent::new().model("t_agent").tools(["add"]),
-        "in_prompt",
-        "out_text",
+    let add = Add::new();
+    let rt = agent_runtime("t_agent", &config(&server), &add);
+    let mut cvm = engine(
+        &rt,
+        agent_net(Agent::new().model("t_agent").tools(["add"]), &["add"]),
     );
-    let mut cvm = Cvm::new(net);
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(out(&cvm), [json!("2 + 3 = 5")]);
 
@@ -549,11 +595,13 @@ fn agent_calls_a_tool_through_the_gate_then_answers() {
         json!({"status": "ok", "content": 5.0, "error": null})
     );
 
-    let calls = gate.calls.lock().unwrap().clone();
+    // Through the gate, with the firing's idempotency key, the turn and the call's rank.
+    let calls = add.calls();
     assert_eq!(calls.len(), 1);
-    assert_eq!(calls[0].args, json!({"a": 2, "b": 3}));
-    assert_eq!(calls[0].principal.as_deref(), Some("agent:ask"));
-    assert_eq!(calls[0].idempotency_key.as_deref(), Some("ask/2/1/1"));
+    assert_eq!(calls[0].0, json!({"a": 2, "b": 3}));
+    assert_eq!(calls[0].1.as_deref(), Some("agent:ask"));
+    let key = format!("{}/1/2/ask/turn/1/call/1", cvm.run_id());
+    assert_eq!(calls[0].2.as_deref(), Some(key.as_str()));
 
     let log = llm_log(&cvm);
     assert!(matches!(
@@ -574,28 +622,45 @@ fn agent_calls_a_tool_through_the_gate_then_answers() {
     cvm.back().unwrap();
     cvm.back().unwrap();
     cvm.run().unwrap();
-    assert_eq!((server.count(), gate.calls.lock().unwrap().len()), (2, 1));
-    ModelSet::global().set_tools(Arc::new(cameleon::models::DenyAllTools));
+    assert_eq!((server.count(), add.calls().len()), (2, 1));
+}
+
+#[test]
+fn agent_tool_calls_the_policy_denies_never_run() {
+    let server = Server::start();
+    server.script([
+        Reply::tool_calls(&[("call_1", "add", json!({"a": 2, "b": 3}))]),
+        Reply::chat("I may not add."),
+    ]);
+    let add = Add::new();
+    let rt = agent_runtime("t_agent_denied", &config(&server), &add);
+    // The net allows no tool: the gate denies `add`.
+    let mut cvm = engine(&rt, agent_net(Agent::new().model("t_agent_denied"), &[]));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert!(add.calls().is_empty(), "a denied call never runs");
+    let msgs = server.requests()[1].body["messages"].clone();
+    let result: Value = serde_json::from_str(msgs[2]["content"].as_str().unwrap()).unwrap();
+    assert_eq!(result["status"], "denied", "{result}");
 }
 
 #[test]
 fn agent_fails_after_max_turns_of_tool_calls() {
     let server = Server::start();
     server.always(Reply::tool_calls(&[("c", "add", json!({"a": 1, "b": 1}))]));
-    register_chat("t_agent_loop", &config(&server));
+    let add = Add::new();
+    let rt = agent_runtime("t_agent_loop", &config(&server), &add);
     // Whatever the gate answers, the model asks again.
-    let net = one_op_net(
-        "Loop.",
-        Agent::new()
-            .model("t_agent_loop")
-            .tools(Vec::<String>::new())
-            .max_turns(3),
-        "in_prompt",
-        "out_text",
-    );
-    let e = error_of(&Cvm::new(net).run().unwrap());
+    let net = agent_net(Agent::new().model("t_agent_loop").max_turns(3), &["add"]);
+    let mut cvm = engine(&rt, net);
+    let e = error_of(&cvm.run().unwrap());
     assert_eq!(server.count(), 3);
+    assert_eq!(
+        add.calls().len(),
+        3,
+        "one call per turn, each through the gate"
+    );
     assert!(e.contains("no final answer in 3 turns (max_turns)"), "{e}");
+    assert!(out(&cvm).is_empty(), "a failed firing emits nothing");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -606,8 +671,10 @@ fn embed_batches_requests_and_keeps_the_input_order() {
     let server = Server::start();
     let mut c = config(&server);
     c.batch_size = 2;
-    let e = OpenAiEmbedder::new(&c, "embedder `t_emb`").unwrap();
-    ModelSet::global().set_embedder("t_emb", Arc::new(e));
+    let e = Arc::new(OpenAiEmbedder::new(&c, "embedder `t_emb`").unwrap());
+    let rt = runtime(move |b| {
+        b.embedder("t_emb", e.clone());
+    });
     let mut b = Net::builder("emb");
     b.add("doc", Source::new("One. Two two. Three three three."));
     b.add("split", Passages::new(1));
@@ -616,7 +683,7 @@ fn embed_batches_requests_and_keeps_the_input_order() {
     b.connect("doc.out_data", "split.in_data")
         .connect("split.out_data", "emb.in_data")
         .connect("emb.out_data", "out.in_data");
-    let mut cvm = Cvm::new(b.build().unwrap());
+    let mut cvm = engine(&rt, b.build().unwrap());
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     let reqs = server.requests();
     assert_eq!(reqs.len(), 2, "3 texts in batches of 2");
@@ -669,8 +736,11 @@ fn retrieval_net(memory: &str) -> Net {
 
 #[test]
 fn retrieve_waits_for_the_index_and_finds_the_closest_passage_offline() {
-    ModelSet::global().set_memory("t_retrieve", Arc::new(cameleon::models::FlatMemory::new()));
-    let mut cvm = Cvm::new(retrieval_net("t_retrieve"));
+    // No source: the built-in defaults (`hash` embedder, a `flat` memory per name).
+    let rt = runtime(|b| {
+        b.memory("t_retrieve", Arc::new(FlatMemory::new()));
+    });
+    let mut cvm = engine(&rt, retrieval_net("t_retrieve"));
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(
         out(&cvm),
@@ -696,9 +766,12 @@ fn retrieve_waits_for_the_index_and_finds_the_closest_passage_offline() {
 
 #[test]
 fn back_over_index_empties_the_memory_and_the_replay_fills_it_again() {
-    let memory = Arc::new(cameleon::models::FlatMemory::new());
-    ModelSet::global().set_memory("t_undo", memory.clone());
-    let mut cvm = Cvm::new(retrieval_net("t_undo"));
+    let memory = Arc::new(FlatMemory::new());
+    let m = memory.clone();
+    let rt = runtime(move |b| {
+        b.memory("t_undo", m.clone());
+    });
+    let mut cvm = engine(&rt, retrieval_net("t_undo"));
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(memory.count(), 3);
     let rows = memory.rows();
@@ -719,16 +792,19 @@ fn back_over_index_empties_the_memory_and_the_replay_fills_it_again() {
 
 #[test]
 fn indexing_a_text_again_replaces_it_and_back_restores_the_old_item() {
-    let memory = Arc::new(cameleon::models::FlatMemory::new());
-    ModelSet::global().set_memory("t_replace", memory.clone());
-    let old = cameleon::models::MemoryItem {
+    let memory = Arc::new(FlatMemory::new());
+    let m = memory.clone();
+    let rt = runtime(move |b| {
+        b.memory("t_replace", m.clone());
+    });
+    let old = MemoryItem {
         id: Index::id_of("Their tongues are longer than their bodies."),
         text: "Their tongues are longer than their bodies.".into(),
         vector: vec![1.0; 384],
         meta: json!({"from": "before"}),
     };
     memory.insert(vec![old.clone()]).unwrap();
-    let mut cvm = Cvm::new(retrieval_net("t_replace"));
+    let mut cvm = engine(&rt, retrieval_net("t_replace"));
     cvm.run().unwrap();
     assert_eq!(memory.count(), 3, "the same text is one item");
     let idx = cvm.net().op_id("idx").unwrap();
@@ -740,4 +816,189 @@ fn indexing_a_text_again_replaces_it_and_back_restores_the_old_item() {
         vec![old],
         "the replaced item is back as it was"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// index: back, replay and resume reach the memory, never the embedder
+
+/// The `hash` embedder, counting the calls it gets.
+#[derive(Debug)]
+struct Counting {
+    inner: cameleon::models::HashEmbedder,
+    calls: std::sync::atomic::AtomicUsize,
+}
+
+impl Counting {
+    fn calls(&self) -> usize {
+        self.calls.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+impl cameleon::capability::Embedder for Counting {
+    fn kind(&self) -> &str {
+        "counting"
+    }
+    fn dim(&self) -> usize {
+        cameleon::capability::Embedder::dim(&self.inner)
+    }
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> cameleon::capability::CapFuture<
+        'a,
+        Result<Vec<Vec<f32>>, cameleon::capability::CapabilityError>,
+    > {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        cameleon::capability::Embedder::embed(&self.inner, texts)
+    }
+}
+
+/// A runtime whose `default` embedder counts its calls and whose `default` memory is `memory`
+/// (a fresh process: a fresh, empty memory).
+fn counted_runtime() -> (Runtime, Arc<Counting>, Arc<FlatMemory>) {
+    let (e, m) = (
+        Arc::new(Counting {
+            inner: cameleon::models::HashEmbedder::new(384),
+            calls: std::sync::atomic::AtomicUsize::new(0),
+        }),
+        Arc::new(FlatMemory::new()),
+    );
+    let (e2, m2) = (e.clone(), m.clone());
+    let rt = runtime(move |b| {
+        b.embedder("default", e2.clone());
+        b.memory("default", m2.clone());
+    });
+    (rt, e, m)
+}
+
+#[test]
+fn back_and_replay_over_index_never_call_the_embedder_and_the_memory_follows() {
+    let (rt, embedder, memory) = counted_runtime();
+    let mut cvm = engine(&rt, retrieval_net("default"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(embedder.calls(), 2, "embed once, the question once");
+    assert_eq!(memory.count(), 3);
+    let rows = memory.rows();
+
+    cvm.rewind();
+    assert_eq!(memory.count(), 0, "back over index took its items out");
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(memory.rows(), rows, "the replay put them back");
+    assert_eq!(embedder.calls(), 2, "no embedding on back or replay");
+    assert_eq!(
+        out(&cvm),
+        [json!(["Their tongues are longer than their bodies."])]
+    );
+}
+
+#[test]
+fn a_resumed_run_finds_its_index_without_embedding_again() {
+    let dir = std::env::temp_dir().join(format!("cameleon-models-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let db = dir.join("resume-index.db");
+    let _ = std::fs::remove_file(&db);
+    let journal = cameleon::journal::Journal::create(&db).unwrap();
+
+    // The first process: runs until `idx` has fired, then stops (as if killed).
+    let (rt, embedder, memory) = counted_runtime();
+    let mut cvm = engine(&rt, retrieval_net("default"));
+    let id = journal
+        .start(&mut cvm, &cameleon::journal::RunOptions::default())
+        .unwrap();
+    let idx = cvm.net().op_id("idx").unwrap();
+    while cvm.fire_count(idx) == 0 {
+        cvm.step().unwrap();
+    }
+    assert_eq!((embedder.calls(), memory.count()), (1, 3));
+    drop(cvm);
+
+    // A second process: fresh capabilities, an empty memory.
+    let (rt2, embedder2, memory2) = counted_runtime();
+    assert_eq!(memory2.count(), 0);
+    let resumed = journal
+        .resume_with(Some(&id), |net, base| rt2.pin(net, base))
+        .unwrap();
+    assert_eq!(
+        memory2.rows(),
+        memory.rows(),
+        "the journal's entries put the index back"
+    );
+    assert_eq!(embedder2.calls(), 0, "restoring embeds nothing");
+    let mut cvm = resumed.cvm;
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(embedder2.calls(), 1, "only the question, after the resume");
+    assert_eq!(
+        out(&cvm),
+        [json!(["Their tongues are longer than their bodies."])]
+    );
+    std::fs::remove_file(&db).ok();
+}
+
+#[test]
+fn a_missing_model_names_itself_the_generation_and_where_to_configure_it() {
+    let rt = runtime(|_| {});
+    let mut cvm = engine(&rt, llm_net("gpt"));
+    let e = error_of(&cvm.run().unwrap());
+    assert!(
+        e.contains("no chat model `gpt` in capability generation 1"),
+        "{e}"
+    );
+    assert!(e.contains("it has `default`"), "{e}");
+    assert!(e.contains("under `chat:`"), "{e}");
+
+    // With nothing configured at all, `default` is the offline extractive model.
+    let mut cvm = engine(&Runtime::default(), llm_net("default"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let kinds: Vec<(String, String)> = Runtime::default()
+        .current()
+        .entries()
+        .into_iter()
+        .map(|(s, n, k, _)| (format!("{s}.{n}"), k.to_owned()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("chat.default".to_owned(), "extractive".to_owned()),
+            ("embedders.default".to_owned(), "hash".to_owned()),
+            ("memories.default".to_owned(), "flat".to_owned()),
+        ]
+    );
+}
+
+#[test]
+fn a_map_s_inner_runs_use_the_capabilities_of_the_firing_that_starts_them() {
+    // One question per item, each asked of chat model `t_map` (the test server) by an `llm`
+    // inside the map's net.
+    let server = Server::start();
+    let rt = chat_runtime("t_map", &config(&server));
+    let inner = Net::from_cm(
+        "cameleon: 1
+name: ask_each
+operators:
+  - {id: item, type: input, params: {name: item}}
+  - {id: text, type: source, params: {value: '{{q}}'}}
+  - {id: fill, type: template}
+  - {id: ask, type: llm, params: {model: t_map}}
+  - {id: result, type: output, params: {name: result}}
+connections:
+  - {from: item.out_data, to: fill.in_data}
+  - {from: text.out_data, to: fill.in_template}
+  - {from: fill.out_data, to: ask.in_prompt}
+  - {from: ask.out_text, to: result.in_data}
+",
+    )
+    .unwrap();
+    let mut b = Net::builder("map-llm");
+    b.add(
+        "items",
+        cameleon::ops::Const::new(json!([{"q": "one?"}, {"q": "two?"}])),
+    );
+    b.add("each", cameleon::ops::Map::new(inner).unwrap());
+    b.add("out", Sink::new());
+    b.connect("items.out_data", "each.in_items")
+        .connect("each.out_results", "out.in_data");
+    let mut cvm = engine(&rt, b.build().unwrap());
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&cvm), [json!(["echo: one?", "echo: two?"])]);
+    assert_eq!(server.count(), 2);
 }

@@ -139,6 +139,18 @@ impl Session {
     fn install(&mut self, net: Net) {
         self.touch();
         let mut cvm = Cvm::new(net);
+        // The capabilities of the served file's folder (its `cameleon.yaml`, else the offline
+        // defaults); a capabilities file that does not load leaves the run without any, and
+        // a firing that needs one names what to configure.
+        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty());
+        let dir = dir.unwrap_or(std::path::Path::new("."));
+        if let Ok(rt) = cameleon::capabilities::Runtime::builder()
+            .for_dir(dir, None)
+            .build()
+        {
+            let caps = rt.pin(cvm.net(), dir);
+            cvm.set_capabilities(caps);
+        }
         let outbox = Arc::clone(&self.outbox);
         cvm.on_event(move |e| {
             outbox

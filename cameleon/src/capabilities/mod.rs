@@ -42,6 +42,7 @@
 
 mod config;
 mod kinds;
+mod providers;
 mod runtime;
 
 use std::collections::BTreeMap;

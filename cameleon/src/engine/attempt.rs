@@ -83,7 +83,7 @@ impl<'a> FiringCx<'a> {
             self.name,
             self.run,
             self.branch,
-            &**self.caps,
+            self.caps,
             self.info(),
         )
     }
@@ -456,7 +456,7 @@ async fn attempt_blocking(
             let mut out = Vec::new();
             let result = {
                 let mut f = Firing::new(
-                    &tokens, &slots, &mut out, n_outputs, step, &name, &run, branch, &*caps, info,
+                    &tokens, &slots, &mut out, n_outputs, step, &name, &run, branch, &caps, info,
                 );
                 catch_unwind(AssertUnwindSafe(|| op.run(&mut f)))
             };

@@ -54,7 +54,9 @@ impl Cvm {
             self.set(c, ConnState::New);
         }
         let before = self.hist.saved(f).and_then(|s| s.before.as_ref());
-        self.net.ops[o].op.rollback(before, &self.s.emitted);
+        let op = &mut self.net.ops[o].op;
+        let emitted = &self.s.emitted;
+        crate::operator::capability::applying(&self.caps, || op.rollback(before, emitted));
         self.s.emitted.clear();
         self.fire_count[o] -= 1;
         self.refresh_around(f);

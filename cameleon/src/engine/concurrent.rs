@@ -399,7 +399,11 @@ impl Cvm {
             {
                 let op = &mut self.net.ops[o as usize].op;
                 match out {
-                    Some(Outcome { result: Ok(()), .. }) => op.rollback(before.as_ref(), emitted),
+                    Some(Outcome { result: Ok(()), .. }) => {
+                        crate::operator::capability::applying(&self.caps, || {
+                            op.rollback(before.as_ref(), emitted)
+                        })
+                    }
                     _ => {
                         if let Some(b) = &before {
                             op.restore_state(b);

@@ -522,7 +522,9 @@ impl Cvm {
         }
         self.collect_emitted(f);
         let after = self.hist.saved(f).and_then(|s| s.after.as_ref());
-        self.net.ops[o].op.replay(after, &self.s.emitted);
+        let op = &mut self.net.ops[o].op;
+        let emitted = &self.s.emitted;
+        crate::operator::capability::applying(&self.caps, || op.replay(after, emitted));
         self.s.emitted.clear();
         self.fire_count[o] += 1;
         self.refresh_around(f);

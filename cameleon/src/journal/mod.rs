@@ -100,7 +100,7 @@
 //! documents) and raises the schema version, migrating older files forward.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rusqlite::{Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
@@ -109,12 +109,16 @@ use crate::catalogue::Catalogue;
 use crate::cm::{CmError, Loader};
 use crate::engine::{Cvm, EndState, Recorded};
 use crate::net::{Mode, Net};
+use crate::operator::capability::Capabilities;
 
 mod codec;
 mod store;
 mod writer;
 
 use writer::JournalRecorder;
+
+/// What gives a resumed run its capabilities, from its net and base folder.
+type Pin<'a> = Box<dyn FnOnce(&Net, &Path) -> Arc<dyn Capabilities> + 'a>;
 
 /// When a journaled run's steps reach the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -589,6 +593,19 @@ impl Journal {
         self.load(id, Catalogue::global(), true)
     }
 
+    /// [`resume`](Self::resume), with the capabilities `pin` gives for the run's net and its
+    /// base folder installed *before* the entries are restored: an operator whose replay puts
+    /// back what it wrote into a store of the run (`index` into its memory) finds that store
+    /// while the run is rebuilt, so the resumed run sees it as the run left it
+    /// (docs/semantics.md §5.8). `cameleon resume` pins the capabilities of the net's folder so.
+    pub fn resume_with(
+        &self,
+        id: Option<&str>,
+        pin: impl FnOnce(&Net, &Path) -> Arc<dyn Capabilities>,
+    ) -> Result<Resumed, JournalError> {
+        self.load_pinned(id, Catalogue::global(), true, Some(Box::new(pin)))
+    }
+
     /// Brings run `id` back at its recorded position, without journaling what is done with it
     /// afterwards (to inspect a run, or travel its history, leaving the journal as it is).
     pub fn open_run(&self, id: &str) -> Result<Resumed, JournalError> {
@@ -609,6 +626,16 @@ impl Journal {
         id: Option<&str>,
         catalogue: &Catalogue,
         record: bool,
+    ) -> Result<Resumed, JournalError> {
+        self.load_pinned(id, catalogue, record, None)
+    }
+
+    fn load_pinned(
+        &self,
+        id: Option<&str>,
+        catalogue: &Catalogue,
+        record: bool,
+        pin: Option<Pin<'_>>,
     ) -> Result<Resumed, JournalError> {
         let id = self.pick(id)?;
         type RunRow = (
@@ -664,12 +691,19 @@ impl Journal {
                 run: id.clone(),
                 error: Box::new(e),
             })?;
+        let caps = pin.map(|pin| {
+            let base = config.base_dir.as_deref().unwrap_or(Path::new("."));
+            pin(&net, base)
+        });
         let mut b = Cvm::builder(net)
             .mode(mode)
             .max_loop_iterations(config.max_loop_iterations.max(1))
             .run_id(id.clone());
         if let Some(n) = config.max_steps {
             b = b.max_steps(n);
+        }
+        if let Some(caps) = caps {
+            b = b.capabilities(caps);
         }
         let mut cvm = b.build();
         let recorded = self.recorded(&id, seq, cvm.net(), tip, redo_tip)?;

@@ -5,8 +5,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use super::contract::{CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest, Role, Usage};
 use super::text::{for_each_word, is_stop_word, sentences, words};
+use crate::operator::capability::{
+    CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest, Role, Usage,
+};
 
 /// The chat kind `extractive`: answers by quoting the context. It is **not a generative model**:
 /// it cannot reason, summarise in its own words, follow instructions or call tools; it is what
@@ -458,7 +460,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::models::contract::ChatMessage;
+    use crate::operator::capability::ChatMessage;
 
     fn ctx() -> Vec<String> {
         vec![

@@ -6,7 +6,7 @@ use std::sync::RwLock;
 
 use serde::{Deserialize, Serialize};
 
-use super::contract::{CapFuture, CapabilityError, Memory, MemoryHit, MemoryItem};
+use crate::operator::capability::{CapFuture, CapabilityError, Memory, MemoryHit, MemoryItem};
 
 /// The memory kind `flat`: every item is kept in process and a search compares the query with
 /// all of them — exact cosine similarity, no approximation — so results are exactly the `k`
@@ -27,7 +27,8 @@ use super::contract::{CapFuture, CapabilityError, Memory, MemoryHit, MemoryItem}
 /// little-endian `f32`s ([`vector_to_bytes`] / [`vector_from_bytes`]).
 ///
 /// ```
-/// use cameleon::models::{FlatMemory, MemoryItem};
+/// use cameleon::capability::MemoryItem;
+/// use cameleon::models::FlatMemory;
 ///
 /// let m = FlatMemory::new();
 /// m.insert(vec![
@@ -36,7 +37,7 @@ use super::contract::{CapFuture, CapabilityError, Memory, MemoryHit, MemoryItem}
 /// ])?;
 /// let hits = m.nearest(&[0.2, 0.9], 1)?;
 /// assert_eq!(hits[0].item.text, "north");
-/// # Ok::<(), cameleon::models::CapabilityError>(())
+/// # Ok::<(), cameleon::capability::CapabilityError>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct FlatMemory {

@@ -4,8 +4,8 @@
 use serde::{Deserialize, Serialize};
 use xxhash_rust::xxh3::xxh3_64_with_seed;
 
-use super::contract::{CapFuture, CapabilityError, Embedder};
 use super::text::for_each_word;
+use crate::operator::capability::{CapFuture, CapabilityError, Embedder};
 
 /// The embedder kind `hash`: a text's vector counts its words and pairs of adjacent words,
 /// each hashed into one of `dim` buckets with a sign, then scaled to length 1.

@@ -1,5 +1,7 @@
-//! Models and retrieval: chat models, embedders and memories (vector stores) that the `std-ai`
-//! operators ([`ops::Llm`](crate::ops::Llm) and friends) call.
+//! Model providers: the chat models, embedders and memories (vector stores) behind the
+//! provider kinds of a capabilities file, which the `std-ai` operators
+//! ([`ops::Llm`](crate::ops::Llm) and friends) call through the run's
+//! [capabilities](crate::capability).
 //!
 //! | kind | what | network |
 //! |---|---|---|
@@ -9,43 +11,40 @@
 //! | embedder `hash` ([`HashEmbedder`]) | signed feature hashing of words and word pairs, L2-normalised | no |
 //! | memory `flat` ([`FlatMemory`]) | exact cosine top-k, in process | no |
 //!
-//! The offline kinds are deterministic and are the defaults: with nothing configured, the chat
-//! model `default` is `extractive`, the embedder `default` is `hash` (384 dimensions) and the
-//! memory `default` is `flat`, so every example runs on a fresh machine without a network.
+//! Each implements a trait of the operator contract ([`ChatModel`](crate::capability::ChatModel),
+//! [`Embedder`](crate::capability::Embedder), [`Memory`](crate::capability::Memory)) and is
+//! registered as a provider kind (see [`capabilities::kinds`](crate::capabilities::kinds)), so a
+//! `cameleon.yaml` names it by its `kind`. The offline kinds are deterministic and are the
+//! defaults: with nothing configured, the chat model `default` is `extractive`, the embedder
+//! `default` is `hash` (384 dimensions) and the memory `default` is `flat`, so every example runs
+//! on a fresh machine without a network.
 //!
-//! Operators never build a client themselves: they look models up by name in a [`ModelSet`]
-//! (the `model` and `memory` params name them). The contract they call through is
-//! [`ChatModel`], [`Embedder`] and [`Memory`]; tool calls of an agent go through a
-//! [`ToolAccess`] gate.
-//!
-//! Pointing the operators at a real model:
+//! Pointing the operators at a real model, in code (a `cameleon.yaml` does the same from a
+//! file, docs/capabilities.md):
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use cameleon::models::{ModelSet, OpenAiChat, OpenAiConfig};
+//! use cameleon::capabilities::{CodeSource, Runtime};
+//! use cameleon::models::{OpenAiChat, OpenAiConfig};
 //!
-//! let ollama = OpenAiConfig::new("http://127.0.0.1:11434/v1", "llama3.2");
-//! ModelSet::global().set_chat("default", Arc::new(OpenAiChat::new(&ollama, "chat model `default`")?));
-//! # Ok::<(), cameleon::models::CapabilityError>(())
+//! let rt = Runtime::builder()
+//!     .source(CodeSource::new("code", |b| {
+//!         let ollama = OpenAiConfig::new("http://127.0.0.1:11434/v1", "llama3.2");
+//!         let chat = OpenAiChat::new(&ollama, "chat model `default`").map_err(|e| e.to_string())?;
+//!         b.chat("default", Arc::new(chat));
+//!         Ok(())
+//!     }))
+//!     .build()?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-mod config;
-mod contract;
 mod extractive;
 mod flat;
 mod hash;
 mod openai;
-mod set;
 pub mod text;
 
-pub use config::{ChatConfig, EmbedderConfig, MemoryConfig, ModelsConfig};
-pub use contract::{
-    CapFuture, CapabilityError, ChatMessage, ChatModel, ChatReply, ChatRequest, Embedded, Embedder,
-    Memory, MemoryHit, MemoryItem, Role, ToolAccess, ToolCall, ToolManifest, ToolMeta, ToolRequest,
-    ToolResult, ToolStatus, Usage,
-};
 pub use extractive::{Extractive, ExtractiveConfig};
 pub use flat::{FlatConfig, FlatMemory, vector_from_bytes, vector_to_bytes};
 pub use hash::{HashConfig, HashEmbedder};
 pub use openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder};
-pub use set::{DenyAllTools, ModelSet};

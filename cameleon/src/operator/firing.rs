@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 #[cfg(doc)]
 use super::Operator;
@@ -36,7 +37,7 @@ pub struct Firing<'a, O: ?Sized = Untyped> {
     pub(crate) name: &'a str,
     pub(crate) run: &'a str,
     pub(crate) branch: u32,
-    pub(crate) caps: &'a dyn Capabilities,
+    pub(crate) caps: &'a Arc<dyn Capabilities>,
     pub(crate) info: FiringInfo,
     pub(crate) _op: PhantomData<fn(&O)>,
 }
@@ -77,7 +78,7 @@ impl<'a> Firing<'a> {
         name: &'a str,
         run: &'a str,
         branch: u32,
-        caps: &'a dyn Capabilities,
+        caps: &'a Arc<dyn Capabilities>,
         info: FiringInfo,
     ) -> Self {
         Firing {
@@ -118,7 +119,14 @@ impl<'a, O: ?Sized> Firing<'a, O> {
     /// gate) and the observer, from the generation the run pinned when it started (see
     /// [`capability`](super::capability)).
     pub fn capabilities(&self) -> &'a dyn Capabilities {
-        self.caps
+        &**self.caps
+    }
+
+    /// The same capabilities, shared: for work the firing hands on to other engines — the
+    /// runs of a sub-net's or a `map`'s inner net use the capabilities of the firing that
+    /// starts them.
+    pub fn capabilities_shared(&self) -> Arc<dyn Capabilities> {
+        Arc::clone(self.caps)
     }
 
     /// The logical step of this firing (1-based).

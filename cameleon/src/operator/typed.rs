@@ -172,6 +172,15 @@ impl<'a, O: ?Sized> Emitted<'a, O> {
     pub fn is_empty(&self) -> bool {
         self.items.is_empty()
     }
+
+    /// The capabilities of the run whose backward step or replay calls
+    /// [`Run::rollback`] or [`Run::replay`] — the generation the engine holds now, which on a
+    /// resumed run is the one pinned when it resumed: where an operator that wrote into a
+    /// memory finds it to take its writes out, or to put them back (docs/semantics.md §5.8).
+    /// Outside a backward step or a replay, `<dyn Capabilities>::none()`.
+    pub fn capabilities(&self) -> std::sync::Arc<dyn super::capability::Capabilities> {
+        super::capability::applying_now()
+    }
 }
 
 impl<O: ?Sized> fmt::Debug for Emitted<'_, O> {

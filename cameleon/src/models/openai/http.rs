@@ -9,7 +9,7 @@ use serde_json::Value as Json;
 
 use super::OpenAiConfig;
 use super::wire::error_message;
-use crate::models::contract::CapabilityError;
+use crate::operator::capability::CapabilityError;
 
 /// What replaces a secret wherever it would appear in a message.
 const REDACTED: &str = "[redacted]";
@@ -47,23 +47,8 @@ impl Endpoint {
     /// A client for `cfg`; an error when the base URL is not an http(s) URL or the TLS setup
     /// fails.
     pub(crate) fn new(cfg: &OpenAiConfig, label: &str) -> Result<Self, CapabilityError> {
-        let url = reqwest::Url::parse(&cfg.base_url).map_err(|e| {
-            CapabilityError::new(format!(
-                "{label}: base_url `{}` is not a URL ({e}); write it like `http://127.0.0.1:11434/v1`",
-                cfg.base_url
-            ))
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(CapabilityError::new(format!(
-                "{label}: base_url `{}` must start with http:// or https://",
-                cfg.base_url
-            )));
-        }
-        if cfg.model.trim().is_empty() {
-            return Err(CapabilityError::new(format!(
-                "{label}: `model` is empty; name the endpoint's model, like `llama3.2` or `gpt-4o-mini`"
-            )));
-        }
+        cfg.check()
+            .map_err(|(_, what, hint)| CapabilityError::new(format!("{label}: {what}; {hint}")))?;
         ensure_tls_provider();
         let http = reqwest::Client::builder()
             .user_agent(concat!("cameleon/", env!("CARGO_PKG_VERSION")))

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde::{Deserialize, Serialize};
 
-use super::contract::{
+use crate::operator::capability::{
     CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest, Embedded, Embedder, Usage,
 };
 use http::Endpoint;
@@ -105,6 +105,42 @@ impl OpenAiConfig {
         self
     }
 
+    /// Whether the settings can work: `Err((setting, what is wrong, how to fix it))` for a
+    /// `base_url` that is not an http(s) URL or an empty `model`. Checked when a capabilities
+    /// file is read, so the problem is reported at its line before anything runs.
+    pub fn check(&self) -> Result<(), (&'static str, String, String)> {
+        let example =
+            "write it like `http://127.0.0.1:11434/v1` (Ollama) or `https://api.openai.com/v1`";
+        match reqwest::Url::parse(&self.base_url) {
+            Err(e) => {
+                return Err((
+                    "base_url",
+                    format!("base_url `{}` is not a URL ({e})", self.base_url),
+                    example.to_owned(),
+                ));
+            }
+            Ok(url) if !matches!(url.scheme(), "http" | "https") => {
+                return Err((
+                    "base_url",
+                    format!(
+                        "base_url `{}` must start with http:// or https://",
+                        self.base_url
+                    ),
+                    example.to_owned(),
+                ));
+            }
+            Ok(_) => {}
+        }
+        if self.model.trim().is_empty() {
+            return Err((
+                "model",
+                "`model` is empty".to_owned(),
+                "name the endpoint's model, like `llama3.2` or `gpt-4o-mini`".to_owned(),
+            ));
+        }
+        Ok(())
+    }
+
     /// Whether the API key's variable is set now: what a loader checks before a run starts, so
     /// a missing key is reported up front rather than at the first call. The error names the
     /// variable (never a value).
@@ -129,7 +165,8 @@ impl OpenAiConfig {
 /// parsed from their JSON text), its `usage`.
 ///
 /// ```no_run
-/// use cameleon::models::{ChatModel, ChatRequest, OpenAiChat, OpenAiConfig};
+/// use cameleon::capability::{ChatModel, ChatRequest};
+/// use cameleon::models::{OpenAiChat, OpenAiConfig};
 ///
 /// let model = OpenAiChat::new(
 ///     &OpenAiConfig::new("http://127.0.0.1:11434/v1", "llama3.2"),
@@ -137,7 +174,7 @@ impl OpenAiConfig {
 /// )?;
 /// let reply = cameleon::block_on(model.chat(&ChatRequest::prompt("Say hello.")))?;
 /// println!("{}", reply.text);
-/// # Ok::<(), cameleon::models::CapabilityError>(())
+/// # Ok::<(), cameleon::capability::CapabilityError>(())
 /// ```
 #[derive(Debug)]
 pub struct OpenAiChat {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
 
-use crate::models::contract::{
+use crate::operator::capability::{
     ChatMessage, ChatReply, ChatRequest, Role, ToolManifest, ToolRequest, Usage,
 };
 

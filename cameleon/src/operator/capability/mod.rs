@@ -50,8 +50,8 @@ mod models;
 mod tool;
 
 pub use models::{
-    ChatMessage, ChatModel, ChatReply, ChatRequest, Embedder, Memory, MemoryHit, MemoryItem, Role,
-    ToolRequest, Usage,
+    ChatMessage, ChatModel, ChatReply, ChatRequest, Embedded, Embedder, Memory, MemoryHit,
+    MemoryItem, Role, ToolRequest, Usage,
 };
 pub use tool::{ToolAccess, ToolCall, ToolHandle, ToolManifest, ToolMeta, ToolResult, ToolStatus};
 
@@ -164,14 +164,47 @@ impl dyn Capabilities {
     }
 }
 
+thread_local! {
+    /// The capabilities of the run whose backward step or replay is being applied on this
+    /// thread (see [`applying`]).
+    static APPLYING: std::cell::RefCell<Option<Arc<dyn Capabilities>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `f` — an operator's `rollback` or `replay` — with `caps` as the capabilities that
+/// [`Emitted::capabilities`](super::Emitted::capabilities) returns: how a backward step or a
+/// replay reaches the run's memory to undo or redo what a firing wrote there
+/// (docs/semantics.md §5.8). The engine calls it; the previous value is put back afterwards,
+/// even if `f` panics.
+pub(crate) fn applying<R>(caps: &Arc<dyn Capabilities>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Arc<dyn Capabilities>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let prev = self.0.take();
+            APPLYING.with(|c| *c.borrow_mut() = prev);
+        }
+    }
+    let prev = APPLYING.with(|c| c.borrow_mut().replace(Arc::clone(caps)));
+    let _restore = Restore(prev);
+    f()
+}
+
+/// The capabilities set by [`applying`], else `<dyn Capabilities>::none()`.
+pub(crate) fn applying_now() -> Arc<dyn Capabilities> {
+    APPLYING
+        .with(|c| c.borrow().clone())
+        .unwrap_or_else(<dyn Capabilities>::none)
+}
+
 /// See `<dyn Capabilities>::none()`.
 #[derive(Debug)]
 struct NoCapabilities;
 
 const HOW_TO_CONFIGURE: &str = "this run was started without capabilities: run it with \
     `cameleon run` (which reads `cameleon.yaml` beside the .cm file, or `--capabilities FILE`), \
-    or build the engine with `Cvm::builder(net).capabilities(…)` from a \
-    `cameleon::capabilities::Runtime`";
+    or build the engine from a `cameleon::capabilities::Runtime` — \
+    `Runtime::default().cvm(net, dir)` has the offline defaults (chat `extractive`, embedder \
+    `hash`, memory `flat`)";
 
 fn missing(what: &str, name: &str) -> OpError {
     OpError::new(format!(

@@ -140,7 +140,19 @@ pub trait Embedder: Send + Sync + fmt::Debug {
         &'a self,
         texts: &'a [String],
     ) -> CapFuture<'a, Result<Vec<Vec<f32>>, CapabilityError>>;
+
+    /// One vector per text, in order, and the tokens the provider says it used (`None` when it
+    /// does not say). Default: [`embed`](Self::embed), no usage.
+    fn embed_with_usage<'a>(
+        &'a self,
+        texts: &'a [String],
+    ) -> CapFuture<'a, Result<Embedded, CapabilityError>> {
+        Box::pin(async move { self.embed(texts).await.map(|v| (v, None)) })
+    }
 }
+
+/// Vectors, one per text, and the tokens the provider says it used.
+pub type Embedded = (Vec<Vec<f32>>, Option<Usage>);
 
 /// An item of a [`Memory`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -179,6 +191,32 @@ pub trait Memory: Send + Sync + fmt::Debug {
         vector: &'a [f32],
         k: usize,
     ) -> CapFuture<'a, Result<Vec<MemoryHit>, CapabilityError>>;
+
+    /// Removes the items of these ids (ids it does not hold are skipped); returns the items
+    /// removed, so a caller can put them back (the `index` operator's backward step).
+    fn remove<'a>(
+        &'a self,
+        ids: &'a [String],
+    ) -> CapFuture<'a, Result<Vec<MemoryItem>, CapabilityError>>;
+
+    /// Adds (or replaces, by id) items in one step — a concurrent search sees all of them or
+    /// none — and returns the items they replaced. Default: [`remove`](Self::remove) then
+    /// [`add`](Self::add), which a concurrent search may see between the two.
+    fn put(
+        &self,
+        items: Vec<MemoryItem>,
+    ) -> CapFuture<'_, Result<Vec<MemoryItem>, CapabilityError>> {
+        Box::pin(async move {
+            let ids: Vec<String> = items.iter().map(|i| i.id.clone()).collect();
+            let replaced = self.remove(&ids).await?;
+            if let Err(e) = self.add(items).await {
+                // Put back what was taken out: a failed put changes nothing.
+                let _ = self.add(replaced).await;
+                return Err(e);
+            }
+            Ok(replaced)
+        })
+    }
 
     /// How many items it holds.
     fn len(&self) -> usize;

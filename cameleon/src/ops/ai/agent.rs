@@ -2,9 +2,9 @@
 
 use serde_json::json;
 
-use super::{FiringLog, ModelCall, ModelLog, call_error, models};
-use crate::models::{ChatMessage, ChatRequest, Role, ToolCall, ToolManifest};
+use super::{FiringLog, ModelCall, ModelLog, call_error};
 use crate::operator;
+use crate::operator::capability::{ChatMessage, ChatRequest, Role, ToolCall, ToolManifest};
 use crate::operator::{Firing, In, OpError, Out, ParamError, RunAsync};
 use crate::types::{DataChunk, DataString};
 
@@ -19,8 +19,11 @@ use crate::types::{DataChunk, DataString};
 /// without one, the firing fails.
 ///
 /// `tools` lists the tools offered (empty: every tool the gate knows). Each call carries the
-/// principal `agent:<instance>` and an idempotency key `<instance>/<step>/<turn>/<call>`, so a
-/// tool with effects can recognise a call made again. Every request, reply, tool call and
+/// principal `agent:<instance>` and the idempotency key
+/// `<firing's key>/turn/<n>/call/<k>` — the firing's
+/// [`idempotency_key`](crate::Firing::idempotency_key) (`{run}/{branch}/{step}/{op}`), the turn
+/// (1-based) and the call's rank in that turn (1-based) — so a tool with effects recognises a
+/// call made again when a resumed run fires the agent again. Every request, reply, tool call and
 /// result is recorded with the firing: a replay or a backward step calls neither the model nor
 /// a tool again.
 #[operator(id = "agent", label = "Agent", family = behavioral, exec = async)]
@@ -101,10 +104,10 @@ impl RunAsync for Agent {
     async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         let prompt = cx.get(Self::in_prompt)?.0.clone();
         let context = cx.try_get(Self::in_context).map(|c| c.0.clone());
-        let (instance, step) = (cx.instance().to_owned(), cx.step());
-        let set = models(cx);
-        let model = set.chat(&self.model)?;
-        let gate = set.tools();
+        let (instance, key) = (cx.instance().to_owned(), cx.idempotency_key());
+        let caps = cx.capabilities();
+        let model = caps.chat(&self.model)?;
+        let gate = caps.tools();
         let names = if self.tools.is_empty() {
             gate.names()
         } else {
@@ -119,7 +122,10 @@ impl RunAsync for Agent {
                     None if known.is_empty() => "this run has no tools".to_owned(),
                     None => format!("the run's tools are {}", known.join(", ")),
                 };
-                OpError::new(format!("no tool `{name}` for the agent ({hint})"))
+                OpError::new(format!(
+                    "no tool `{name}` for the agent in capability generation {} ({hint})",
+                    caps.generation()
+                ))
             })?;
             manifests.push(m);
         }
@@ -159,7 +165,7 @@ impl RunAsync for Agent {
             for (i, request) in reply.tool_calls.into_iter().enumerate() {
                 let call = ToolCall::new(&request.name, request.args)
                     .principal(format!("agent:{instance}"))
-                    .idempotency_key(format!("{instance}/{step}/{turn}/{}", i + 1));
+                    .idempotency_key(format!("{key}/turn/{turn}/call/{}", i + 1));
                 let result = gate.call(call.clone()).await;
                 let content = json!({
                     "status": result.status,

@@ -2,9 +2,9 @@
 
 use serde_json::Value as Json;
 
-use super::{FiringLog, ModelCall, ModelLog, call_error, models};
-use crate::models::{ChatMessage, ChatRequest, Role};
+use super::{FiringLog, ModelCall, ModelLog, call_error};
 use crate::operator;
+use crate::operator::capability::{ChatMessage, ChatRequest, Role};
 use crate::operator::{Firing, In, OpError, Out, ParamError, RunAsync};
 use crate::types::{DataChunk, DataJSON, DataString};
 
@@ -111,7 +111,7 @@ impl RunAsync for Llm {
     async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         let prompt = cx.get(Self::in_prompt)?.0.clone();
         let context = cx.try_get(Self::in_context).cloned();
-        let model = models(cx).chat(&self.model)?;
+        let model = cx.capabilities().chat(&self.model)?;
         let req = request(
             self.system.as_deref(),
             &prompt,
@@ -258,7 +258,7 @@ impl RunAsync for LlmJson {
         let validator = self.validator().map_err(OpError::new)?;
         let prompt = cx.get(Self::in_prompt)?.0.clone();
         let context = cx.try_get(Self::in_context).cloned();
-        let model = models(cx).chat(&self.model)?;
+        let model = cx.capabilities().chat(&self.model)?;
         let instruction = format!(
             "Answer with only a JSON value (no other text) that satisfies this JSON Schema:\n{}",
             self.schema

@@ -3,9 +3,14 @@
 //! [`Agent`] (`agent`).
 //!
 //! They call models by name (`model`, `memory` params; `default` unless said otherwise) in the
-//! run's [`ModelSet`]; with nothing configured those are the offline `extractive` chat model,
-//! `hash` embedder and `flat` memory ([`models`](crate::models)), so every pipeline runs
-//! without a network.
+//! run's capabilities ([`Firing::capabilities`], the generation the run pinned when it
+//! started); with nothing configured those are the offline `extractive` chat model, `hash`
+//! embedder and `flat` memory ([`models`](crate::models)), so every pipeline runs without a
+//! network. A name the generation does not have fails the firing with an error naming it, the
+//! generation, and where to configure it. `cameleon run` pins a generation for every run; in
+//! code, build the engine from a [`Runtime`](crate::capabilities::Runtime) —
+//! `Runtime::default().cvm(net, dir)` for the offline defaults — since an engine built with
+//! `Cvm::new` alone has no capabilities (generation 0).
 //!
 //! **History.** Each firing keeps what it asked and what it was answered — the requests, the
 //! replies, the tool calls and results, the token usage — in its internal state
@@ -13,7 +18,9 @@
 //! backward one) re-applies that record and the emitted values without calling any model; a
 //! backward step restores the previous record. `index` also undoes its writes to the memory on
 //! a backward step and redoes them on a replay, so the memory always holds what the applied
-//! history indexed.
+//! history indexed; it reaches the memory through the capabilities the engine holds while it
+//! applies the step ([`Emitted::capabilities`](crate::Emitted::capabilities)), and a resumed
+//! journaled run gets its index back the same way (docs/semantics.md §5.8).
 
 mod agent;
 mod llm;
@@ -27,15 +34,12 @@ pub use agent::Agent;
 pub use llm::{Llm, LlmJson};
 pub use retrieval::{Embed, Index, IndexLog, Retrieve};
 
-use crate::models::{
-    CapabilityError, ChatReply, ChatRequest, ModelSet, ToolCall, ToolResult, Usage,
+#[cfg(doc)]
+use crate::operator::Firing;
+use crate::operator::capability::{
+    CapabilityError, ChatReply, ChatRequest, ToolCall, ToolResult, Usage,
 };
-use crate::operator::{Firing, OpError, OpState};
-
-/// The models, embedders, memories and tool gate a firing may use.
-fn models<O: ?Sized>(_cx: &Firing<'_, O>) -> &'static ModelSet {
-    ModelSet::global()
-}
+use crate::operator::{OpError, OpState};
 
 /// A provider's error as the firing's error, naming what was called.
 fn call_error(what: &str, name: &str, kind: &str, e: CapabilityError) -> OpError {
@@ -131,7 +135,9 @@ impl FiringLog {
 /// b.add("ask", Llm::new());
 /// b.add("out", Sink::new());
 /// b.connect("q.out_data", "ask.in_prompt").connect("ask.out_text", "out.in_data");
-/// let mut cvm = Cvm::new(b.build()?);
+/// // No source: the built-in defaults (chat `default` is `extractive`).
+/// let rt = cameleon::capabilities::Runtime::default();
+/// let mut cvm = rt.cvm(b.build()?, ".").build();
 /// cvm.run()?;
 /// let usage = cvm.history().state_after(2, 0).and_then(cameleon::ops::ai::usage_in);
 /// assert_eq!(usage.map(|u| u.completion_tokens), Some(3)); // the extractive model counts words

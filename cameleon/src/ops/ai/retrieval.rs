@@ -6,9 +6,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use super::{FiringLog, ModelCall, ModelLog, call_error, models};
-use crate::models::{Memory, MemoryItem, ModelSet};
+use super::{FiringLog, ModelCall, ModelLog, call_error};
 use crate::operator;
+use crate::operator::capability::{Memory, MemoryItem};
 use crate::operator::{Emitted, Firing, In, OpError, Out, ParamError, RunAsync};
 use crate::types::{Any, DataChunk, DataEmbeddings, DataJSON, DataString};
 
@@ -59,7 +59,7 @@ impl Embed {
 impl RunAsync for Embed {
     async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         let texts = cx.get(Self::in_data)?.0.clone();
-        let embedder = models(cx).embedder(&self.model)?;
+        let embedder = cx.capabilities().embedder(&self.model)?;
         let (vectors, usage) = embedder
             .embed_with_usage(&texts)
             .await
@@ -143,9 +143,10 @@ impl Index {
         format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
     }
 
-    /// The memory, outside a firing (backward steps and replays).
-    fn store(&self) -> Option<Arc<dyn Memory>> {
-        ModelSet::global().memory(&self.memory).ok()
+    /// The memory, outside a firing: in the capabilities of the run applying a backward step
+    /// or a replay (docs/semantics.md §5.8).
+    fn store(&self, emitted: &Emitted<'_, Self>) -> Option<Arc<dyn Memory>> {
+        emitted.capabilities().memory(&self.memory).ok()
     }
 }
 
@@ -173,7 +174,7 @@ impl RunAsync for Index {
             })
             .collect();
         let count = items.len();
-        let memory = models(cx).memory(&self.memory)?;
+        let memory = cx.capabilities().memory(&self.memory)?;
         let replaced = memory
             .put(items.clone())
             .await
@@ -186,8 +187,8 @@ impl RunAsync for Index {
         Ok(())
     }
 
-    fn rollback(&mut self, _emitted: &Emitted<'_, Self>) {
-        if let Some(memory) = self.store() {
+    fn rollback(&mut self, emitted: &Emitted<'_, Self>) {
+        if let Some(memory) = self.store(emitted) {
             let (added, replaced) = (ids(&self.changed.added), (*self.changed.replaced).clone());
             crate::runtime::block_on(async {
                 // A memory that fails here has nothing better to do than fail again on its
@@ -198,8 +199,8 @@ impl RunAsync for Index {
         }
     }
 
-    fn replay(&mut self, _emitted: &Emitted<'_, Self>) {
-        if let Some(memory) = self.store() {
+    fn replay(&mut self, emitted: &Emitted<'_, Self>) {
+        if let Some(memory) = self.store(emitted) {
             let added = (*self.changed.added).clone();
             crate::runtime::block_on(async {
                 let _ = memory.put(added).await;
@@ -274,7 +275,7 @@ impl Retrieve {
 impl RunAsync for Retrieve {
     async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         let query = cx.get(Self::in_query)?.0.clone();
-        let set = models(cx);
+        let set = cx.capabilities();
         let embedder = set.embedder(&self.model)?;
         let memory = set.memory(&self.memory)?;
         let texts = [query];

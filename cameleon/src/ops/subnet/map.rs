@@ -146,6 +146,9 @@ fn check_boundary(t: &Template) -> Result<(), ParamError> {
     Ok(())
 }
 
+/// The capabilities of the firing, shared with its items' runs.
+type Caps = Arc<dyn crate::operator::capability::Capabilities>;
+
 /// How one item's run went.
 struct Item {
     index: usize,
@@ -155,8 +158,8 @@ struct Item {
 
 /// Runs item `index` to its end, synchronously (`Cvm::run`: the engine's fast path for an
 /// inner net of operators that need no future).
-fn run_item(t: &Template, index: usize, item: Json) -> Item {
-    match t.start(&[(0, Value::new(DataJSON(item)))]) {
+fn run_item(t: &Template, caps: &Caps, index: usize, item: Json) -> Item {
+    match t.start(&[(0, Value::new(DataJSON(item)))], caps) {
         Ok(mut cvm) => {
             let end = cvm.run();
             item_outcome(t, index, cvm, end)
@@ -167,8 +170,8 @@ fn run_item(t: &Template, index: usize, item: Json) -> Item {
 
 /// Runs item `index` to its end, awaiting it (`Cvm::run_async`): for an inner net with async
 /// operators, timeouts or retries, or in parallel mode, whose firings wait together.
-async fn run_item_async(t: &Template, index: usize, item: Json) -> Item {
-    match t.start(&[(0, Value::new(DataJSON(item)))]) {
+async fn run_item_async(t: &Template, caps: &Caps, index: usize, item: Json) -> Item {
+    match t.start(&[(0, Value::new(DataJSON(item)))], caps) {
         Ok(mut cvm) => {
             let end = cvm.run_async().await;
             item_outcome(t, index, cvm, end)
@@ -260,6 +263,7 @@ impl Plan {
 /// outcome back here, where the plan (and so the cut past which no item is taken) is updated.
 async fn run_items(
     t: &Arc<Template>,
+    caps: &Caps,
     items: &[Json],
     concurrency: usize,
     plan: &mut Plan,
@@ -271,9 +275,9 @@ async fn run_items(
         while next < plan.cut {
             let item = items[next].clone();
             done[next] = Some(if t.asynchronous {
-                run_item_async(t, next, item).await
+                run_item_async(t, caps, next, item).await
             } else {
-                run_item(t, next, item)
+                run_item(t, caps, next, item)
             });
             plan.finished(&done, next);
             next += 1;
@@ -285,8 +289,9 @@ async fn run_items(
     let items: Arc<Vec<Json>> = Arc::new(items.to_vec());
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Item>();
     for _ in 0..concurrency.min(n) {
-        let (t, next, cut, items, tx) = (
+        let (t, caps, next, cut, items, tx) = (
             Arc::clone(t),
+            Arc::clone(caps),
             Arc::clone(&next),
             Arc::clone(&cut),
             Arc::clone(&items),
@@ -302,7 +307,7 @@ async fn run_items(
                     if i >= cut.load(Ordering::SeqCst) {
                         break;
                     }
-                    let item = run_item_async(&t, i, items[i].clone()).await;
+                    let item = run_item_async(&t, &caps, i, items[i].clone()).await;
                     if tx.send(item).is_err() {
                         break;
                     }
@@ -315,7 +320,7 @@ async fn run_items(
                     if i >= cut.load(Ordering::SeqCst) {
                         break;
                     }
-                    if tx.send(run_item(&t, i, items[i].clone())).is_err() {
+                    if tx.send(run_item(&t, &caps, i, items[i].clone())).is_err() {
                         break;
                     }
                 }
@@ -373,7 +378,8 @@ impl Map {
             cancel_rest: self.cancel_rest,
             upto: n,
         };
-        let done = run_items(&self.template, &items, concurrency, &mut plan).await;
+        let caps = cx.capabilities_shared();
+        let done = run_items(&self.template, &caps, &items, concurrency, &mut plan).await;
         let upto = plan.upto.min(plan.cut);
         let failures: Vec<(usize, &str)> = done[..upto]
             .iter()

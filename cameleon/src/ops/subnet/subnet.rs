@@ -295,7 +295,7 @@ impl<B: ?Sized + 'static> Operator for Subnet<B> {
                 .ok_or_else(|| OpError::new(format!("input `in_{name}` has no value")))?;
             values.push((k, v));
         }
-        let mut cvm = t.start(&values)?;
+        let mut cvm = t.start(&values, &cx.capabilities_shared())?;
         let end = cvm
             .run()
             .map_err(|e| OpError::new(format!("sub-net `{}`: {e}", t.shown)))?;

@@ -12,6 +12,7 @@ use crate::cm::{CmFile, Loader};
 use crate::connection::ConnState;
 use crate::engine::{Cvm, EndState};
 use crate::net::{Mode, Net};
+use crate::operator::capability::Capabilities;
 use crate::operator::{Execution, OpError, OpSpec, PortSpec, TypeRef};
 use crate::ops::FileAccess;
 use crate::policy::{Family, Policy};
@@ -242,8 +243,13 @@ impl Template {
         })
     }
 
-    /// An engine on a fresh instance whose `input`s hold `values` (by boundary input index).
-    pub(crate) fn start(&self, values: &[(usize, Value)]) -> Result<Cvm, OpError> {
+    /// An engine on a fresh instance whose `input`s hold `values` (by boundary input index),
+    /// with `caps`: the capabilities of the firing that starts it.
+    pub(crate) fn start(
+        &self,
+        values: &[(usize, Value)],
+        caps: &Arc<dyn Capabilities>,
+    ) -> Result<Cvm, OpError> {
         let mut net = self.instantiate()?;
         for (k, v) in values {
             let side = &self.boundary.inputs[*k];
@@ -255,7 +261,9 @@ impl Template {
                 input.give(v.clone());
             }
         }
-        Ok(Cvm::new(net))
+        let mut cvm = Cvm::new(net);
+        cvm.set_capabilities(Arc::clone(caps));
+        Ok(cvm)
     }
 
     /// The run that ended in `end` on `cvm`.

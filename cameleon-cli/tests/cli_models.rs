@@ -1,0 +1,408 @@
+//! Models through the real binary: the README's "point it at a model" capabilities file against
+//! a local OpenAI-compatible server (started by the test on 127.0.0.1), token usage in the trace
+//! and `--json`, located errors of a capabilities file for model kinds (exit 2, nothing run),
+//! and a planted API key that appears in no output, trace, log, journal or error.
+
+#[path = "../../cameleon/tests/openai_server/mod.rs"]
+mod openai_server;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use openai_server::{Reply, Server};
+use serde_json::{Value, json};
+
+fn cameleon(args: &[&str], env: &[(&str, &str)]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_cameleon"));
+    c.args(args)
+        .stdin(Stdio::null())
+        .env_remove("CAMELEON_CAPABILITIES");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.output().expect("the cameleon binary runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cameleon-cli-models-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn rag() -> String {
+    root().join("examples/rag.cm").display().to_string()
+}
+
+/// The capabilities file of the README's "Point it at a model" paragraph, as written there.
+fn readme_capabilities() -> String {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let at = readme
+        .find("**Point it at a model.**")
+        .expect("the README has its \"Point it at a model\" paragraph");
+    let rest = &readme[at..];
+    let start = rest.find("```yaml\n").expect("a yaml block follows") + "```yaml\n".len();
+    let len = rest[start..].find("```").expect("the block ends");
+    rest[start..start + len].to_owned()
+}
+
+#[test]
+fn the_readme_capabilities_file_points_the_rag_example_at_a_local_server() {
+    let server = Server::start();
+    let yaml = readme_capabilities();
+    assert!(yaml.contains("http://127.0.0.1:11434/v1"), "{yaml}");
+    // The same file, for a server on another port (the test's, not Ollama's).
+    let dir = temp_dir("readme");
+    let caps = dir.join("cameleon.yaml");
+    std::fs::write(
+        &caps,
+        yaml.replace("http://127.0.0.1:11434/v1", &server.base_url()),
+    )
+    .unwrap();
+    let trace = dir.join("trace.jsonl");
+    let o = cameleon(
+        &[
+            "run",
+            &rag(),
+            "--capabilities",
+            &caps.display().to_string(),
+            "--json",
+            "--trace",
+            &trace.display().to_string(),
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["end"], "COMPLETED");
+    // The chat model is the server's (which echoes its last message: the retrieved passages
+    // and the question), not the offline one.
+    let answer = v["sinks"]["out"][0].as_str().unwrap();
+    assert!(
+        answer.starts_with("echo: Answer using the context below.")
+            && answer.contains("\n[3] ")
+            && answer.ends_with("Question: Why do chameleons change colour?"),
+        "{answer}"
+    );
+
+    let reqs = server.requests();
+    let paths: Vec<&str> = reqs.iter().map(|r| r.path.as_str()).collect();
+    let embeddings = paths.iter().filter(|p| **p == "/v1/embeddings").count();
+    assert!(embeddings >= 2, "the passages and the question: {paths:?}");
+    assert_eq!(
+        paths
+            .iter()
+            .filter(|p| **p == "/v1/chat/completions")
+            .count(),
+        1,
+        "one chat request: {paths:?}"
+    );
+    let chat = reqs
+        .iter()
+        .find(|r| r.path == "/v1/chat/completions")
+        .unwrap();
+    assert_eq!(chat.body["model"], "llama3.2");
+    let embed = reqs.iter().find(|r| r.path == "/v1/embeddings").unwrap();
+    assert_eq!(embed.body["model"], "nomic-embed-text");
+
+    // Token usage per firing: in --json and in the trace's annotations.
+    let usage = &v["usage"];
+    assert_eq!(usage["completion_tokens"], 5, "{usage}");
+    let by_op: Vec<&str> = usage["firings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["op"].as_str().unwrap())
+        .collect();
+    assert!(
+        ["embed", "retrieve", "answer"]
+            .iter()
+            .all(|op| by_op.contains(op)),
+        "{by_op:?}"
+    );
+    let lines = std::fs::read_to_string(&trace).unwrap();
+    let answer: Value = lines
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["op"] == "answer")
+        .expect("the answer's firing is traced");
+    assert_eq!(answer["usage"]["completion_tokens"], 5, "{answer}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Runs `rag.cm` with capabilities `yaml`; returns the output.
+fn run_with(dir: &Path, yaml: &str, json: bool) -> Output {
+    let caps = dir.join("caps.yaml");
+    std::fs::write(&caps, yaml).unwrap();
+    let c = caps.display().to_string();
+    let mut args = vec![
+        "run",
+        &*Box::leak(rag().into_boxed_str()),
+        "--capabilities",
+        &c,
+    ];
+    if json {
+        args.push("--json");
+    }
+    cameleon(&args, &[])
+}
+
+#[test]
+fn model_kind_errors_of_a_capabilities_file_are_located_with_a_hint_and_nothing_runs() {
+    let server = Server::start();
+    let url = server.base_url();
+    let dir = temp_dir("kinds");
+
+    // An unknown kind: its line and column, a did-you-mean.
+    let yaml = format!("chat:\n  default: {{kind: opnai, base_url: \"{url}\", model: m}}\n");
+    let o = run_with(&dir, &yaml, false);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    let err = stderr(&o);
+    assert!(err.contains("unknown chat model kind `opnai`"), "{err}");
+    assert!(err.contains("did you mean `openai`?"), "{err}");
+    assert!(err.contains("caps.yaml:2:"), "{err}");
+    let v: Value = serde_json::from_str(&stdout(&run_with(&dir, &yaml, true))).unwrap();
+    let p = &v["problems"][0];
+    assert_eq!(
+        (&p["kind"], &p["line"], &p["column"], &p["hint"]),
+        (
+            &json!("unknown_kind"),
+            &json!(2),
+            &json!(19),
+            &json!("did you mean `openai`?")
+        ),
+        "{v}"
+    );
+
+    // A key variable that is not set.
+    let yaml = format!(
+        "embedders:\n  default:\n    kind: openai\n    base_url: \"{url}\"\n    model: m\n    api_key_env: CAMELEON_TEST_KEY_NOBODY_SET\n"
+    );
+    let o = run_with(&dir, &yaml, true);
+    assert_eq!(code(&o), 2);
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let p = &v["problems"][0];
+    assert_eq!((&p["kind"], &p["line"]), (&json!("env"), &json!(6)), "{v}");
+    assert!(
+        p["message"]
+            .as_str()
+            .unwrap()
+            .contains("`CAMELEON_TEST_KEY_NOBODY_SET`"),
+        "{p}"
+    );
+    assert!(p["hint"].as_str().unwrap().contains("export"), "{p}");
+
+    // A base URL that is not one: located at its value, with the form it should take.
+    let yaml =
+        "chat:\n  default:\n    kind: openai\n    base_url: \"127.0.0.1:11434\"\n    model: m\n";
+    let o = run_with(&dir, yaml, false);
+    assert_eq!(code(&o), 2);
+    let err = stderr(&o);
+    assert!(err.contains("caps.yaml:4:15"), "{err}");
+    assert!(
+        err.contains("base_url `127.0.0.1:11434` is not a URL"),
+        "{err}"
+    );
+    assert!(err.contains("http://127.0.0.1:11434/v1"), "{err}");
+    let yaml =
+        "chat:\n  default: {kind: openai, base_url: \"ftp://x/v1\", model: m, timout_ms: 5}\n";
+    let v: Value = serde_json::from_str(&stdout(&run_with(&dir, yaml, true))).unwrap();
+    let msgs: Vec<String> = v["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| format!("{} {}", p["message"], p["hint"]))
+        .collect();
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("unknown setting `timout_ms`") && m.contains("`timeout_ms`")),
+        "{msgs:?}"
+    );
+
+    // Nothing ran: no request reached the server.
+    assert_eq!(server.count(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+const KEY_VAR: &str = "CAMELEON_CLI_TEST_API_KEY";
+const PLANTED: &str = "sk-planted-cli-4be1d07a93c2f58e";
+
+#[test]
+fn a_planted_api_key_appears_in_no_output_trace_log_journal_or_error() {
+    let server = Server::start();
+    let dir = temp_dir("secret");
+    let caps = dir.join("cameleon.yaml");
+    std::fs::write(
+        &caps,
+        format!(
+            "chat:\n  default: {{kind: openai, base_url: \"{}\", model: m, api_key_env: {KEY_VAR}, max_retries: 0}}\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let db = dir.join("runs.db");
+    let (c, d) = (caps.display().to_string(), db.display().to_string());
+    let env = [(KEY_VAR, PLANTED)];
+    let mut seen: Vec<(String, Vec<u8>)> = Vec::new();
+
+    // A run that succeeds, journaled, traced, logged at every level.
+    let trace = dir.join("ok.jsonl");
+    let t = trace.display().to_string();
+    let o = cameleon(
+        &[
+            "run",
+            &rag(),
+            "--capabilities",
+            &c,
+            "--journal",
+            &d,
+            "--trace",
+            &t,
+            "--json",
+            "--log",
+            "trace",
+        ],
+        &env,
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        server.requests()[0].authorization.as_deref(),
+        Some(format!("Bearer {PLANTED}").as_str()),
+        "the key is sent, as a bearer token"
+    );
+    seen.push(("stdout of the run".into(), o.stdout));
+    seen.push(("stderr (--log trace) of the run".into(), o.stderr));
+    seen.push(("its trace".into(), std::fs::read(&trace).unwrap()));
+
+    // A run the server refuses, quoting the key back (as OpenAI does): the error must not.
+    server.always(Reply::error(
+        401,
+        &format!("Incorrect API key provided: {PLANTED}"),
+    ));
+    let trace = dir.join("refused.jsonl");
+    let t = trace.display().to_string();
+    let o = cameleon(
+        &[
+            "run",
+            &rag(),
+            "--capabilities",
+            &c,
+            "--journal",
+            &d,
+            "--trace",
+            &t,
+            "--json",
+            "--log",
+        ],
+        &env,
+    );
+    assert_eq!(code(&o), 5, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let error = v["error"].as_str().unwrap();
+    assert!(
+        error.contains("401") && error.contains("[redacted]"),
+        "{error}"
+    );
+    seen.push(("stdout (--json) of the refused run".into(), o.stdout));
+    seen.push(("stderr of the refused run".into(), o.stderr));
+    seen.push(("its trace".into(), std::fs::read(&trace).unwrap()));
+    let o = cameleon(&["run", &rag(), "--capabilities", &c], &env);
+    assert_eq!(code(&o), 5);
+    seen.push(("stderr of a plain refused run".into(), o.stderr));
+
+    // What the journal shows, and the journal itself (the stored .cm, values, states).
+    let o = cameleon(&["runs", &d, "--json"], &[]);
+    let runs: Value = serde_json::from_slice(&o.stdout).unwrap();
+    for r in runs.as_array().unwrap() {
+        let id = r["id"].as_str().unwrap();
+        let o = cameleon(&["history", &d, id, "--json"], &[]);
+        seen.push((format!("history of {id}"), o.stdout));
+    }
+    seen.push(("runs --json".into(), o.stdout));
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let p = f.unwrap().path();
+        seen.push((p.display().to_string(), std::fs::read(&p).unwrap()));
+    }
+    assert!(
+        seen.iter().any(|(n, _)| n.ends_with("runs.db")),
+        "the journal was written"
+    );
+
+    let key = PLANTED.as_bytes();
+    for (what, bytes) in &seen {
+        assert!(
+            !bytes.windows(key.len()).any(|w| w == key),
+            "the key appears in {what}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_journaled_run_waiting_after_indexing_resumes_in_a_new_process_and_finds_its_index() {
+    let dir = temp_dir("resume");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::copy(
+        root().join("examples/data/chameleons.txt"),
+        dir.join("data/chameleons.txt"),
+    )
+    .unwrap();
+    // rag.cm, with the question asked of a person: the run indexes, then waits.
+    let text = std::fs::read_to_string(rag()).unwrap().replace(
+        "    type: source\n    label: Question\n    params:\n      value: \"Why do chameleons change colour?\"\n",
+        "    type: ask\n    label: Question\n    params:\n      prompt: \"Your question?\"\n",
+    );
+    assert!(text.contains("type: ask"), "the question became an ask");
+    let cm = dir.join("rag_ask.cm");
+    std::fs::write(&cm, text).unwrap();
+    let db = dir.join("runs.db").display().to_string();
+    let o = cameleon(
+        &["run", &cm.display().to_string(), "--journal", &db, "--json"],
+        &[],
+    );
+    assert_eq!(code(&o), 6, "WAITING: {}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["end"], "WAITING", "{v}");
+
+    // Another process: an empty memory, refilled from the journal before the run goes on.
+    let o = cameleon(
+        &[
+            "resume",
+            &db,
+            "--answer",
+            "question=Why do chameleons change colour?",
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // What the uninterrupted offline run answers (the README shows it).
+    let reference = cameleon(&["run", &rag(), "--json"], &[]);
+    let reference: Value = serde_json::from_str(&stdout(&reference)).unwrap();
+    assert_eq!(v["sinks"]["out"], reference["sinks"]["out"], "{v}");
+    assert!(
+        v["sinks"]["out"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("Chameleons change colour mainly to signal their mood"),
+        "{v}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

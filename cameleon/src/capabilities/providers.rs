@@ -1,0 +1,146 @@
+//! The built-in provider kinds (the `models` module's providers): chat `extractive` and
+//! `openai`, embedders `hash` and `openai`, memory `flat`. The offline ones are the defaults:
+//! with nothing configured, `default` chat is `extractive`, `default` embedder is `hash` and
+//! `default` memory is `flat`.
+
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+
+use super::kinds::{Build, KindConfig, KindError, ProviderKind};
+use crate::models::{
+    Extractive, ExtractiveConfig, FlatMemory, HashConfig, HashEmbedder, OpenAiChat, OpenAiConfig,
+    OpenAiEmbedder,
+};
+use crate::operator::capability::{ChatModel, Embedder, Memory};
+
+/// The settings of an `openai` entry.
+const OPENAI_KEYS: &[&str] = &[
+    "base_url",
+    "model",
+    "api_key_env",
+    "timeout_ms",
+    "connect_timeout_ms",
+    "max_retries",
+    "backoff_ms",
+    "max_backoff_ms",
+    "batch_size",
+    "dim",
+];
+
+/// `cfg`'s settings read as a `T`, after checking that each is one of `known` (an unknown one
+/// is refused at its key, with a suggestion).
+fn settings<T: DeserializeOwned>(cfg: &KindConfig, known: &[&str]) -> Result<T, KindError> {
+    for key in cfg.settings.keys() {
+        if !known.contains(&key.as_str()) {
+            let hint = match crate::util::did_you_mean(key, known.iter().copied()) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None if known.is_empty() => format!("kind `{}` has no settings", cfg.kind),
+                None => format!(
+                    "the settings of kind `{}` are: {}",
+                    cfg.kind,
+                    known.join(", ")
+                ),
+            };
+            return Err(
+                KindError::at(key.clone(), format!("unknown setting `{key}`")).with_hint(hint),
+            );
+        }
+    }
+    serde_json::from_value(serde_json::Value::Object(cfg.settings.clone())).map_err(|e| {
+        KindError::new(format!("invalid settings: {e}")).with_hint(format!(
+            "the settings of kind `{}` are: {}",
+            cfg.kind,
+            known.join(", ")
+        ))
+    })
+}
+
+fn openai_config(cfg: &KindConfig) -> Result<OpenAiConfig, KindError> {
+    if !cfg.settings.contains_key("model") {
+        return Err(
+            KindError::new("an `openai` entry needs a `model`".to_owned()).with_hint(
+                "name the endpoint's model, like `model: llama3.2` (Ollama) or `model: gpt-4o-mini`",
+            ),
+        );
+    }
+    let c: OpenAiConfig = settings(cfg, OPENAI_KEYS)?;
+    c.check()
+        .map_err(|(key, what, hint)| KindError::at(key, what).with_hint(hint))?;
+    Ok(c)
+}
+
+fn label(cfg: &KindConfig, what: &str) -> String {
+    format!("{what} `{}`", cfg.name)
+}
+
+fn openai_chat(cfg: &KindConfig) -> Result<Arc<dyn ChatModel>, KindError> {
+    let c = openai_config(cfg)?;
+    let m =
+        OpenAiChat::new(&c, &label(cfg, "chat model")).map_err(|e| KindError::new(e.message))?;
+    Ok(Arc::new(m))
+}
+
+fn openai_embedder(cfg: &KindConfig) -> Result<Arc<dyn Embedder>, KindError> {
+    let c = openai_config(cfg)?;
+    let e =
+        OpenAiEmbedder::new(&c, &label(cfg, "embedder")).map_err(|e| KindError::new(e.message))?;
+    Ok(Arc::new(e))
+}
+
+fn extractive(cfg: &KindConfig) -> Result<Arc<dyn ChatModel>, KindError> {
+    let c: ExtractiveConfig = settings(cfg, &["sentences"])?;
+    if c.sentences == 0 {
+        return Err(KindError::at("sentences", "`sentences` must be at least 1"));
+    }
+    Ok(Arc::new(Extractive::from_config(&c)))
+}
+
+fn hash(cfg: &KindConfig) -> Result<Arc<dyn Embedder>, KindError> {
+    let c: HashConfig = settings(cfg, &["dim"])?;
+    if c.dim == 0 {
+        return Err(KindError::at("dim", "`dim` must be at least 1")
+            .with_hint("384 is the default; more buckets mean fewer collisions"));
+    }
+    Ok(Arc::new(HashEmbedder::from_config(&c)))
+}
+
+fn flat(cfg: &KindConfig) -> Result<Arc<dyn Memory>, KindError> {
+    let _: crate::models::FlatConfig = settings(cfg, &[])?;
+    Ok(Arc::new(FlatMemory::new()))
+}
+
+crate::submit_provider_kind!(ProviderKind {
+    kind: "extractive",
+    description: "offline, deterministic, not generative: answers with the context sentences most relevant to the prompt (BM25)",
+    is_default: true,
+    build: Build::Chat(extractive),
+});
+
+crate::submit_provider_kind!(ProviderKind {
+    kind: "openai",
+    description: "any OpenAI-compatible endpoint's /chat/completions (OpenAI, Ollama, vLLM, llama.cpp server)",
+    is_default: false,
+    build: Build::Chat(openai_chat),
+});
+
+crate::submit_provider_kind!(ProviderKind {
+    kind: "hash",
+    description: "offline, deterministic: signed feature hashing of words and word pairs into `dim` buckets (default 384), L2-normalised",
+    is_default: true,
+    build: Build::Embedder(hash),
+});
+
+crate::submit_provider_kind!(ProviderKind {
+    kind: "openai",
+    description: "any OpenAI-compatible endpoint's /embeddings",
+    is_default: false,
+    build: Build::Embedder(openai_embedder),
+});
+
+crate::submit_provider_kind!(ProviderKind {
+    kind: "flat",
+    description: "exact cosine search, in process; what index firings wrote is journaled with them, so a resumed run finds it",
+    is_default: true,
+    build: Build::Memory(flat),
+});
