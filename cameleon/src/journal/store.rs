@@ -128,7 +128,7 @@ pub(super) fn open(path: &Path, create: bool) -> Result<Connection, JournalError
     let conn = Connection::open_with_flags(path, flags).map_err(|e| JournalError::sql(path, e))?;
     conn.busy_timeout(BUSY)
         .map_err(|e| JournalError::sql(path, e))?;
-    let tables = table_names(&conn).map_err(|e| JournalError::sql(path, e))?;
+    let tables = retry_busy(|| table_names(&conn)).map_err(|e| JournalError::sql(path, e))?;
     if tables.is_empty() {
         if !create {
             return Err(JournalError::NotAJournal {
@@ -136,7 +136,7 @@ pub(super) fn open(path: &Path, create: bool) -> Result<Connection, JournalError
                 why: "it is a SQLite database with no tables".into(),
             });
         }
-        init(&conn).map_err(|e| JournalError::sql(path, e))?;
+        retry_busy(|| init(&conn)).map_err(|e| JournalError::sql(path, e))?;
     } else {
         check(&conn, path, &tables)?;
     }
@@ -149,6 +149,31 @@ fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
         .query_map([], |r| r.get::<_, String>(0))?
         .collect::<Result<Vec<_>, _>>()?;
     Ok(names)
+}
+
+/// Runs `f` again while SQLite says the database is busy or locked, for up to [`BUSY`].
+///
+/// The busy timeout covers most waits, but not all: SQLite returns `SQLITE_BUSY` at once, without
+/// calling the busy handler, when switching a file to WAL while another connection opens it, or
+/// when reading its WAL index while another process recovers it. Two processes creating one
+/// journal at the same instant meet exactly those cases.
+fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let start = std::time::Instant::now();
+    let mut pause = Duration::from_millis(1);
+    loop {
+        match f() {
+            Err(rusqlite::Error::SqliteFailure(e, _))
+                if matches!(
+                    e.code,
+                    rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                ) && start.elapsed() < BUSY =>
+            {
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(Duration::from_millis(50));
+            }
+            r => return r,
+        }
+    }
 }
 
 /// Creates the schema in an empty database (another process may be doing the same: the
