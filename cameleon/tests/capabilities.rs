@@ -189,8 +189,11 @@ fn a_missing_model_is_an_error_naming_it_the_generation_and_where_to_configure_i
         }
         other => panic!("{other:?}"),
     }
-    // Without any capabilities at all, the error says how to give some.
+    // Without any capabilities at all (generation 0), only the offline `default`s exist, and
+    // the error says how to give more.
     let mut bare = Cvm::new(ask_net("default"));
+    assert_eq!(bare.run().unwrap(), EndState::Completed);
+    let mut bare = Cvm::new(ask_net("fast"));
     match bare.run().unwrap() {
         EndState::Error { error, .. } => {
             assert!(

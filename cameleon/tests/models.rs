@@ -765,6 +765,39 @@ fn retrieve_waits_for_the_index_and_finds_the_closest_passage_offline() {
 }
 
 #[test]
+fn an_engine_built_without_capabilities_has_the_offline_defaults_and_a_memory_of_its_own() {
+    // `Cvm::new` alone: generation 0 offers `default` chat, embedder and memory, offline.
+    let mut cvm = Cvm::new(retrieval_net("default"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(
+        out(&cvm),
+        [json!(["Their tongues are longer than their bodies."])]
+    );
+    let mut chat = Cvm::new(llm_net("default"));
+    assert_eq!(chat.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&chat).len(), 1);
+
+    // A second engine does not see what the first indexed: its `default` memory is its own.
+    let mut b = Net::builder("lookup");
+    b.add("question", Source::new("Are their tongues long?"));
+    b.add("find", Retrieve::new(1));
+    b.add("out", Sink::new());
+    b.connect("question.out_data", "find.in_query")
+        .connect("find.out_data", "out.in_data");
+    let mut other = Cvm::new(b.build().unwrap());
+    assert_eq!(other.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&other), [json!([])]);
+
+    // Any other name is missing in generation 0, and the error says how to configure it.
+    let e = error_of(&Cvm::new(llm_net("big")).run().unwrap());
+    assert!(
+        e.contains("no chat model `big` in capability generation 0"),
+        "{e}"
+    );
+    assert!(e.contains("cameleon.yaml"), "{e}");
+}
+
+#[test]
 fn back_over_index_empties_the_memory_and_the_replay_fills_it_again() {
     let memory = Arc::new(FlatMemory::new());
     let m = memory.clone();

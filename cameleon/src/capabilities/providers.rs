@@ -144,3 +144,11 @@ crate::submit_provider_kind!(ProviderKind {
     is_default: true,
     build: Build::Memory(flat),
 });
+
+// Generation 0 (an engine built without capabilities, `Cvm::new`) offers the same offline
+// defaults, built the way an entry with no settings is.
+inventory::submit!(crate::operator::capability::OfflineDefaults {
+    chat: || Arc::new(Extractive::from_config(&ExtractiveConfig::default())),
+    embedder: || Arc::new(HashEmbedder::from_config(&HashConfig::default())),
+    memory: || Arc::new(FlatMemory::new()),
+});

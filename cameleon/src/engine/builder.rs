@@ -66,8 +66,8 @@ impl CvmBuilder {
     /// Hands every firing these capabilities (models, embedders, memories, tools, observer):
     /// the generation the run pins, usually from
     /// [`capabilities::Runtime::pin`](crate::capabilities::Runtime::pin). Without it, firings
-    /// see `<dyn Capabilities>::none()` (generation 0: nothing configured,
-    /// every tool denied).
+    /// see `<dyn Capabilities>::none()` (generation 0: the offline defaults named
+    /// `default` only, every tool denied).
     pub fn capabilities(mut self, caps: Arc<dyn Capabilities>) -> Self {
         self.caps = Some(caps);
         self

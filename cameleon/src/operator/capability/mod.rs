@@ -42,7 +42,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, OnceLock};
 
 use super::OpError;
 
@@ -156,12 +156,32 @@ pub trait Capabilities: Send + Sync + fmt::Debug {
 }
 
 impl dyn Capabilities {
-    /// Capabilities of a run built without any: generation 0, no model, embedder or memory,
-    /// and a gate that denies every tool.
+    /// Capabilities of a run built without any (`Cvm::new`): generation 0, which has the
+    /// offline defaults only — chat `default` (`extractive`), embedder `default` (`hash`) and
+    /// memory `default` (`flat`, one store per engine) — and a gate that denies every tool.
+    /// Each call gives a fresh generation 0, so two engines never share a memory.
     pub fn none() -> Arc<dyn Capabilities> {
-        static NONE: LazyLock<Arc<dyn Capabilities>> = LazyLock::new(|| Arc::new(NoCapabilities));
-        NONE.clone()
+        Arc::new(NoCapabilities::default())
     }
+}
+
+/// The offline models generation 0 offers under the name `default` (see
+/// `<dyn Capabilities>::none()`). The operator contract cannot name the models, which live
+/// above it: the `capabilities` module submits the one value of this type.
+#[doc(hidden)]
+pub struct OfflineDefaults {
+    /// Builds the `default` chat model.
+    pub chat: fn() -> Arc<dyn ChatModel>,
+    /// Builds the `default` embedder.
+    pub embedder: fn() -> Arc<dyn Embedder>,
+    /// Builds the `default` memory.
+    pub memory: fn() -> Arc<dyn Memory>,
+}
+
+inventory::collect!(OfflineDefaults);
+
+fn offline_defaults() -> Option<&'static OfflineDefaults> {
+    inventory::iter::<OfflineDefaults>.into_iter().next()
 }
 
 thread_local! {
@@ -196,15 +216,25 @@ pub(crate) fn applying_now() -> Arc<dyn Capabilities> {
         .unwrap_or_else(<dyn Capabilities>::none)
 }
 
-/// See `<dyn Capabilities>::none()`.
-#[derive(Debug)]
-struct NoCapabilities;
+/// See `<dyn Capabilities>::none()`: the offline defaults, each built on first use.
+#[derive(Default)]
+struct NoCapabilities {
+    chat: OnceLock<Option<Arc<dyn ChatModel>>>,
+    embedder: OnceLock<Option<Arc<dyn Embedder>>>,
+    memory: OnceLock<Option<Arc<dyn Memory>>>,
+}
 
-const HOW_TO_CONFIGURE: &str = "this run was started without capabilities: run it with \
-    `cameleon run` (which reads `cameleon.yaml` beside the .cm file, or `--capabilities FILE`), \
-    or build the engine from a `cameleon::capabilities::Runtime` — \
-    `Runtime::default().cvm(net, dir)` has the offline defaults (chat `extractive`, embedder \
-    `hash`, memory `flat`)";
+impl fmt::Debug for NoCapabilities {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("NoCapabilities")
+    }
+}
+
+const HOW_TO_CONFIGURE: &str = "this run was started without capabilities, and generation 0 \
+    has only the offline defaults named `default` (chat `extractive`, embedder `hash`, memory \
+    `flat`) and no tool: run it with `cameleon run` (which reads `cameleon.yaml` beside the .cm \
+    file, or `--capabilities FILE`), or build the engine from a \
+    `cameleon::capabilities::Runtime`";
 
 fn missing(what: &str, name: &str) -> OpError {
     OpError::new(format!(
@@ -212,18 +242,33 @@ fn missing(what: &str, name: &str) -> OpError {
     ))
 }
 
+/// The offline default `name` of one kind, built once per generation 0.
+fn default_of<T: ?Sized>(
+    cell: &OnceLock<Option<Arc<T>>>,
+    name: &str,
+    what: &str,
+    make: impl FnOnce(&'static OfflineDefaults) -> Arc<T>,
+) -> Result<Arc<T>, OpError> {
+    if name != "default" {
+        return Err(missing(what, name));
+    }
+    cell.get_or_init(|| offline_defaults().map(make))
+        .clone()
+        .ok_or_else(|| missing(what, name))
+}
+
 impl Capabilities for NoCapabilities {
     fn generation(&self) -> u64 {
         0
     }
     fn chat(&self, name: &str) -> Result<Arc<dyn ChatModel>, OpError> {
-        Err(missing("chat model", name))
+        default_of(&self.chat, name, "chat model", |d| (d.chat)())
     }
     fn embedder(&self, name: &str) -> Result<Arc<dyn Embedder>, OpError> {
-        Err(missing("embedder", name))
+        default_of(&self.embedder, name, "embedder", |d| (d.embedder)())
     }
     fn memory(&self, name: &str) -> Result<Arc<dyn Memory>, OpError> {
-        Err(missing("memory", name))
+        default_of(&self.memory, name, "memory", |d| (d.memory)())
     }
     fn tools(&self) -> &dyn ToolAccess {
         &NoTools

@@ -9,8 +9,9 @@
 //! network. A name the generation does not have fails the firing with an error naming it, the
 //! generation, and where to configure it. `cameleon run` pins a generation for every run; in
 //! code, build the engine from a [`Runtime`](crate::capabilities::Runtime) —
-//! `Runtime::default().cvm(net, dir)` for the offline defaults — since an engine built with
-//! `Cvm::new` alone has no capabilities (generation 0).
+//! `Runtime::default().cvm(net, dir)` for the offline defaults. An engine built with
+//! `Cvm::new` alone sees generation 0, which has the offline defaults named `default` only (one
+//! memory per engine) and no tool.
 //!
 //! **History.** Each firing keeps what it asked and what it was answered — the requests, the
 //! replies, the tool calls and results, the token usage — in its internal state
