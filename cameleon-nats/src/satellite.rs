@@ -349,6 +349,17 @@ async fn serve(
                 return;
             };
             s.in_flight.fetch_add(1, Ordering::SeqCst);
+            tracing::info!(
+                satellite = %s.name,
+                subject = %request.message.subject,
+                key = request
+                    .message
+                    .headers
+                    .as_ref()
+                    .and_then(|h| h.get(crate::wire::KEY_HEADER))
+                    .map_or("", |k| k.as_str()),
+                "call taken"
+            );
             let body = match kind {
                 Kind::Op => encode(&handle_op(&s, &request.message).await),
                 Kind::Tool => encode(&handle_tool(&s, &request.message).await),
