@@ -125,7 +125,10 @@ pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i
     config.concurrency = a.concurrency as usize;
     config.heartbeat = Duration::from_millis(a.heartbeat_ms);
     config.base_dir = a.base.clone();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             writeln!(io.stderr, "error: cannot start the runtime: {e}")?;
@@ -224,7 +227,11 @@ pub(super) fn satellites(a: &SatellitesArgs, io: &mut Io<'_>) -> std::io::Result
         return Ok(exit::OK);
     }
     let w = seen.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);
-    writeln!(io.stdout, "{:w$}  {:>4}  {:>5}  LAST SEEN", "NAME", "OPS", "TOOLS")?;
+    writeln!(
+        io.stdout,
+        "{:w$}  {:>4}  {:>5}  LAST SEEN",
+        "NAME", "OPS", "TOOLS"
+    )?;
     for s in &seen {
         writeln!(
             io.stdout,
@@ -271,9 +278,9 @@ pub(super) fn place(
     let tools: Vec<Arc<dyn Tool>> = if net.tool_policy().is_some() {
         let r = remote.clone();
         let manifests = cameleon::block_on(async move {
-            cameleon::runtime::spawn(async move {
-                r.tool_manifests(Duration::from_millis(300)).await
-            })
+            cameleon::runtime::spawn(
+                async move { r.tool_manifests(Duration::from_millis(300)).await },
+            )
             .await
             .ok()
             .and_then(Result::ok)

@@ -183,7 +183,10 @@ fn remote_and_local_runs_write_byte_identical_traces() {
     let _a = Sat::start(&url, "trace-a", 1000);
     let _b = Sat::start(&url, "trace-b", 1000);
     let dir = temp_dir("trace");
-    for (name, net) in [("counter", COUNTER.to_owned()), ("fan", fan_out(20, "remote"))] {
+    for (name, net) in [
+        ("counter", COUNTER.to_owned()),
+        ("fan", fan_out(20, "remote")),
+    ] {
         let file = dir.join(format!("{name}.cm"));
         std::fs::write(&file, net).unwrap();
         let file = file.to_str().unwrap();
@@ -200,7 +203,10 @@ fn remote_and_local_runs_write_byte_identical_traces() {
             remote.to_str().unwrap(),
         ]);
         assert_eq!(code(&r), 0, "{}{}", text(&r.stdout), text(&r.stderr));
-        let (l, r) = (std::fs::read(&local).unwrap(), std::fs::read(&remote).unwrap());
+        let (l, r) = (
+            std::fs::read(&local).unwrap(),
+            std::fs::read(&remote).unwrap(),
+        );
         assert!(!l.is_empty());
         assert_eq!(text(&l), text(&r), "{name}: the traces differ");
     }
@@ -225,8 +231,20 @@ fn satellites_json_lists_the_live_ones_and_not_a_killed_one() {
     let first = &v[0];
     let keys: Vec<&String> = first.as_object().unwrap().keys().collect();
     assert_eq!(keys, ["name", "ops", "tools", "last_seen_ms"]);
-    assert!(first["ops"].as_array().unwrap().iter().any(|o| o == "delay"));
-    assert!(first["tools"].as_array().unwrap().iter().any(|t| t == "calc"));
+    assert!(
+        first["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o == "delay")
+    );
+    assert!(
+        first["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "calc")
+    );
     assert!(first["last_seen_ms"].is_u64());
     // Killed at once (SIGKILL): no goodbye, no more answers nor heartbeats.
     b.signal("-KILL");
@@ -264,10 +282,15 @@ fn sigterm_lets_a_satellite_answer_its_call_in_flight() {
         .spawn()
         .unwrap();
     // Rendezvous: the satellite took the call.
-    let line = a.wait_for("call taken").expect("the satellite took the call");
+    let line = a
+        .wait_for("call taken")
+        .expect("the satellite took the call");
     assert!(line.contains("cameleon.op.delay"), "{line}");
     a.signal("-TERM");
-    assert!(a.wait_for("stopping: finishing 1 call(s) in flight").is_some());
+    assert!(
+        a.wait_for("stopping: finishing 1 call(s) in flight")
+            .is_some()
+    );
     assert!(a.wait_for("stopped").is_some());
     let status = a.child.wait().unwrap();
     assert_eq!(status.code(), Some(0));
@@ -303,7 +326,11 @@ fn run_nats_without_a_satellite_ends_in_error_naming_the_type() {
 fn bad_satellite_arguments_and_an_unreachable_server_are_reported() {
     let o = cameleon(&["satellite", "--nats", "nats://127.0.0.1:1", "--name", "a.b"]);
     assert_eq!(code(&o), 2, "{}", text(&o.stderr));
-    assert!(text(&o.stderr).contains("satellite name `a.b`"), "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("satellite name `a.b`"),
+        "{}",
+        text(&o.stderr)
+    );
     let o = cameleon(&["satellites", "--nats", "nats://127.0.0.1:1"]);
     assert_eq!(code(&o), 5);
     assert!(

@@ -8,8 +8,8 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use cameleon::catalogue::{BuildContext, Catalogue};
 use cameleon::capability::Capabilities;
+use cameleon::catalogue::{BuildContext, Catalogue};
 use cameleon::operator::DetachedInputs;
 use cameleon::types::{DataJSON, TypedValue, Value};
 use cameleon::{ConnState, Cvm, EndState};

@@ -58,7 +58,10 @@ impl<R: Clone + Send + Sync> Cache<R> {
 
     /// Looks `key` up, taking the slot when it is free.
     fn claim(&self, key: &str) -> Claim<R> {
-        let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut inner = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match inner.slots.get(key) {
             Some(Slot::Done(r)) => Claim::Done(r.clone()),
             Some(Slot::Running(rx)) => Claim::Wait(rx.clone()),
@@ -94,7 +97,10 @@ impl<R: Clone + Send + Sync> Cache<R> {
         let reply = run.await;
         std::mem::forget(guard);
         {
-            let mut inner = self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut inner = self
+                .inner
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if keep(&reply) {
                 inner
                     .slots
@@ -188,8 +194,7 @@ mod tests {
             tokio::task::yield_now().await;
         }
         let c = cache.clone();
-        let second =
-            tokio::spawn(async move { c.answer("k", |_| true, async { 99 }).await });
+        let second = tokio::spawn(async move { c.answer("k", |_| true, async { 99 }).await });
         tokio::task::yield_now().await;
         let _ = go_tx.send(());
         assert!(matches!(first.await, Ok(Answer::Ran(7))));

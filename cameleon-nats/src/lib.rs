@@ -15,12 +15,12 @@
 //! ```no_run
 //! use cameleon_nats::{NatsOptions, Remote};
 //!
-//! let mut net = cameleon::cm::load_str("…", None).expect("a net");
+//! let mut net = cameleon::cm::Loader::new().load_file("pipeline.cm").expect("a net");
 //! let remote = Remote::connect(&NatsOptions::new("nats://127.0.0.1:4222")).expect("NATS");
 //! remote.place(&mut net);
 //! let mut cvm = cameleon::Cvm::builder(net).build();
-//! let end = cvm.run();
-//! # let _ = end;
+//! let end = cvm.run().expect("the run ends");
+//! println!("{end:?}");
 //! ```
 #![deny(missing_docs)]
 
@@ -78,12 +78,7 @@ impl NatsOptions {
         &self,
         name: Option<&str>,
     ) -> Result<async_nats::Client, NatsError> {
-        if self.prefix.is_empty()
-            || self
-                .prefix
-                .split('.')
-                .any(|t| !wire::is_subject_token(t))
-        {
+        if self.prefix.is_empty() || self.prefix.split('.').any(|t| !wire::is_subject_token(t)) {
             return Err(NatsError::Config(format!(
                 "subject prefix `{}` is not a NATS subject: use dot-separated tokens of letters, digits, `-` or `_`",
                 self.prefix

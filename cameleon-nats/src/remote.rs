@@ -8,7 +8,9 @@ use async_nats::client::RequestErrorKind;
 use async_nats::{Client, HeaderMap};
 use cameleon::capability::ToolManifest;
 use cameleon::net::Placement;
-use cameleon::operator::{Firing, FiniteControl, OpFuture, OpSettings, OpSpec, OpState, Params, Question};
+use cameleon::operator::{
+    FiniteControl, Firing, OpFuture, OpSettings, OpSpec, OpState, Params, Question,
+};
 use cameleon::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use cameleon::types::{TypedValue, Value};
 use cameleon::{ConnState, Enabling, Execution, InputSet, Net, OpError, OpId, Operator};
@@ -128,7 +130,14 @@ impl Remote {
         let bytes = self
             .request(&subject, body, Some(&req.key), limit)
             .await
-            .map_err(|e| self.explain(e, &subject, &format!("operator type `{}` (instance `{}`)", req.ty, req.instance), limit))?;
+            .map_err(|e| {
+                self.explain(
+                    e,
+                    &subject,
+                    &format!("operator type `{}` (instance `{}`)", req.ty, req.instance),
+                    limit,
+                )
+            })?;
         let reply: OpReply = serde_json::from_slice(&bytes).map_err(|e| {
             OpError::new(format!(
                 "the reply to `{}` ({}) is not a firing reply: {e}",
@@ -145,7 +154,11 @@ impl Remote {
     }
 
     /// Calls a tool on a satellite.
-    pub async fn call_tool(&self, req: &ToolRequest, limit: Duration) -> Result<ToolReply, ToolError> {
+    pub async fn call_tool(
+        &self,
+        req: &ToolRequest,
+        limit: Duration,
+    ) -> Result<ToolReply, ToolError> {
         let subject = self.subjects.tool(&req.tool);
         let body = serde_json::to_vec(req)
             .map_err(|e| ToolError::new(format!("cannot encode the tool call: {e}")))?;
@@ -156,8 +169,12 @@ impl Remote {
                 let e = self.explain(e, &subject, &format!("tool `{}`", req.tool), limit);
                 ToolError::new(e.message().to_owned())
             })?;
-        let reply: ToolReply = serde_json::from_slice(&bytes)
-            .map_err(|e| ToolError::new(format!("the reply to tool `{}` is not a tool reply: {e}", req.tool)))?;
+        let reply: ToolReply = serde_json::from_slice(&bytes).map_err(|e| {
+            ToolError::new(format!(
+                "the reply to tool `{}` is not a tool reply: {e}",
+                req.tool
+            ))
+        })?;
         if reply.v != WIRE_VERSION {
             return Err(ToolError::new(format!(
                 "wire version mismatch: satellite `{}` answered in version {}, this program speaks {WIRE_VERSION} (docs/wire.md)",
@@ -434,7 +451,9 @@ impl RemoteOp {
                     },
                 })
                 .collect(),
-            outputs: (0..cx.output_count()).map(|p| cx.output_connected(p)).collect(),
+            outputs: (0..cx.output_count())
+                .map(|p| cx.output_connected(p))
+                .collect(),
             parallel: cx.parallel(),
             state,
             tools: self.policy.clone(),
@@ -582,9 +601,9 @@ impl Tool for RemoteTool {
             cx.report_origin(reply.result.meta.origin.clone());
             match reply.result.status {
                 cameleon::tools::ToolStatus::Ok => Ok(reply.result.content),
-                cameleon::tools::ToolStatus::Timeout => Err(ToolError::timeout(
-                    reply.result.error.unwrap_or_default(),
-                )),
+                cameleon::tools::ToolStatus::Timeout => {
+                    Err(ToolError::timeout(reply.result.error.unwrap_or_default()))
+                }
                 _ => Err(ToolError::new(reply.result.error.unwrap_or_default())),
             }
         }))

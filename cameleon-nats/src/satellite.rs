@@ -28,8 +28,8 @@ use tokio::task::JoinSet;
 
 use crate::cache::{Answer, Cache};
 use crate::wire::{
-    ErrorKind, Heartbeat, OpReply, OpRequest, SERVICE_NAME, Subjects, ToolReply,
-    ToolRequest, VERSION_HEADER, WIRE_VERSION, WireEmission, is_subject_token,
+    ErrorKind, Heartbeat, OpReply, OpRequest, SERVICE_NAME, Subjects, ToolReply, ToolRequest,
+    VERSION_HEADER, WIRE_VERSION, WireEmission, is_subject_token,
 };
 use crate::{NatsError, NatsOptions};
 
@@ -118,9 +118,17 @@ impl Satellite {
         let client = options.connect_here(Some(&config.name)).await?;
         let subjects = options.subjects();
         let catalogue = Catalogue::global();
-        let ops = hosted(catalogue.ids().map(str::to_owned), config.ops.as_deref(), "operator type")?;
+        let ops = hosted(
+            catalogue.ids().map(str::to_owned),
+            config.ops.as_deref(),
+            "operator type",
+        )?;
         let registry = ToolRegistry::global();
-        let tools = hosted(registry.names().map(str::to_owned), config.tools.as_deref(), "tool")?;
+        let tools = hosted(
+            registry.names().map(str::to_owned),
+            config.tools.as_deref(),
+            "tool",
+        )?;
         let runtime = Runtime::builder()
             .for_dir(&config.base_dir, None)
             .build()
@@ -396,7 +404,11 @@ async fn heartbeat(shared: Arc<Shared>) {
         tick.tick().await;
         let _ = shared
             .client
-            .publish_with_headers(subject.clone(), shared.headers(), encode(&shared.heartbeat()))
+            .publish_with_headers(
+                subject.clone(),
+                shared.headers(),
+                encode(&shared.heartbeat()),
+            )
             .await;
     }
 }
@@ -434,11 +446,14 @@ async fn handle_op(shared: &Arc<Shared>, m: &Message) -> OpReply {
     if req.v != WIRE_VERSION {
         return OpReply::failed(name, ErrorKind::Version, version_error(req.v));
     }
-    if !shared.ops.iter().any(|o| *o == req.ty) {
+    if !shared.ops.contains(&req.ty) {
         return OpReply::failed(
             name,
             ErrorKind::Unknown,
-            format!("satellite `{name}` does not host operator type `{}`", req.ty),
+            format!(
+                "satellite `{name}` does not host operator type `{}`",
+                req.ty
+            ),
         );
     }
     let key = format!("op:{}", req.key);
@@ -521,7 +536,8 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest) -> OpReply {
                 let mut emitted = Vec::new();
                 let result = {
                     let mut cx = detached.firing(&mut emitted, &*caps);
-                    catch_unwind(AssertUnwindSafe(|| op.run(&mut cx))).unwrap_or_else(|p| Err(panicked(&*p)))
+                    catch_unwind(AssertUnwindSafe(|| op.run(&mut cx)))
+                        .unwrap_or_else(|p| Err(panicked(&*p)))
                 };
                 (op, emitted, result)
             })
@@ -543,7 +559,9 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest) -> OpReply {
             return OpReply::failed(
                 &name,
                 ErrorKind::Failed,
-                format!("the internal state of an operator of type `{ty}` cannot be sent back: {e}"),
+                format!(
+                    "the internal state of an operator of type `{ty}` cannot be sent back: {e}"
+                ),
             );
         }
     };
@@ -612,12 +630,17 @@ async fn handle_tool(shared: &Arc<Shared>, m: &Message) -> ToolReply {
     }
     let req: ToolRequest = match serde_json::from_slice(&m.payload) {
         Ok(r) => r,
-        Err(e) => return failed("?", format!("satellite `{name}` cannot read the tool call: {e}")),
+        Err(e) => {
+            return failed(
+                "?",
+                format!("satellite `{name}` cannot read the tool call: {e}"),
+            );
+        }
     };
     if req.v != WIRE_VERSION {
         return failed(&req.tool, version_error(req.v));
     }
-    if !shared.tools.iter().any(|t| *t == req.tool) {
+    if !shared.tools.contains(&req.tool) {
         return failed(
             &req.tool,
             format!("satellite `{name}` does not host tool `{}`", req.tool),

@@ -15,8 +15,7 @@ pub struct NatsServer {
 }
 
 /// The message when the server binary is missing.
-const MISSING: &str =
-    "nats-server is not installed (needed to test satellites): install it: apt-get install -y nats-server";
+const MISSING: &str = "nats-server is not installed (needed to test satellites): install it: apt-get install -y nats-server";
 
 impl NatsServer {
     /// Starts one, and waits until it accepts connections. `Err`: the binary is missing (the

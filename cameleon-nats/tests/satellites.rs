@@ -101,7 +101,9 @@ async fn satellite(url: &str, name: &str, heartbeat_ms: u64) -> Satellite {
 async fn run_cm(text: &str, remote: Option<Remote>) -> (EndState, Cvm) {
     let text = text.to_owned();
     tokio::task::spawn_blocking(move || {
-        let mut net = cameleon::cm::Loader::new().load_str(&text).expect("a valid net");
+        let mut net = cameleon::cm::Loader::new()
+            .load_str(&text)
+            .expect("a valid net");
         if let Some(r) = &remote {
             r.place(&mut net);
         }
@@ -344,7 +346,10 @@ async fn no_satellite_for_a_type_is_an_error_naming_it() {
             && message.contains("tenant-a.op.counter"),
         "{message}"
     );
-    assert!(t0.elapsed() >= Duration::from_millis(200), "it waited its timeout");
+    assert!(
+        t0.elapsed() >= Duration::from_millis(200),
+        "it waited its timeout"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -443,7 +448,9 @@ async fn a_remote_tool_goes_through_the_gate_and_names_its_satellite() {
         .await;
     assert_eq!(denied.status, ToolStatus::Denied);
     // Arguments are checked against the satellite's schema by the run's gate.
-    let bad = gate.call(ToolCall::new("st_shout", json!({"txt": 1}))).await;
+    let bad = gate
+        .call(ToolCall::new("st_shout", json!({"txt": 1})))
+        .await;
     assert_eq!(bad.status, ToolStatus::Error);
     assert_eq!(SHOUTS.load(Ordering::SeqCst), before + 1);
 }
@@ -463,10 +470,9 @@ async fn a_request_of_another_wire_version_is_refused_clearly() {
     assert_eq!(reply["ok"], json!(false));
     assert_eq!(reply["kind"], json!("version"));
     assert!(
-        reply["error"]
-            .as_str()
-            .unwrap()
-            .contains("wire version mismatch: the request speaks version 2, this satellite version 1"),
+        reply["error"].as_str().unwrap().contains(
+            "wire version mismatch: the request speaks version 2, this satellite version 1"
+        ),
         "{reply}"
     );
 }
@@ -488,8 +494,42 @@ async fn a_graceful_shutdown_answers_the_calls_in_flight() {
     }
     assert_eq!(count(&STARTED, "graceful"), 1);
     a.shutdown().await;
-    assert_eq!(count(&FINISHED, "graceful"), 1, "shutdown waited for the call");
+    assert_eq!(
+        count(&FINISHED, "graceful"),
+        1,
+        "shutdown waited for the call"
+    );
     let (end, cvm) = run.await.unwrap();
     assert_eq!(end, EndState::Completed);
     assert_eq!(cvm.received("out")[0].to_json(), json!(42));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_nats_server_restarting_mid_firing_leaves_a_run_that_completes_without_running_twice() {
+    let mut nats = server();
+    let a = satellite(&nats.url(), "a", 1000).await;
+    let remote = Remote::connect_async(&NatsOptions::new(nats.url()))
+        .await
+        .unwrap();
+    // The firing takes 300 ms; its reply is lost with the server; the retries (same key) reach
+    // the satellite once both have reconnected, and its cache answers.
+    let text = effect_net(
+        "restart",
+        "      ms: 300",
+        "    timeout_ms: 1000\n    retry:\n      max: 10\n      backoff_ms: 50",
+    );
+    let run = tokio::spawn(async move { run_cm(&text, Some(remote)).await });
+    for _ in 0..1000 {
+        if count(&STARTED, "restart") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(count(&STARTED, "restart"), 1);
+    nats.restart().unwrap();
+    let (end, cvm) = run.await.unwrap();
+    assert_eq!(end, EndState::Completed, "{:?}", cvm.history());
+    assert_eq!(cvm.received("out")[0].to_json(), json!(42));
+    assert_eq!(count(&STARTED, "restart"), 1, "the firing ran once");
+    assert_eq!(a.executions(), 1);
 }

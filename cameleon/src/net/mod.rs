@@ -443,7 +443,12 @@ impl Operator for Vacant {
         )
     }
 
-    fn run(&mut self, _cx: &mut crate::operator::Firing<'_>) -> Result<(), crate::operator::OpError> {
-        Err(crate::operator::OpError::new("an operator being replaced fired"))
+    fn run(
+        &mut self,
+        _cx: &mut crate::operator::Firing<'_>,
+    ) -> Result<(), crate::operator::OpError> {
+        Err(crate::operator::OpError::new(
+            "an operator being replaced fired",
+        ))
     }
 }
