@@ -12,6 +12,7 @@ pub struct NatsServer {
     child: Child,
     port: u16,
     bin: PathBuf,
+    args: Vec<String>,
 }
 
 /// The message when the server binary is missing.
@@ -21,13 +22,25 @@ impl NatsServer {
     /// Starts one, and waits until it accepts connections. `Err`: the binary is missing (the
     /// message says how to install it) or the server did not start.
     pub fn start() -> Result<NatsServer, String> {
+        Self::start_with(&[])
+    }
+
+    /// Starts one with extra `nats-server` arguments (`["--auth", "TOKEN"]` to require a
+    /// token).
+    pub fn start_with(args: &[&str]) -> Result<NatsServer, String> {
         let bin = find().ok_or_else(|| MISSING.to_owned())?;
         let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
             .and_then(|l| l.local_addr())
             .map_err(|e| format!("cannot find a free port: {e}"))?
             .port();
-        let child = spawn(&bin, port)?;
-        let mut s = NatsServer { child, port, bin };
+        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+        let child = spawn(&bin, port, &args)?;
+        let mut s = NatsServer {
+            child,
+            port,
+            bin,
+            args,
+        };
         s.wait_ready()?;
         Ok(s)
     }
@@ -42,7 +55,7 @@ impl NatsServer {
     pub fn restart(&mut self) -> Result<(), String> {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        self.child = spawn(&self.bin, self.port)?;
+        self.child = spawn(&self.bin, self.port, &self.args)?;
         self.wait_ready()
     }
 
@@ -71,9 +84,10 @@ impl Drop for NatsServer {
     }
 }
 
-fn spawn(bin: &PathBuf, port: u16) -> Result<Child, String> {
+fn spawn(bin: &PathBuf, port: u16, args: &[String]) -> Result<Child, String> {
     Command::new(bin)
         .args(["-a", "127.0.0.1", "-p", &port.to_string()])
+        .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

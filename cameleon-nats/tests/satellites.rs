@@ -533,3 +533,74 @@ async fn the_nats_server_restarting_mid_firing_leaves_a_run_that_completes_witho
     assert_eq!(count(&STARTED, "restart"), 1, "the firing ran once");
     assert_eq!(a.executions(), 1);
 }
+
+const TOOL_NET: &str = "\
+cameleon: 1
+name: tools
+POLICY
+operators:
+  - id: args
+    type: const
+    params:
+      value: {expr: 1 + 2}
+  - id: sum
+    type: tool
+    params:
+      name: calc
+    placement: remote
+  - id: out
+    type: sink
+connections:
+  - from: args.out_data
+    to: sum.in_args
+  - from: sum.out_result
+    to: out.in_data
+";
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_remote_firing_applies_the_tool_policy_sent_with_it() {
+    let nats = server();
+    let _a = satellite(&nats.url(), "a", 1000).await;
+    let remote = Remote::connect_async(&NatsOptions::new(nats.url()))
+        .await
+        .unwrap();
+    let allowed = TOOL_NET.replace("POLICY", "tools:\n  allow: [calc]");
+    let (end, cvm) = run_cm(&allowed, Some(remote.clone())).await;
+    assert_eq!(end, EndState::Completed);
+    assert_eq!(cvm.received("out")[0].to_json(), json!(3));
+    // No `tools:` key: every tool denied, on the satellite too.
+    let denied = TOOL_NET.replace("POLICY\n", "");
+    let (end, _) = run_cm(&denied, Some(remote)).await;
+    let EndState::Error { op, error } = &end else {
+        panic!("expected ERROR, got {end:?}");
+    };
+    assert_eq!(op, "sum");
+    assert!(error.contains("denied"), "{error}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_passes_through_and_its_absence_is_a_clear_error() {
+    let nats = NatsServer::start_with(&["--auth", "s3cret"]).unwrap_or_else(|e| panic!("{e}"));
+    let mut with = NatsOptions::new(nats.url());
+    with.token = Some("s3cret".into());
+    let mut c = SatelliteConfig::new("secure");
+    c.heartbeat = Duration::from_millis(1000);
+    let _a = Satellite::start(&with, c).await.unwrap();
+    let remote = Remote::connect_async(&with).await.unwrap();
+    let listed: Vec<String> = remote
+        .discover(Duration::from_millis(200))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(listed, ["secure"]);
+    let e = Remote::connect_async(&NatsOptions::new(nats.url()))
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains(&format!("cannot connect to NATS at `{}`", nats.url())),
+        "{e}"
+    );
+}
