@@ -139,6 +139,7 @@ Examples:
   cameleon run examples/digest.cm --trace - | jq -c .op
   cameleon run examples/counter.cm --journal runs.db     durable: `cameleon resume runs.db` after a crash
   cameleon run examples/ask.cm --answer reviewer=Ada --answer approve=yes
+  cameleon run pipeline.cm --nats nats://127.0.0.1:4222   `placement: remote` instances on satellites
   cameleon run examples/wcp/bad/xor-split-and-join.cm --follow src,split,test,choose:out_true,a")]
     // Not `Run`: rustc would then print the operator trait `cameleon::Run` with its full path
     // in users' compile errors (two public items named `Run`).

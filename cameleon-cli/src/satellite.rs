@@ -30,8 +30,8 @@ pub struct NatsArgs {
     /// The prefix of every subject (isolates one tenant's satellites from another's).
     #[arg(long, value_name = "PREFIX", default_value = cameleon_nats::DEFAULT_PREFIX)]
     pub subject_prefix: String,
-    /// How long a remote firing whose instance has no `timeout_ms:` may wait for a satellite
-    /// (no satellite hosting its type by then: ERROR naming the type).
+    /// `run` only: how long a remote firing whose instance has no `timeout_ms:` may wait for a
+    /// satellite (no satellite hosting its type by then: ERROR naming the type).
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub nats_timeout_ms: u64,
 }
