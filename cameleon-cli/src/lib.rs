@@ -1,5 +1,5 @@
 //! The `cameleon` command line: `run`, `check`, `fmt`, `catalogue`, `tools`, `call`, `export`,
-//! `serve`, `schema`, `resume`, `runs`, `history`
+//! `serve`, `satellite`, `satellites`, `schema`, `resume`, `runs`, `history`
 //! (docs/cli.md has each command in detail).
 //!
 //! Everything terminal-facing lives in this crate — argument parsing, progress bars, diagnostics
@@ -43,6 +43,8 @@
 //! | `call TOOL 'ARGS' [--json] [--base DIR]` | 0 the result is `ok`, 2 the arguments are not JSON, 5 any other status |
 //! | `export FILE.cm --dot\|--mermaid\|--svg\|--pnml` | 0, 2 invalid |
 //! | `serve FILE.cm [--port P] [--bind ADDR --token T]` | 0 when interrupted, 2 invalid arguments or the port is taken |
+//! | `satellite --nats URL [--name NAME] [--concurrency N] [--heartbeat-ms MS]` | 0 stopped (SIGTERM, Ctrl-C), 2 invalid arguments, 5 NATS unreachable |
+//! | `satellites --nats URL [--json]` | 0, 2 invalid arguments, 5 NATS unreachable |
 //! | `schema` | 0 |
 #![deny(missing_docs)]
 
@@ -64,11 +66,13 @@ mod fmt;
 mod journal;
 pub mod render;
 mod run;
+mod satellite;
 mod serve;
 mod tools;
 
 pub use catalogue::catalogue_text;
 pub use run::{RunReport, trace_jsonl};
+pub use satellite::{NatsArgs, SatelliteArgs, SatellitesArgs};
 pub use serve::ServeArgs;
 pub use tools::tools_text;
 
@@ -135,6 +139,7 @@ Examples:
   cameleon run examples/digest.cm --trace - | jq -c .op
   cameleon run examples/counter.cm --journal runs.db     durable: `cameleon resume runs.db` after a crash
   cameleon run examples/ask.cm --answer reviewer=Ada --answer approve=yes
+  cameleon run pipeline.cm --nats nats://127.0.0.1:4222   `placement: remote` instances on satellites
   cameleon run examples/wcp/bad/xor-split-and-join.cm --follow src,split,test,choose:out_true,a")]
     // Not `Run`: rustc would then print the operator trait `cameleon::Run` with its full path
     // in users' compile errors (two public items named `Run`).
@@ -244,6 +249,29 @@ Examples:
   cameleon serve examples/ask.cm --port 8080
   cameleon serve examples/digest.cm --bind 0.0.0.0 --token s3cret")]
     Serve(ServeArgs),
+    /// Serve this program's operator types and tools to runs elsewhere, over NATS.
+    #[command(after_help = "\
+Hosts every operator type and tool linked into this program (a crate with its own operators
+gets them by calling `cameleon_cli::main()`). Runs with `--nats URL` fire their `placement:
+remote` instances here; calls spread over the satellites of a prefix. It heartbeats every
+--heartbeat-ms; SIGTERM or Ctrl-C stops it after the calls it runs are answered. The wire
+format is in docs/wire.md.
+
+Exit codes: 0 stopped, 2 invalid arguments (a name that is not a subject token), 5 NATS
+unreachable.
+
+Examples:
+  cameleon satellite --nats nats://127.0.0.1:4222 --name gpu-1 --concurrency 8
+  cameleon satellite --nats tls://nats.example.com:4222 --nats-creds me.creds --subject-prefix acme")]
+    Satellite(SatelliteArgs),
+    /// List the live satellites of a NATS server: name, operator types, tools, last seen.
+    #[command(after_help = "\
+Exit codes: 0, 2 invalid arguments, 5 NATS unreachable.
+
+Examples:
+  cameleon satellites --nats nats://127.0.0.1:4222
+  cameleon satellites --nats nats://127.0.0.1:4222 --json")]
+    Satellites(SatellitesArgs),
     /// Print the JSON Schema of the .cm format.
     #[command(after_help = "\
 Examples:
@@ -333,6 +361,9 @@ pub struct RunArgs {
     /// With --durability batch: the longest a step waits before it is committed.
     #[arg(long, value_name = "MS", default_value_t = cameleon::journal::Durability::DEFAULT_BATCH_MS, requires = "journal")]
     pub batch_ms: u64,
+    /// NATS: with --nats URL, `placement: remote` instances fire on satellites (docs/wire.md).
+    #[command(flatten)]
+    pub nats: NatsArgs,
 }
 
 /// `cameleon resume`.
@@ -611,6 +642,8 @@ where
         Command::Runs(a) => journal::runs(&a, io),
         Command::History(a) => journal::history(&a, io),
         Command::Serve(a) => serve::serve(&a, io),
+        Command::Satellite(a) => satellite::satellite(&a, io),
+        Command::Satellites(a) => satellite::satellites(&a, io),
         Command::Schema => {
             write!(io.stdout, "{}", cameleon::cm::schema::schema_json()).map(|()| exit::OK)
         }

@@ -481,7 +481,7 @@ fn running_message(running: &[String]) -> String {
 }
 
 pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
-    let net = match load(&a.file, a.allow_outside, a.json, io)? {
+    let mut net = match load(&a.file, a.allow_outside, a.json, io)? {
         Ok(net) => net,
         Err(code) => return Ok(code),
     };
@@ -489,10 +489,15 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         return follow(&net, witness, a.json, io);
     }
     let name = display_name(&net, &a.file);
-    let rt = match Runtime::builder()
-        .for_cm_file(&a.file, a.capabilities.as_deref())
-        .build()
-    {
+    let placed = match crate::satellite::place(&a.nats, &mut net, io)? {
+        Ok(p) => p,
+        Err(code) => return Ok(code),
+    };
+    let mut builder = Runtime::builder().for_cm_file(&a.file, a.capabilities.as_deref());
+    if let Some(tools) = placed.tools {
+        builder = builder.source(tools);
+    }
+    let rt = match builder.build() {
         Ok(rt) => rt,
         Err(CapabilitiesError::File(e)) => {
             report_invalid(&e, a.json, io)?;

@@ -294,6 +294,22 @@ impl Net {
         &self.ops[id.index()]
     }
 
+    /// Replaces the operator at `id` by `wrap(operator)` before an engine is built on the net —
+    /// a proxy that fires it elsewhere (a satellite, docs/semantics.md §11). The instance's
+    /// name, ports, resolved types, settings and placement stay as they are: the wrapper must
+    /// keep the operator's spec. Out of range: nothing happens.
+    pub fn wrap_operator(
+        &mut self,
+        id: OpId,
+        wrap: impl FnOnce(Box<dyn Operator>) -> Box<dyn Operator>,
+    ) {
+        let Some(node) = self.ops.get_mut(id.index()) else {
+            return;
+        };
+        let op = std::mem::replace(&mut node.op, Box::new(Vacant));
+        node.op = wrap(op);
+    }
+
     /// The connection named `a.out -> b.in` (spaces around the arrow optional).
     pub fn conn_id(&self, name: &str) -> Option<ConnId> {
         let (from, to) = name.split_once("->")?;
@@ -411,5 +427,28 @@ impl fmt::Debug for Net {
                 &self.conns.iter().map(|c| &c.name).collect::<Vec<_>>(),
             )
             .finish()
+    }
+}
+
+/// What stands in an [`OpNode`] for the instant [`Net::wrap_operator`] moves its operator out.
+struct Vacant;
+
+impl Operator for Vacant {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new(
+            "vacant",
+            "vacant",
+            crate::policy::Family::Behavioral,
+            crate::policy::Policy::Any,
+        )
+    }
+
+    fn run(
+        &mut self,
+        _cx: &mut crate::operator::Firing<'_>,
+    ) -> Result<(), crate::operator::OpError> {
+        Err(crate::operator::OpError::new(
+            "an operator being replaced fired",
+        ))
     }
 }

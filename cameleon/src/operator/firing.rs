@@ -269,3 +269,103 @@ impl<'a, O: ?Sized> Firing<'a, O> {
         Ok(())
     }
 }
+
+/// The inputs of one firing held outside any engine, for a process that runs operators on
+/// behalf of another — a satellite (docs/semantics.md §11). [`firing`](Self::firing) hands
+/// [`Operator::run`] the same [`Firing`] the engine would: the same values and states, the same
+/// run, branch, step and instance name (so the same idempotency key), the same connected
+/// outputs.
+pub struct DetachedInputs {
+    tokens: Vec<Token>,
+    inputs: Vec<InputSlot>,
+    n_outputs: u16,
+    step: u32,
+    name: String,
+    run: String,
+    branch: u32,
+    info: FiringInfo,
+}
+
+impl fmt::Debug for DetachedInputs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DetachedInputs")
+            .field("operator", &self.name)
+            .field("step", &self.step)
+            .field("inputs", &self.inputs.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl DetachedInputs {
+    /// The inputs of firing `step` of instance `name` in `run` on `branch`: per input port its
+    /// state and value (`None` for none), the number of output ports, and which of them are
+    /// connected (`connected[p]`; ports beyond the slice count as connected).
+    #[allow(clippy::too_many_arguments)] // one constructor mirroring the engine's firing context
+    pub fn new(
+        inputs: Vec<(ConnState, Option<Value>)>,
+        n_outputs: u16,
+        connected: &[bool],
+        step: u32,
+        name: impl Into<String>,
+        run: impl Into<String>,
+        branch: u32,
+        parallel: bool,
+    ) -> Self {
+        let mut tokens = Vec::with_capacity(inputs.len());
+        let mut slots = Vec::with_capacity(inputs.len());
+        for (state, value) in inputs {
+            let token = match value {
+                Some(value) => {
+                    tokens.push(Token {
+                        value,
+                        step: 0,
+                        op: crate::connection::OpId(0),
+                    });
+                    (tokens.len() - 1) as u32
+                }
+                None => u32::MAX,
+            };
+            slots.push(InputSlot { state, token });
+        }
+        let mut mask = u64::MAX;
+        for (p, c) in connected.iter().enumerate().take(64) {
+            if !c {
+                mask &= !(1 << p);
+            }
+        }
+        DetachedInputs {
+            tokens,
+            inputs: slots,
+            n_outputs,
+            step,
+            name: name.into(),
+            run: run.into(),
+            branch,
+            info: FiringInfo {
+                connected: mask,
+                parallel,
+            },
+        }
+    }
+
+    /// The firing context over these inputs, emitting into `emitted`, with the capabilities
+    /// `caps`.
+    pub fn firing<'a>(
+        &'a self,
+        emitted: &'a mut Vec<(u16, Value)>,
+        caps: &'a dyn Capabilities,
+    ) -> Firing<'a> {
+        Firing::new(
+            &self.tokens,
+            &self.inputs,
+            emitted,
+            self.n_outputs,
+            self.step,
+            &self.name,
+            &self.run,
+            self.branch,
+            caps,
+            self.info,
+        )
+    }
+}

@@ -36,7 +36,7 @@ mod typed;
 
 pub use control::FiniteControl;
 pub use error::{OpError, ParamError};
-pub use firing::{Firing, Untyped};
+pub use firing::{DetachedInputs, Firing, Untyped};
 pub(crate) use firing::{FiringInfo, InputSlot};
 pub use ports::{AnyInPort, In, InPort, InputHandle, Out, OutPort};
 pub use question::{AnswerError, Question};

@@ -180,7 +180,7 @@ impl ToolGate {
                 }
             }
         };
-        self.result(&call.tool, reg, outcome, t0)
+        self.result(&call.tool, reg, outcome, t0, cx.origin.get())
     }
 
     /// Calls a tool from synchronous code: a sync tool runs on this thread; an async one on
@@ -217,7 +217,7 @@ impl ToolGate {
                 }
             }),
         };
-        self.result(&call.tool, reg, outcome, t0)
+        self.result(&call.tool, reg, outcome, t0, cx.origin.get())
     }
 
     /// The policy's verdict, the tool, and its arguments checked: what may run. `Err`: the
@@ -293,6 +293,7 @@ impl ToolGate {
             base_dir: self.base_dir.clone(),
             principal: call.principal.clone(),
             idempotency_key: call.idempotency_key.clone(),
+            origin: Default::default(),
         }
     }
 
@@ -310,10 +311,11 @@ impl ToolGate {
         reg: &Registered,
         outcome: Result<Json, ToolError>,
         t0: Instant,
+        reported: Option<String>,
     ) -> ToolResult {
         let meta = ToolMeta {
             tool: name.to_owned(),
-            origin: reg.tool.origin().to_owned(),
+            origin: reported.unwrap_or_else(|| reg.tool.origin().to_owned()),
             duration_ms: t0.elapsed().as_millis() as u64,
             attempts: 1,
         };

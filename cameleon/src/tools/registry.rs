@@ -21,6 +21,28 @@ pub struct ToolContext {
     pub principal: Option<String>,
     /// A key stable across re-runs of the same firing.
     pub idempotency_key: Option<String>,
+    /// Where the call actually ran, when the tool forwarded it ([`report_origin`](Self::report_origin)).
+    pub(crate) origin: ReportedOrigin,
+}
+
+/// Where a forwarded call ran, as the tool reports it (shared between the gate's context and
+/// the tool). Compares equal always: it is an output of the call, not part of what it asks.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ReportedOrigin(Arc<std::sync::Mutex<Option<String>>>);
+
+impl PartialEq for ReportedOrigin {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for ReportedOrigin {}
+
+impl ReportedOrigin {
+    /// What the tool reported, if anything.
+    pub(crate) fn get(&self) -> Option<String> {
+        self.0.lock().ok().and_then(|o| o.clone())
+    }
 }
 
 impl ToolContext {
@@ -30,6 +52,16 @@ impl ToolContext {
             base_dir: base_dir.into(),
             principal: None,
             idempotency_key: None,
+            origin: ReportedOrigin::default(),
+        }
+    }
+
+    /// Says where this call actually ran (`satellite:<name>`), for a tool that forwards calls
+    /// to other processes: the gate writes it as the result's `meta.origin` instead of the
+    /// tool's [`origin`](Tool::origin).
+    pub fn report_origin(&self, origin: impl Into<String>) {
+        if let Ok(mut o) = self.origin.0.lock() {
+            *o = Some(origin.into());
         }
     }
 

@@ -1,0 +1,302 @@
+//! `cameleon satellite` (serve this program's operator types and tools on NATS),
+//! `cameleon satellites` (list the live ones), and `run --nats` (fire `placement: remote`
+//! instances on them). docs/cli.md and docs/wire.md.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use cameleon::capabilities::CodeSource;
+use cameleon::net::Net;
+use cameleon::tools::{Tool, ToolRegistry};
+use cameleon_nats::{NatsOptions, Remote, Satellite, SatelliteConfig};
+use clap::Args;
+
+use crate::{Io, exit};
+
+/// How to reach NATS (shared by `run`, `satellite` and `satellites`).
+#[derive(Clone, Debug, Default, Args)]
+pub struct NatsArgs {
+    /// The NATS server: `nats://HOST:PORT`, or `tls://HOST:PORT` for TLS (comma-separate
+    /// several). With `run`: fire the net's `placement: remote` instances on satellites.
+    #[arg(long, value_name = "URL")]
+    pub nats: Option<String>,
+    /// A NATS credentials file (JWT and NKey seed).
+    #[arg(long, value_name = "FILE", requires = "nats")]
+    pub nats_creds: Option<PathBuf>,
+    /// A NATS authentication token.
+    #[arg(long, value_name = "TOKEN", requires = "nats")]
+    pub nats_token: Option<String>,
+    /// The prefix of every subject (isolates one tenant's satellites from another's).
+    #[arg(long, value_name = "PREFIX", default_value = cameleon_nats::DEFAULT_PREFIX)]
+    pub subject_prefix: String,
+    /// `run` only: how long a remote firing whose instance has no `timeout_ms:` may wait for a
+    /// satellite (no satellite hosting its type by then: ERROR naming the type).
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub nats_timeout_ms: u64,
+}
+
+impl NatsArgs {
+    fn options(&self, url: &str) -> NatsOptions {
+        NatsOptions {
+            url: url.to_owned(),
+            creds: self.nats_creds.clone(),
+            token: self.nats_token.clone(),
+            prefix: self.subject_prefix.clone(),
+        }
+    }
+}
+
+/// `cameleon satellite`.
+#[derive(Debug, Args)]
+pub struct SatelliteArgs {
+    /// How to reach NATS (`--nats` required).
+    #[command(flatten)]
+    pub conn: NatsArgs,
+    /// Its name among the satellites of the prefix (default: HOST-PID).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// How many calls it runs at once.
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    pub concurrency: u32,
+    /// Its heartbeat period; a satellite unseen for 3 periods is gone.
+    #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
+    pub heartbeat_ms: u64,
+    /// The folder file tools and file-reading operators are confined to.
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub base: PathBuf,
+}
+
+/// `cameleon satellites`.
+#[derive(Debug, Args)]
+pub struct SatellitesArgs {
+    /// How to reach NATS (`--nats` required).
+    #[command(flatten)]
+    pub conn: NatsArgs,
+    /// Print `[{"name","ops","tools","last_seen_ms"}]`.
+    #[arg(long)]
+    pub json: bool,
+    /// How long to listen for answers and heartbeats.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    pub wait_ms: u64,
+}
+
+/// The URL, or the usage error.
+fn url<'a>(conn: &'a NatsArgs, io: &mut Io<'_>) -> std::io::Result<Result<&'a str, i32>> {
+    match conn.nats.as_deref() {
+        Some(u) => Ok(Ok(u)),
+        None => {
+            writeln!(
+                io.stderr,
+                "error: --nats URL is required (e.g. --nats nats://127.0.0.1:4222)"
+            )?;
+            Ok(Err(exit::INVALID))
+        }
+    }
+}
+
+fn default_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "satellite".to_owned());
+    let host: String = host
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("{host}-{}", std::process::id())
+}
+
+/// `cameleon satellite`: serves until SIGTERM or Ctrl-C, then finishes the calls it runs.
+pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
+    let url = match url(&a.conn, io)? {
+        Ok(u) => u,
+        Err(code) => return Ok(code),
+    };
+    let options = a.conn.options(url);
+    let mut config = SatelliteConfig::new(a.name.clone().unwrap_or_else(default_name));
+    config.concurrency = a.concurrency as usize;
+    config.heartbeat = Duration::from_millis(a.heartbeat_ms);
+    config.base_dir = a.base.clone();
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            writeln!(io.stderr, "error: cannot start the runtime: {e}")?;
+            return Ok(exit::ERROR);
+        }
+    };
+    rt.block_on(async {
+        let sat = match Satellite::start(&options, config).await {
+            Ok(s) => s,
+            Err(e @ cameleon_nats::NatsError::Config(_)) => {
+                writeln!(io.stderr, "error: {e}")?;
+                return Ok(exit::INVALID);
+            }
+            Err(e) => {
+                writeln!(io.stderr, "error: {e}")?;
+                return Ok(exit::ERROR);
+            }
+        };
+        let h = sat.heartbeat();
+        writeln!(
+            io.stderr,
+            "satellite {}: serving {} operator types and {} tools on {url} (prefix `{}`), {} at a time; SIGTERM or Ctrl-C stops it",
+            h.name,
+            h.ops.len(),
+            h.tools.len(),
+            options.prefix,
+            h.concurrency
+        )?;
+        io.stderr.flush()?;
+        stopped().await;
+        writeln!(
+            io.stderr,
+            "satellite {}: stopping: finishing {} call(s) in flight",
+            h.name,
+            sat.in_flight()
+        )?;
+        io.stderr.flush()?;
+        sat.shutdown().await;
+        writeln!(io.stderr, "satellite {}: stopped", h.name)?;
+        Ok(exit::OK)
+    })
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn stopped() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        if let Ok(mut term) = signal(SignalKind::terminate()) {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
+
+/// `cameleon satellites`.
+pub(super) fn satellites(a: &SatellitesArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
+    let url = match url(&a.conn, io)? {
+        Ok(u) => u,
+        Err(code) => return Ok(code),
+    };
+    let options = a.conn.options(url);
+    let wait = Duration::from_millis(a.wait_ms);
+    let found = Remote::connect(&options).and_then(|r| {
+        cameleon::block_on(async move {
+            cameleon::runtime::spawn(async move { r.discover(wait).await })
+                .await
+                .map_err(|e| cameleon_nats::NatsError::Nats(e.to_string()))?
+        })
+    });
+    let seen = match found {
+        Ok(s) => s,
+        Err(e) => {
+            writeln!(io.stderr, "error: {e}")?;
+            return Ok(exit::ERROR);
+        }
+    };
+    if a.json {
+        writeln!(
+            io.stdout,
+            "{}",
+            serde_json::to_string(&seen).unwrap_or_else(|_| "[]".into())
+        )?;
+        return Ok(exit::OK);
+    }
+    if seen.is_empty() {
+        writeln!(
+            io.stdout,
+            "no satellite answered on {url} (prefix `{}`) within {} ms",
+            options.prefix, a.wait_ms
+        )?;
+        return Ok(exit::OK);
+    }
+    let w = seen.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);
+    writeln!(
+        io.stdout,
+        "{:w$}  {:>4}  {:>5}  LAST SEEN",
+        "NAME", "OPS", "TOOLS"
+    )?;
+    for s in &seen {
+        writeln!(
+            io.stdout,
+            "{:w$}  {:>4}  {:>5}  {} ms ago",
+            s.name,
+            s.ops.len(),
+            s.tools.len(),
+            s.last_seen_ms
+        )?;
+    }
+    Ok(exit::OK)
+}
+
+/// What `run --nats` sets up: its `placement: remote` instances become proxies, and the
+/// satellites' tools that this program lacks join the run's tools (a code source).
+pub(super) struct Placed {
+    /// The tools to add to the run's capabilities.
+    pub(super) tools: Option<CodeSource>,
+}
+
+/// With `--nats`, connects and places the net's remote instances. `Err`: the exit code.
+pub(super) fn place(
+    conn: &NatsArgs,
+    net: &mut Net,
+    io: &mut Io<'_>,
+) -> std::io::Result<Result<Placed, i32>> {
+    let Some(url) = conn.nats.as_deref() else {
+        return Ok(Ok(Placed { tools: None }));
+    };
+    let options = conn.options(url);
+    let remote = match Remote::connect(&options) {
+        Ok(r) => r.timeout(Duration::from_millis(conn.nats_timeout_ms)),
+        Err(e @ cameleon_nats::NatsError::Config(_)) => {
+            writeln!(io.stderr, "error: {e}")?;
+            return Ok(Err(exit::INVALID));
+        }
+        Err(e) => {
+            writeln!(io.stderr, "error: {e}")?;
+            return Ok(Err(exit::ERROR));
+        }
+    };
+    remote.place(net);
+    // The satellites' tools this program lacks: asked only when the net may call tools.
+    let tools: Vec<Arc<dyn Tool>> = if net.tool_policy().is_some() {
+        let r = remote.clone();
+        let manifests = cameleon::block_on(async move {
+            cameleon::runtime::spawn(
+                async move { r.tool_manifests(Duration::from_millis(300)).await },
+            )
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .unwrap_or_default()
+        });
+        remote.remote_tools(manifests, ToolRegistry::global())
+    } else {
+        Vec::new()
+    };
+    let source = (!tools.is_empty()).then(|| {
+        CodeSource::new("satellites", move |b| {
+            for t in &tools {
+                b.tool(Arc::clone(t));
+            }
+            Ok(())
+        })
+    });
+    Ok(Ok(Placed { tools: source }))
+}

@@ -1,0 +1,344 @@
+//! `cameleon satellite`, `cameleon satellites` and `run --nats`, through the real binary, on a
+//! real NATS server (Debian's `nats-server`, started per test on a free loopback port; a
+//! missing binary fails the test with the install command).
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, ChildStderr, Command, Output, Stdio};
+
+use cameleon_nats::NatsServer;
+use serde_json::Value;
+
+fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_cameleon")
+}
+
+fn cameleon(args: &[&str]) -> Output {
+    Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .env_remove("CAMELEON_CAPABILITIES")
+        .output()
+        .expect("the cameleon binary runs")
+}
+
+fn code(o: &Output) -> i32 {
+    o.status.code().expect("exited normally")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn server() -> NatsServer {
+    NatsServer::start().unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("cameleon-sat-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// A `cameleon satellite` process, killed (SIGKILL) when dropped unless it was stopped.
+struct Sat {
+    child: Child,
+    stderr: BufReader<ChildStderr>,
+}
+
+impl Sat {
+    /// Starts one and waits for its "serving" line.
+    fn start(url: &str, name: &str, heartbeat_ms: u64) -> Sat {
+        let mut child = Command::new(bin())
+            .args([
+                "satellite",
+                "--nats",
+                url,
+                "--name",
+                name,
+                "--heartbeat-ms",
+                &heartbeat_ms.to_string(),
+                "--log",
+                "cameleon_nats=info",
+            ])
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("the satellite starts");
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut sat_line = String::new();
+        stderr.read_line(&mut sat_line).unwrap();
+        assert!(
+            sat_line.contains(&format!("satellite {name}: serving")),
+            "{sat_line}"
+        );
+        Sat { child, stderr }
+    }
+
+    /// Reads stderr until a line containing `what` (`None`: the stream ended first).
+    fn wait_for(&mut self, what: &str) -> Option<String> {
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if self.stderr.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            if line.contains(what) {
+                return Some(line);
+            }
+        }
+    }
+
+    fn signal(&self, sig: &str) {
+        let ok = Command::new("kill")
+            .args([sig, &self.child.id().to_string()])
+            .status()
+            .expect("kill runs")
+            .success();
+        assert!(ok);
+    }
+}
+
+impl Drop for Sat {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Eight `delay`s of `ms` fanned out and joined, each `placement:` as given.
+fn fan_out(ms: u64, placement: &str) -> String {
+    let mut s = String::from(
+        "cameleon: 1\nname: fan-out\nconfig:\n  mode: parallel\noperators:\n  - id: src\n    type: source\n    params:\n      value: hello\n  - id: fork\n    type: fork\n    params:\n      arity: 8\n",
+    );
+    for i in 0..8 {
+        s += &format!(
+            "  - id: wait_{i}\n    type: delay\n    params:\n      ms: {ms}\n    placement: {placement}\n"
+        );
+    }
+    s += "  - id: join\n    type: join\n    params:\n      arity: 8\n  - id: out\n    type: sink\nconnections:\n  - from: src.out_data\n    to: fork.in_data\n";
+    for (i, p) in "abcdefgh".chars().enumerate() {
+        s += &format!(
+            "  - from: fork.out_{p}\n    to: wait_{i}.in_data\n  - from: wait_{i}.out_data\n    to: join.in_{p}\n"
+        );
+    }
+    s += "  - from: join.out_data\n    to: out.in_data\n";
+    s
+}
+
+const COUNTER: &str = "\
+cameleon: 1
+name: count
+operators:
+  - id: zero
+    type: const
+    params:
+      value: 0
+  - id: loop
+    type: merge
+  - id: inc
+    type: counter
+    placement: remote
+  - id: tap
+    type: fork
+  - id: check
+    type: guard
+    params:
+      continue_if: {lt: 5}
+  - id: collect
+    type: accumulator
+    params:
+      n: 5
+    placement: remote
+  - id: done
+    type: sink
+  - id: history
+    type: sink
+connections:
+  - from: zero.out_data
+    to: loop.in_a
+  - from: check.out_continue
+    to: loop.in_b
+  - from: loop.out_data
+    to: inc.in_data
+  - from: inc.out_data
+    to: tap.in_data
+  - from: tap.out_a
+    to: check.in_data
+  - from: tap.out_b
+    to: collect.in_data
+  - from: check.out_exit
+    to: done.in_data
+  - from: collect.out_data
+    to: history.in_data
+";
+
+#[test]
+fn remote_and_local_runs_write_byte_identical_traces() {
+    let nats = server();
+    let url = nats.url();
+    let _a = Sat::start(&url, "trace-a", 1000);
+    let _b = Sat::start(&url, "trace-b", 1000);
+    let dir = temp_dir("trace");
+    for (name, net) in [
+        ("counter", COUNTER.to_owned()),
+        ("fan", fan_out(20, "remote")),
+    ] {
+        let file = dir.join(format!("{name}.cm"));
+        std::fs::write(&file, net).unwrap();
+        let file = file.to_str().unwrap();
+        let local = dir.join(format!("{name}-local.jsonl"));
+        let remote = dir.join(format!("{name}-remote.jsonl"));
+        let l = cameleon(&["run", file, "--trace", local.to_str().unwrap()]);
+        assert_eq!(code(&l), 0, "{}", text(&l.stderr));
+        let r = cameleon(&[
+            "run",
+            file,
+            "--nats",
+            &url,
+            "--trace",
+            remote.to_str().unwrap(),
+        ]);
+        assert_eq!(code(&r), 0, "{}{}", text(&r.stdout), text(&r.stderr));
+        let (l, r) = (
+            std::fs::read(&local).unwrap(),
+            std::fs::read(&remote).unwrap(),
+        );
+        assert!(!l.is_empty());
+        assert_eq!(text(&l), text(&r), "{name}: the traces differ");
+    }
+}
+
+#[test]
+fn satellites_json_lists_the_live_ones_and_not_a_killed_one() {
+    let nats = server();
+    let url = nats.url();
+    let a = Sat::start(&url, "list-a", 100);
+    let b = Sat::start(&url, "list-b", 100);
+    let o = cameleon(&["satellites", "--nats", &url, "--json"]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["list-a", "list-b"]);
+    let first = &v[0];
+    let keys: Vec<&String> = first.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["name", "ops", "tools", "last_seen_ms"]);
+    assert!(
+        first["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|o| o == "delay")
+    );
+    assert!(
+        first["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "calc")
+    );
+    assert!(first["last_seen_ms"].is_u64());
+    // Killed at once (SIGKILL): no goodbye, no more answers nor heartbeats.
+    b.signal("-KILL");
+    let o = cameleon(&["satellites", "--nats", &url, "--json", "--wait-ms", "400"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["list-a"]);
+    let t = cameleon(&["satellites", "--nats", &url]);
+    assert!(text(&t.stdout).contains("list-a"), "{}", text(&t.stdout));
+    drop(a);
+}
+
+#[test]
+fn sigterm_lets_a_satellite_answer_its_call_in_flight() {
+    let nats = server();
+    let url = nats.url();
+    let mut a = Sat::start(&url, "term-a", 1000);
+    let dir = temp_dir("term");
+    let file = dir.join("slow.cm");
+    std::fs::write(
+        &file,
+        "cameleon: 1\nname: slow\noperators:\n  - id: src\n    type: source\n    params:\n      value: hi\n  - id: wait\n    type: delay\n    params:\n      ms: 400\n    placement: remote\n  - id: out\n    type: sink\nconnections:\n  - from: src.out_data\n    to: wait.in_data\n  - from: wait.out_data\n    to: out.in_data\n",
+    )
+    .unwrap();
+    let run = Command::new(bin())
+        .args(["run", file.to_str().unwrap(), "--nats", &url, "--json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Rendezvous: the satellite took the call.
+    let line = a
+        .wait_for("call taken")
+        .expect("the satellite took the call");
+    assert!(line.contains("cameleon.op.delay"), "{line}");
+    a.signal("-TERM");
+    assert!(
+        a.wait_for("stopping: finishing 1 call(s) in flight")
+            .is_some()
+    );
+    assert!(a.wait_for("stopped").is_some());
+    let status = a.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0));
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["end"], "COMPLETED", "{v}");
+}
+
+#[test]
+fn run_nats_without_a_satellite_ends_in_error_naming_the_type() {
+    let nats = server();
+    let dir = temp_dir("none");
+    let file = dir.join("counter.cm");
+    std::fs::write(&file, COUNTER).unwrap();
+    let o = cameleon(&[
+        "run",
+        file.to_str().unwrap(),
+        "--nats",
+        &nats.url(),
+        "--nats-timeout-ms",
+        "200",
+    ]);
+    assert_eq!(code(&o), 5, "{}{}", text(&o.stdout), text(&o.stderr));
+    let all = text(&o.stdout) + &text(&o.stderr);
+    assert!(
+        all.contains("no satellite hosts operator type `counter` (instance `inc`)"),
+        "{all}"
+    );
+}
+
+#[test]
+fn bad_satellite_arguments_and_an_unreachable_server_are_reported() {
+    let o = cameleon(&["satellite", "--nats", "nats://127.0.0.1:1", "--name", "a.b"]);
+    assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("satellite name `a.b`"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = cameleon(&["satellites", "--nats", "nats://127.0.0.1:1"]);
+    assert_eq!(code(&o), 5);
+    assert!(
+        text(&o.stderr).contains("cannot connect to NATS at `nats://127.0.0.1:1`"),
+        "{}",
+        text(&o.stderr)
+    );
+    let o = cameleon(&["satellites"]);
+    assert_eq!(code(&o), 2);
+    assert!(text(&o.stderr).contains("--nats URL is required"));
+}

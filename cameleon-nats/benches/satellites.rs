@@ -1,0 +1,191 @@
+//! Satellites on a loopback `nats-server`: the round trip of a trivial remote firing against
+//! the same firing in process (with p50/p99 printed), eight 10 ms `delay`s over two
+//! satellites in parallel mode, and the throughput of 1 000 remote firings over two satellites.
+//!
+//! `cargo bench -p cameleon-nats` (needs `nats-server`: `apt-get install -y nats-server`).
+
+use std::hint::black_box;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use cameleon::capability::Capabilities;
+use cameleon::catalogue::{BuildContext, Catalogue};
+use cameleon::operator::DetachedInputs;
+use cameleon::types::{DataJSON, TypedValue, Value};
+use cameleon::{ConnState, Cvm, EndState};
+use cameleon_nats::wire::{OpRequest, WireInput, WireState};
+use cameleon_nats::{NatsOptions, NatsServer, Remote, Satellite, SatelliteConfig, WIRE_VERSION};
+use criterion::{Criterion, criterion_group, criterion_main};
+use serde_json::json;
+
+static KEY: AtomicU64 = AtomicU64::new(0);
+
+/// A firing of `counter` on input 1, under a fresh idempotency key (no cache hit).
+fn request() -> OpRequest {
+    let k = KEY.fetch_add(1, Ordering::Relaxed);
+    OpRequest {
+        v: WIRE_VERSION,
+        run: "bench".into(),
+        branch: 1,
+        step: k as u32,
+        instance: "inc".into(),
+        key: format!("bench/1/{k}/inc"),
+        ty: "counter".into(),
+        params: serde_json::Map::new(),
+        inputs: vec![WireInput {
+            state: WireState::New,
+            value: Some(TypedValue(Value::new(DataJSON(json!(1))))),
+        }],
+        outputs: vec![true],
+        parallel: false,
+        state: None,
+        tools: None,
+    }
+}
+
+/// Eight `delay`s of `ms` on satellites, fanned out and joined, in parallel mode.
+fn fan_out(ms: u64) -> String {
+    let mut s = String::from(
+        "cameleon: 1\nname: fan-out\nconfig:\n  mode: parallel\noperators:\n  - id: src\n    type: source\n    params:\n      value: hello\n  - id: fork\n    type: fork\n    params:\n      arity: 8\n",
+    );
+    for i in 0..8 {
+        s += &format!(
+            "  - id: wait_{i}\n    type: delay\n    params:\n      ms: {ms}\n    placement: remote\n"
+        );
+    }
+    s += "  - id: join\n    type: join\n    params:\n      arity: 8\n  - id: out\n    type: sink\nconnections:\n  - from: src.out_data\n    to: fork.in_data\n";
+    for (i, p) in "abcdefgh".chars().enumerate() {
+        s += &format!(
+            "  - from: fork.out_{p}\n    to: wait_{i}.in_data\n  - from: wait_{i}.out_data\n    to: join.in_{p}\n"
+        );
+    }
+    s += "  - from: join.out_data\n    to: out.in_data\n";
+    s
+}
+
+fn percentiles(mut v: Vec<Duration>) -> (Duration, Duration) {
+    v.sort();
+    let at = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
+    (at(0.50), at(0.99))
+}
+
+fn satellites(c: &mut Criterion) {
+    let nats = NatsServer::start().unwrap_or_else(|e| panic!("{e}"));
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let options = NatsOptions::new(nats.url());
+    let (_a, _b, remote) = rt.block_on(async {
+        let mut ca = SatelliteConfig::new("bench-a");
+        ca.concurrency = 8;
+        let mut cb = SatelliteConfig::new("bench-b");
+        cb.concurrency = 8;
+        let a = Satellite::start(&options, ca).await.unwrap();
+        let b = Satellite::start(&options, cb).await.unwrap();
+        let r = Remote::connect_async(&options).await.unwrap();
+        (a, b, r)
+    });
+    let limit = Duration::from_secs(10);
+
+    // p50/p99 of the round trip, printed (criterion reports the mean and its spread).
+    let mut remote_times = Vec::with_capacity(2000);
+    let mut local_times = Vec::with_capacity(2000);
+    let caps = <dyn Capabilities>::none();
+    let mut local_once = || {
+        let t0 = Instant::now();
+        let mut op = Catalogue::global()
+            .build("counter", &serde_json::Map::new(), &BuildContext::default())
+            .unwrap();
+        let inputs = DetachedInputs::new(
+            vec![(ConnState::New, Some(Value::new(DataJSON(json!(1)))))],
+            1,
+            &[true],
+            1,
+            "inc",
+            "bench",
+            1,
+            false,
+        );
+        let mut emitted = Vec::new();
+        op.run(&mut inputs.firing(&mut emitted, &*caps)).unwrap();
+        black_box(&emitted);
+        t0.elapsed()
+    };
+    rt.block_on(async {
+        for _ in 0..200 {
+            remote.fire(&request(), limit).await.unwrap();
+        }
+        for _ in 0..2000 {
+            let req = request();
+            let t0 = Instant::now();
+            black_box(remote.fire(&req, limit).await.unwrap());
+            remote_times.push(t0.elapsed());
+        }
+    });
+    for _ in 0..2000 {
+        local_times.push(local_once());
+    }
+    let (rp50, rp99) = percentiles(remote_times);
+    let (lp50, lp99) = percentiles(local_times);
+    println!(
+        "round trip of a trivial firing (counter), 2000 samples: remote p50 {rp50:?} p99 {rp99:?}; local p50 {lp50:?} p99 {lp99:?}"
+    );
+
+    let mut g = c.benchmark_group("satellites");
+    g.bench_function("round_trip_remote_trivial", |b| {
+        b.iter(|| rt.block_on(async { black_box(remote.fire(&request(), limit).await.unwrap()) }))
+    });
+    g.bench_function("round_trip_local_trivial", |b| b.iter(&mut local_once));
+
+    // 8 × 10 ms delays over 2 satellites, parallel mode: the whole run.
+    let text = fan_out(10);
+    let run_fan_out = || {
+        let mut net = cameleon::cm::Loader::new().load_str(&text).unwrap();
+        remote.place(&mut net);
+        let mut cvm = Cvm::builder(net).build();
+        let t0 = Instant::now();
+        let end = cvm.run().unwrap();
+        assert_eq!(end, EndState::Completed);
+        t0.elapsed()
+    };
+    let mut walls: Vec<Duration> = (0..30).map(|_| run_fan_out()).collect();
+    walls.sort();
+    println!(
+        "8 x 10 ms remote delays over 2 satellites, parallel mode, 30 runs: median wall {:?} (critical path 10 ms, sequential 80 ms)",
+        walls[walls.len() / 2]
+    );
+    g.sample_size(20);
+    g.bench_function("fan_out_8x10ms_over_2", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| run_fan_out()).sum())
+    });
+
+    // Throughput: 1 000 firings in flight together over the 2 satellites.
+    let thousand = || {
+        rt.block_on(async {
+            let t0 = Instant::now();
+            let mut tasks = tokio::task::JoinSet::new();
+            for _ in 0..1000 {
+                let r = remote.clone();
+                tasks.spawn(async move { r.fire(&request(), limit).await.unwrap() });
+            }
+            while let Some(r) = tasks.join_next().await {
+                black_box(r.unwrap());
+            }
+            t0.elapsed()
+        })
+    };
+    let t = thousand();
+    println!(
+        "1000 remote firings over 2 satellites: {t:?}, {:.0} firings/s",
+        1000.0 / t.as_secs_f64()
+    );
+    g.sample_size(10);
+    g.bench_function("throughput_1000_over_2", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| thousand()).sum())
+    });
+    g.finish();
+}
+
+criterion_group!(benches, satellites);
+criterion_main!(benches);

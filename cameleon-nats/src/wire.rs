@@ -1,0 +1,296 @@
+//! The wire contract between a run and its satellites: subjects, the JSON of requests and
+//! replies, the version header. docs/wire.md describes the same for a satellite written in
+//! another language.
+
+use cameleon::ConnState;
+use cameleon::types::TypedValue;
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+/// The version of this contract. Every request and reply carries it (field `v`, header
+/// [`VERSION_HEADER`]); a satellite answers a request of another version with an error of kind
+/// `version`, and a run refuses a reply of another version.
+pub const WIRE_VERSION: u32 = 1;
+
+/// The header naming the wire version of a request or a reply.
+pub const VERSION_HEADER: &str = "Cameleon-Wire";
+
+/// The header carrying a request's idempotency key (also in the JSON body), so a NATS tool can
+/// show it.
+pub const KEY_HEADER: &str = "Cameleon-Key";
+
+/// The default subject prefix.
+pub const DEFAULT_PREFIX: &str = "cameleon";
+
+/// The NATS service name every satellite registers under (services API: `$SRV.INFO.<name>`).
+pub const SERVICE_NAME: &str = "cameleon-satellite";
+
+/// The subjects under one prefix.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Subjects {
+    prefix: String,
+}
+
+impl Subjects {
+    /// The subjects under `prefix` (`cameleon` by default).
+    pub fn new(prefix: impl Into<String>) -> Self {
+        Subjects {
+            prefix: prefix.into(),
+        }
+    }
+
+    /// The prefix.
+    pub fn prefix(&self) -> &str {
+        &self.prefix
+    }
+
+    /// Where firings of operator type `ty` are requested: `<prefix>.op.<type>`.
+    pub fn op(&self, ty: &str) -> String {
+        format!("{}.op.{ty}", self.prefix)
+    }
+
+    /// Where calls of tool `name` are requested: `<prefix>.tool.<name>`.
+    pub fn tool(&self, name: &str) -> String {
+        format!("{}.tool.{name}", self.prefix)
+    }
+
+    /// Where satellite `name` publishes its heartbeats: `<prefix>.heartbeat.<name>`.
+    pub fn heartbeat(&self, name: &str) -> String {
+        format!("{}.heartbeat.{name}", self.prefix)
+    }
+
+    /// Every satellite's heartbeats: `<prefix>.heartbeat.*`.
+    pub fn heartbeats(&self) -> String {
+        format!("{}.heartbeat.*", self.prefix)
+    }
+
+    /// Where a run asks every satellite for its heartbeat at once: `<prefix>.discover`.
+    pub fn discover(&self) -> String {
+        format!("{}.discover", self.prefix)
+    }
+
+    /// The queue group of the prefix's satellites (load spreads over its members).
+    pub fn queue_group(&self) -> String {
+        format!("{}-satellites", self.prefix)
+    }
+}
+
+/// Whether `s` can be a token of a NATS subject: not empty; no whitespace, `.`, `*` or `>`.
+pub fn is_subject_token(s: &str) -> bool {
+    !s.is_empty()
+        && !s
+            .chars()
+            .any(|c| c.is_whitespace() || matches!(c, '.' | '*' | '>'))
+}
+
+/// One input of a firing: its state and, when it has one, its value with its data type.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WireInput {
+    /// `empty`, `new` or `old`.
+    pub state: WireState,
+    /// `{"type": "DataString", "value": …}`; absent when the input has no value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<TypedValue>,
+}
+
+/// A connection state on the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WireState {
+    /// EMPTY.
+    Empty,
+    /// NEW.
+    New,
+    /// OLD.
+    Old,
+}
+
+impl From<ConnState> for WireState {
+    fn from(s: ConnState) -> Self {
+        match s {
+            ConnState::Empty => WireState::Empty,
+            ConnState::New => WireState::New,
+            ConnState::Old => WireState::Old,
+        }
+    }
+}
+
+impl From<WireState> for ConnState {
+    fn from(s: WireState) -> Self {
+        match s {
+            WireState::Empty => ConnState::Empty,
+            WireState::New => ConnState::New,
+            WireState::Old => ConnState::Old,
+        }
+    }
+}
+
+/// A net's tool policy, sent with a firing so the operator's tool calls on the satellite obey
+/// it (`null`: every tool denied).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WirePolicy {
+    /// Tools that run when called.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Tools that need a person's approval (a satellite has nobody to ask: denied there).
+    #[serde(default)]
+    pub approve: Vec<String>,
+}
+
+/// A firing to run on a satellite (subject [`Subjects::op`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OpRequest {
+    /// [`WIRE_VERSION`].
+    pub v: u32,
+    /// The run's id.
+    pub run: String,
+    /// The branch of the history the firing extends.
+    pub branch: u32,
+    /// The logical step (1-based).
+    pub step: u32,
+    /// The instance name.
+    pub instance: String,
+    /// `{run}/{branch}/{step}/{instance}`: the same for every attempt of this firing.
+    pub key: String,
+    /// The operator type (its catalogue id).
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// The instance's parameters, as `.cm` writes them.
+    pub params: serde_json::Map<String, Json>,
+    /// Per input port, in port order.
+    pub inputs: Vec<WireInput>,
+    /// Per output port, whether it has a connection.
+    pub outputs: Vec<bool>,
+    /// Whether the run is in parallel mode.
+    #[serde(default)]
+    pub parallel: bool,
+    /// The operator's internal state before the firing (its serde form), if it has one.
+    #[serde(default)]
+    pub state: Option<Json>,
+    /// The net's tool policy.
+    #[serde(default)]
+    pub tools: Option<WirePolicy>,
+}
+
+/// One emission: output port index and typed value.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WireEmission {
+    /// The output port's index.
+    pub port: u16,
+    /// The value with its data type.
+    pub value: TypedValue,
+}
+
+/// Why a satellite did not produce emissions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The operator (or tool) ran and failed, or panicked: the firing's failure, retried as
+    /// the instance's `retry:` says.
+    Failed,
+    /// The satellite does not host this operator type or tool.
+    Unknown,
+    /// The request could not be read (bad JSON, unknown data type, bad state, bad params).
+    BadRequest,
+    /// The request's wire version is not the satellite's.
+    Version,
+}
+
+/// A satellite's answer to an [`OpRequest`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct OpReply {
+    /// [`WIRE_VERSION`].
+    pub v: u32,
+    /// The satellite that answered.
+    pub satellite: String,
+    /// Whether the firing succeeded.
+    pub ok: bool,
+    /// The emissions, in emission order (empty on error).
+    #[serde(default)]
+    pub emitted: Vec<WireEmission>,
+    /// The internal state after the firing, if the operator has one.
+    #[serde(default)]
+    pub state: Option<Json>,
+    /// Why it failed.
+    #[serde(default)]
+    pub error: Option<String>,
+    /// What kind of failure.
+    #[serde(default)]
+    pub kind: Option<ErrorKind>,
+    /// Whether the answer came from the satellite's idempotency cache (the firing had already
+    /// run with this key).
+    #[serde(default)]
+    pub cached: bool,
+}
+
+impl OpReply {
+    /// A failure reply.
+    pub fn failed(satellite: &str, kind: ErrorKind, error: impl Into<String>) -> Self {
+        OpReply {
+            v: WIRE_VERSION,
+            satellite: satellite.to_owned(),
+            ok: false,
+            emitted: Vec::new(),
+            state: None,
+            error: Some(error.into()),
+            kind: Some(kind),
+            cached: false,
+        }
+    }
+}
+
+/// A tool call for a satellite (subject [`Subjects::tool`]).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ToolRequest {
+    /// [`WIRE_VERSION`].
+    pub v: u32,
+    /// The tool.
+    pub tool: String,
+    /// Its arguments (already checked against its schema by the caller's gate; checked again).
+    pub args: Json,
+    /// Who asks.
+    #[serde(default)]
+    pub principal: Option<String>,
+    /// The call's idempotency key, if any: a retried call with the same key does not run twice.
+    #[serde(default)]
+    pub key: Option<String>,
+}
+
+/// A satellite's answer to a [`ToolRequest`]: the tool gate's result on the satellite.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ToolReply {
+    /// [`WIRE_VERSION`].
+    pub v: u32,
+    /// The satellite that answered.
+    pub satellite: String,
+    /// The `ToolResult` (`{status, content, error, meta}`), `meta.origin` being
+    /// `satellite:<name>`.
+    pub result: cameleon::tools::ToolResult,
+    /// Whether the answer came from the idempotency cache.
+    #[serde(default)]
+    pub cached: bool,
+}
+
+/// What a satellite says of itself, every heartbeat (subject [`Subjects::heartbeat`]) and
+/// when asked ([`Subjects::discover`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    /// [`WIRE_VERSION`].
+    pub v: u32,
+    /// The satellite's name.
+    pub name: String,
+    /// The operator types it hosts, sorted.
+    pub ops: Vec<String>,
+    /// The tools it hosts, sorted.
+    pub tools: Vec<String>,
+    /// Its heartbeat period: three missed ones and it is gone.
+    pub heartbeat_ms: u64,
+    /// How many calls it may run at once.
+    pub concurrency: usize,
+    /// How many it runs now.
+    pub in_flight: usize,
+    /// The manifests of its tools: in answers to `<prefix>.discover` only (heartbeats stay
+    /// small).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub manifests: Vec<cameleon::capability::ToolManifest>,
+}
