@@ -108,7 +108,7 @@ fn satellites(c: &mut Criterion) {
             false,
         );
         let mut emitted = Vec::new();
-        op.run(&mut inputs.firing(&mut emitted, &*caps)).unwrap();
+        op.run(&mut inputs.firing(&mut emitted, &caps)).unwrap();
         black_box(&emitted);
         t0.elapsed()
     };

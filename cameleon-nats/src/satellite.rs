@@ -17,6 +17,7 @@ use async_nats::service::ServiceExt;
 use async_nats::{Client, HeaderMap, Message};
 use bytes::Bytes;
 use cameleon::capabilities::{Generation, Runtime};
+use cameleon::capability::Capabilities;
 use cameleon::catalogue::{BuildContext, Catalogue};
 use cameleon::operator::DetachedInputs;
 use cameleon::tools::{ToolCall, ToolGate, ToolRegistry, ToolStatus};
@@ -519,14 +520,14 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest) -> OpReply {
         allow: p.allow,
         approve: p.approve,
     });
-    let caps = shared
+    let caps: Arc<dyn Capabilities> = shared
         .generation
         .for_run(policy.as_ref(), shared.config.base_dir.clone());
     let (op, emitted, result) = match op.execution() {
         Execution::Async => {
             let mut emitted = Vec::new();
             let result = {
-                let mut cx = detached.firing(&mut emitted, &*caps);
+                let mut cx = detached.firing(&mut emitted, &caps);
                 CatchUnwind(op.run_async(&mut cx)).await
             };
             (op, emitted, result)
@@ -535,7 +536,7 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest) -> OpReply {
             let joined = tokio::task::spawn_blocking(move || {
                 let mut emitted = Vec::new();
                 let result = {
-                    let mut cx = detached.firing(&mut emitted, &*caps);
+                    let mut cx = detached.firing(&mut emitted, &caps);
                     catch_unwind(AssertUnwindSafe(|| op.run(&mut cx)))
                         .unwrap_or_else(|p| Err(panicked(&*p)))
                 };

@@ -353,7 +353,7 @@ impl DetachedInputs {
     pub fn firing<'a>(
         &'a self,
         emitted: &'a mut Vec<(u16, Value)>,
-        caps: &'a dyn Capabilities,
+        caps: &'a Arc<dyn Capabilities>,
     ) -> Firing<'a> {
         Firing::new(
             &self.tokens,

@@ -169,6 +169,7 @@ impl dyn Capabilities {
 /// `<dyn Capabilities>::none()`). The operator contract cannot name the models, which live
 /// above it: the `capabilities` module submits the one value of this type.
 #[doc(hidden)]
+#[derive(Debug)]
 pub struct OfflineDefaults {
     /// Builds the `default` chat model.
     pub chat: fn() -> Arc<dyn ChatModel>,
