@@ -994,3 +994,54 @@ fn open_run_travels_a_run_without_changing_its_journal() {
     );
     assert_eq!(journal.runs().unwrap()[0].status, "COMPLETED");
 }
+
+/// `ask q (DataJSON) → jt_counted → sink`, counted under `tag`.
+fn asked(tag: &str) -> Net {
+    Net::from_cm(&format!(
+        "name: asked\noperators:\n  - {{id: q, type: ask, params: {{prompt: 'Which?', type: DataJSON}}}}\n  - {{id: c, type: jt_counted, params: {{tag: {tag}}}}}\n  - {{id: out, type: sink}}\nconnections:\n  - {{from: q.out_data, to: c.in_data}}\n  - {{from: c.out_data, to: out.in_data}}\n"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn an_answered_ask_is_restored_and_replayed_on_resume_without_asking_again() {
+    // Restored on the path: the ask fired with its answer; resume needs no answer.
+    let path = db("ask-restored");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(asked("ask_restored"));
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    cvm.provide_json("q", serde_json::json!({"pick": 1}))
+        .unwrap();
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    drop(cvm);
+    let mut again = journal.resume(Some(&id)).unwrap().cvm;
+    assert_eq!(again.depth(), 2);
+    assert_eq!(again.run().unwrap(), EndState::Completed);
+    assert_eq!(
+        again.received("out")[0].to_json(),
+        serde_json::json!({"pick": 1})
+    );
+    assert_eq!(
+        calls("ask_restored").len(),
+        1,
+        "`c` ran once, before the crash"
+    );
+
+    // Recorded future: back over both firings, crash, resume replays them (nobody asked).
+    let path = db("ask-replayed");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(asked("ask_replayed"));
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    cvm.provide_json("q", serde_json::json!("x")).unwrap();
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    cvm.back().unwrap();
+    cvm.back().unwrap();
+    drop(cvm);
+    let mut again = journal.resume(Some(&id)).unwrap().cvm;
+    assert_eq!((again.depth(), again.history().redo_len()), (0, 2));
+    assert_eq!(again.run().unwrap(), EndState::Completed);
+    assert_eq!(again.received("out")[0].to_json(), "x");
+    assert_eq!(calls("ask_replayed").len(), 1);
+}

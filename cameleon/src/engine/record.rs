@@ -519,7 +519,10 @@ impl Cvm {
             op: self.net.ops[o].name.clone(),
             reason: reason.to_owned(),
         };
-        if !self.enabled.get(o) {
+        // An operator with a question waits until it has an answer; the answer a recorded
+        // firing used is in its saved state before the firing, not yet given back: its rule
+        // holding is what counts (docs/semantics.md §6.1).
+        if !self.enabled.get(o) && !(self.any_asks && self.waiting.get(o)) {
             return Err(diverged("is not enabled there"));
         }
         for i in self.hist.consumed_range(f) {
