@@ -315,7 +315,7 @@ impl Cvm {
             None
         };
         let first_token = self.tokens.len() as u32;
-        let node = self.hist.open_node();
+        let node = self.hist.open_node(first_token);
         self.apply_firing(o, step, before, after, consumes);
         self.hist.path.push(node);
         if recording {
@@ -485,7 +485,7 @@ impl Cvm {
             }
             // A recorded firing of an operator with a question replays with its recorded
             // answer, even where the operator holds none now (a restored run's).
-            if !self.enabled.get(o) && !(self.any_asks && self.waiting.get(o)) {
+            if !(self.enabled.get(o) || (self.any_asks && self.waiting.get(o))) {
                 return Err(StepError::ReplayDiverged {
                     step,
                     op: self.net.ops[o].name.clone(),
