@@ -253,9 +253,8 @@ fn reset_starts_a_new_journaled_run_and_the_old_one_stays_resumable() {
 }
 
 #[test]
-fn a_net_that_cannot_be_journaled_is_refused_at_start() {
-    // A `.cm` that does not exist is the other refusal at start; here the journal is not a
-    // journal file.
+fn a_file_that_is_not_a_journal_is_refused_at_start() {
+    // `--journal` names a file that is not a journal: exit 2, the file untouched.
     let dir = scratch("refused");
     let db = dir.join("not-a-journal.db");
     std::fs::write(&db, "hello").unwrap();

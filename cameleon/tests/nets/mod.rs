@@ -280,6 +280,19 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// Whether it is one of the workflow patterns' operators ([`pattern_kind`]).
+    pub fn is_pattern(self) -> bool {
+        matches!(
+            self,
+            Kind::Cancel(_)
+                | Kind::Terminate
+                | Kind::Mutex
+                | Kind::Milestone
+                | Kind::Trigger
+                | Kind::PartialJoin(..)
+        )
+    }
+
     /// Whether a cancellation region may hold it (it keeps no control state).
     fn plain(self) -> bool {
         matches!(
