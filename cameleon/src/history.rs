@@ -23,9 +23,6 @@ pub(crate) use crate::connection::NONE;
 pub(crate) struct Node {
     pub(crate) parent: u32,
     pub(crate) first_firing: u32,
-    /// The engine's token count when the node was opened: its tokens follow (the arena holds
-    /// tokens in node order, then emission order).
-    pub(crate) first_token: u32,
     /// The branch number (1-based, in creation order) the node lies on: a node that is its
     /// parent's first child continues the parent's branch; a later child starts a new one.
     pub(crate) branch: u32,
@@ -49,9 +46,8 @@ pub(crate) struct Written {
 
 // The history's size per firing (docs/semantics.md §5 deltas; issue 2 budgets 64 bytes per firing, payloads
 // excluded) rests on these layouts: a node is two indices, a firing three, a written connection
-// three, a token a value pointer plus the logical clock; a node also names its branch and its
-// first token (so a history can be written out whole, `Cvm::history_json`).
-static_assertions::assert_eq_size!(Node, [u32; 4]);
+// three, a token a value pointer plus the logical clock; a node also names its branch.
+static_assertions::assert_eq_size!(Node, [u32; 3]);
 static_assertions::assert_eq_size!(FiringRec, [u32; 3]);
 static_assertions::assert_eq_size!(Written, [u32; 3]);
 static_assertions::assert_eq_size!(crate::connection::Token, [usize; 3]);
@@ -147,14 +143,14 @@ impl Store {
 
     /// Starts a new node as a child of the current tip.
     #[inline]
-    pub(crate) fn open_node(&mut self, first_token: u32) -> u32 {
+    pub(crate) fn open_node(&mut self) -> u32 {
         let parent = self.path.last().copied().unwrap_or(NONE);
-        self.open_node_at(parent, first_token)
+        self.open_node_at(parent)
     }
 
     /// Starts a new node as a child of `parent` (`NONE`: a root).
     #[inline]
-    pub(crate) fn open_node_at(&mut self, parent: u32, first_token: u32) -> u32 {
+    pub(crate) fn open_node_at(&mut self, parent: u32) -> u32 {
         let branch = self.branch_under(parent);
         self.branch_count = self.branch_count.max(branch);
         if parent == NONE {
@@ -165,7 +161,6 @@ impl Store {
         self.nodes.push(Node {
             parent,
             first_firing: self.firings.len() as u32,
-            first_token,
             branch,
         });
         self.has_child.push(false);

@@ -427,7 +427,7 @@ impl Cvm {
             });
         }
         let first_token = self.tokens.len() as u32;
-        let node = self.hist.open_node(first_token);
+        let node = self.hist.open_node();
         for (j, ((o, before), emitted)) in pending.into_iter().zip(ran.emitted).enumerate() {
             let o = o as usize;
             let after = if before.is_some() {

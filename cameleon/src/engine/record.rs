@@ -402,7 +402,7 @@ impl Cvm {
             if st.firings.is_empty() {
                 return Err(bad("it has no firing".into()));
             }
-            self.hist.open_node_at(parent, self.tokens.len() as u32);
+            self.hist.open_node_at(parent);
             let mut seen = vec![false; 0];
             for fr in st.firings {
                 let o = fr.op.index();
@@ -553,13 +553,34 @@ impl Cvm {
         use serde_json::json;
         let h = &self.hist;
         let mut nodes = Vec::with_capacity(h.nodes.len());
+        // The arena holds tokens in node order, then emission order: a node's tokens are the
+        // run, from where the previous node's ended, of tokens stamped with its depth and
+        // emitted by its operators, and before the first token the next node wrote.
+        let mut depths: Vec<u32> = Vec::with_capacity(h.nodes.len());
+        let mut cursor = 0usize;
         for (k, node) in h.nodes.iter().enumerate() {
-            let first = node.first_token as usize;
-            let end = h
-                .nodes
-                .get(k + 1)
-                .map_or(self.tokens.len(), |n| n.first_token as usize)
-                .min(self.tokens.len());
+            // A parent comes before its children.
+            let d = if node.parent == NONE {
+                1
+            } else {
+                depths[node.parent as usize] + 1
+            };
+            depths.push(d);
+            let ops: Vec<u32> = h.firing_range(k as u32).map(|f| h.firings[f].op).collect();
+            let next_written = h.nodes.get(k + 1).and_then(|_| {
+                h.firing_range(k as u32 + 1)
+                    .flat_map(|f| h.written[h.written_range(f)].iter().map(|w| w.new_tok))
+                    .min()
+            });
+            let first = cursor;
+            while cursor < self.tokens.len()
+                && next_written.is_none_or(|n| (cursor as u32) < n)
+                && self.tokens[cursor].step == d
+                && ops.contains(&self.tokens[cursor].op.0)
+            {
+                cursor += 1;
+            }
+            let end = cursor;
             let mut firings = Vec::new();
             for f in h.firing_range(k as u32) {
                 let op = h.firings[f].op;

@@ -315,7 +315,7 @@ impl Cvm {
             None
         };
         let first_token = self.tokens.len() as u32;
-        let node = self.hist.open_node(first_token);
+        let node = self.hist.open_node();
         self.apply_firing(o, step, before, after, consumes);
         self.hist.path.push(node);
         if recording {
