@@ -156,7 +156,26 @@ fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
 fn init(conn: &Connection) -> rusqlite::Result<()> {
     // WAL: readers never block the writer, and a crash leaves the last commit intact. The mode
     // is stored in the file; it cannot change inside a transaction.
-    conn.pragma_update(None, "journal_mode", "WAL")?;
+    // Switching to WAL takes an exclusive lock without waiting on the busy handler: when
+    // another process is creating the same file at this instant, try again for a while.
+    let mut tries = 0;
+    loop {
+        match conn.pragma_update(None, "journal_mode", "WAL") {
+            Err(e)
+                if tries < 500
+                    && matches!(
+                        e.sqlite_error_code(),
+                        Some(
+                            rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+                        )
+                    ) =>
+            {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            r => break r?,
+        }
+    }
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let r = (|| {
         if !table_names(conn)?.is_empty() {
