@@ -371,3 +371,67 @@ fn a_net_written_from_catalogue_and_tools_json_alone_runs() {
     assert_eq!(json_out(&o)["sinks"]["out"], json!([42]));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A net writing `note.txt` through `write_file`, which its policy lists under `approve:`.
+const APPROVE_CM: &str = "cameleon: 1\nname: approve\ntools:\n  approve: [write_file]\noperators:\n  - id: args\n    type: const\n    params:\n      value: {path: note.txt, content: hi}\n  - id: write\n    type: tool\n    params:\n      name: write_file\n  - id: done\n    type: sink\nconnections:\n  - from: args.out_data\n    to: write.in_args\n  - from: write.out_result\n    to: done.in_data\n";
+
+#[test]
+fn a_tool_under_approve_waits_exit_6_and_runs_once_on_yes_denied_on_no() {
+    let dir = temp_dir("approve");
+    let file = dir.join("approve.cm");
+    std::fs::write(&file, APPROVE_CM).unwrap();
+    let f = file.to_str().unwrap();
+    let note = dir.join("note.txt");
+
+    let o = cameleon(&["run", f, "--json"]);
+    assert_eq!(code(&o), 6, "{}", stderr(&o));
+    let v = json_out(&o);
+    assert_eq!(v["end"], "WAITING");
+    assert_eq!(
+        v["waiting"],
+        json!([{"op": "write", "prompt": "allow tool `write_file` with args {\"path\":\"note.txt\",\"content\":\"hi\"}?"}])
+    );
+    assert!(!note.exists(), "nothing is written before the answer");
+    let o = cameleon(&["run", f]);
+    assert_eq!(code(&o), 6);
+    assert!(
+        stdout(&o).contains("--answer write=VALUE"),
+        "{}",
+        stdout(&o)
+    );
+
+    let o = cameleon(&["run", f, "--answer", "write=no", "--json"]);
+    assert_eq!(code(&o), 5, "{}", stdout(&o));
+    let v = json_out(&o);
+    assert_eq!(v["op"], "write");
+    assert!(
+        v["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("tool `write_file` denied:"),
+        "{v}"
+    );
+    assert!(!note.exists());
+
+    let o = cameleon(&["run", f, "--answer", "write=yes", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stdout(&o));
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "hi");
+
+    // Journaled: WAITING on disk, then resumed with the answer.
+    std::fs::remove_file(&note).unwrap();
+    let db = dir.join("runs.db");
+    let o = cameleon(&["run", f, "--journal", db.to_str().unwrap()]);
+    assert_eq!(code(&o), 6);
+    assert!(!note.exists());
+    let o = cameleon(&[
+        "resume",
+        db.to_str().unwrap(),
+        "--answer",
+        "write=yes",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(json_out(&o)["end"], "COMPLETED");
+    assert_eq!(std::fs::read_to_string(&note).unwrap(), "hi");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -477,3 +477,33 @@ fn durability_without_a_journal_is_a_usage_error() {
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("--journal"), "{}", stderr(&o));
 }
+
+#[test]
+fn a_net_with_sub_nets_is_journaled_and_its_resumed_trace_has_the_inner_runs() {
+    let d = dir("subnet");
+    let db = d.join("runs.db");
+    let plain = d.join("plain.jsonl");
+    let o = cameleon(&["run", &example("subnet.cm"), "--trace", &s(&plain)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let traced = d.join("journaled.jsonl");
+    let o = cameleon(&[
+        "run",
+        &example("subnet.cm"),
+        "--journal",
+        &s(&db),
+        "--trace",
+        &s(&traced),
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let id = json(&o)["run_id"].as_str().unwrap().to_owned();
+    // A finished run: resume restores every step (the sub-nets' inner runs with them) and
+    // fires nothing; its trace holds every firing from step 1, inner runs included.
+    let resumed = d.join("resumed.jsonl");
+    let o = cameleon(&["resume", &s(&db), &id, "--trace", &s(&resumed)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let plain = std::fs::read_to_string(&plain).unwrap();
+    assert!(plain.contains("\"inner\":[{"), "{plain}");
+    assert_eq!(std::fs::read_to_string(&traced).unwrap(), plain);
+    assert_eq!(std::fs::read_to_string(&resumed).unwrap(), plain);
+}

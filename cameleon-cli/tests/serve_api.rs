@@ -455,22 +455,6 @@ fn a_file_that_is_not_even_yaml_has_nothing_to_draw() {
 }
 
 #[test]
-fn a_journal_is_refused_until_journaled_runs_exist() {
-    let o = Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args([
-            "serve",
-            examples().join("fork_join.cm").to_str().unwrap(),
-            "--journal",
-            "runs.db",
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("journaled runs are not available"));
-}
-
-#[test]
 fn pause_stops_a_run_where_it_is() {
     let dir = scratch("pause");
     let file = dir.join("spin.cm");

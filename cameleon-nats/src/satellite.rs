@@ -663,6 +663,8 @@ async fn handle_tool(shared: &Arc<Shared>, m: &Message) -> ToolReply {
                     args: req.args,
                     principal: req.principal,
                     idempotency_key: req.key,
+                    // The run's gate decided (an approval included); this gate allows the tool.
+                    approved_by: None,
                 })
                 .await;
             result.meta.origin = format!("satellite:{}", s.name);

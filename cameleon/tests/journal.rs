@@ -994,3 +994,182 @@ fn open_run_travels_a_run_without_changing_its_journal() {
     );
     assert_eq!(journal.runs().unwrap()[0].status, "COMPLETED");
 }
+
+/// `ask q (DataJSON) → jt_counted → sink`, counted under `tag`.
+fn asked(tag: &str) -> Net {
+    Net::from_cm(&format!(
+        "name: asked\noperators:\n  - {{id: q, type: ask, params: {{prompt: 'Which?', type: DataJSON}}}}\n  - {{id: c, type: jt_counted, params: {{tag: {tag}}}}}\n  - {{id: out, type: sink}}\nconnections:\n  - {{from: q.out_data, to: c.in_data}}\n  - {{from: c.out_data, to: out.in_data}}\n"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn an_answered_ask_is_restored_and_replayed_on_resume_without_asking_again() {
+    // Restored on the path: the ask fired with its answer; resume needs no answer.
+    let path = db("ask-restored");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(asked("ask_restored"));
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    cvm.provide_json("q", serde_json::json!({"pick": 1}))
+        .unwrap();
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    drop(cvm);
+    let mut again = journal.resume(Some(&id)).unwrap().cvm;
+    assert_eq!(again.depth(), 2);
+    assert_eq!(again.run().unwrap(), EndState::Completed);
+    assert_eq!(
+        again.received("out")[0].to_json(),
+        serde_json::json!({"pick": 1})
+    );
+    assert_eq!(
+        calls("ask_restored").len(),
+        1,
+        "`c` ran once, before the crash"
+    );
+
+    // Recorded future: back over both firings, crash, resume replays them (nobody asked).
+    let path = db("ask-replayed");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(asked("ask_replayed"));
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    cvm.provide_json("q", serde_json::json!("x")).unwrap();
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    cvm.back().unwrap();
+    cvm.back().unwrap();
+    drop(cvm);
+    let mut again = journal.resume(Some(&id)).unwrap().cvm;
+    assert_eq!((again.depth(), again.history().redo_len()), (0, 2));
+    assert_eq!(again.run().unwrap(), EndState::Completed);
+    assert_eq!(again.received("out")[0].to_json(), "x");
+    assert_eq!(calls("ask_replayed").len(), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Sub-nets and maps: their inner runs are journaled with their parent's firing
+
+/// A folder holding `inner.cm` (`input x → jt_counted (tag) → output y`) and the outer net's
+/// text: `const 1 → sub (subnet) → out`, `const [1,2,3] → m (map) → results`.
+fn nested(tag: &str) -> (PathBuf, String) {
+    let dir = std::env::temp_dir().join(format!(
+        "cameleon-journal-nested-{tag}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("inner.cm"),
+        format!(
+            "name: inner\noperators:\n  - {{id: x, type: input, params: {{name: x}}}}\n  - {{id: c, type: jt_counted, params: {{tag: {tag}}}}}\n  - {{id: y, type: output, params: {{name: y}}}}\nconnections:\n  - {{from: x.out_data, to: c.in_data}}\n  - {{from: c.out_data, to: y.in_data}}\n"
+        ),
+    )
+    .unwrap();
+    let outer = "name: outer\noperators:\n  - {id: one, type: const, params: {value: 1}}\n  - {id: sub, type: subnet, params: {net: inner.cm}}\n  - {id: out, type: sink}\n  - {id: items, type: const, params: {value: [1, 2, 3]}}\n  - {id: m, type: map, params: {net: inner.cm}}\n  - {id: results, type: sink}\nconnections:\n  - {from: one.out_data, to: sub.in_x}\n  - {from: sub.out_y, to: out.in_data}\n  - {from: items.out_data, to: m.in_items}\n  - {from: m.out_results, to: results.in_data}\n".to_owned();
+    (dir, outer)
+}
+
+fn load_in(dir: &std::path::Path, text: &str) -> Net {
+    cameleon::cm::Loader::new()
+        .base_dir(dir)
+        .load_str(text)
+        .unwrap()
+}
+
+/// Each inner run of `op`, as JSON with its trace.
+fn inner(cvm: &Cvm, op: &str) -> Vec<serde_json::Value> {
+    let node = &cvm.net().operators()[cvm.net().op_id(op).unwrap().index()];
+    cameleon::ops::inner_runs(node)
+        .unwrap()
+        .iter()
+        .flatten()
+        .map(|r| r.to_json())
+        .collect()
+}
+
+#[test]
+fn inner_runs_are_restored_on_resume_without_running_an_inner_operator() {
+    // Uninterrupted, for reference.
+    let (dir, outer) = nested("nested_ref");
+    let mut reference = Cvm::new(load_in(&dir, &outer));
+    assert_eq!(reference.run().unwrap(), EndState::Completed);
+    assert_eq!(
+        calls("nested_ref").len(),
+        4,
+        "one sub-net run, three map items"
+    );
+
+    let (dir, outer) = nested("nested");
+    let path = db("nested");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(load_in(&dir, &outer));
+    let opts = RunOptions {
+        base_dir: Some(dir.clone()),
+        ..RunOptions::default()
+    };
+    let id = journal.start(&mut cvm, &opts).unwrap();
+    while calls("nested").len() < 4 {
+        cvm.step().unwrap();
+    }
+    let depth = cvm.depth();
+    drop(cvm); // a crash after both inner-net firings
+    let mut again = journal.resume(Some(&id)).unwrap().cvm;
+    assert_eq!(again.depth(), depth);
+    assert_eq!(calls("nested").len(), 4, "restoring ran no inner operator");
+    assert_eq!(again.run().unwrap(), EndState::Completed);
+    assert_eq!(calls("nested").len(), 4, "nor did finishing the run");
+    assert_eq!(again.received("out")[0].to_json(), serde_json::json!(1));
+    assert_eq!(
+        again.received("results")[0].to_json(),
+        serde_json::json!([1, 2, 3])
+    );
+    // The inner runs, their traces included, are the uninterrupted run's.
+    for op in ["sub", "m"] {
+        assert_eq!(inner(&again, op), inner(&reference, op), "{op}");
+        assert!(!inner(&again, op)[0]["trace"].as_array().unwrap().is_empty());
+    }
+    // Back over everything and forward again: inner runs rewound and replayed, never re-run.
+    again.rewind();
+    assert_eq!(again.run().unwrap(), EndState::Completed);
+    assert_eq!(calls("nested").len(), 4);
+    assert_eq!(inner(&again, "sub"), inner(&reference, "sub"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_subnet_fired_twice_keeps_both_runs_across_resume_and_back() {
+    let (dir, _) = nested("twice");
+    let outer = "name: twice\noperators:\n  - {id: a, type: const, params: {value: 1}}\n  - {id: b, type: const, params: {value: 2}}\n  - {id: mm, type: merge}\n  - {id: sub, type: subnet, params: {net: inner.cm}}\n  - {id: out, type: sink}\nconnections:\n  - {from: a.out_data, to: mm.in_a}\n  - {from: b.out_data, to: mm.in_b}\n  - {from: mm.out_data, to: sub.in_x}\n  - {from: sub.out_y, to: out.in_data}\n";
+    let mut reference = Cvm::new(load_in(&dir, outer));
+    assert_eq!(reference.run().unwrap(), EndState::Completed);
+    let runs = calls("twice").len();
+    assert_eq!(runs, 2);
+
+    let path = db("twice");
+    let journal = Journal::create(&path).unwrap();
+    let mut cvm = Cvm::new(load_in(&dir, outer));
+    let opts = RunOptions {
+        base_dir: Some(dir.clone()),
+        ..RunOptions::default()
+    };
+    let id = journal.start(&mut cvm, &opts).unwrap();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    drop(cvm);
+    let mut again = journal.open_run(&id).unwrap().cvm;
+    assert_eq!(
+        calls("twice").len(),
+        4,
+        "the journaled run ran it twice; restoring, never"
+    );
+    assert_eq!(inner(&again, "sub"), inner(&reference, "sub"));
+    assert_eq!(inner(&again, "sub").len(), 2);
+    // Back over the last sink and the second sub-net firing: one run left, with its trace.
+    while inner(&again, "sub").len() == 2 {
+        again.back().unwrap();
+    }
+    assert_eq!(inner(&again, "sub"), inner(&reference, "sub")[..1].to_vec());
+    assert_eq!(again.run().unwrap(), EndState::Completed);
+    assert_eq!(inner(&again, "sub"), inner(&reference, "sub"));
+    assert_eq!(calls("twice").len(), 4);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -197,9 +197,20 @@ fn witnesses_replay(net: &Net, r: &Report) -> Result<(), String> {
 
 /// Reduced and full explorations agree on `net`, and the reduced witnesses replay.
 fn reduction_is_exact(net: &Net) -> Result<(), String> {
+    reduction_is_exact_within(net, true)
+}
+
+/// [`reduction_is_exact`]; with `small` false, a reduced state space beyond the budget is not
+/// a failure but a net too large to compare: nets with the patterns' operators, where
+/// cancellation regions (a `terminate`'s is the whole net) and controls (mutexes, milestones,
+/// partial joins) conflict with much of the net and the reduction keeps more interleavings.
+fn reduction_is_exact_within(net: &Net, small: bool) -> Result<(), String> {
     let opts = VerifyOptions::default().max_states(20_000);
     let f = verify(net, &opts.reduce(Reduction::None));
     let r = verify(net, &opts);
+    if !r.complete && !small {
+        return Ok(());
+    }
     if !r.complete {
         return Err(format!(
             "the reduced state space of {} exceeds 20 000 states",
@@ -277,31 +288,38 @@ proptest! {
     // No failure file: a failing case is printed, minimal, in the test output.
     #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
 
-    /// Choices (gates, guards), loops, deadlocks, accumulators, joins and merges, with up to
-    /// three sources running in parallel.
+    /// Choices (gates, guards), loops, deadlocks, accumulators, joins and merges, and the
+    /// workflow patterns' operators (cancellation regions, terminate, mutex, milestone,
+    /// trigger, partial and cancelling joins), with up to three sources running in parallel.
     #[test]
     fn reduced_and_full_exploration_agree_and_reduced_witnesses_replay_in_the_engine(
         sources in 1usize..=3,
-        kinds in proptest::collection::vec(nets::kind(), 1..=12),
+        kinds in proptest::collection::vec(nets::pattern_kind(), 1..=12),
         picks in proptest::collection::vec(0usize..64, 1..=32),
     ) {
-        reduction_is_exact(&random_net(sources, &kinds, &picks)).map_err(TestCaseError::fail)?;
+        let small = !kinds.iter().any(|k| k.is_pattern());
+        reduction_is_exact_within(&random_net(sources, &kinds, &picks), small)
+            .map_err(TestCaseError::fail)?;
     }
 
     /// Two or three independent random components side by side: loops beside work, deadlocks
-    /// beside loops — where a reduction that ignores a component would go wrong.
+    /// beside loops — where a reduction that ignores a component would go wrong. Their pattern
+    /// operators cancel inside their own component (no `terminate`, whose region is the whole
+    /// net and would make them one component).
     #[test]
     fn reduction_is_exact_on_independent_components(
         parts in proptest::collection::vec(
             (
                 1usize..=2,
-                proptest::collection::vec(nets::kind(), 1..=6),
+                proptest::collection::vec(nets::local_pattern_kind(), 1..=6),
                 proptest::collection::vec(0usize..64, 1..=16),
             ),
             2..=3,
         ),
     ) {
-        reduction_is_exact(&random_parallel_net(&parts)).map_err(TestCaseError::fail)?;
+        let small = !parts.iter().flat_map(|p| &p.1).any(|k| k.is_pattern());
+        reduction_is_exact_within(&random_parallel_net(&parts), small)
+            .map_err(TestCaseError::fail)?;
     }
 }
 
@@ -538,4 +556,30 @@ fn a_follow_of_a_reduced_witness_ends_where_the_report_says() {
             enabled: vec!["spin".into()]
         }
     );
+}
+
+/// Found by the random nets with pattern operators: a held `mutex` whose grant loops back to
+/// its own `in_done` consumes that connection when it fires (its control state says so), so
+/// back-pressure does not hold it — in the verifier as in the engine (docs/semantics.md §3.2).
+#[test]
+fn a_held_mutex_whose_grant_loops_back_to_done_is_not_blocked() {
+    let text = "name: m\noperators:\n  - {id: s0, type: source, params: {value: x}}\n  - {id: o0, type: mutex}\n  - {id: o1, type: fork}\nconnections:\n  - {from: o0.out_a, to: o0.in_done}\n  - {from: s0.out_data, to: o0.in_a}\n  - {from: o1.out_a, to: o0.in_b}\n  - {from: o0.out_a, to: o1.in_data}\n";
+    let net = Net::from_cm(text).unwrap();
+    let mut cvm = Cvm::new(Net::from_cm(text).unwrap());
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    for reduce in [Reduction::None, Reduction::Stubborn] {
+        let r = verify(&net, &VerifyOptions::default().reduce(reduce));
+        assert_eq!(
+            r.properties.deadlock_free.holds,
+            Some(true),
+            "{reduce:?}: {:?}",
+            r.properties.deadlock_free
+        );
+        assert_eq!(
+            r.properties.option_to_complete.holds,
+            Some(true),
+            "{reduce:?}"
+        );
+    }
+    reduction_is_exact(&net).unwrap();
 }

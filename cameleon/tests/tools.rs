@@ -570,3 +570,135 @@ fn the_tool_operator_runs_in_parallel_mode_too() {
     let cvm = run_net(net);
     assert_eq!(cvm.received("out")[0].to_json(), json!("async op-parallel"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Approval: a tool under `approve:` asks a person through the `ask` mechanism (WAITING)
+
+fn approve_policy(tool: &str) -> Option<ToolPolicy> {
+    Some(ToolPolicy::allow(Vec::<String>::new()).approve([tool]))
+}
+
+#[test]
+fn a_tool_under_approve_waits_for_a_person_and_a_yes_calls_it_once() {
+    let net = tool_net("test_count", "ap-yes", approve_policy("test_count"), false);
+    let mut cvm = Runtime::default().cvm(net, ".").build();
+    match cvm.run().unwrap() {
+        EndState::Waiting { waiting } => {
+            assert_eq!(waiting.len(), 1);
+            assert_eq!(waiting[0].op, "call");
+            assert_eq!(
+                waiting[0].prompt,
+                r#"allow tool `test_count` with args {"key":"ap-yes"}?"#
+            );
+            assert_eq!(waiting[0].ty.name, "DataBool");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(runs("ap-yes"), 0, "nothing runs before the answer");
+    assert!(
+        cvm.provide_json("call", json!("yes")).is_err(),
+        "a DataBool"
+    );
+    cvm.provide_text("call", "yes").unwrap();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(runs("ap-yes"), 1);
+    assert_eq!(cvm.received("out")[0].to_json(), json!("ap-yes"));
+    // Back over everything and forward again: replayed, neither asked nor called again.
+    cvm.rewind();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(runs("ap-yes"), 1);
+}
+
+#[test]
+fn a_no_gives_a_denied_result_and_the_tool_never_runs() {
+    let net = tool_net("test_count", "ap-no", approve_policy("test_count"), false);
+    let mut cvm = Runtime::default().cvm(net, ".").build();
+    assert_eq!(cvm.run().unwrap().name(), "WAITING");
+    cvm.provide_text("call", "no").unwrap();
+    match cvm.run().unwrap() {
+        EndState::Error { op, error } => {
+            assert_eq!(op, "call");
+            assert!(error.starts_with("tool `test_count` denied:"), "{error}");
+            assert!(error.contains("a person denied the call"), "{error}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(runs("ap-no"), 0);
+
+    // Caught on `error`: the denial is data, and the answer is spent.
+    let net = tool_net(
+        "test_count",
+        "ap-no-caught",
+        approve_policy("test_count"),
+        true,
+    );
+    let mut cvm = Runtime::default().cvm(net, ".").build();
+    assert_eq!(cvm.run().unwrap().name(), "WAITING");
+    cvm.provide_text("call", "no").unwrap();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let f = cvm.received("failures")[0].to_json();
+    assert_eq!(f["operator"], "call");
+    assert!(f["message"].as_str().unwrap().contains("denied"), "{f}");
+    assert_eq!(runs("ap-no-caught"), 0);
+}
+
+#[test]
+fn each_call_is_asked_for_and_an_answer_serves_one_firing() {
+    let net = Net::from_cm(
+        "tools: {approve: [test_count]}\noperators:\n  - {id: a, type: const, params: {value: {key: ap-each}}}\n  - {id: b, type: const, params: {value: {key: ap-each}}}\n  - {id: m, type: merge}\n  - {id: call, type: tool, params: {name: test_count}}\n  - {id: out, type: sink}\n  - {id: failures, type: sink}\nconnections:\n  - {from: a.out_data, to: m.in_a}\n  - {from: b.out_data, to: m.in_b}\n  - {from: m.out_data, to: call.in_args}\n  - {from: call.out_result, to: out.in_data}\n  - {from: call.error, to: failures.in_data}\n",
+    )
+    .unwrap();
+    let mut cvm = Runtime::default().cvm(net, ".").build();
+    assert_eq!(cvm.run().unwrap().name(), "WAITING");
+    cvm.provide_text("call", "no").unwrap();
+    assert_eq!(
+        cvm.run().unwrap().name(),
+        "WAITING",
+        "the second call is asked again"
+    );
+    assert_eq!(cvm.received("failures").len(), 1);
+    cvm.provide_text("call", "yes").unwrap();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(runs("ap-each"), 1);
+    assert_eq!(cvm.received("out").len(), 1);
+}
+
+#[test]
+fn a_journaled_run_waits_for_the_approval_and_resumes_with_it() {
+    use cameleon::journal::{Journal, RunOptions};
+    let dir = temp("approve-journal");
+    let db = dir.join("runs.db");
+    let journal = Journal::create(&db).unwrap();
+    let rt = Runtime::default();
+    let net = tool_net(
+        "test_count",
+        "ap-journal",
+        approve_policy("test_count"),
+        false,
+    );
+    let mut cvm = rt.cvm(net, ".").build();
+    let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
+    assert_eq!(cvm.run().unwrap().name(), "WAITING");
+    drop(cvm);
+    assert_eq!(journal.runs().unwrap()[0].status, "WAITING");
+    let r = journal.resume(Some(&id)).unwrap();
+    let mut cvm = r.cvm;
+    cvm.set_capabilities(rt.pin(cvm.net(), "."));
+    cvm.provide_text("call", "yes").unwrap();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(runs("ap-journal"), 1);
+    drop(cvm);
+    // Resumed again (finished): restored, nothing asked or called.
+    let r = journal.resume(Some(&id));
+    assert!(
+        matches!(
+            &r,
+            Err(cameleon::journal::JournalError::NothingToResume { .. })
+        ) || r.as_ref().is_ok_and(|r| r.is_finished()),
+        "{r:?}"
+    );
+    let again = journal.open_run(&id).unwrap();
+    assert_eq!(again.cvm.received("out")[0].to_json(), json!("ap-journal"));
+    assert_eq!(runs("ap-journal"), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

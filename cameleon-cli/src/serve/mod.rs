@@ -52,9 +52,14 @@ pub struct ServeArgs {
     /// page's address).
     #[arg(long, value_name = "T")]
     pub token: Option<String>,
-    /// Journal the served run into this SQLite file (not available in this build yet).
+    /// Journal the served run into this SQLite file (created if missing): every step, back,
+    /// re-fire and checkout is recorded, and `cameleon resume DB RUN_ID` continues the run
+    /// later. Reset and Save start a new run. The run id is on stderr and in `/api/state`.
     #[arg(long, value_name = "DB")]
     pub journal: Option<PathBuf>,
+    /// Where the capabilities come from (default: `cameleon.yaml` beside the .cm, if present).
+    #[arg(long, value_name = "FILE")]
+    pub capabilities: Option<PathBuf>,
     /// Let file-reading operators read outside the .cm file's folder.
     #[arg(long)]
     pub allow_outside: bool,
@@ -152,22 +157,35 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         )?;
         return Ok(exit::INVALID);
     }
-    if let Some(db) = &a.journal {
-        writeln!(
-            io.stderr,
-            "error: --journal {}: journaled runs are not available in this build yet; serve without --journal",
-            db.display()
-        )?;
-        return Ok(exit::INVALID);
-    }
-    let outbox: Outbox = Arc::default();
-    let session = match Session::open(a.file.clone(), a.allow_outside, Arc::clone(&outbox)) {
-        Ok(s) => s,
+    let runtime = match cameleon::capabilities::Runtime::builder()
+        .for_cm_file(&a.file, a.capabilities.as_deref())
+        .build()
+    {
+        Ok(rt) => rt,
         Err(e) => {
-            writeln!(io.stderr, "error: cannot read `{}`: {e}", a.file.display())?;
+            writeln!(io.stderr, "error: {e}")?;
             return Ok(exit::INVALID);
         }
     };
+    let outbox: Outbox = Arc::default();
+    let session = match Session::open(
+        a.file.clone(),
+        a.allow_outside,
+        Arc::clone(&outbox),
+        runtime,
+        a.journal.clone(),
+    ) {
+        Ok(s) => s,
+        Err(e) => {
+            writeln!(io.stderr, "error: {e}")?;
+            return Ok(exit::INVALID);
+        }
+    };
+    if let Some(id) = &session.run_id {
+        // As `run --journal`: the id `resume` takes.
+        writeln!(io.stderr, "run {id}")?;
+        io.stderr.flush()?;
+    }
     if !session.problems.is_empty() {
         writeln!(
             io.stderr,

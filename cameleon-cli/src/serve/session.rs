@@ -6,8 +6,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::{Map, Value as Json, json};
 
+use cameleon::capabilities::Runtime;
 use cameleon::cm::{CmError, Loader};
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
+use cameleon::journal::{Journal, RunOptions};
 use cameleon::net::Net;
 use cameleon::{ConnId, ConnState};
 
@@ -35,6 +37,12 @@ pub(crate) struct Session {
     pub(crate) running: bool,
     /// Bumped by every change: the page keeps the newest state it received.
     version: u64,
+    /// The capabilities every engine of the session pins (`cameleon.yaml` beside the file).
+    runtime: Runtime,
+    /// `--journal DB`: every engine of the session is a journaled run in this file.
+    journal: Option<PathBuf>,
+    /// The id of the journaled run the engine is (with `--journal`).
+    pub(crate) run_id: Option<String>,
 }
 
 /// A request the engine cannot do now: a JSON error with its HTTP status.
@@ -76,13 +84,18 @@ pub(crate) fn problems_json(e: &CmError) -> Vec<Json> {
 }
 
 impl Session {
-    /// Loads `path`; an invalid file gives a session with its problems and no engine.
+    /// Loads `path`; an invalid file gives a session with its problems and no engine. With
+    /// `journal`, the engine is a run journaled into that file; a net that cannot be journaled
+    /// is an error.
     pub(crate) fn open(
         path: PathBuf,
         allow_outside: bool,
         outbox: Outbox,
-    ) -> std::io::Result<Self> {
-        let text = std::fs::read_to_string(&path)?;
+        runtime: Runtime,
+        journal: Option<PathBuf>,
+    ) -> Result<Self, String> {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
         let mut s = Session {
             path,
             text: String::new(),
@@ -93,8 +106,11 @@ impl Session {
             allow_outside,
             running: false,
             version: 0,
+            runtime,
+            journal,
+            run_id: None,
         };
-        s.load(text);
+        s.load(text)?;
         Ok(s)
     }
 
@@ -119,16 +135,58 @@ impl Session {
     }
 
     /// Takes `text` as the net: a new engine when it is valid, else its problems (the engine
-    /// of the last valid version stays, so the page still shows it).
-    fn load(&mut self, text: String) {
-        match self.loader().load_str(&text) {
+    /// of the last valid version stays, so the page still shows it). `Err`: the net is valid
+    /// but its journaled run could not start.
+    fn load(&mut self, text: String) -> Result<(), String> {
+        let r = match self.loader().load_str(&text) {
             Ok(net) => {
                 self.problems.clear();
-                self.install(net);
+                self.engine(net).map(|cvm| self.install(cvm))
             }
-            Err(e) => self.problems = problems_json(&e),
-        }
+            Err(e) => {
+                self.problems = problems_json(&e);
+                Ok(())
+            }
+        };
         self.text = text;
+        r
+    }
+
+    /// The folder the served file's relative paths resolve against.
+    fn base_dir(&self) -> PathBuf {
+        self.path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map_or_else(|| PathBuf::from("."), std::path::Path::to_path_buf)
+    }
+
+    /// A fresh engine for `net`, with the session's capabilities pinned; with `--journal`, a
+    /// new journaled run (its id becomes the session's). `Err`: why the run cannot be
+    /// journaled.
+    fn engine(&mut self, net: Net) -> Result<Cvm, String> {
+        let base = self.base_dir();
+        let name = if net.name().is_empty() {
+            self.path
+                .file_stem()
+                .map_or_else(|| "net".to_owned(), |s| s.to_string_lossy().into_owned())
+        } else {
+            net.name().to_owned()
+        };
+        let mut cvm = self.runtime.cvm(net, base.clone()).build();
+        if let Some(db) = &self.journal {
+            let opts = RunOptions {
+                name: Some(name),
+                base_dir: Some(base),
+                allow_outside: self.allow_outside,
+                generation: Some(cvm.generation()),
+                ..RunOptions::default()
+            };
+            let id = Journal::create(db)
+                .and_then(|j| j.start(&mut cvm, &opts))
+                .map_err(|e| e.to_string())?;
+            self.run_id = Some(id);
+        }
+        Ok(cvm)
     }
 
     /// Marks a change: the next state has a higher version.
@@ -136,21 +194,8 @@ impl Session {
         self.version += 1;
     }
 
-    fn install(&mut self, net: Net) {
+    fn install(&mut self, mut cvm: Cvm) {
         self.touch();
-        let mut cvm = Cvm::new(net);
-        // The capabilities of the served file's folder (its `cameleon.yaml`, else the offline
-        // defaults); a capabilities file that does not load leaves the run without any, and
-        // a firing that needs one names what to configure.
-        let dir = self.path.parent().filter(|d| !d.as_os_str().is_empty());
-        let dir = dir.unwrap_or(std::path::Path::new("."));
-        if let Ok(rt) = cameleon::capabilities::Runtime::builder()
-            .for_dir(dir, None)
-            .build()
-        {
-            let caps = rt.pin(cvm.net(), dir);
-            cvm.set_capabilities(caps);
-        }
         let outbox = Arc::clone(&self.outbox);
         cvm.on_event(move |e| {
             outbox
@@ -187,6 +232,11 @@ impl Session {
             }
         };
         let canonical = format!("{}{}", leading_comments(text), net.to_cm());
+        // With `--journal`, the saved net is a new run: started before anything is written.
+        let cvm = match self.engine(net) {
+            Ok(cvm) => cvm,
+            Err(e) => return Err((Refused::conflict(format!("not saved: {e}")), Vec::new())),
+        };
         if let Err(e) = std::fs::write(&self.path, &canonical) {
             return Err((
                 Refused {
@@ -198,7 +248,7 @@ impl Session {
         }
         self.problems.clear();
         self.text = canonical.clone();
-        self.install(net);
+        self.install(cvm);
         Ok(canonical)
     }
 
@@ -269,12 +319,16 @@ impl Session {
         Ok(())
     }
 
-    /// A fresh engine at the initial marking (the history is dropped).
+    /// A fresh engine at the initial marking (the history is dropped). With `--journal`, a
+    /// new run: the previous one stays in the journal as it was, resumable.
     pub(crate) fn reset(&mut self) -> Result<(), Refused> {
         self.idle()?;
         let net = self.loader().load_str(&self.text).ok();
         match net {
-            Some(net) => self.install(net),
+            Some(net) => {
+                let cvm = self.engine(net).map_err(Refused::conflict)?;
+                self.install(cvm);
+            }
             None => {
                 // The text is invalid: rewind the last valid net instead.
                 self.cvm()?.rewind();
@@ -396,6 +450,9 @@ impl Session {
         m.insert("valid".into(), json!(self.problems.is_empty()));
         m.insert("running".into(), json!(self.running));
         m.insert("engine".into(), json!(true));
+        if let Some(id) = &self.run_id {
+            m.insert("run_id".into(), json!(id));
+        }
         Json::Object(m)
     }
 

@@ -14,8 +14,29 @@
 //! [`Operator::answer`]: crate::Operator::answer
 
 use super::{Cvm, Waiting};
-use crate::operator::AnswerError;
-use crate::types::Value;
+use crate::connection::NONE;
+use crate::net::{Net, OpNode};
+use crate::operator::{AnswerError, Question};
+use crate::types::{DataBool, PortType, Value};
+
+/// The question operator `node` of `net` asks: its own ([`Operator::question`]), or — for an
+/// operator calling a tool the net's `tools:` policy lists under `approve:` — a `DataBool`
+/// approval question (docs/semantics.md §6.1).
+///
+/// [`Operator::question`]: crate::Operator::question
+pub(super) fn question_of(net: &Net, node: &OpNode) -> Option<Question> {
+    node.op.question().or_else(|| {
+        let tool = node.op.calls_tool()?;
+        net.tool_policy()?
+            .approve
+            .iter()
+            .any(|t| t == tool)
+            .then(|| Question::new(format!("allow tool `{tool}`?"), DataBool::INFO))
+    })
+}
+
+/// Longest argument text an approval question shows.
+const MAX_ARGS_CHARS: usize = 200;
 
 /// An answer [`Cvm::provide`] refused; nothing changed (a waiting run stays `WAITING`).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -73,6 +94,9 @@ impl Cvm {
     /// The operators waiting for an answer now — their rule holds, they have none — in
     /// declaration order, with their questions. Other operators may be enabled too (in
     /// parallel branches); the run stops in `WAITING` only when nothing else can fire.
+    ///
+    /// An approval question names the tool and the arguments the call would have: `allow tool
+    /// `write_file` with args {"path":"a.txt",…}?`.
     pub fn waiting(&self) -> Vec<Waiting> {
         self.waiting
             .iter()
@@ -80,11 +104,39 @@ impl Cvm {
                 let q = self.questions[o].as_ref()?;
                 Some(Waiting {
                     op: self.net.ops[o].name.clone(),
-                    prompt: q.prompt.clone(),
+                    prompt: self.approval_prompt(o).unwrap_or_else(|| q.prompt.clone()),
                     ty: q.ty,
                 })
             })
             .collect()
+    }
+
+    /// The prompt of operator `o`'s approval question, with the arguments on its first input;
+    /// `None` when its question is its own.
+    fn approval_prompt(&self, o: usize) -> Option<String> {
+        let op = &self.net.ops[o].op;
+        let tool = op.calls_tool()?;
+        if op.question().is_some() {
+            return None;
+        }
+        let start = self.topo.in_start[o] as usize;
+        let conn = *self.topo.in_conn.get(start)?;
+        let args = if conn == NONE || self.tok[conn as usize] == NONE {
+            "none".to_owned()
+        } else {
+            let text = self.tokens[self.tok[conn as usize] as usize]
+                .value
+                .to_json()
+                .to_string();
+            if text.chars().count() > MAX_ARGS_CHARS {
+                let mut t: String = text.chars().take(MAX_ARGS_CHARS).collect();
+                t.push('…');
+                t
+            } else {
+                text
+            }
+        };
+        Some(format!("allow tool `{tool}` with args {args}?"))
     }
 
     /// The question operator `op` asks, if it asks one.

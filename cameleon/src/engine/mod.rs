@@ -164,7 +164,8 @@ impl Cvm {
             .zip(&exec)
             .map(|(s, e)| !s.is_none() || *e == Execution::Async)
             .collect();
-        let questions: Vec<Option<Question>> = net.ops.iter().map(|n| n.op.question()).collect();
+        let questions: Vec<Option<Question>> =
+            net.ops.iter().map(|n| ask::question_of(&net, n)).collect();
         let any_asks = questions.iter().any(Option::is_some);
         let mut cvm = Cvm {
             waiting: Bits::new(n_ops),

@@ -519,7 +519,10 @@ impl Cvm {
             op: self.net.ops[o].name.clone(),
             reason: reason.to_owned(),
         };
-        if !self.enabled.get(o) {
+        // An operator with a question waits until it has an answer; the answer a recorded
+        // firing used is in its saved state before the firing, not yet given back: its rule
+        // holding is what counts (docs/semantics.md §6.1).
+        if !(self.enabled.get(o) || (self.any_asks && self.waiting.get(o))) {
             return Err(diverged("is not enabled there"));
         }
         for i in self.hist.consumed_range(f) {
@@ -534,5 +537,173 @@ impl Cvm {
             }
         }
         Ok(())
+    }
+}
+
+impl Cvm {
+    /// The whole history tree as JSON, with the position — what [`restore_json`](Self::restore_json)
+    /// loads into a fresh engine of the same net: the form a run nested in an operator's state
+    /// (a `subnet`'s or a `map`'s inner runs) takes in its parent's journal.
+    ///
+    /// `{"nodes":[{"parent":N|null,"firings":[{"op","consumed":[c…],"written":[[c,prior|null,new]…],"tokens":[{"type","value"}…],"before"?,"after"?}…]}…],"tip":N|null,"redo_tip":N|null}`,
+    /// in the journal's terms (docs/semantics.md §5.5): indices in declaration order, values
+    /// through their data type's serde form, states through their operator's. `Err`: an
+    /// operator state without a serde form, named.
+    pub fn history_json(&self) -> Result<serde_json::Value, String> {
+        use serde_json::json;
+        let h = &self.hist;
+        let mut nodes = Vec::with_capacity(h.nodes.len());
+        // The arena holds tokens in node order, then emission order: a node's tokens are the
+        // run, from where the previous node's ended, of tokens stamped with its depth and
+        // emitted by its operators, and before the first token the next node wrote.
+        let mut depths: Vec<u32> = Vec::with_capacity(h.nodes.len());
+        let mut cursor = 0usize;
+        for (k, node) in h.nodes.iter().enumerate() {
+            // A parent comes before its children.
+            let d = if node.parent == NONE {
+                1
+            } else {
+                depths[node.parent as usize] + 1
+            };
+            depths.push(d);
+            let ops: Vec<u32> = h.firing_range(k as u32).map(|f| h.firings[f].op).collect();
+            let next_written = h.nodes.get(k + 1).and_then(|_| {
+                h.firing_range(k as u32 + 1)
+                    .flat_map(|f| h.written[h.written_range(f)].iter().map(|w| w.new_tok))
+                    .min()
+            });
+            let first = cursor;
+            while cursor < self.tokens.len()
+                && next_written.is_none_or(|n| (cursor as u32) < n)
+                && self.tokens[cursor].step == d
+                && ops.contains(&self.tokens[cursor].op.0)
+            {
+                cursor += 1;
+            }
+            let end = cursor;
+            let mut firings = Vec::new();
+            for f in h.firing_range(k as u32) {
+                let op = h.firings[f].op;
+                let name = &self.net.ops[op as usize].name;
+                let written: Vec<serde_json::Value> = h.written[h.written_range(f)]
+                    .iter()
+                    .map(|w| json!([w.conn, some(w.prior_tok), w.new_tok]))
+                    .collect();
+                let tokens: Vec<serde_json::Value> = self.tokens[first.min(end)..end]
+                    .iter()
+                    .filter(|t| t.op.0 == op)
+                    .map(|t| json!({"type": t.type_name(), "value": t.value.to_json()}))
+                    .collect();
+                let mut fj = json!({
+                    "op": op,
+                    "consumed": &h.consumed[h.consumed_range(f)],
+                    "written": written,
+                    "tokens": tokens,
+                });
+                if let Some(saved) = h.saved(f) {
+                    for (key, state) in [("before", &saved.before), ("after", &saved.after)] {
+                        if let Some(state) = state {
+                            let v = state
+                                .to_json()
+                                .map_err(|e| format!("the internal state of `{name}`: {e}"))?;
+                            fj[key] = v;
+                        }
+                    }
+                }
+                firings.push(fj);
+            }
+            nodes.push(json!({"parent": some(node.parent), "firings": firings}));
+        }
+        let at = self.position();
+        Ok(json!({"nodes": nodes, "tip": at.tip, "redo_tip": at.redo_tip}))
+    }
+
+    /// Loads a history written by [`history_json`](Self::history_json) into this fresh engine,
+    /// **without running any operator** (as [`restore`](Self::restore) does). `Err`: what does
+    /// not fit (this net, a data type this program lacks, a state that does not read back).
+    pub fn restore_json(&mut self, json: serde_json::Value) -> Result<(), String> {
+        use serde_json::Value as Json;
+        let index = |v: &Json, what: &str| -> Result<Option<u32>, String> {
+            match v {
+                Json::Null => Ok(None),
+                v => v
+                    .as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .map(Some)
+                    .ok_or_else(|| format!("{what} is not an index: {v}")),
+            }
+        };
+        let nodes = json["nodes"]
+            .as_array()
+            .ok_or("a history without `nodes`")?;
+        let mut rec = Recorded {
+            steps: Vec::with_capacity(nodes.len()),
+            tip: index(&json["tip"], "`tip`")?,
+            redo_tip: index(&json["redo_tip"], "`redo_tip`")?,
+        };
+        for (k, node) in nodes.iter().enumerate() {
+            let parent = index(&node["parent"], "a parent")?;
+            let mut firings = Vec::new();
+            for f in node["firings"]
+                .as_array()
+                .ok_or("a node without `firings`")?
+            {
+                let op = index(&f["op"], "an operator")?.ok_or("a firing without `op`")?;
+                let o = self
+                    .net
+                    .ops
+                    .get(op as usize)
+                    .ok_or_else(|| format!("node #{k}: operator #{op} does not exist"))?;
+                let name = &o.name;
+                let list = |key: &str| f[key].as_array().cloned().unwrap_or_default();
+                let mut consumed = Vec::new();
+                for c in list("consumed") {
+                    consumed.push(ConnId(
+                        index(&c, "a connection")?.ok_or("a null connection")?,
+                    ));
+                }
+                let mut written = Vec::new();
+                for w in list("written") {
+                    let c = index(&w[0], "a connection")?.ok_or("a null connection")?;
+                    let prior = index(&w[1], "a token")?;
+                    let new = index(&w[2], "a token")?.ok_or("a null token")?;
+                    written.push((ConnId(c), prior, new));
+                }
+                let mut tokens = Vec::new();
+                for t in list("tokens") {
+                    let ty = t["type"].as_str().unwrap_or_default();
+                    let info = crate::types::type_by_name(ty).ok_or_else(|| {
+                        format!("`{name}` emitted a value of type `{ty}`, which this program does not declare")
+                    })?;
+                    let v = (info.from_json)(t["value"].clone()).map_err(|e| {
+                        format!("a {ty} emitted by `{name}` cannot be read back: {e}")
+                    })?;
+                    tokens.push(v);
+                }
+                let state = |key: &str| -> Result<Option<OpState>, String> {
+                    match f.get(key) {
+                        None | Some(Json::Null) => Ok(None),
+                        Some(v) => {
+                            let model = o.op.save_state().ok_or_else(|| {
+                                format!("`{name}` has a recorded state, but its operator has none")
+                            })?;
+                            model.from_json_like(v.clone()).map(Some).map_err(|e| {
+                                format!("the recorded state of `{name}` cannot be read back: {e}")
+                            })
+                        }
+                    }
+                };
+                firings.push(RecordedFiring {
+                    op: OpId(op),
+                    consumed,
+                    written,
+                    tokens,
+                    before: state("before")?,
+                    after: state("after")?,
+                });
+            }
+            rec.steps.push(RecordedStep { parent, firings });
+        }
+        self.restore(rec).map_err(|e| e.to_string())
     }
 }

@@ -483,7 +483,9 @@ impl Cvm {
             if let Some(end) = self.limit_before(o) {
                 return Ok(Advance::Ended(end));
             }
-            if !self.enabled.get(o) {
+            // A recorded firing of an operator with a question replays with its recorded
+            // answer, even where the operator holds none now (a restored run's).
+            if !(self.enabled.get(o) || (self.any_asks && self.waiting.get(o))) {
                 return Err(StepError::ReplayDiverged {
                     step,
                     op: self.net.ops[o].name.clone(),

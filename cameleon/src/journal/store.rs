@@ -181,6 +181,7 @@ fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result
 fn init(conn: &Connection) -> rusqlite::Result<()> {
     // WAL: readers never block the writer, and a crash leaves the last commit intact. The mode
     // is stored in the file; it cannot change inside a transaction.
+    // Switching to WAL does not wait on the busy handler: `open` retries (`retry_busy`).
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.execute_batch("BEGIN IMMEDIATE")?;
     let r = (|| {

@@ -33,7 +33,8 @@ mod validate;
 pub use builder::{NetBuilder, OpOptions};
 pub use problem::{End, Location, NetError, Problem, ProblemKind};
 pub(crate) use rules::{
-    PortStates, back_pressure_ok_on, evaluate, evaluate_cached, gather, rule_holds,
+    PortStates, back_pressure_ok_on, back_pressure_ok_with, evaluate, evaluate_cached, gather,
+    rule_holds,
 };
 pub(crate) use topo::{NO_PORT, Topo};
 

@@ -203,6 +203,23 @@ pub(crate) fn back_pressure_ok(
 /// may be NEW once `o`'s own consumption is applied. The engine passes every output connection;
 /// the verifier (docs/semantics.md §8) those of the outputs in any declared emission set.
 #[inline]
+/// [`back_pressure_ok_on`] with the firing's consumption given: what the verifier uses, where
+/// an operator with a finite control consumes by its control state, not by the operator as
+/// built (docs/semantics.md §3.2, §10.9).
+pub(crate) fn back_pressure_ok_with(
+    topo: &Topo,
+    state: &[ConnState],
+    o: usize,
+    writes: &[u32],
+    consumed: InputSet,
+) -> bool {
+    writes.iter().all(|&c| {
+        state[c as usize] != ConnState::New
+            || (topo.consumer[c as usize] == o as u32
+                && consumed.contains(topo.consumer_port[c as usize] as usize))
+    })
+}
+
 pub(crate) fn back_pressure_ok_on(
     op: &dyn Operator,
     topo: &Topo,

@@ -153,6 +153,19 @@ pub trait Operator: StdAny + Send {
         let _ = value;
     }
 
+    /// The tool this operator calls through the run's tool gate on each firing, when its params
+    /// name one (the standard `tool` operator's `name`). Default: none.
+    ///
+    /// When the net's `tools:` policy lists that tool under `approve:`, the engine gives the
+    /// operator a `DataBool` question — `allow tool `NAME` with args …?` — asked before each
+    /// firing (docs/semantics.md §6.1): the operator waits, like an `ask`, until a person's
+    /// answer reaches it through [`answer`](Self::answer), and must say so through
+    /// [`has_answer`](Self::has_answer) and use the answer in its next firing (`true`: call
+    /// the tool, marking the call approved; `false`: do not call it, the result is `denied`).
+    fn calls_tool(&self) -> Option<&str> {
+        None
+    }
+
     /// The operator type's default timeout and retries; a net's instance settings override
     /// them field by field. Default: none.
     fn settings(&self) -> OpSettings {

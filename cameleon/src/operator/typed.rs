@@ -90,6 +90,25 @@ pub trait Run {
     fn refine_spec(&self, spec: OpSpec) -> OpSpec {
         spec
     }
+
+    /// The tool the operator calls on each firing, when its params name one (see
+    /// [`Operator::calls_tool`]: under a policy that lists it in `approve:`, the operator asks
+    /// for a person's approval first). Default: none.
+    fn calls_tool(&self) -> Option<&str> {
+        None
+    }
+
+    /// Whether the operator holds the answer its next firing needs (see
+    /// [`Operator::has_answer`]). Default: `true`.
+    fn has_answer(&self) -> bool {
+        true
+    }
+
+    /// Receives an answer to the operator's question (see [`Operator::answer`]); keep it in an
+    /// internal-state field. Default: ignored.
+    fn answer(&mut self, value: Value) {
+        let _ = value;
+    }
 }
 
 /// The firing rule of an operator declared with `firing = custom` (docs/semantics.md §3.1). It may read the

@@ -1,14 +1,19 @@
 //! `tool`: calls a tool through the run's tool gate (docs/tools.md).
 
 use crate::operator;
-use crate::operator::capability::{ToolCall, ToolStatus};
+use crate::operator::capability::{ToolCall, ToolResult, ToolStatus};
 use crate::operator::{Firing, In, OpError, Out, Run};
-use crate::types::{DataError, DataJSON};
+use crate::types::{DataBool, DataError, DataJSON, Value};
 
 /// Calls the tool `name` through the run's tool gate with the JSON object on `in_args`, and
 /// emits the tool's result on `out_result`.
 ///
-/// The call obeys the net's `tools:` policy: a tool not under `allow:` is denied and never runs.
+/// The call obeys the net's `tools:` policy: a tool not under `allow:` or `approve:` is denied
+/// and never runs. A tool under `approve:` is asked for first, before each firing: the operator
+/// waits (the run stops in WAITING) on the question `allow tool `NAME` with args …?`, a
+/// `DataBool` answered like an `ask`'s (docs/semantics.md §6.1) — yes calls the tool once, no
+/// gives a `denied` result without calling it.
+///
 /// A denied, failed or timed-out call fails the firing — the run ends in ERROR naming the tool
 /// and the status — unless `error` is connected, where the failure goes as a DataError.
 /// Replaying or undoing the firing never calls the tool again: the result is in the history.
@@ -24,6 +29,8 @@ pub struct CallTool {
     /// the tool to call (`cameleon tools` lists them)
     #[param]
     pub name: String,
+    /// A person's answer to the approval question, until the firing that uses it.
+    approval: Option<bool>,
     #[input]
     in_args: In<DataJSON>,
     #[output]
@@ -35,7 +42,10 @@ pub struct CallTool {
 impl CallTool {
     /// An operator calling tool `name`.
     pub fn new(name: impl Into<String>) -> Self {
-        CallTool { name: name.into() }
+        CallTool {
+            name: name.into(),
+            approval: None,
+        }
     }
 }
 
@@ -45,16 +55,61 @@ impl Run for CallTool {
         let call = ToolCall::new(self.name.clone(), args)
             .principal(cx.instance())
             .idempotency_key(cx.idempotency_key());
-        let result = cx.capabilities().tools().call_blocking(call);
+        let approval = self.approval.take();
+        let result = match approval {
+            Some(false) => ToolResult::denied(
+                &self.name,
+                format!(
+                    "a person denied the call of tool `{}` (the answer to `{}` was no)",
+                    self.name,
+                    cx.instance()
+                ),
+            ),
+            Some(true) => {
+                let who = format!("the answer to `{}`", cx.instance());
+                cx.capabilities()
+                    .tools()
+                    .call_blocking(call.approved_by(who))
+            }
+            None => cx.capabilities().tools().call_blocking(call),
+        };
         if result.status == ToolStatus::Ok {
             cx.emit(Self::out_result, DataJSON(result.content));
             return Ok(());
         }
-        Err(OpError::new(format!(
+        let message = format!(
             "tool `{}` {}: {}",
             self.name,
             result.status,
             result.error.as_deref().unwrap_or("no reason given")
-        )))
+        );
+        // A firing that used an answer spends it: a caught failure is applied with the state it
+        // leaves (no answer), so the next call is asked again. (An uncaught failure applies
+        // nothing, the answer included: the run stops there.)
+        if approval.is_some() && cx.connected(Self::error) {
+            cx.emit(
+                Self::error,
+                DataError {
+                    operator: cx.instance().to_owned(),
+                    message,
+                },
+            );
+            return Ok(());
+        }
+        Err(OpError::new(message))
+    }
+
+    fn calls_tool(&self) -> Option<&str> {
+        Some(&self.name)
+    }
+
+    fn has_answer(&self) -> bool {
+        self.approval.is_some()
+    }
+
+    fn answer(&mut self, value: Value) {
+        if let Some(DataBool(yes)) = value.downcast_ref::<DataBool>() {
+            self.approval = Some(*yes);
+        }
     }
 }

@@ -61,8 +61,9 @@ enum Admit {
 ///
 /// - **Policy**: built from the net's `tools:` key ([`ToolPolicy`]). A tool neither in `allow`
 ///   nor in `approve` is `denied`; with no key at all, every tool is. A tool under `approve`
-///   runs once an [`Approver`] says yes; without one it is `denied`, saying an approval is
-///   needed. A denied call never runs.
+///   runs when the call comes approved ([`ToolCall::approved_by`]: the `tool` operator asks a
+///   person first, docs/semantics.md §6.1) or once an [`Approver`] says yes; otherwise it is
+///   `denied`, saying an approval is needed. A denied call never runs.
 /// - **Arguments** are checked against the tool's input schema; a mismatch is `error`, naming
 ///   the place in the arguments and the schema path (and never quoting the value).
 /// - **The call**: a panic is an `error`; a tool that outlives its time limit is `timeout`.
@@ -154,7 +155,9 @@ impl ToolGate {
             Ok(x) => x,
             Err(r) => return finished(r, t0),
         };
-        if let Admit::AskFirst = admit {
+        if let Admit::AskFirst = admit
+            && call.approved_by.is_none()
+        {
             match &self.approver {
                 Some(a) => {
                     if let Approval::Refused(why) = a.approve(&call).await {
@@ -191,7 +194,9 @@ impl ToolGate {
             Ok(x) => x,
             Err(r) => return finished(r, t0),
         };
-        if let Admit::AskFirst = admit {
+        if let Admit::AskFirst = admit
+            && call.approved_by.is_none()
+        {
             match &self.approver {
                 Some(a) => {
                     if let Approval::Refused(why) = crate::block_on(a.approve(&call)) {
@@ -367,7 +372,7 @@ fn needs_approval(name: &str) -> ToolResult {
     ToolResult::denied(
         name,
         format!(
-            "tool `{name}` needs a person's approval (it is under `approve:` in the net's `tools:` policy) and this run has nobody to ask; move it to `allow:` to let it run unasked"
+            "tool `{name}` needs a person's approval (it is under `approve:` in the net's `tools:` policy) and this call was not approved: call it through the `tool` operator, which asks before it fires, or move it to `allow:` to let it run unasked"
         ),
     )
 }

@@ -5,7 +5,7 @@
 //! state. What an operator can do in a state depends only on the fields it *reads* — its input
 //! connections, its output connections and its control field — so the model computes an
 //! operator's outcomes once per local combination of those fields, through the engine's own
-//! enabling rules (`gather`, the operator's `can_fire`, `back_pressure_ok_on`, `consumes`), and
+//! enabling rules (`gather`, the operator's `can_fire`, `back_pressure_ok_with`, `consumes`), and
 //! memoises them. The explorer and the PNML export both read outcomes from here: one semantics.
 //!
 //! For the partial-order reduction (docs/semantics.md §8.6) the model also says, generically
@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use crate::connection::ConnState;
 use crate::connection::NONE;
 use crate::net::Net;
-use crate::net::{NO_PORT, Topo, back_pressure_ok_on, gather, rule_holds};
+use crate::net::{NO_PORT, Topo, back_pressure_ok_on, back_pressure_ok_with, gather, rule_holds};
 use crate::operator::FiniteControl;
 use crate::operator::{Operator, TypeRef};
 use crate::policy::{Enabling, Policy};
@@ -662,14 +662,22 @@ impl<'n> Model<'n> {
             Some(c) => c.can_fire(q, &e),
             None => rule_holds(om.op, &e),
         };
-        if !rule || !back_pressure_ok_on(om.op, &self.topo, &self.syn, o, &self.ins, &om.writes) {
+        if !rule {
             return pack(start, 0);
         }
+        // What the firing consumes, by the control state it fires in when it declares one
+        // (docs/semantics.md §10.9): it decides back-pressure on a self-loop (§3.2) as well as
+        // the next marking. Otherwise the operator says, as in the engine.
+        let controlled = om.control.and_then(|c| c.consumes(q, &self.ins));
+        let free = match controlled {
+            Some(set) => back_pressure_ok_with(&self.topo, &self.syn, o, &om.writes, set),
+            None => back_pressure_ok_on(om.op, &self.topo, &self.syn, o, &self.ins, &om.writes),
+        };
+        if !free {
+            return pack(start, 0);
+        }
+        let consumed = controlled.unwrap_or_else(|| om.op.consumes(&self.ins));
         // Consumption first (NEW -> OLD), as the engine applies a firing (docs/semantics.md §4.5) ...
-        let consumed = om
-            .control
-            .and_then(|c| c.consumes(q, &self.ins))
-            .unwrap_or_else(|| om.op.consumes(&self.ins));
         for (p, &c) in self.topo.ins(o).iter().enumerate() {
             if c != NONE && consumed.contains(p) && self.syn[c as usize] == ConnState::New {
                 self.syn[c as usize] = ConnState::Old;

@@ -3,8 +3,8 @@
 #![allow(dead_code)] // each test binary uses a different subset of these nets
 
 use cameleon::ops::{
-    Accumulator, Barrier, Const, Counter, Fork, Gate, Guard, Join, Merge, Predicate, Sink, Source,
-    Test, Transform,
+    Accumulator, Barrier, Cancel, Const, Counter, Fork, Gate, Guard, Join, Merge, Milestone, Mutex,
+    Predicate, Sink, Source, Terminate, Test, Transform, Trigger,
 };
 use cameleon::{Any, Net, NetBuilder};
 use proptest::prelude::*;
@@ -268,6 +268,38 @@ pub enum Kind {
     Guard,
     Sink,
     Accumulator(usize),
+    /// `cancel` with a region picked by the seed among the plain operators of the net.
+    Cancel(usize),
+    Terminate,
+    /// A `mutex` of two requests.
+    Mutex,
+    Milestone,
+    Trigger,
+    /// A partial join (`arity`, `quorum`), cancelling a region picked by the seed if any.
+    PartialJoin(usize, usize, Option<usize>),
+}
+
+impl Kind {
+    /// Whether it is one of the workflow patterns' operators ([`pattern_kind`]).
+    pub fn is_pattern(self) -> bool {
+        matches!(
+            self,
+            Kind::Cancel(_)
+                | Kind::Terminate
+                | Kind::Mutex
+                | Kind::Milestone
+                | Kind::Trigger
+                | Kind::PartialJoin(..)
+        )
+    }
+
+    /// Whether a cancellation region may hold it (it keeps no control state).
+    fn plain(self) -> bool {
+        matches!(
+            self,
+            Kind::Transform | Kind::Fork | Kind::Join | Kind::Merge | Kind::Barrier | Kind::Sink
+        )
+    }
 }
 
 pub fn kind() -> impl Strategy<Value = Kind> {
@@ -281,6 +313,32 @@ pub fn kind() -> impl Strategy<Value = Kind> {
         Just(Kind::Guard),
         Just(Kind::Sink),
         (0usize..3).prop_map(Kind::Accumulator),
+    ]
+}
+
+/// [`kind`], and the operators of the workflow patterns (docs/semantics.md §10.4–§10.8):
+/// cancellation regions, termination, mutexes, milestones, transient triggers, partial joins
+/// (discriminators), cancelling or not.
+pub fn pattern_kind() -> impl Strategy<Value = Kind> {
+    pattern_kinds(true)
+}
+
+/// [`pattern_kind`] without `terminate`, whose region is the whole net: for components meant
+/// to be independent of each other (cancellation regions stay inside their component).
+pub fn local_pattern_kind() -> impl Strategy<Value = Kind> {
+    pattern_kinds(false)
+}
+
+fn pattern_kinds(terminate: bool) -> impl Strategy<Value = Kind> {
+    prop_oneof![
+        6 => kind(),
+        1 => (0usize..64).prop_map(Kind::Cancel),
+        1 => Just(if terminate { Kind::Terminate } else { Kind::Sink }),
+        1 => Just(Kind::Mutex),
+        1 => Just(Kind::Milestone),
+        1 => Just(Kind::Trigger),
+        1 => (2usize..=3, 1usize..=2, proptest::option::of(0usize..64))
+            .prop_map(|(a, q, c)| Kind::PartialJoin(a, q.min(a - 1), c)),
     ]
 }
 
@@ -310,6 +368,23 @@ pub fn random_parallel_net(parts: &[(usize, Vec<Kind>, Vec<usize>)]) -> Net {
         add_random(&mut b, &format!("p{i}_"), *sources, kinds, picks);
     }
     b.build().expect("random nets are valid by construction")
+}
+
+/// A cancellation region for operator `i`: one or two plain operators of the net picked by
+/// `seed`, or `i` itself when there is none.
+fn region(prefix: &str, kinds: &[Kind], i: usize, seed: usize) -> Vec<String> {
+    let plain: Vec<usize> = (0..kinds.len())
+        .filter(|&j| j != i && kinds[j].plain())
+        .collect();
+    if plain.is_empty() {
+        return vec![format!("{prefix}o{i}")];
+    }
+    let mut r = vec![plain[seed % plain.len()]];
+    let second = plain[seed / 7 % plain.len()];
+    if seed % 2 == 1 && second != r[0] {
+        r.push(second);
+    }
+    r.into_iter().map(|j| format!("{prefix}o{j}")).collect()
 }
 
 /// Adds the operators and connections of [`random_net`] to `b`, names prefixed by `prefix`.
@@ -385,6 +460,51 @@ fn add_random(b: &mut NetBuilder, prefix: &str, sources: usize, kinds: &[Kind], 
             Kind::Accumulator(size) => {
                 b.add(&n, Accumulator::new(*size));
                 (vec![("in_data", ANY)], vec![("out_data", Class::Json)])
+            }
+            Kind::Cancel(seed) => {
+                b.add(&n, Cancel::<Any>::new(region(prefix, kinds, i, *seed)));
+                (vec![("in_data", STR)], vec![("out_data", Class::Str)])
+            }
+            Kind::Terminate => {
+                b.add(&n, Terminate::<Any>::new());
+                (vec![("in_data", ANY)], vec![])
+            }
+            Kind::Mutex => {
+                b.add(&n, Mutex::<Any>::new(2).unwrap());
+                (
+                    vec![("in_done", ANY), ("in_a", STR), ("in_b", STR)],
+                    vec![("out_a", Class::Str), ("out_b", Class::Str)],
+                )
+            }
+            Kind::Milestone => {
+                b.add(&n, Milestone::<Any, Any>::new());
+                (
+                    vec![("in_data", STR), ("in_reached", STR), ("in_expire", ANY)],
+                    vec![
+                        ("out_data", Class::Str),
+                        ("out_passed", Class::Str),
+                        ("out_late", Class::Str),
+                    ],
+                )
+            }
+            Kind::Trigger => {
+                b.add(&n, Trigger::<Any, Any>::new());
+                (
+                    vec![("in_data", STR), ("in_trigger", STR)],
+                    vec![("out_data", Class::Str), ("out_lost", Class::Str)],
+                )
+            }
+            Kind::PartialJoin(arity, quorum, cancel) => {
+                let mut j = Join::<Any>::partial(*arity, *quorum).unwrap();
+                if let Some(seed) = cancel {
+                    j = j.cancelling(region(prefix, kinds, i, *seed));
+                }
+                b.add(&n, j);
+                let ins = ["in_a", "in_b", "in_c"][..*arity]
+                    .iter()
+                    .map(|p| (*p, STR))
+                    .collect();
+                (ins, vec![("out_data", Class::Str)])
             }
         };
         let before = outputs.len();

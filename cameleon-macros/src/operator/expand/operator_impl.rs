@@ -83,7 +83,8 @@ pub fn operator_impl(op: &Operator) -> TokenStream {
             }
         }
     } else {
-        let run = user_fn(op, &this, "run");
+        let [run, calls_tool, has_answer, answer] =
+            ["run", "calls_tool", "has_answer", "answer"].map(|m| user_fn(op, &this, m));
         let execution = op.args.exec.is_some().then(|| {
             let exec = execution_tokens(op);
             quote! {
@@ -95,6 +96,15 @@ pub fn operator_impl(op: &Operator) -> TokenStream {
         quote! {
             fn run(&mut self, cx: &mut #p::Firing<'_>) -> #p::Result<(), #p::OpError> {
                 #run(self, &mut cx.typed::<Self>())
+            }
+            fn calls_tool(&self) -> #p::Option<&str> {
+                #calls_tool(self)
+            }
+            fn has_answer(&self) -> bool {
+                #has_answer(self)
+            }
+            fn answer(&mut self, value: #p::Value) {
+                #answer(self, value)
             }
             #execution
         }

@@ -21,6 +21,11 @@ pub struct ToolCall {
     /// A key stable across re-runs of the same firing, so a tool with effects can deduplicate.
     #[serde(default)]
     pub idempotency_key: Option<String>,
+    /// Who approved this call of a tool the policy lists under `approve:` — for the `tool`
+    /// operator, the answer a person gave to its question (docs/tools.md). `None`: not
+    /// approved, so the gate asks its [`Approver`](crate::tools::Approver) or denies the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
 }
 
 impl ToolCall {
@@ -31,6 +36,7 @@ impl ToolCall {
             args,
             principal: None,
             idempotency_key: None,
+            approved_by: None,
         }
     }
 
@@ -43,6 +49,12 @@ impl ToolCall {
     /// The same call, with an idempotency key.
     pub fn idempotency_key(mut self, key: impl Into<String>) -> Self {
         self.idempotency_key = Some(key.into());
+        self
+    }
+
+    /// The same call, approved by `who` (a person's yes, for a tool under `approve:`).
+    pub fn approved_by(mut self, who: impl Into<String>) -> Self {
+        self.approved_by = Some(who.into());
         self
     }
 }

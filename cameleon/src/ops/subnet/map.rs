@@ -465,7 +465,7 @@ impl Operator for Map {
     }
 
     fn save_state(&self) -> Option<OpState> {
-        Some(OpState::new(self.runs.clone()))
+        Some(self.runs.op_state())
     }
 
     fn restore_state(&mut self, state: &OpState) {
@@ -476,15 +476,20 @@ impl Operator for Map {
 
     fn rollback(&mut self, before: Option<&OpState>, _emitted: &[(u16, Value)]) {
         if let Some(before) = before.and_then(|s| s.get::<Runs>()) {
-            self.runs.rewind_to(before);
-            self.runs = before.clone();
+            let before = self.runs.back_to(before);
+            self.runs.rewind_to(&before);
+            self.runs = before;
         }
     }
 
     fn replay(&mut self, after: Option<&OpState>, _emitted: &[(u16, Value)]) {
         if let Some(after) = after.and_then(|s| s.get::<Runs>()) {
-            self.runs.replay_to(after);
-            self.runs = after.clone();
+            let after = self.runs.advance_to(after);
+            // Runs read back from a journal get their engines back, no inner operator run.
+            self.runs
+                .restore_newer(&after, || self.template.instantiate().ok());
+            self.runs.replay_to(&after);
+            self.runs = after;
         }
     }
 

@@ -23,7 +23,11 @@ pub struct InnerRun {
     end: EndState,
     steps: usize,
     firings: usize,
-    cvm: Option<Mutex<Cvm>>,
+    /// The inner engine; empty for a run read back from a journal until its operator rebuilds
+    /// it from `history` ([`restore`](Self::restore)).
+    cvm: OnceLock<Mutex<Cvm>>,
+    /// A run read back from a journal: its history ([`Cvm::history_json`]).
+    history: Option<Json>,
     trace: OnceLock<Vec<Json>>,
 }
 
@@ -46,9 +50,77 @@ impl InnerRun {
             end,
             steps: cvm.depth(),
             firings: cvm.history().recorded_firings(),
-            cvm: Some(Mutex::new(cvm)),
+            cvm: OnceLock::from(Mutex::new(cvm)),
+            history: None,
             trace: OnceLock::new(),
         }
+    }
+
+    /// The run's journal form: `{"net","item","end","steps","firings","history"}`, its whole
+    /// history ([`Cvm::history_json`]) rather than its trace, so that a resumed parent rebuilds
+    /// the inner engine without running an inner operator.
+    pub fn state_json(&self) -> Result<Json, String> {
+        let history = match (self.cvm.get(), &self.history) {
+            (Some(cvm), _) => cvm
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .history_json()?,
+            (None, Some(h)) => h.clone(),
+            (None, None) => Json::Null,
+        };
+        let end = serde_json::to_value(&self.end).map_err(|e| e.to_string())?;
+        Ok(json!({
+            "net": self.net,
+            "item": self.item,
+            "end": end,
+            "steps": self.steps,
+            "firings": self.firings,
+            "history": history,
+        }))
+    }
+
+    /// Reads back what [`state_json`](Self::state_json) wrote: a run without its engine until
+    /// [`restore`](Self::restore) rebuilds it.
+    pub fn from_state_json(v: &Json) -> Result<InnerRun, String> {
+        let count = |k: &str| -> Result<usize, String> {
+            v[k].as_u64()
+                .map(|n| n as usize)
+                .ok_or_else(|| format!("an inner run without `{k}`"))
+        };
+        Ok(InnerRun {
+            net: v["net"].as_str().unwrap_or_default().to_owned(),
+            item: v["item"].as_u64().map(|n| n as usize),
+            end: serde_json::from_value(v["end"].clone())
+                .map_err(|e| format!("an inner run's end: {e}"))?,
+            steps: count("steps")?,
+            firings: count("firings")?,
+            cvm: OnceLock::new(),
+            history: Some(v["history"].clone()).filter(|h| !h.is_null()),
+            trace: OnceLock::new(),
+        })
+    }
+
+    /// Rebuilds the engine of a run read back from a journal, on `net` (a fresh instance of
+    /// the inner net), restoring its history **without running any inner operator**. Nothing
+    /// to do for a run that has its engine. `Err`: the history does not fit the net.
+    pub(crate) fn restore(
+        &self,
+        net: impl FnOnce() -> Option<crate::net::Net>,
+    ) -> Result<(), String> {
+        if self.cvm.get().is_some() {
+            return Ok(());
+        }
+        let Some(history) = &self.history else {
+            return Ok(());
+        };
+        let Some(net) = net() else {
+            return Err(format!("the inner net `{}` cannot be built", self.net));
+        };
+        let mut cvm = Cvm::new(net);
+        cvm.restore_json(history.clone())
+            .map_err(|e| format!("inner run of `{}`: {e}", self.net))?;
+        let _ = self.cvm.set(Mutex::new(cvm));
+        Ok(())
     }
 
     /// The inner net's name.
@@ -77,10 +149,11 @@ impl InnerRun {
     }
 
     /// Calls `f` with the inner engine, as the run left it (or as a `back` over the parent's
-    /// firing rewound it): its history, marking, received values. `None` for a run restored
-    /// from its serialized form, which keeps the trace only.
+    /// firing rewound it): its history, marking, received values. `None` for a run read back
+    /// from a journal whose engine its operator has not rebuilt yet (it does when it replays
+    /// the firing that made the run, as a resumed run does).
     pub fn with_cvm<R>(&self, f: impl FnOnce(&Cvm) -> R) -> Option<R> {
-        let cvm = self.cvm.as_ref()?;
+        let cvm = self.cvm.get()?;
         let cvm = cvm.lock().unwrap_or_else(PoisonError::into_inner);
         Some(f(&cvm))
     }
@@ -94,6 +167,9 @@ impl InnerRun {
     /// The run's trace: one JSON object per inner firing, as `cameleon run --trace` writes them
     /// (`{"step","op","consumed","emitted"}`), in history order.
     pub fn trace(&self) -> &[Json] {
+        if self.cvm.get().is_none() {
+            return self.trace.get().map_or(&[], Vec::as_slice);
+        }
         self.trace
             .get_or_init(|| self.with_cvm(trace_lines).unwrap_or_default())
     }
@@ -101,7 +177,7 @@ impl InnerRun {
     /// Undoes the run (a `back` over its parent's firing): every inner step, last first, each
     /// operator's compensation included.
     pub(crate) fn rewind(&self) {
-        if let Some(cvm) = &self.cvm {
+        if let Some(cvm) = self.cvm.get() {
             let _ = self.trace(); // keep the trace of what happened
             cvm.lock().unwrap_or_else(PoisonError::into_inner).rewind();
         }
@@ -110,7 +186,7 @@ impl InnerRun {
     /// Replays the run after a [`rewind`](Self::rewind) (a replay of its parent's firing): no
     /// inner operator runs.
     pub(crate) fn replay(&self) {
-        if let Some(cvm) = &self.cvm {
+        if let Some(cvm) = self.cvm.get() {
             let mut cvm = cvm.lock().unwrap_or_else(PoisonError::into_inner);
             while cvm.history().redo_len() > 0 {
                 if cvm.step().is_err() {
@@ -207,7 +283,11 @@ pub struct Runs(Option<Arc<RunNode>>);
 
 struct RunNode {
     batch: Batch,
+    /// The batches before it; empty in a list read back from a journal, which holds its last
+    /// batch only (see [`Runs::advance_to`]).
     prev: Runs,
+    /// How many batches the list has, this one included.
+    count: usize,
 }
 
 impl fmt::Debug for Runs {
@@ -234,7 +314,100 @@ impl Runs {
         Runs(Some(Arc::new(RunNode {
             batch,
             prev: self.clone(),
+            count: self.len() + 1,
         })))
+    }
+
+    /// The list after a replay to `after` (a state saved after a firing that added a batch to
+    /// this list): `after` itself when it continues this list, else — `after` was read back from
+    /// a journal and holds its last batch only — this list with that batch added.
+    pub(crate) fn advance_to(&self, after: &Runs) -> Runs {
+        match &after.0 {
+            Some(node) if node.count == self.len() + 1 && !node.prev.same(self) => {
+                self.push(node.batch.clone())
+            }
+            _ => after.clone(),
+        }
+    }
+
+    /// The list back to `before` (a state saved before a firing): its first `before.len()`
+    /// batches — this list's own, so a `before` read back from a journal (its last batch only)
+    /// loses nothing.
+    pub(crate) fn back_to(&self, before: &Runs) -> Runs {
+        let mut cur = self;
+        while cur.len() > before.len() {
+            match &cur.0 {
+                Some(node) => cur = &node.prev,
+                None => break,
+            }
+        }
+        if cur.len() == before.len() {
+            cur.clone()
+        } else {
+            before.clone()
+        }
+    }
+
+    /// Rebuilds the engines of the runs `after` has and `self` has not (read back from a
+    /// journal), each on a fresh instance of the inner net from `net`.
+    pub(crate) fn restore_newer(&self, after: &Runs, net: impl Fn() -> Option<crate::net::Net>) {
+        for batch in after.newer_than(self) {
+            for run in &batch {
+                // A run that cannot be rebuilt keeps its summary; its history stays unseen.
+                let _ = run.restore(&net);
+            }
+        }
+    }
+
+    /// The journal form: the number of batches and the last batch
+    /// (`{"count":N,"batch":[run…]}`, each run as [`InnerRun::state_json`]). The earlier
+    /// batches are in the states saved with the earlier firings.
+    pub(crate) fn state_json(&self) -> Result<Json, String> {
+        let batch: Vec<Json> = match &self.0 {
+            Some(node) => node
+                .batch
+                .iter()
+                .map(|r| r.state_json())
+                .collect::<Result<_, _>>()?,
+            None => Vec::new(),
+        };
+        Ok(json!({"count": self.len(), "batch": batch}))
+    }
+
+    /// Reads back what [`state_json`](Self::state_json) wrote.
+    pub(crate) fn from_state_json(v: &Json) -> Result<Runs, String> {
+        let count = v["count"].as_u64().ok_or("inner runs without `count`")? as usize;
+        if count == 0 {
+            return Ok(Runs::default());
+        }
+        let batch = v["batch"]
+            .as_array()
+            .ok_or("inner runs without `batch`")?
+            .iter()
+            .map(|r| InnerRun::from_state_json(r).map(Arc::new))
+            .collect::<Result<Batch, _>>()?;
+        Ok(Runs(Some(Arc::new(RunNode {
+            batch,
+            prev: Runs::default(),
+            count,
+        }))))
+    }
+
+    /// The state a `subnet` or `map` saves: these runs, with their journal form.
+    pub(crate) fn op_state(&self) -> crate::operator::OpState {
+        crate::operator::OpState::with_codec(
+            self.clone(),
+            crate::operator::StateCodec {
+                to_json: |v| {
+                    v.downcast_ref::<Runs>()
+                        .ok_or_else(|| "not the runs of a sub-net".to_owned())?
+                        .state_json()
+                },
+                from_json: |v| {
+                    Runs::from_state_json(&v).map(|r| Box::new(r) as Box<dyn std::any::Any + Send>)
+                },
+            },
+        )
     }
 
     fn same(&self, other: &Runs) -> bool {
@@ -246,13 +419,7 @@ impl Runs {
     }
 
     fn len(&self) -> usize {
-        let mut n = 0;
-        let mut cur = self;
-        while let Some(node) = &cur.0 {
-            n += 1;
-            cur = &node.prev;
-        }
-        n
+        self.0.as_ref().map_or(0, |n| n.count)
     }
 
     /// The batches from the first firing to the last.

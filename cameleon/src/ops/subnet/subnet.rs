@@ -325,7 +325,7 @@ impl<B: ?Sized + 'static> Operator for Subnet<B> {
     }
 
     fn save_state(&self) -> Option<OpState> {
-        Some(OpState::new(self.runs.clone()))
+        Some(self.runs.op_state())
     }
 
     fn restore_state(&mut self, state: &OpState) {
@@ -336,15 +336,24 @@ impl<B: ?Sized + 'static> Operator for Subnet<B> {
 
     fn rollback(&mut self, before: Option<&OpState>, _emitted: &[(u16, Value)]) {
         if let Some(before) = before.and_then(|s| s.get::<Runs>()) {
-            self.runs.rewind_to(before);
-            self.runs = before.clone();
+            let before = self.runs.back_to(before);
+            self.runs.rewind_to(&before);
+            self.runs = before;
         }
     }
 
     fn replay(&mut self, after: Option<&OpState>, _emitted: &[(u16, Value)]) {
         if let Some(after) = after.and_then(|s| s.get::<Runs>()) {
-            self.runs.replay_to(after);
-            self.runs = after.clone();
+            let after = self.runs.advance_to(after);
+            // Runs read back from a journal get their engines back, no inner operator run.
+            self.runs.restore_newer(&after, || {
+                self.source
+                    .template()
+                    .ok()
+                    .and_then(|t| t.instantiate().ok())
+            });
+            self.runs.replay_to(&after);
+            self.runs = after;
         }
     }
 

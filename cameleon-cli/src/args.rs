@@ -1,0 +1,255 @@
+//! The arguments of each command (clap), and how they map to the library's options.
+
+use std::path::PathBuf;
+
+use clap::{Args, ValueEnum};
+
+use cameleon::net::Mode;
+
+use crate::satellite::NatsArgs;
+
+/// Execution mode on the command line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ModeArg {
+    /// One operator per step, the first enabled in declaration order.
+    Sequential,
+    /// Every enabled operator per step (maximal step).
+    Parallel,
+}
+
+impl From<ModeArg> for Mode {
+    fn from(m: ModeArg) -> Mode {
+        match m {
+            ModeArg::Sequential => Mode::Sequential,
+            ModeArg::Parallel => Mode::Parallel,
+        }
+    }
+}
+
+/// When a journaled run's steps reach the disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum, Default)]
+pub enum DurabilityArg {
+    /// Each step is committed before the next one starts.
+    #[default]
+    Sync,
+    /// Steps are committed together, at most every --batch-ms milliseconds.
+    Batch,
+    /// Steps are committed when the run ends.
+    Exit,
+}
+
+/// `cameleon run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The .cm file.
+    pub file: PathBuf,
+    /// Execution mode (default: the file's `config.mode`, else sequential).
+    #[arg(long, value_enum)]
+    pub mode: Option<ModeArg>,
+    /// Stop in STEP_LIMIT before the first step past N.
+    #[arg(long, value_name = "N")]
+    pub max_steps: Option<u64>,
+    /// How many times one operator may fire before the run stops in LOOP_LIMIT (default: the
+    /// file's `config.max_loop_iterations`, else 10000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub max_loop_iterations: Option<u32>,
+    /// Write one JSON line per firing, then the end state, to PATH (`-`: stdout; the summary
+    /// then goes to stderr).
+    #[arg(long, value_name = "PATH|-")]
+    pub trace: Option<String>,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// Let file-reading operators read outside the .cm file's folder.
+    #[arg(long)]
+    pub allow_outside: bool,
+    /// The capabilities file (chat models, embedders, memories). Default: the file named by
+    /// `CAMELEON_CAPABILITIES`, then `cameleon.yaml` beside the .cm file (whose entries
+    /// override), each if present.
+    #[arg(long, value_name = "FILE")]
+    pub capabilities: Option<PathBuf>,
+    /// Answer the question of `ask` operator OP with VALUE (repeatable; an `ask` that asks
+    /// several times takes its answers in order). A `DataBool` takes yes/no, a `DataJSON` JSON.
+    #[arg(long, value_name = "OP=VALUE")]
+    pub answer: Vec<String>,
+    /// Answers from a JSON file: `{"OP": VALUE, …}`, each value in its JSON form.
+    #[arg(long, value_name = "FILE.json")]
+    pub answers: Option<PathBuf>,
+    /// Instead of running, replay a witness of `check --verify` (labels separated by commas or
+    /// spaces, or its JSON array) in the verifier's abstraction, showing the connection states
+    /// along it. No operator runs.
+    #[arg(long, value_name = "WITNESS", conflicts_with_all = ["mode", "max_steps", "trace", "journal"])]
+    pub follow: Option<String>,
+    /// Journal the run into DB (a SQLite file, created if missing): a crashed or interrupted
+    /// run then goes on with `cameleon resume DB`. The first line on stderr is `run <ID>`.
+    #[arg(long, value_name = "DB")]
+    pub journal: Option<PathBuf>,
+    /// With --journal: when steps reach the disk.
+    #[arg(long, value_enum, default_value_t = DurabilityArg::Sync, requires = "journal")]
+    pub durability: DurabilityArg,
+    /// With --durability batch: the longest a step waits before it is committed.
+    #[arg(long, value_name = "MS", default_value_t = cameleon::journal::Durability::DEFAULT_BATCH_MS, requires = "journal")]
+    pub batch_ms: u64,
+    /// NATS: with --nats URL, `placement: remote` instances fire on satellites (docs/wire.md).
+    #[command(flatten)]
+    pub nats: NatsArgs,
+}
+
+/// `cameleon resume`.
+#[derive(Debug, Args)]
+pub struct ResumeArgs {
+    /// The journal file.
+    pub db: PathBuf,
+    /// The run (default: the most recently started unfinished one).
+    pub run_id: Option<String>,
+    /// Print the result as one JSON object (with `run_id`).
+    #[arg(long)]
+    pub json: bool,
+    /// Write one JSON line per firing from step 1, then the end state, to PATH (`-`: stdout;
+    /// the summary then goes to stderr).
+    #[arg(long, value_name = "PATH|-")]
+    pub trace: Option<String>,
+    /// The capabilities file (models, embedders, memories) the run goes on with; default: the
+    /// file named by `CAMELEON_CAPABILITIES`, then `cameleon.yaml` in the net's folder.
+    #[arg(long, value_name = "FILE")]
+    pub capabilities: Option<PathBuf>,
+    /// Answer the question of `ask` operator OP with VALUE, for a run that waits (repeatable).
+    #[arg(long, value_name = "OP=VALUE")]
+    pub answer: Vec<String>,
+    /// Answers from a JSON file: `{"OP": VALUE, …}`, each value in its JSON form.
+    #[arg(long, value_name = "FILE.json")]
+    pub answers: Option<PathBuf>,
+}
+
+/// `cameleon runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// The journal file.
+    pub db: PathBuf,
+    /// As JSON: `[{"id","name","status","steps","started"}]`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cameleon history`.
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// The journal file.
+    pub db: PathBuf,
+    /// The run.
+    pub run_id: String,
+    /// As JSON: `{"entries":[{"step","ops","branch"}…],"branches":[…]}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cameleon check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// The .cm file.
+    pub file: PathBuf,
+    /// Also explore the state space and report the properties of docs/semantics.md §8 with witnesses.
+    #[arg(long)]
+    pub verify: bool,
+    /// With `--verify`: store at most N states; past it the exploration stops and says what it
+    /// covered (exit 4 unless a property already failed).
+    #[arg(long, value_name = "N", default_value_t = cameleon::verify::DEFAULT_MAX_STATES, requires = "verify")]
+    pub max_states: u64,
+    /// With `--verify`: the state space explored. `stubborn` (the default) reduces it with
+    /// stubborn sets — the same verdicts, far fewer states when operators run in parallel,
+    /// witnesses real but not always the shortest; `none` explores every interleaving
+    /// (docs/semantics.md §8.6).
+    #[arg(long, value_enum, value_name = "REDUCTION", default_value_t = ReduceArg::Stubborn, requires = "verify")]
+    pub reduce: ReduceArg,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `check --verify --reduce`: which state space is explored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReduceArg {
+    /// Every reachable state.
+    None,
+    /// Partial-order reduction with stubborn sets and the cycle proviso.
+    Stubborn,
+}
+
+impl From<ReduceArg> for cameleon::verify::Reduction {
+    fn from(r: ReduceArg) -> Self {
+        match r {
+            ReduceArg::None => cameleon::verify::Reduction::None,
+            ReduceArg::Stubborn => cameleon::verify::Reduction::Stubborn,
+        }
+    }
+}
+
+/// `cameleon fmt`.
+#[derive(Debug, Args)]
+pub struct FmtArgs {
+    /// The .cm file, or `-` to read stdin and write stdout.
+    pub file: PathBuf,
+    /// `-`: write the canonical form to stdout instead of rewriting FILE.
+    #[arg(value_name = "-", value_parser = clap::builder::PossibleValuesParser::new(["-"]))]
+    pub output: Option<String>,
+    /// Do not write: exit 1 if the file is not in canonical form.
+    #[arg(long)]
+    pub check: bool,
+}
+
+/// `cameleon catalogue`.
+#[derive(Debug, Args)]
+#[group(multiple = false)]
+pub struct CatalogueArgs {
+    /// As JSON (for programs and LLMs).
+    #[arg(long)]
+    pub json: bool,
+    /// As Markdown.
+    #[arg(long)]
+    pub markdown: bool,
+}
+
+/// `cameleon tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// As a JSON array of `{"name","description","input_schema","output_schema"}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cameleon call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool's name (`cameleon tools` lists them).
+    pub tool: String,
+    /// Its arguments, one JSON object.
+    #[arg(value_name = "ARGS")]
+    pub args: String,
+    /// Print the whole result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+    /// The folder file tools are confined to (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub base: Option<PathBuf>,
+}
+
+/// `cameleon export`.
+#[derive(Debug, Args)]
+#[group(skip)]
+#[command(group(clap::ArgGroup::new("format").required(true).multiple(false)))]
+pub struct ExportArgs {
+    /// The .cm file.
+    pub file: PathBuf,
+    /// Graphviz DOT.
+    #[arg(long, group = "format")]
+    pub dot: bool,
+    /// Mermaid flowchart.
+    #[arg(long, group = "format")]
+    pub mermaid: bool,
+    /// SVG drawing (uses the operators' `x`/`y` when every operator has one).
+    #[arg(long, group = "format")]
+    pub svg: bool,
+    /// The PNML place/transition net of docs/semantics.md §8.
+    #[arg(long, group = "format")]
+    pub pnml: bool,
+}

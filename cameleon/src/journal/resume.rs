@@ -1,0 +1,203 @@
+//! Resuming a journaled run: the net rebuilt from its stored `.cm`, the committed entries
+//! restored without running an operator (docs/semantics.md §5.5).
+
+use super::*;
+
+impl Journal {
+    /// Brings run `id` back (or, with `None`, the most recently started unfinished one — see
+    /// [`pick`](Self::pick)): the net rebuilt from its stored `.cm`, every committed entry
+    /// restored without running an operator. An unfinished run goes on journaling into the same
+    /// run, with its durability; a finished one is returned with its [`end`](Resumed::end) and
+    /// no recorder.
+    pub fn resume(&self, id: Option<&str>) -> Result<Resumed, JournalError> {
+        self.load(id, Catalogue::global(), true)
+    }
+
+    /// [`resume`](Self::resume), with the capabilities `pin` gives for the run's net and its
+    /// base folder installed *before* the entries are restored: an operator whose replay puts
+    /// back what it wrote into a store of the run (`index` into its memory) finds that store
+    /// while the run is rebuilt, so the resumed run sees it as the run left it
+    /// (docs/semantics.md §5.8). `cameleon resume` pins the capabilities of the net's folder so.
+    pub fn resume_with(
+        &self,
+        id: Option<&str>,
+        pin: impl FnOnce(&Net, &Path) -> Arc<dyn Capabilities>,
+    ) -> Result<Resumed, JournalError> {
+        self.load_pinned(id, Catalogue::global(), true, Some(Box::new(pin)))
+    }
+
+    /// Brings run `id` back at its recorded position, without journaling what is done with it
+    /// afterwards (to inspect a run, or travel its history, leaving the journal as it is).
+    pub fn open_run(&self, id: &str) -> Result<Resumed, JournalError> {
+        self.load(Some(id), Catalogue::global(), false)
+    }
+
+    /// [`resume`](Self::resume) with the operator types of `catalogue`.
+    pub fn resume_in(
+        &self,
+        id: Option<&str>,
+        catalogue: &Catalogue,
+    ) -> Result<Resumed, JournalError> {
+        self.load(id, catalogue, true)
+    }
+
+    fn load(
+        &self,
+        id: Option<&str>,
+        catalogue: &Catalogue,
+        record: bool,
+    ) -> Result<Resumed, JournalError> {
+        self.load_pinned(id, catalogue, record, None)
+    }
+
+    fn load_pinned(
+        &self,
+        id: Option<&str>,
+        catalogue: &Catalogue,
+        record: bool,
+        pin: Option<Pin<'_>>,
+    ) -> Result<Resumed, JournalError> {
+        let id = self.pick(id)?;
+        type RunRow = (
+            i64,
+            String,
+            String,
+            String,
+            String,
+            String,
+            String,
+            Option<String>,
+            Option<i64>,
+            Option<i64>,
+        );
+        let row: RunRow = self.with(|c| {
+            c.query_row(
+                "SELECT seq, name, cm, cm_hash, mode, config, status, end_state, tip, redo_tip
+                 FROM runs WHERE id = ?1",
+                [&id],
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                        r.get(6)?,
+                        r.get(7)?,
+                        r.get(8)?,
+                        r.get(9)?,
+                    ))
+                },
+            )
+        })?;
+        let (seq, name, cm, cm_hash, mode, config, status, end_state, tip, redo_tip) = row;
+        if store::hash(&cm) != cm_hash {
+            return Err(self.corrupt(format!(
+                "run `{id}`: its stored net does not match its hash (the file was edited or damaged)"
+            )));
+        }
+        let config: Config = serde_json::from_str(&config)
+            .map_err(|e| self.corrupt(format!("run `{id}`: unreadable config: {e}")))?;
+        let mode = match mode.as_str() {
+            "parallel" => Mode::Parallel,
+            "sequential" => Mode::Sequential,
+            other => return Err(self.corrupt(format!("run `{id}`: unknown mode `{other}`"))),
+        };
+        let net = loader(catalogue, config.base_dir.as_deref(), config.allow_outside)
+            .file_name(format!("{} (run {id})", self.path.display()))
+            .load_str(&cm)
+            .map_err(|e| JournalError::Net {
+                run: id.clone(),
+                error: Box::new(e),
+            })?;
+        let caps = pin.map(|pin| {
+            let base = config.base_dir.as_deref().unwrap_or(Path::new("."));
+            pin(&net, base)
+        });
+        let mut b = Cvm::builder(net)
+            .mode(mode)
+            .max_loop_iterations(config.max_loop_iterations.max(1))
+            .run_id(id.clone());
+        if let Some(n) = config.max_steps {
+            b = b.max_steps(n);
+        }
+        if let Some(caps) = caps {
+            b = b.capabilities(caps);
+        }
+        let mut cvm = b.build();
+        let recorded = self.recorded(&id, seq, cvm.net(), tip, redo_tip)?;
+        cvm.restore(recorded)
+            .map_err(|e| JournalError::Incompatible {
+                run: id.clone(),
+                what: e.to_string(),
+            })?;
+        let end = match (status.as_str(), end_state) {
+            ("RUNNING" | "WAITING", _) => None,
+            (_, Some(json)) => Some(
+                end_from_json(&cvm, &json)
+                    .ok_or_else(|| self.corrupt(format!("run `{id}`: unreadable end state")))?,
+            ),
+            (other, None) => {
+                return Err(
+                    self.corrupt(format!("run `{id}`: status `{other}` without an end state"))
+                );
+            }
+        };
+        let resumed = Resumed {
+            id: id.clone(),
+            name,
+            cvm,
+            end,
+            base_dir: config
+                .base_dir
+                .clone()
+                .unwrap_or_else(|| std::path::PathBuf::from(".")),
+        };
+        if record && !resumed.is_finished() {
+            let mut resumed = resumed;
+            let recorder = JournalRecorder::new(&self.path, seq, config.durability())?;
+            resumed.cvm.set_recorder(Box::new(recorder));
+            return Ok(resumed);
+        }
+        Ok(resumed)
+    }
+
+    /// Reads run `id`'s entries into a [`Recorded`] history for `net`.
+    fn recorded(
+        &self,
+        id: &str,
+        seq: i64,
+        net: &Net,
+        tip: Option<i64>,
+        redo_tip: Option<i64>,
+    ) -> Result<Recorded, JournalError> {
+        let rows: Vec<(i64, Option<i64>, String)> = self.with(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT node, parent, body FROM entries WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
+            )?;
+            let range = (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX));
+            st.query_map(range, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+                .collect()
+        })?;
+        let mut rec = Recorded {
+            steps: Vec::with_capacity(rows.len()),
+            tip: node_index(tip).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?,
+            redo_tip: node_index(redo_tip).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?,
+        };
+        for (i, (node, parent, body)) in rows.into_iter().enumerate() {
+            if node != i as i64 {
+                return Err(self.corrupt(format!("run `{id}`: entry #{i} is missing")));
+            }
+            let parent =
+                node_index(parent).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?;
+            let step =
+                codec::decode(net, parent, &body).map_err(|what| JournalError::Incompatible {
+                    run: id.to_owned(),
+                    what: format!("entry #{i}: {what}"),
+                })?;
+            rec.steps.push(step);
+        }
+        Ok(rec)
+    }
+}
