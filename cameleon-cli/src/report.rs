@@ -285,32 +285,7 @@ impl TraceLines {
         let net = cvm.net();
         let history = cvm.history();
         for (i, f) in entry.firings.iter().enumerate() {
-            let consumed: Vec<&str> = f
-                .consumed
-                .iter()
-                .map(|c| net.connections()[c.index()].name.as_str())
-                .collect();
-            let emitted: Vec<Json> = f
-                .written
-                .iter()
-                .map(|(c, t)| {
-                    let conn = net.connections()[c.index()].name.as_str();
-                    match cvm.token(*t) {
-                        Some(tok) => json!({
-                            "conn": conn,
-                            "type": tok.type_name(),
-                            "value": tok.value.to_json(),
-                        }),
-                        None => json!({ "conn": conn }),
-                    }
-                })
-                .collect();
-            let mut line = json!({
-                "step": entry.step,
-                "op": net.op(f.op).name,
-                "consumed": consumed,
-                "emitted": emitted,
-            });
+            let mut line = ops::trace_line(cvm, entry.step, f);
             if let Some(u) = history.state_after(entry.step, i).and_then(usage_in) {
                 line["usage"] = json!({
                     "prompt_tokens": u.prompt_tokens,

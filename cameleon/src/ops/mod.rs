@@ -36,7 +36,7 @@ pub use structural::{
 };
 pub use subnet::{
     Batch, Boundary, DEFAULT_CONCURRENCY, Dynamic, InnerRun, Map, MapPorts, Runs, Subnet,
-    SubnetError, SubnetInput, SubnetOutput, inner_runs, port_index, trace_lines,
+    SubnetError, SubnetInput, SubnetOutput, inner_runs, port_index, trace_line, trace_lines,
 };
 pub use test_expr::Test;
 pub use tool::CallTool;

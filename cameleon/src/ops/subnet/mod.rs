@@ -20,7 +20,7 @@ mod template;
 
 pub use boundary::{SubnetInput, SubnetOutput};
 pub use map::{DEFAULT_CONCURRENCY, Map, MapPorts};
-pub use runs::{Batch, InnerRun, Runs, trace_lines};
+pub use runs::{Batch, InnerRun, Runs, trace_line, trace_lines};
 pub use subnet::{Boundary, Dynamic, Subnet, SubnetError};
 
 /// The inner runs of the operator `node` when it is a `subnet` (as a `.cm` file builds it) or a

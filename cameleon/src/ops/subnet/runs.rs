@@ -8,6 +8,7 @@ use serde::ser::SerializeStruct;
 use serde_json::{Value as Json, json};
 
 use crate::engine::{Cvm, EndState};
+use crate::history::FiringView;
 use crate::types::Value;
 
 /// One run of an inner net: one firing of a `subnet`, one item of a `map`
@@ -237,39 +238,46 @@ impl serde::Serialize for InnerRun {
 
 /// The trace lines of `cvm`'s history (see [`InnerRun::trace`]).
 pub fn trace_lines(cvm: &Cvm) -> Vec<Json> {
-    let net = cvm.net();
     let mut out = Vec::new();
     for entry in cvm.history().entries() {
         for f in &entry.firings {
-            let consumed: Vec<&str> = f
-                .consumed
-                .iter()
-                .map(|c| net.connections()[c.index()].name.as_str())
-                .collect();
-            let emitted: Vec<Json> = f
-                .written
-                .iter()
-                .map(|(c, t)| {
-                    let conn = net.connections()[c.index()].name.as_str();
-                    match cvm.token(*t) {
-                        Some(tok) => json!({
-                            "conn": conn,
-                            "type": tok.type_name(),
-                            "value": tok.value.to_json(),
-                        }),
-                        None => json!({ "conn": conn }),
-                    }
-                })
-                .collect();
-            out.push(json!({
-                "step": entry.step,
-                "op": net.op(f.op).name,
-                "consumed": consumed,
-                "emitted": emitted,
-            }));
+            out.push(trace_line(cvm, entry.step, f));
         }
     }
     out
+}
+
+/// The trace line of firing `f` of step `step` of `cvm`: `{"step","op","consumed","emitted"}`,
+/// each emission with its connection, type and value (the format of `cameleon run --trace`,
+/// docs/cli.md).
+pub fn trace_line(cvm: &Cvm, step: u32, f: &FiringView) -> Json {
+    let net = cvm.net();
+    let consumed: Vec<&str> = f
+        .consumed
+        .iter()
+        .map(|c| net.connections()[c.index()].name.as_str())
+        .collect();
+    let emitted: Vec<Json> = f
+        .written
+        .iter()
+        .map(|(c, t)| {
+            let conn = net.connections()[c.index()].name.as_str();
+            match cvm.token(*t) {
+                Some(tok) => json!({
+                    "conn": conn,
+                    "type": tok.type_name(),
+                    "value": tok.value.to_json(),
+                }),
+                None => json!({ "conn": conn }),
+            }
+        })
+        .collect();
+    json!({
+        "step": step,
+        "op": net.op(f.op).name,
+        "consumed": consumed,
+        "emitted": emitted,
+    })
 }
 
 /// The runs of one firing: one for a `subnet`, one per item for a `map`.
