@@ -53,10 +53,17 @@ impl Cvm {
             let c = self.hist.consumed[i] as usize;
             self.set(c, ConnState::New);
         }
-        let before = self.hist.saved(f).and_then(|s| s.before.as_ref());
+        let saved = self.hist.saved(f);
+        let before = saved.and_then(|s| s.before.as_ref());
         let op = &mut self.net.ops[o].op;
         let emitted = &self.s.emitted;
-        crate::operator::capability::applying(&self.caps, || op.rollback(before, emitted));
+        // Only an operator with recorded state can have written to a store of the run
+        // (docs/semantics.md §5.8): the others roll back without the capabilities scope.
+        if saved.is_some() {
+            crate::operator::capability::applying(&self.caps, || op.rollback(before, emitted));
+        } else {
+            op.rollback(None, emitted);
+        }
         self.s.emitted.clear();
         self.fire_count[o] -= 1;
         self.refresh_around(f);

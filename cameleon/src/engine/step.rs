@@ -523,10 +523,16 @@ impl Cvm {
             self.tok[w.conn as usize] = w.new_tok;
         }
         self.collect_emitted(f);
-        let after = self.hist.saved(f).and_then(|s| s.after.as_ref());
+        let saved = self.hist.saved(f);
+        let after = saved.and_then(|s| s.after.as_ref());
         let op = &mut self.net.ops[o].op;
         let emitted = &self.s.emitted;
-        crate::operator::capability::applying(&self.caps, || op.replay(after, emitted));
+        // As in a backward step: the capabilities scope only for an operator with state.
+        if saved.is_some() {
+            crate::operator::capability::applying(&self.caps, || op.replay(after, emitted));
+        } else {
+            op.replay(None, emitted);
+        }
         self.s.emitted.clear();
         self.fire_count[o] += 1;
         self.refresh_around(f);

@@ -196,7 +196,9 @@ impl<'a, O: ?Sized> Emitted<'a, O> {
     /// [`Run::rollback`] or [`Run::replay`] — the generation the engine holds now, which on a
     /// resumed run is the one pinned when it resumed: where an operator that wrote into a
     /// memory finds it to take its writes out, or to put them back (docs/semantics.md §5.8).
-    /// Outside a backward step or a replay, `<dyn Capabilities>::none()`.
+    /// Set for operators with internal state (what they wrote is recorded there); for a
+    /// stateless operator, and outside a backward step or a replay,
+    /// `<dyn Capabilities>::none()`.
     pub fn capabilities(&self) -> std::sync::Arc<dyn super::capability::Capabilities> {
         super::capability::applying_now()
     }
