@@ -57,13 +57,9 @@ impl Cvm {
         let before = saved.and_then(|s| s.before.as_ref());
         let op = &mut self.net.ops[o].op;
         let emitted = &self.s.emitted;
-        // Only an operator with recorded state can have written to a store of the run
-        // (docs/semantics.md §5.8): the others roll back without the capabilities scope.
-        if saved.is_some() {
-            crate::operator::capability::applying(&self.caps, || op.rollback(before, emitted));
-        } else {
-            op.rollback(None, emitted);
-        }
+        crate::operator::capability::applying_if(saved.is_some(), &self.caps, || {
+            op.rollback(before, emitted)
+        });
         self.s.emitted.clear();
         self.fire_count[o] -= 1;
         self.refresh_around(f);

@@ -400,9 +400,11 @@ impl Cvm {
                 let op = &mut self.net.ops[o as usize].op;
                 match out {
                     Some(Outcome { result: Ok(()), .. }) => {
-                        crate::operator::capability::applying(&self.caps, || {
-                            op.rollback(before.as_ref(), emitted)
-                        })
+                        crate::operator::capability::applying_if(
+                            before.is_some(),
+                            &self.caps,
+                            || op.rollback(before.as_ref(), emitted),
+                        )
                     }
                     _ => {
                         if let Some(b) = &before {

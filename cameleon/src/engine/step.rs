@@ -527,12 +527,9 @@ impl Cvm {
         let after = saved.and_then(|s| s.after.as_ref());
         let op = &mut self.net.ops[o].op;
         let emitted = &self.s.emitted;
-        // As in a backward step: the capabilities scope only for an operator with state.
-        if saved.is_some() {
-            crate::operator::capability::applying(&self.caps, || op.replay(after, emitted));
-        } else {
-            op.replay(None, emitted);
-        }
+        crate::operator::capability::applying_if(saved.is_some(), &self.caps, || {
+            op.replay(after, emitted)
+        });
         self.s.emitted.clear();
         self.fire_count[o] += 1;
         self.refresh_around(f);

@@ -210,6 +210,17 @@ pub(crate) fn applying<R>(caps: &Arc<dyn Capabilities>, f: impl FnOnce() -> R) -
     f()
 }
 
+/// [`applying`] for an operator with internal state, a plain call of `f` otherwise: only an
+/// operator whose state is recorded can have written to a store of the run (docs/semantics.md
+/// §5.8), and the scope costs a reference count and two thread-local writes per firing.
+pub(crate) fn applying_if<R>(
+    stateful: bool,
+    caps: &Arc<dyn Capabilities>,
+    f: impl FnOnce() -> R,
+) -> R {
+    if stateful { applying(caps, f) } else { f() }
+}
+
 /// The capabilities set by [`applying`], else `<dyn Capabilities>::none()`.
 pub(crate) fn applying_now() -> Arc<dyn Capabilities> {
     APPLYING
