@@ -7,7 +7,6 @@
 //! `<prefix>.discover`, and keeps recent successful replies by idempotency key.
 
 use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -20,6 +19,7 @@ use cameleon::capabilities::{Generation, Runtime};
 use cameleon::capability::Capabilities;
 use cameleon::catalogue::{BuildContext, Catalogue};
 use cameleon::operator::DetachedInputs;
+use cameleon::runtime::{CatchPanic, catch_panic};
 use cameleon::tools::{ToolCall, ToolGate, ToolRegistry, ToolStatus};
 use cameleon::types::{TypedValue, Value};
 use cameleon::{ConnState, Execution, OpError, ToolPolicy};
@@ -528,7 +528,9 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest) -> OpReply {
             let mut emitted = Vec::new();
             let result = {
                 let mut cx = detached.firing(&mut emitted, &caps);
-                CatchUnwind(op.run_async(&mut cx)).await
+                CatchPanic::new(op.run_async(&mut cx))
+                    .await
+                    .unwrap_or_else(|p| Err(OpError::panicked(&p)))
             };
             (op, emitted, result)
         }
@@ -537,8 +539,7 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest) -> OpReply {
                 let mut emitted = Vec::new();
                 let result = {
                     let mut cx = detached.firing(&mut emitted, &caps);
-                    catch_unwind(AssertUnwindSafe(|| op.run(&mut cx)))
-                        .unwrap_or_else(|p| Err(panicked(&*p)))
+                    catch_panic(|| op.run(&mut cx)).unwrap_or_else(|p| Err(OpError::panicked(&p)))
                 };
                 (op, emitted, result)
             })
@@ -581,38 +582,6 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest) -> OpReply {
         error: None,
         kind: None,
         cached: false,
-    }
-}
-
-/// The message of a panic, as the engine words it for a local firing.
-fn panicked(p: &(dyn std::any::Any + Send)) -> OpError {
-    let msg = if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(no message)".to_owned()
-    };
-    OpError::new(format!("panicked: {msg}"))
-}
-
-/// Catches a panic of an async firing.
-struct CatchUnwind<F>(F);
-
-impl<F: std::future::Future<Output = Result<(), OpError>> + Unpin> std::future::Future
-    for CatchUnwind<F>
-{
-    type Output = Result<(), OpError>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        let inner = &mut self.0;
-        match catch_unwind(AssertUnwindSafe(|| std::pin::Pin::new(inner).poll(cx))) {
-            Ok(p) => p,
-            Err(panic) => std::task::Poll::Ready(Err(panicked(&*panic))),
-        }
     }
 }
 

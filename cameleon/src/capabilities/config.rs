@@ -16,7 +16,7 @@
 //! written in the file itself (`api_key:`) is refused.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::kinds::{Build, KindConfig, Section, find, kinds};
 use super::{CapabilitiesBuilder, Entry};
@@ -66,11 +66,7 @@ pub(super) fn load_config_file(path: &Path, b: &mut CapabilitiesBuilder) -> Resu
         )));
     }
     let text = String::from_utf8(bytes).map_err(|_| one("the file is not UTF-8 text".into()))?;
-    let base = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    load_into(&name, &text, &base, b)
+    load_into(&name, &text, &crate::cm::folder_of(path), b)
 }
 
 /// Reads capabilities text (named `name` in messages) into a fresh builder and reports its

@@ -156,8 +156,7 @@ impl RuntimeBuilder {
     /// The sources `cameleon run FILE.cm` uses: `capabilities` if given; else the file named
     /// by `CAMELEON_CAPABILITIES`, then `cameleon.yaml` beside the `.cm` file, if present.
     pub fn for_cm_file(self, cm: &Path, capabilities: Option<&Path>) -> Self {
-        let dir = cm.parent().filter(|p| !p.as_os_str().is_empty());
-        self.for_dir(dir.unwrap_or(Path::new("")), capabilities)
+        self.for_dir(&crate::cm::folder_of(cm), capabilities)
     }
 
     /// As [`for_cm_file`](Self::for_cm_file), for a `.cm` file in folder `dir` (a resumed run

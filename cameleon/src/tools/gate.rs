@@ -3,12 +3,8 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
@@ -19,6 +15,7 @@ use crate::net::ToolPolicy;
 use crate::operator::capability::{
     CapFuture, ToolAccess, ToolCall, ToolManifest, ToolMeta, ToolResult, ToolStatus,
 };
+use crate::runtime::{CatchPanic, Panic, block_on, catch_panic};
 
 /// A human's answer to a tool call under `approve:`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -169,19 +166,10 @@ impl ToolGate {
         }
         let cx = self.context(&call);
         let limit = self.limit(reg);
-        let outcome = match catch_unwind(AssertUnwindSafe(|| reg.tool.call(&cx, call.args))) {
-            Err(panic) => Err(panicked(&*panic)),
+        let outcome = match catch_panic(|| reg.tool.call(&cx, call.args)) {
+            Err(panic) => Err(panicked(&panic)),
             Ok(ToolOutput::Ready(r)) => late(r, t0, limit),
-            Ok(ToolOutput::Pending(f)) => {
-                let f = CatchUnwind(f);
-                match limit {
-                    Some(limit) => match tokio::time::timeout(limit, f).await {
-                        Ok(r) => r,
-                        Err(_) => Err(timed_out(limit)),
-                    },
-                    None => f.await,
-                }
-            }
+            Ok(ToolOutput::Pending(f)) => pending(f, limit).await,
         };
         self.result(&call.tool, reg, outcome, t0, cx.origin.get())
     }
@@ -199,7 +187,7 @@ impl ToolGate {
         {
             match &self.approver {
                 Some(a) => {
-                    if let Approval::Refused(why) = crate::block_on(a.approve(&call)) {
+                    if let Approval::Refused(why) = block_on(a.approve(&call)) {
                         return finished(refused(&call.tool, &why), t0);
                     }
                 }
@@ -208,19 +196,10 @@ impl ToolGate {
         }
         let cx = self.context(&call);
         let limit = self.limit(reg);
-        let outcome = match catch_unwind(AssertUnwindSafe(|| reg.tool.call(&cx, call.args))) {
-            Err(panic) => Err(panicked(&*panic)),
+        let outcome = match catch_panic(|| reg.tool.call(&cx, call.args)) {
+            Err(panic) => Err(panicked(&panic)),
             Ok(ToolOutput::Ready(r)) => late(r, t0, limit),
-            Ok(ToolOutput::Pending(f)) => crate::block_on(async move {
-                let f = CatchUnwind(f);
-                match limit {
-                    Some(limit) => match tokio::time::timeout(limit, f).await {
-                        Ok(r) => r,
-                        Err(_) => Err(timed_out(limit)),
-                    },
-                    None => f.await,
-                }
-            }),
+            Ok(ToolOutput::Pending(f)) => block_on(pending(f, limit)),
         };
         self.result(&call.tool, reg, outcome, t0, cx.origin.get())
     }
@@ -405,15 +384,27 @@ fn late(
 }
 
 #[cold]
-fn panicked(p: &(dyn std::any::Any + Send)) -> ToolError {
-    let msg = if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(no message)".to_owned()
+fn panicked(p: &Panic) -> ToolError {
+    ToolError::new(format!("the tool panicked: {}", p.message()))
+}
+
+/// An async tool's call awaited: its panic caught, cut short at `limit`.
+async fn pending(
+    f: CapFuture<'_, Result<Json, ToolError>>,
+    limit: Option<Duration>,
+) -> Result<Json, ToolError> {
+    let f = async {
+        CatchPanic::new(f)
+            .await
+            .unwrap_or_else(|p| Err(panicked(&p)))
     };
-    ToolError::new(format!("the tool panicked: {msg}"))
+    match limit {
+        Some(limit) => match tokio::time::timeout(limit, f).await {
+            Ok(r) => r,
+            Err(_) => Err(timed_out(limit)),
+        },
+        None => f.await,
+    }
 }
 
 /// Why arguments do not fit the schema: where in the arguments, which schema keyword, and
@@ -457,19 +448,4 @@ fn invalid_args(tool: &str, e: &jsonschema::ValidationError<'_>) -> String {
         "invalid arguments for `{tool}`: {what} at `{at}` (schema path `{}`); `cameleon tools --json` shows the tool's input schema",
         e.schema_path().as_str()
     )
-}
-
-/// Catches a panic of the wrapped future, as a [`ToolError`].
-struct CatchUnwind<F>(F);
-
-impl<F: Future<Output = Result<Json, ToolError>> + Unpin> Future for CatchUnwind<F> {
-    type Output = Result<Json, ToolError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.0;
-        match catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
-            Ok(p) => p,
-            Err(panic) => Poll::Ready(Err(panicked(&*panic))),
-        }
-    }
 }
