@@ -6,14 +6,16 @@ use std::time::{Duration, Instant};
 
 use async_nats::client::RequestErrorKind;
 use async_nats::{Client, HeaderMap};
-use cameleon::capability::ToolManifest;
+use cameleon::connection::{ConnState, OpId};
 use cameleon::net::Placement;
+use cameleon::operator::capability::ToolManifest;
 use cameleon::operator::{
     FiniteControl, Firing, OpFuture, OpSettings, OpSpec, OpState, Params, Question,
 };
+use cameleon::policy::Enabling;
 use cameleon::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use cameleon::types::{TypedValue, Value};
-use cameleon::{ConnState, Enabling, Execution, InputSet, Net, OpError, OpId, Operator};
+use cameleon::{Execution, InputSet, Net, OpError, Operator};
 use futures_util::StreamExt;
 use serde_json::Value as Json;
 
@@ -41,7 +43,7 @@ impl Remote {
     /// caller's).
     pub fn connect(options: &NatsOptions) -> Result<Remote, NatsError> {
         let o = options.clone();
-        cameleon::block_on(async move {
+        cameleon::runtime::block_on(async move {
             match cameleon::runtime::spawn(async move { Remote::connect_async(&o).await }).await {
                 Ok(r) => r,
                 Err(e) => Err(NatsError::Nats(format!("the connection task failed: {e}"))),
@@ -515,7 +517,7 @@ impl Operator for RemoteOp {
         let req = self.request(cx)?;
         let remote = self.remote.clone();
         let limit = self.limit;
-        let reply = cameleon::block_on(async move { remote.fire(&req, limit).await })?;
+        let reply = cameleon::runtime::block_on(async move { remote.fire(&req, limit).await })?;
         self.apply(reply, cx)
     }
 

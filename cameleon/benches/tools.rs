@@ -7,10 +7,11 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use cameleon::capability::ToolCall;
+use cameleon::net::ToolPolicy;
+use cameleon::operator::capability::ToolCall;
 use cameleon::prelude::*;
+use cameleon::tool;
 use cameleon::tools::{ToolContext, ToolGate, ToolRegistry};
-use cameleon::{ToolPolicy, tool};
 use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::Deserialize;

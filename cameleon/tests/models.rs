@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cameleon::capabilities::{CapabilitiesBuilder, CodeSource, Runtime};
-use cameleon::capability::{Capabilities, MemoryItem, ToolManifest};
 use cameleon::models::{FlatMemory, OpenAiChat, OpenAiConfig, OpenAiEmbedder};
+use cameleon::operator::capability::{Capabilities, MemoryItem, ToolManifest};
 use cameleon::ops::ai::ModelCall;
 use cameleon::ops::{Agent, Embed, Index, Llm, LlmJson, Passages, Retrieve, Sink, Source};
 use cameleon::prelude::*;
@@ -558,7 +558,7 @@ fn agent_net(agent: Agent, allow: &[&str]) -> Net {
     b.add("out", Sink::new());
     b.connect("question.out_data", "ask.in_prompt")
         .connect("ask.out_text", "out.in_data");
-    b.tools(cameleon::ToolPolicy::allow(allow.iter().copied()));
+    b.tools(cameleon::net::ToolPolicy::allow(allow.iter().copied()));
     b.build().expect("a valid net")
 }
 
@@ -867,22 +867,22 @@ impl Counting {
     }
 }
 
-impl cameleon::capability::Embedder for Counting {
+impl cameleon::operator::capability::Embedder for Counting {
     fn kind(&self) -> &str {
         "counting"
     }
     fn dim(&self) -> usize {
-        cameleon::capability::Embedder::dim(&self.inner)
+        cameleon::operator::capability::Embedder::dim(&self.inner)
     }
     fn embed<'a>(
         &'a self,
         texts: &'a [String],
-    ) -> cameleon::capability::CapFuture<
+    ) -> cameleon::operator::capability::CapFuture<
         'a,
-        Result<Vec<Vec<f32>>, cameleon::capability::CapabilityError>,
+        Result<Vec<Vec<f32>>, cameleon::operator::capability::CapabilityError>,
     > {
         self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        cameleon::capability::Embedder::embed(&self.inner, texts)
+        cameleon::operator::capability::Embedder::embed(&self.inner, texts)
     }
 }
 

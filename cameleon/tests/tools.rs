@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cameleon::capabilities::Runtime;
-use cameleon::capability::{CapFuture, ToolCall, ToolStatus};
+use cameleon::net::ToolPolicy;
+use cameleon::operator::capability::{CapFuture, ToolCall, ToolStatus};
 use cameleon::ops::{CallTool, Const, Sink};
 use cameleon::prelude::*;
+use cameleon::tool;
 use cameleon::tools::{Approval, Approver, ToolGate, ToolRegistry};
-use cameleon::{ToolPolicy, tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value as Json, json};
@@ -146,7 +147,8 @@ fn a_tool_not_listed_is_denied_and_never_runs() {
     assert_eq!(r.status, ToolStatus::Denied);
     assert_eq!(runs("not-listed"), 0);
     // The async entry point applies the same policy.
-    let r = cameleon::block_on(gate(&["calc"]).call(call("test_async", "not-listed-async")));
+    let r =
+        cameleon::runtime::block_on(gate(&["calc"]).call(call("test_async", "not-listed-async")));
     assert_eq!(r.status, ToolStatus::Denied);
     assert_eq!(runs("not-listed-async"), 0);
 }
@@ -282,7 +284,7 @@ fn an_async_tool_runs_through_both_entry_points() {
         g.call_blocking(call("test_async", "a1")).content,
         json!("async a1")
     );
-    let r = cameleon::block_on(g.call(call("test_async", "a2")));
+    let r = cameleon::runtime::block_on(g.call(call("test_async", "a2")));
     assert_eq!(r.content, json!("async a2"));
     assert_eq!((runs("a1"), runs("a2")), (1, 1));
 }

@@ -6,7 +6,7 @@ use crate::types::TypeInfo;
 
 use super::position::box_height;
 
-/// What [`svg`] draws: operators with their ports, connections between ports, each with its
+/// What [`svg`](super::svg()) draws: operators with their ports, connections between ports, each with its
 /// data type. [`Diagram::of`] builds it from a net; a tool may build one by hand — `cameleon
 /// serve` sketches what it could read of a file that is not a valid net yet.
 #[derive(Clone, Debug, Default)]
@@ -110,7 +110,7 @@ impl Diagram {
         self.layout().0
     }
 
-    /// The diagram as a standalone SVG drawing (see [`svg`]).
+    /// The diagram as a standalone SVG drawing (see [`svg`](super::svg())).
     pub fn svg(&self) -> String {
         super::svg::render(self)
     }

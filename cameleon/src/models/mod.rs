@@ -1,7 +1,7 @@
 //! Model providers: the chat models, embedders and memories (vector stores) behind the
 //! provider kinds of a capabilities file, which the `std-ai` operators
 //! ([`ops::Llm`](crate::ops::Llm) and friends) call through the run's
-//! [capabilities](crate::capability).
+//! [capabilities](crate::operator::capability).
 //!
 //! | kind | what | network |
 //! |---|---|---|
@@ -11,8 +11,8 @@
 //! | embedder `hash` ([`HashEmbedder`]) | signed feature hashing of words and word pairs, L2-normalised | no |
 //! | memory `flat` ([`FlatMemory`]) | exact cosine top-k, in process | no |
 //!
-//! Each implements a trait of the operator contract ([`ChatModel`](crate::capability::ChatModel),
-//! [`Embedder`](crate::capability::Embedder), [`Memory`](crate::capability::Memory)) and is
+//! Each implements a trait of the operator contract ([`ChatModel`](crate::operator::capability::ChatModel),
+//! [`Embedder`](crate::operator::capability::Embedder), [`Memory`](crate::operator::capability::Memory)) and is
 //! registered as a provider kind (see [`capabilities::kinds`](crate::capabilities::kinds)), so a
 //! `cameleon.yaml` names it by its `kind`. The offline kinds are deterministic and are the
 //! defaults: with nothing configured, the chat model `default` is `extractive`, the embedder

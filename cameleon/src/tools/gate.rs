@@ -175,7 +175,7 @@ impl ToolGate {
     }
 
     /// Calls a tool from synchronous code: a sync tool runs on this thread; an async one on
-    /// Caméléon's runtime ([`block_on`](crate::block_on)).
+    /// Caméléon's runtime ([`block_on`](crate::runtime::block_on)).
     pub fn call_blocking(&self, call: ToolCall) -> ToolResult {
         let t0 = Instant::now();
         let (reg, admit) = match self.admit(&call) {

@@ -18,7 +18,7 @@
 //!   the `.cm` file's), `calc` (arithmetic) and `json_query` (JSON Pointer).
 //!
 //! ```
-//! use cameleon::capability::{ToolCall, ToolStatus};
+//! use cameleon::operator::capability::{ToolCall, ToolStatus};
 //! use cameleon::net::ToolPolicy;
 //! use cameleon::tools::{ToolGate, ToolRegistry};
 //! use serde_json::json;
