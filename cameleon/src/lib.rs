@@ -18,7 +18,7 @@
 //! | [`net`] | the validated net (§1) |
 //! | [`engine`] | the CVM: forward, backward, replay, end states (§4–§6); parallel mode, async operators, events, cancellation (§7) |
 //! | [`history`] | the history tree of deltas (§5) |
-//! | [`journal`] | durable runs: the history in a SQLite file, resume after a crash (§5.5) |
+//! | `journal` | durable runs: the history in a SQLite file, resume after a crash (§5.5); feature `journal` |
 //! | [`verify`] | state-space exploration of the control abstraction, PNML export (§8) |
 //! | [`catalogue`] | operator types by id, for `.cm` files, the CLI and LLMs |
 //! | [`cm`] | the `.cm` file: load (every problem located), write (canonical), schema |
@@ -26,11 +26,26 @@
 //! | [`dsl`] | compile-time typed connections for `pipeline!` |
 //! | [`tools`] | tools: `#[tool]`, the registry, the tool gate, the standard tools |
 //! | [`capabilities`] | models, embedders, memories, tools and observer per generation; reload |
-//! | [`models`] | chat models, embedders and memories (OpenAI-compatible endpoints; offline `extractive`, `hash`, `flat`) |
+//! | [`models`] | chat models, embedders and memories (OpenAI-compatible endpoints, feature `openai`; offline `extractive`, `hash`, `flat`) |
 //! | [`ops`] | the standard operators |
 //!
 //! The `cameleon` command line is another crate, `cameleon-cli`, built on this one: this crate
 //! has no argument parsing, progress bars or terminal rendering.
+//!
+//! ## Features
+//!
+//! Without its default features (`cameleon = { version = "0.1", default-features = false }`)
+//! the crate is what a program that declares operators and runs nets needs — the DSL, the net,
+//! the engine in both modes, the verifier, `.cm` files, the catalogue, tools and the standard
+//! operators — and none of SQLite, HTTP, TLS or a JSON Schema validator. The default features
+//! add the rest of the runtime:
+//!
+//! | feature | adds |
+//! |---|---|
+//! | `journal` | the `journal` module: durable runs in a SQLite file |
+//! | `openai` | the `openai` provider kinds: OpenAI-compatible chat and embedding endpoints |
+//! | `json-schema` | a tool call's arguments checked against the tool's JSON Schema before it runs; `llm_json`'s answers checked against theirs |
+//! | `layout` | the layered (Sugiyama) layout of diagrams of nets without positions |
 //!
 //! ```
 //! use cameleon::prelude::*;
@@ -161,6 +176,7 @@ pub mod dsl;
 pub mod engine;
 pub mod export;
 pub mod history;
+#[cfg(feature = "journal")]
 pub mod journal;
 pub mod models;
 pub mod net;

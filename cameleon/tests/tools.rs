@@ -227,6 +227,7 @@ fn cli_style_gate_allows_the_named_tool_alone() {
 // Bad input
 
 #[test]
+#[cfg(feature = "json-schema")]
 fn arguments_that_do_not_fit_the_schema_are_an_error_naming_the_schema_path() {
     let g = gate(&["test_count", "calc"]);
     let r = g.call_blocking(ToolCall::new("test_count", json!({"key": 7})));
@@ -246,6 +247,22 @@ fn arguments_that_do_not_fit_the_schema_are_an_error_naming_the_schema_path() {
             .contains("missing required property \"expr\"")
     );
     assert_eq!(r.meta.attempts, 0);
+}
+
+/// Without the `json-schema` feature the gate checks no schema: a `#[tool]` still refuses
+/// what it cannot read into its arguments, before running.
+#[test]
+#[cfg(not(feature = "json-schema"))]
+fn without_json_schema_a_tool_refuses_arguments_it_cannot_read() {
+    let g = gate(&["test_count", "calc"]);
+    let r = g.call_blocking(ToolCall::new("test_count", json!({"key": 7})));
+    assert_eq!(r.status, ToolStatus::Error);
+    let e = r.error.unwrap();
+    assert!(e.contains("invalid arguments for `test_count`"), "{e}");
+    assert_eq!(runs("7"), 0, "the tool did not run");
+    let r = g.call_blocking(ToolCall::new("calc", json!({})));
+    let e = r.error.unwrap();
+    assert!(e.contains("missing field `expr`"), "{e}");
 }
 
 #[test]
@@ -666,6 +683,7 @@ fn each_call_is_asked_for_and_an_answer_serves_one_firing() {
 }
 
 #[test]
+#[cfg(feature = "journal")]
 fn a_journaled_run_waits_for_the_approval_and_resumes_with_it() {
     use cameleon::journal::{Journal, RunOptions};
     let dir = temp("approve-journal");

@@ -5,9 +5,9 @@
 //!
 //! | kind | what | network |
 //! |---|---|---|
-//! | chat `openai` ([`OpenAiChat`]) | any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, llama.cpp's server | yes |
+//! | chat `openai` (`OpenAiChat`, feature `openai`) | any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, llama.cpp's server | yes |
 //! | chat `extractive` ([`Extractive`]) | quotes the context sentences that best match the question (BM25); **not generative** | no |
-//! | embedder `openai` ([`OpenAiEmbedder`]) | the endpoint's `/embeddings` | yes |
+//! | embedder `openai` (`OpenAiEmbedder`, feature `openai`) | the endpoint's `/embeddings` | yes |
 //! | embedder `hash` ([`HashEmbedder`]) | signed feature hashing of words and word pairs, L2-normalised | no |
 //! | memory `flat` ([`FlatMemory`]) | exact cosine top-k, in process | no |
 //!
@@ -23,6 +23,7 @@
 //! file, docs/capabilities.md):
 //!
 //! ```no_run
+//! # #[cfg(feature = "openai")] {
 //! use std::sync::Arc;
 //! use cameleon::capabilities::{CodeSource, Runtime};
 //! use cameleon::models::{OpenAiChat, OpenAiConfig};
@@ -35,16 +36,19 @@
 //!         Ok(())
 //!     }))
 //!     .build()?;
+//! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod extractive;
 mod flat;
 mod hash;
+#[cfg(feature = "openai")]
 mod openai;
 pub mod text;
 
 pub use extractive::{Extractive, ExtractiveConfig};
 pub use flat::{FlatConfig, FlatMemory, vector_from_bytes, vector_to_bytes};
 pub use hash::{HashConfig, HashEmbedder};
+#[cfg(feature = "openai")]
 pub use openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder};

@@ -254,20 +254,8 @@ impl ToolGate {
                 0,
             ));
         };
-        match reg.validator() {
-            Ok(v) => {
-                if let Some(e) = v.iter_errors(&call.args).next() {
-                    return Err(ToolResult::failed(
-                        ToolStatus::Error,
-                        name,
-                        invalid_args(name, &e),
-                        0,
-                    ));
-                }
-            }
-            Err(why) => {
-                return Err(ToolResult::failed(ToolStatus::Error, name, why.clone(), 0));
-            }
+        if let Err(why) = reg.check_args(&call.args) {
+            return Err(ToolResult::failed(ToolStatus::Error, name, why, 0));
         }
         Ok((reg, admit))
     }
@@ -405,47 +393,4 @@ async fn pending(
         },
         None => f.await,
     }
-}
-
-/// Why arguments do not fit the schema: where in the arguments, which schema keyword, and
-/// what it wants — never the value itself (it may be a secret or a file's content).
-fn invalid_args(tool: &str, e: &jsonschema::ValidationError<'_>) -> String {
-    use jsonschema::error::{TypeKind, ValidationErrorKind as K};
-    let what = match e.kind() {
-        K::Type {
-            kind: TypeKind::Single(t),
-        } => format!("expected {t}"),
-        K::Type { .. } => "not of an allowed type".to_owned(),
-        K::Required { property } => format!("missing required property {property}"),
-        K::AdditionalProperties { unexpected } => format!(
-            "unexpected propert{} {}",
-            if unexpected.len() == 1 { "y" } else { "ies" },
-            unexpected
-                .iter()
-                .map(|u| format!("`{u}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        K::Enum { .. } | K::Constant { .. } => "not one of the allowed values".to_owned(),
-        K::Minimum { limit } => format!("less than the minimum {limit}"),
-        K::Maximum { limit } => format!("more than the maximum {limit}"),
-        K::MinLength { limit } => format!("shorter than {limit} characters"),
-        K::MaxLength { limit } => format!("longer than {limit} characters"),
-        _ => {
-            let keyword = e
-                .schema_path()
-                .as_str()
-                .rsplit('/')
-                .next()
-                .unwrap_or_default()
-                .to_owned();
-            format!("does not satisfy `{keyword}`")
-        }
-    };
-    let at = e.instance_path().as_str();
-    let at = if at.is_empty() { "/" } else { at };
-    format!(
-        "invalid arguments for `{tool}`: {what} at `{at}` (schema path `{}`); `cameleon tools --json` shows the tool's input schema",
-        e.schema_path().as_str()
-    )
 }
