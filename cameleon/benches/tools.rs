@@ -1,4 +1,4 @@
-//! Tool gate benchmark (issue 12): the cost of one local tool call through the gate — policy,
+//! Tool gate benchmark: the cost of one local tool call through the gate — policy,
 //! registry lookup, argument check against the JSON Schema, context, timing, result — beside the
 //! same tool called directly (its JSON glue included), and calls through the `tool` operator.
 //!

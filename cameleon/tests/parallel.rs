@@ -16,7 +16,7 @@ use cameleon::prelude::*;
 use cameleon::{Catalogue, Event, OpSettings, Params, Retry};
 use probe::{Probe, marking_json, trace};
 
-/// The example of the issue: source → fork(8) → 8 delays → join(8) → sink.
+/// A fan-out of eight delays: source → fork(8) → 8 delays → join(8) → sink.
 fn fan_out(ms: u64, mode: Mode) -> Cvm {
     let mut b = Net::builder("fan-out");
     b.add("src", Source::new("payload"));
