@@ -3,44 +3,14 @@
 //! and `--json`, located errors of a capabilities file for model kinds (exit 2, nothing run),
 //! and a planted API key that appears in no output, trace, log, journal or error.
 
-#[path = "../../cameleon/tests/openai_server/mod.rs"]
-mod openai_server;
-
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
-use openai_server::{Reply, Server};
 use serde_json::{Value, json};
+use test_support::openai::{Reply, Server};
+use test_support::{Bin, TempDir, code, stderr, stdout};
 
-fn cameleon(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_cameleon"));
-    c.args(args)
-        .stdin(Stdio::null())
-        .env_remove("CAMELEON_CAPABILITIES");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    c.output().expect("the cameleon binary runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cameleon-cli-models-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+const CAMELEON: Bin = Bin::new(env!("CARGO_BIN_EXE_cameleon"));
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -68,7 +38,7 @@ fn the_readme_capabilities_file_points_the_rag_example_at_a_local_server() {
     let yaml = readme_capabilities();
     assert!(yaml.contains("http://127.0.0.1:11434/v1"), "{yaml}");
     // The same file, for a server on another port (the test's, not Ollama's).
-    let dir = temp_dir("readme");
+    let dir = TempDir::new("cli-models-readme");
     let caps = dir.join("cameleon.yaml");
     std::fs::write(
         &caps,
@@ -76,18 +46,15 @@ fn the_readme_capabilities_file_points_the_rag_example_at_a_local_server() {
     )
     .unwrap();
     let trace = dir.join("trace.jsonl");
-    let o = cameleon(
-        &[
-            "run",
-            &rag(),
-            "--capabilities",
-            &caps.display().to_string(),
-            "--json",
-            "--trace",
-            &trace.display().to_string(),
-        ],
-        &[],
-    );
+    let o = CAMELEON.run(&[
+        "run",
+        &rag(),
+        "--capabilities",
+        &caps.display().to_string(),
+        "--json",
+        "--trace",
+        &trace.display().to_string(),
+    ]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["end"], "COMPLETED");
@@ -143,7 +110,6 @@ fn the_readme_capabilities_file_points_the_rag_example_at_a_local_server() {
         .find(|l| l["op"] == "answer")
         .expect("the answer's firing is traced");
     assert_eq!(answer["usage"]["completion_tokens"], 5, "{answer}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Runs `rag.cm` with capabilities `yaml`; returns the output.
@@ -160,14 +126,14 @@ fn run_with(dir: &Path, yaml: &str, json: bool) -> Output {
     if json {
         args.push("--json");
     }
-    cameleon(&args, &[])
+    CAMELEON.run(&args)
 }
 
 #[test]
 fn model_kind_errors_of_a_capabilities_file_are_located_with_a_hint_and_nothing_runs() {
     let server = Server::start();
     let url = server.base_url();
-    let dir = temp_dir("kinds");
+    let dir = TempDir::new("cli-models-kinds");
 
     // An unknown kind: its line and column, a did-you-mean.
     let yaml = format!("chat:\n  default: {{kind: opnai, base_url: \"{url}\", model: m}}\n");
@@ -237,16 +203,30 @@ fn model_kind_errors_of_a_capabilities_file_are_located_with_a_hint_and_nothing_
 
     // Nothing ran: no request reached the server.
     assert_eq!(server.count(), 0);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 const KEY_VAR: &str = "CAMELEON_CLI_TEST_API_KEY";
-const PLANTED: &str = "sk-planted-cli-4be1d07a93c2f58e";
+/// With characters that change under percent-encoding and base64, so every form differs.
+const PLANTED: &str = "sk-planted/cli+4be1=d07a%93c2&f58e";
+
+/// Every file of `dir` (its journal and the journal's `-wal` and `-shm` included), as read now.
+fn files_of(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|f| {
+            let p = f.unwrap().path();
+            let bytes = std::fs::read(&p).unwrap_or_default();
+            (p.display().to_string(), bytes)
+        })
+        .collect();
+    files.sort();
+    files
+}
 
 #[test]
 fn a_planted_api_key_appears_in_no_output_trace_log_journal_or_error() {
     let server = Server::start();
-    let dir = temp_dir("secret");
+    let dir = TempDir::new("cli-models-secret");
     let caps = dir.join("cameleon.yaml");
     std::fs::write(
         &caps,
@@ -258,28 +238,48 @@ fn a_planted_api_key_appears_in_no_output_trace_log_journal_or_error() {
     .unwrap();
     let db = dir.join("runs.db");
     let (c, d) = (caps.display().to_string(), db.display().to_string());
-    let env = [(KEY_VAR, PLANTED)];
+    let with_key = |args: &[&str]| CAMELEON.cmd().args(args).env(KEY_VAR, PLANTED);
     let mut seen: Vec<(String, Vec<u8>)> = Vec::new();
 
-    // A run that succeeds, journaled, traced, logged at every level.
+    // A run that succeeds, journaled, traced, logged at every level. Its model call is held
+    // until the journal has been read while the run holds it open: the committed steps are
+    // then in the `-wal` file (SQLite's write-ahead log), which goes away when the run ends.
+    server.script([Reply::chat("hello").held()]);
     let trace = dir.join("ok.jsonl");
     let t = trace.display().to_string();
-    let o = cameleon(
-        &[
-            "run",
-            &rag(),
-            "--capabilities",
-            &c,
-            "--journal",
-            &d,
-            "--trace",
-            &t,
-            "--json",
-            "--log",
-            "trace",
-        ],
-        &env,
+    let run = with_key(&[
+        "run",
+        &rag(),
+        "--capabilities",
+        &c,
+        "--journal",
+        &d,
+        "--trace",
+        &t,
+        "--json",
+        "--log",
+        "trace",
+    ])
+    .spawn();
+    test_support::wait_until(
+        "the run's model call reaches the server",
+        test_support::WAIT_TIMEOUT,
+        || server.count() >= 1,
     );
+    let open = files_of(&dir);
+    let wal = open
+        .iter()
+        .find(|(n, _)| n.ends_with("runs.db-wal"))
+        .unwrap_or_else(|| panic!("no -wal file while the run holds the journal: {open:?}"));
+    assert!(
+        !wal.1.is_empty(),
+        "the write-ahead log holds the committed steps"
+    );
+    for (name, bytes) in open {
+        seen.push((format!("{name}, while the run holds it open"), bytes));
+    }
+    server.release();
+    let o = run.wait_output(test_support::RUN_TIMEOUT);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(
         server.requests()[0].authorization.as_deref(),
@@ -297,21 +297,19 @@ fn a_planted_api_key_appears_in_no_output_trace_log_journal_or_error() {
     ));
     let trace = dir.join("refused.jsonl");
     let t = trace.display().to_string();
-    let o = cameleon(
-        &[
-            "run",
-            &rag(),
-            "--capabilities",
-            &c,
-            "--journal",
-            &d,
-            "--trace",
-            &t,
-            "--json",
-            "--log",
-        ],
-        &env,
-    );
+    let o = with_key(&[
+        "run",
+        &rag(),
+        "--capabilities",
+        &c,
+        "--journal",
+        &d,
+        "--trace",
+        &t,
+        "--json",
+        "--log",
+    ])
+    .run();
     assert_eq!(code(&o), 5, "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let error = v["error"].as_str().unwrap();
@@ -322,41 +320,34 @@ fn a_planted_api_key_appears_in_no_output_trace_log_journal_or_error() {
     seen.push(("stdout (--json) of the refused run".into(), o.stdout));
     seen.push(("stderr of the refused run".into(), o.stderr));
     seen.push(("its trace".into(), std::fs::read(&trace).unwrap()));
-    let o = cameleon(&["run", &rag(), "--capabilities", &c], &env);
+    let o = with_key(&["run", &rag(), "--capabilities", &c]).run();
     assert_eq!(code(&o), 5);
     seen.push(("stderr of a plain refused run".into(), o.stderr));
 
     // What the journal shows, and the journal itself (the stored .cm, values, states).
-    let o = cameleon(&["runs", &d, "--json"], &[]);
+    let o = CAMELEON.run(&["runs", &d, "--json"]);
     let runs: Value = serde_json::from_slice(&o.stdout).unwrap();
     for r in runs.as_array().unwrap() {
         let id = r["id"].as_str().unwrap();
-        let o = cameleon(&["history", &d, id, "--json"], &[]);
+        let o = CAMELEON.run(&["history", &d, id, "--json"]);
         seen.push((format!("history of {id}"), o.stdout));
     }
     seen.push(("runs --json".into(), o.stdout));
-    for f in std::fs::read_dir(&dir).unwrap() {
-        let p = f.unwrap().path();
-        seen.push((p.display().to_string(), std::fs::read(&p).unwrap()));
-    }
+    seen.extend(files_of(&dir));
     assert!(
         seen.iter().any(|(n, _)| n.ends_with("runs.db")),
         "the journal was written"
     );
 
-    let key = PLANTED.as_bytes();
+    // Not the key, nor its base64, percent-encoded form or either half, anywhere.
     for (what, bytes) in &seen {
-        assert!(
-            !bytes.windows(key.len()).any(|w| w == key),
-            "the key appears in {what}"
-        );
+        test_support::secrets::assert_absent(PLANTED, what, bytes);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_journaled_run_waiting_after_indexing_resumes_in_a_new_process_and_finds_its_index() {
-    let dir = temp_dir("resume");
+    let dir = TempDir::new("cli-models-resume");
     std::fs::create_dir_all(dir.join("data")).unwrap();
     std::fs::copy(
         root().join("examples/data/chameleons.txt"),
@@ -372,29 +363,23 @@ fn a_journaled_run_waiting_after_indexing_resumes_in_a_new_process_and_finds_its
     let cm = dir.join("rag_ask.cm");
     std::fs::write(&cm, text).unwrap();
     let db = dir.join("runs.db").display().to_string();
-    let o = cameleon(
-        &["run", &cm.display().to_string(), "--journal", &db, "--json"],
-        &[],
-    );
+    let o = CAMELEON.run(&["run", &cm.display().to_string(), "--journal", &db, "--json"]);
     assert_eq!(code(&o), 6, "WAITING: {}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["end"], "WAITING", "{v}");
 
     // Another process: an empty memory, refilled from the journal before the run goes on.
-    let o = cameleon(
-        &[
-            "resume",
-            &db,
-            "--answer",
-            "question=Why do chameleons change colour?",
-            "--json",
-        ],
-        &[],
-    );
+    let o = CAMELEON.run(&[
+        "resume",
+        &db,
+        "--answer",
+        "question=Why do chameleons change colour?",
+        "--json",
+    ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     // What the uninterrupted offline run answers (the README shows it).
-    let reference = cameleon(&["run", &rag(), "--json"], &[]);
+    let reference = CAMELEON.run(&["run", &rag(), "--json"]);
     let reference: Value = serde_json::from_str(&stdout(&reference)).unwrap();
     assert_eq!(v["sinks"]["out"], reference["sinks"]["out"], "{v}");
     assert!(
@@ -404,5 +389,4 @@ fn a_journaled_run_waiting_after_indexing_resumes_in_a_new_process_and_finds_its
             .starts_with("Chameleons change colour mainly to signal their mood"),
         "{v}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,9 +2,7 @@
 //! 127.0.0.1) and against the offline models: one request per firing, the API key, retries
 //! and their budget, bad answers, tool calls, and no request at all on back and replay.
 
-mod openai_server;
-
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,8 +13,8 @@ use cameleon::ops::ai::ModelCall;
 use cameleon::ops::{Agent, Embed, Index, Llm, LlmJson, Passages, Retrieve, Sink, Source};
 use cameleon::prelude::*;
 use cameleon::tools::{Tool, ToolContext, ToolOutput};
-use openai_server::{Reply, Server};
 use serde_json::{Value, json};
+use test_support::openai::{Reply, Server};
 
 /// Settings for the test server: quick retries, short timeouts.
 fn config(server: &Server) -> OpenAiConfig {
@@ -312,17 +310,17 @@ fn an_unreachable_endpoint_says_so() {
 
 const CHILD: &str = "CAMELEON_MODELS_TEST_CHILD";
 const KEY_VAR: &str = "CAMELEON_TEST_API_KEY";
-const PLANTED: &str = "sk-planted-7f3c9e21d4b8a650";
+/// With characters that change under percent-encoding and base64, so every form differs.
+const PLANTED: &str = "sk-planted/7f3c+9e21=d4b8%a650&";
 
 /// Runs test `name` of this binary again in a child process whose environment holds the
 /// planted key (a test cannot set its own environment without `unsafe`).
 fn run_in_child(name: &str) -> Output {
-    Command::new(std::env::current_exe().expect("the test binary"))
+    test_support::Cmd::new(std::env::current_exe().expect("the test binary"))
         .args([name, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
         .env(KEY_VAR, PLANTED)
-        .output()
-        .expect("the test binary runs")
+        .run()
 }
 
 /// In the parent: runs the test in a child and checks that it passed and that nothing it
@@ -341,10 +339,8 @@ fn in_child_with_key(name: &str) -> bool {
         stdout.contains("test result: ok. 1 passed"),
         "the child ran the test:\n{stdout}"
     );
-    assert!(
-        !stdout.contains(PLANTED) && !stderr.contains(PLANTED),
-        "the key leaked into the output"
-    );
+    test_support::secrets::assert_absent(PLANTED, "the child's stdout", stdout.as_bytes());
+    test_support::secrets::assert_absent(PLANTED, "the child's stderr", stderr.as_bytes());
     false
 }
 
@@ -419,7 +415,7 @@ fn the_key_is_sent_as_a_bearer_token_and_appears_in_no_output() {
     for (i, text) in events.iter().enumerate() {
         // Printed so the parent greps it too.
         println!("output {i}: {text}");
-        assert!(!text.contains(PLANTED), "output {i} holds the key");
+        test_support::secrets::assert_absent(PLANTED, &format!("output {i}"), text.as_bytes());
     }
 }
 
@@ -926,10 +922,8 @@ fn back_and_replay_over_index_never_call_the_embedder_and_the_memory_follows() {
 
 #[test]
 fn a_resumed_run_finds_its_index_without_embedding_again() {
-    let dir = std::env::temp_dir().join(format!("cameleon-models-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = test_support::TempDir::new("models-resume-index");
     let db = dir.join("resume-index.db");
-    let _ = std::fs::remove_file(&db);
     let journal = cameleon::journal::Journal::create(&db).unwrap();
 
     // The first process: runs until `idx` has fired, then stops (as if killed).

@@ -7,10 +7,12 @@
 //! - [`Rng`]: a seeded random generator ([`rng`]);
 //! - [`TempDir`]: a temporary folder removed on drop, kept when the test fails ([`temp`]);
 //! - [`wait_until`], [`wait_for`]: waits that fail instead of hanging ([`wait`]);
-//! - [`secrets`]: the forms a leaked secret could take, and the check that none appears.
+//! - [`secrets`]: the forms a leaked secret could take, and the check that none appears;
+//! - [`openai`]: a small OpenAI-compatible server on 127.0.0.1, scripted by the test.
 //!
 //! No wait here measures anything: every timeout only turns a hang into a failure.
 
+pub mod openai;
 pub mod process;
 pub mod rng;
 pub mod secrets;

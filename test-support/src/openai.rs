@@ -1,8 +1,8 @@
 //! A small OpenAI-compatible server for tests: `POST /v1/chat/completions` and
 //! `POST /v1/embeddings` on 127.0.0.1 (a free port), on a runtime of its own. It records every
 //! request (path, `Authorization` header, JSON body, arrival time) and answers from a script of
-//! replies, then with a default answer. Dropping it stops it.
-#![allow(dead_code)] // each test binary uses a different subset
+//! replies, then with a default answer; a held reply waits until the test releases it.
+//! Dropping it stops it.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -39,6 +39,8 @@ pub struct Reply {
     pub headers: Vec<(&'static str, String)>,
     /// A wait before answering.
     pub delay: Duration,
+    /// Answer only once the test opens the server's gate ([`Server::release`]).
+    pub held: bool,
 }
 
 impl Reply {
@@ -54,6 +56,7 @@ impl Reply {
             body: body.into(),
             headers: Vec::new(),
             delay: Duration::ZERO,
+            held: false,
         }
     }
 
@@ -100,14 +103,22 @@ impl Reply {
         self.delay = d;
         self
     }
+
+    /// The same, held until the test calls [`Server::release`]: the request stays in flight
+    /// (the caller waits for its answer) as long as the test needs.
+    pub fn held(mut self) -> Self {
+        self.held = true;
+        self
+    }
 }
 
-#[derive(Default)]
 struct State {
     requests: Mutex<Vec<Recorded>>,
     script: Mutex<VecDeque<Reply>>,
     /// Answer every request with this once the script is used up.
     always: Mutex<Option<Reply>>,
+    /// Opened by [`Server::release`]: held replies go out.
+    gate: tokio::sync::watch::Sender<bool>,
 }
 
 /// The running server.
@@ -118,10 +129,23 @@ pub struct Server {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Server {
     /// Starts a server on 127.0.0.1, on a free port.
     pub fn start() -> Server {
-        let state = Arc::new(State::default());
+        let state = Arc::new(State {
+            requests: Mutex::default(),
+            script: Mutex::default(),
+            always: Mutex::default(),
+            gate: tokio::sync::watch::Sender::new(false),
+        });
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let st = state.clone();
@@ -186,6 +210,11 @@ impl Server {
     pub fn count(&self) -> usize {
         self.state.requests.lock().unwrap().len()
     }
+
+    /// Lets every held reply ([`Reply::held`]) go out, now and from now on.
+    pub fn release(&self) {
+        self.state.gate.send_replace(true);
+    }
 }
 
 impl Drop for Server {
@@ -216,6 +245,11 @@ async fn answer(st: &State, uri: Uri, headers: HeaderMap, body: Bytes) -> Respon
         .unwrap_or_else(|| default_reply(&recorded));
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
+    }
+    if reply.held {
+        let mut open = st.gate.subscribe();
+        // Bounded: a test that never releases fails on its own timeout, the server goes on.
+        let _ = tokio::time::timeout(crate::WAIT_TIMEOUT * 5, open.wait_for(|open| *open)).await;
     }
     let mut resp = (
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
