@@ -1325,13 +1325,8 @@ fn an_answered_ask_is_restored_and_replayed_on_resume_without_asking_again() {
 
 /// A folder holding `inner.cm` (`input x → jt_counted (tag) → output y`) and the outer net's
 /// text: `const 1 → sub (subnet) → out`, `const [1,2,3] → m (map) → results`.
-fn nested(tag: &str) -> (PathBuf, String) {
-    let dir = std::env::temp_dir().join(format!(
-        "cameleon-journal-nested-{tag}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+fn nested(tag: &str) -> (test_support::TempDir, String) {
+    let dir = test_support::TempDir::new(&format!("journal-nested-{tag}"));
     std::fs::write(
         dir.join("inner.cm"),
         format!(
@@ -1378,7 +1373,7 @@ fn inner_runs_are_restored_on_resume_without_running_an_inner_operator() {
     let journal = Journal::create(&path).unwrap();
     let mut cvm = Cvm::new(load_in(&dir, &outer));
     let opts = RunOptions {
-        base_dir: Some(dir.clone()),
+        base_dir: Some(dir.to_path_buf()),
         ..RunOptions::default()
     };
     let id = journal.start(&mut cvm, &opts).unwrap();
@@ -1407,7 +1402,6 @@ fn inner_runs_are_restored_on_resume_without_running_an_inner_operator() {
     assert_eq!(again.run().unwrap(), EndState::Completed);
     assert_eq!(calls("nested").len(), 4);
     assert_eq!(inner(&again, "sub"), inner(&reference, "sub"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -1423,7 +1417,7 @@ fn a_subnet_fired_twice_keeps_both_runs_across_resume_and_back() {
     let journal = Journal::create(&path).unwrap();
     let mut cvm = Cvm::new(load_in(&dir, outer));
     let opts = RunOptions {
-        base_dir: Some(dir.clone()),
+        base_dir: Some(dir.to_path_buf()),
         ..RunOptions::default()
     };
     let id = journal.start(&mut cvm, &opts).unwrap();
@@ -1445,5 +1439,4 @@ fn a_subnet_fired_twice_keeps_both_runs_across_resume_and_back() {
     assert_eq!(again.run().unwrap(), EndState::Completed);
     assert_eq!(inner(&again, "sub"), inner(&reference, "sub"));
     assert_eq!(calls("twice").len(), 4);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -446,3 +446,59 @@ pub fn json(o: &Output) -> Value {
     serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", stdout(o), stderr(o)))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::{Cmd, Signal};
+
+    fn fails(f: impl FnOnce() + std::panic::UnwindSafe) -> String {
+        let e = std::panic::catch_unwind(f).expect_err("the test fails");
+        e.downcast_ref::<String>().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_program_past_its_timeout_is_killed_and_fails_the_test_with_what_it_printed() {
+        let msg = fails(|| {
+            Cmd::new("sh")
+                .args(["-c", "echo started; sleep 30"])
+                .timeout(Duration::from_millis(300))
+                .run();
+        });
+        assert!(msg.contains("did not end within 0.3 s (killed)"), "{msg}");
+        assert!(msg.contains("started"), "{msg}");
+    }
+
+    #[test]
+    fn a_wait_for_output_that_never_comes_fails_the_test() {
+        let p = Cmd::new("sleep").arg("30").spawn();
+        let msg = fails(std::panic::AssertUnwindSafe(|| {
+            p.wait_stdout("a line", Duration::from_millis(200), |t| !t.is_empty());
+        }));
+        assert!(
+            msg.contains("a line never came on stdout (timed out)"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn a_dropped_child_is_killed_and_signals_are_sent_from_rust() {
+        let p = Cmd::new("sleep").arg("30").spawn();
+        let pid = rustix::process::Pid::from_raw(p.pid() as i32).expect("a pid");
+        drop(p);
+        assert!(
+            rustix::process::test_kill_process(pid).is_err(),
+            "the child is gone"
+        );
+        let mut p = Cmd::new("sleep").arg("30").spawn();
+        p.signal(Signal::Term);
+        let status = p.wait(Duration::from_secs(30));
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(15)
+        );
+        let o = Cmd::new("cat").stdin("piped in").run();
+        assert_eq!(super::stdout(&o), "piped in");
+    }
+}

@@ -42,19 +42,8 @@ impl Serve {
         let text = proc.wait_stdout("the address it serves on", WAIT_TIMEOUT, |t| {
             t.lines().any(|l| l.contains("http://")) && t.contains('\n')
         });
-        let url = text
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .unwrap_or_else(|| panic!("no address in {text:?}"))
-            .to_owned();
-        let rest = &url["http://".len()..];
-        let addr = rest.split(['/', '?']).next().unwrap_or(rest).to_owned();
-        let token = url.split_once('?').and_then(|(_, q)| {
-            q.split('&').find_map(|kv| {
-                kv.strip_prefix("token=")
-                    .map(|t| percent_decode_str(t).decode_utf8_lossy().into_owned())
-            })
-        });
+        let (url, addr, token) =
+            parse_address(&text).unwrap_or_else(|| panic!("no address in {text:?}"));
         let serve = Serve {
             proc,
             url,
@@ -104,6 +93,11 @@ impl Serve {
         self.proc.stderr_text()
     }
 
+    /// The `n`-th line (1-based) of its standard error, waiting for it.
+    pub fn stderr_line(&self, n: usize) -> String {
+        self.proc.stderr_line(n, WAIT_TIMEOUT)
+    }
+
     /// The headers that carry the token, if the server has one.
     fn auth(&self) -> Vec<(&str, String)> {
         self.token
@@ -135,8 +129,36 @@ impl Serve {
     }
 }
 
+/// The address `serve` printed in `text`: the URL as printed, `host:port`, and the `?token=`
+/// of the URL, percent-decoded.
+pub fn parse_address(text: &str) -> Option<(String, String, Option<String>)> {
+    let url = text
+        .split_whitespace()
+        .find(|w| w.starts_with("http://"))?
+        .to_owned();
+    let rest = &url["http://".len()..];
+    let addr = rest.split(['/', '?']).next().unwrap_or(rest).to_owned();
+    let token = url.split_once('?').and_then(|(_, q)| {
+        q.split('&').find_map(|kv| {
+            kv.strip_prefix("token=")
+                .map(|t| percent_decode_str(t).decode_utf8_lossy().into_owned())
+        })
+    });
+    Some((url, addr, token))
+}
+
 /// The JSON content type header.
 pub const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+/// `GET path` on `addr` (`host:port`), no other header: the status and the body.
+pub fn get(addr: &str, path: &str) -> (u16, Value) {
+    request(addr, "GET", path, &[], "")
+}
+
+/// `POST path` on `addr` with a JSON body (and its content type): the status and the body.
+pub fn post(addr: &str, path: &str, body: &str) -> (u16, Value) {
+    request(addr, "POST", path, &[JSON], body)
+}
 
 fn connect(addr: &str) -> TcpStream {
     let s = TcpStream::connect(addr).unwrap_or_else(|e| panic!("cannot connect to {addr}: {e}"));
@@ -274,5 +296,23 @@ impl Events {
                 _ => seen.push(e.data["event"].as_str().unwrap_or("").to_owned()),
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_address;
+
+    #[test]
+    fn the_printed_address_gives_the_url_the_address_and_the_decoded_token() {
+        let (url, addr, token) =
+            parse_address("serving a.cm on http://127.0.0.1:4321/?token=a%2Bb%2F%3D%25%26c\n")
+                .unwrap();
+        assert_eq!(url, "http://127.0.0.1:4321/?token=a%2Bb%2F%3D%25%26c");
+        assert_eq!(addr, "127.0.0.1:4321");
+        assert_eq!(token.as_deref(), Some("a+b/=%&c"));
+        let (_, addr, token) = parse_address("serving a.cm on http://127.0.0.1:80/").unwrap();
+        assert_eq!((addr.as_str(), token), ("127.0.0.1:80", None));
+        assert!(parse_address("no address").is_none());
     }
 }

@@ -57,6 +57,12 @@ impl AsRef<Path> for TempDir {
     }
 }
 
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.path.as_os_str()
+    }
+}
+
 impl std::ops::Deref for TempDir {
     type Target = Path;
     fn deref(&self) -> &Path {
