@@ -371,15 +371,17 @@ impl Proc {
 
     /// Waits at most `timeout` for the `n`-th line (1-based, complete) of standard output.
     pub fn stdout_line(&self, n: usize, timeout: Duration) -> String {
-        let text = self.wait_stdout(&format!("line {n} of stdout"), timeout, |t| {
-            t.matches('\n').count() >= n
-        });
-        text.lines().nth(n - 1).unwrap_or_default().to_owned()
+        self.line_of(&self.stdout, "stdout", n, timeout)
     }
 
     /// Waits at most `timeout` for the `n`-th line (1-based, complete) of standard error.
     pub fn stderr_line(&self, n: usize, timeout: Duration) -> String {
-        let text = self.wait_stderr(&format!("line {n} of stderr"), timeout, |t| {
+        self.line_of(&self.stderr, "stderr", n, timeout)
+    }
+
+    fn line_of(&self, stream: &Captured, name: &str, n: usize, timeout: Duration) -> String {
+        let what = format!("line {n} of {name}");
+        let text = self.wait_stream(stream, name, &what, timeout, |t| {
             t.matches('\n').count() >= n
         });
         text.lines().nth(n - 1).unwrap_or_default().to_owned()
