@@ -221,24 +221,78 @@ fn token_usage_per_firing_is_in_the_trace_and_the_json() {
 }
 
 #[test]
-fn extract_fills_the_schema_and_agent_answers_offline() {
-    let (code, v) = run_json("extract.cm");
-    assert_eq!(code, 0, "{v}");
-    let facts = &v["sinks"]["out"][0];
-    assert_eq!(facts["species"], 200);
+fn extract_and_agent_refuse_the_offline_model_saying_how_to_configure_a_generative_one() {
+    for (file, op, needs) in [
+        ("extract.cm", "facts", "fill a JSON Schema"),
+        (
+            "agent.cm",
+            "assistant",
+            "decide to call tools (it is offered calc)",
+        ),
+    ] {
+        let head = std::fs::read_to_string(examples().join(file)).unwrap();
+        assert!(
+            head.lines()
+                .take_while(|l| l.starts_with('#'))
+                .any(|l| l.contains("Needs a generative chat model")),
+            "{file} says at the top that it needs a generative model"
+        );
+        let (code, v) = run_json(file);
+        assert_eq!(code, 5, "{file}: {v}");
+        assert_eq!((&v["end"], &v["op"]), (&json!("ERROR"), &json!(op)), "{v}");
+        let error = v["error"].as_str().unwrap();
+        for part in [
+            "chat model `default` (extractive) is not generative",
+            needs,
+            "kind: openai",
+            "--capabilities FILE",
+        ] {
+            assert!(error.contains(part), "{file}: `{part}` in {error}");
+        }
+        assert_eq!(v["sinks"]["out"], json!([]), "nothing invented: {v}");
+    }
+}
+
+#[test]
+fn rag_offline_quotes_and_says_so() {
+    let o = cameleon(&["run", &example("rag.cm")]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
     assert!(
-        facts["diet"]
-            .as_str()
-            .unwrap()
-            .starts_with("Chameleons eat mostly insects")
+        text.contains("note: `answer` answered with a quotation: chat model `default` is `extractive`, which is not generative"),
+        "{text}"
     );
-    let (code, v) = run_json("agent.cm");
-    assert_eq!(code, 0, "{v}");
-    let answer = v["sinks"]["out"][0].as_str().unwrap();
-    assert!(
-        answer.starts_with("Chameleons eat mostly insects"),
-        "{answer}"
+    let (_, v) = run_json("rag.cm");
+    assert_eq!(
+        v["quoted"],
+        json!([{"step": 7, "op": "answer", "model": "default", "kind": "extractive"}]),
+        "{v}"
     );
+    // `model: extractive` names the offline model directly, as `default` does by default.
+    let dir = temp_dir("named-offline");
+    let cm = dir.join("rag.cm");
+    let rag = std::fs::read_to_string(examples().join("rag.cm")).unwrap();
+    let named = rag
+        .replace(
+            "      system: \"Answer from the context only, in one or two sentences.\"\n",
+            "      system: \"Answer from the context only, in one or two sentences.\"\n      model: extractive\n",
+        )
+        .replace("    label: Embed passages\n", "    label: Embed passages\n    params:\n      model: hash\n")
+        .replace("      k: 3\n", "      k: 3\n      model: hash\n");
+    assert_eq!(named.matches("model: ").count(), 3, "{named}");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::copy(
+        examples().join("data/chameleons.txt"),
+        dir.join("data/chameleons.txt"),
+    )
+    .unwrap();
+    std::fs::write(&cm, named).unwrap();
+    let o = cameleon(&["run", &cm.display().to_string(), "--json"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let w: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(w["sinks"], v["sinks"], "the same models, the same answer");
+    assert_eq!(w["quoted"][0]["model"], "extractive", "{w}");
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -406,3 +406,95 @@ fn a_journaled_run_waiting_after_indexing_resumes_in_a_new_process_and_finds_its
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The README's capabilities file, pointed at `server`, written into `dir`; its path.
+fn readme_caps_for(server: &Server, dir: &Path) -> String {
+    let caps = dir.join("cameleon.yaml");
+    let yaml = readme_capabilities().replace("http://127.0.0.1:11434/v1", &server.base_url());
+    std::fs::write(&caps, yaml).unwrap();
+    caps.display().to_string()
+}
+
+fn example(name: &str) -> String {
+    root().join("examples").join(name).display().to_string()
+}
+
+#[test]
+fn the_extract_example_fills_its_schema_from_a_generative_model() {
+    let server = Server::start();
+    let dir = temp_dir("extract");
+    let caps = readme_caps_for(&server, &dir);
+    let facts = json!({"species": 200, "home": "Africa and Madagascar", "diet": "insects"});
+    server.script([Reply::chat(&facts.to_string())]);
+    let o = cameleon(
+        &[
+            "run",
+            &example("extract.cm"),
+            "--capabilities",
+            &caps,
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["sinks"]["out"], json!([facts]), "{v}");
+    assert!(v.get("quoted").is_none(), "a generative model: {v}");
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 1, "one request, accepted: {reqs:?}");
+    let format = &reqs[0].body["response_format"];
+    assert_eq!(format["type"], "json_schema", "{format}");
+    assert_eq!(
+        format["json_schema"]["schema"]["required"],
+        json!(["species", "home", "diet"])
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_agent_example_calls_calc_through_the_gate_then_answers() {
+    let server = Server::start();
+    let dir = temp_dir("agent");
+    let caps = readme_caps_for(&server, &dir);
+    server.script([
+        Reply::tool_calls(&[("c1", "calc", json!({"expr": "1000 / 100"}))]),
+        Reply::chat("It takes about 10 milliseconds."),
+    ]);
+    let o = cameleon(
+        &[
+            "run",
+            &example("agent.cm"),
+            "--capabilities",
+            &caps,
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["sinks"]["out"],
+        json!(["It takes about 10 milliseconds."]),
+        "{v}"
+    );
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 2, "two turns: {reqs:?}");
+    let tools: Vec<&str> = reqs[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(tools, ["calc"], "only the tool the example offers");
+    // The tool ran (the net's `tools:` allows it) and its result went back to the model.
+    let messages = reqs[1].body["messages"].as_array().unwrap();
+    let answer = messages.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(answer["tool_call_id"], "c1");
+    let result: Value = serde_json::from_str(answer["content"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        (&result["status"], &result["content"]),
+        (&json!("ok"), &json!(10)),
+        "{result}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -136,9 +136,11 @@ fn llm_sends_one_request_per_firing_and_records_it_with_its_usage() {
                 kind,
                 request,
                 reply,
+                quoted,
             },
         ] => {
             assert_eq!((model.as_str(), kind.as_str()), ("t_one", "openai"));
+            assert!(!quoted, "an OpenAI-compatible model is generative");
             assert_eq!(request.messages[1].content, "What is a chameleon?");
             assert_eq!(reply.text, "echo: What is a chameleon?");
         }
@@ -776,6 +778,24 @@ fn an_engine_built_without_capabilities_has_the_offline_defaults_and_a_memory_of
     let mut chat = Cvm::new(llm_net("default"));
     assert_eq!(chat.run().unwrap(), EndState::Completed);
     assert_eq!(out(&chat).len(), 1);
+    // The offline models are named by their kinds too.
+    let mut named = Cvm::new(llm_net("extractive"));
+    assert_eq!(named.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&named), out(&chat));
+    let mut b = Net::builder("hashed");
+    b.add("question", Source::new("Are their tongues long?"));
+    b.add("split", Passages::new(100));
+    b.add("embed", Embed::new().model("hash"));
+    b.add("out", Sink::new());
+    b.connect("question.out_data", "split.in_data")
+        .connect("split.out_data", "embed.in_data")
+        .connect("embed.out_data", "out.in_data");
+    let mut hashed = Cvm::new(b.build().unwrap());
+    assert_eq!(
+        hashed.run().unwrap(),
+        EndState::Completed,
+        "`model: hash` in generation 0"
+    );
 
     // A second engine does not see what the first indexed: its `default` memory is its own.
     let mut b = Net::builder("lookup");
@@ -992,10 +1012,138 @@ fn a_missing_model_names_itself_the_generation_and_where_to_configure_it() {
         kinds,
         [
             ("chat.default".to_owned(), "extractive".to_owned()),
+            ("chat.extractive".to_owned(), "extractive".to_owned()),
             ("embedders.default".to_owned(), "hash".to_owned()),
+            ("embedders.hash".to_owned(), "hash".to_owned()),
             ("memories.default".to_owned(), "flat".to_owned()),
         ]
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models that are not generative: quoted, never asked to invent
+
+/// A user's provider that says it is not generative: it echoes its prompt.
+#[derive(Debug)]
+struct Echo;
+
+impl cameleon::capability::ChatModel for Echo {
+    fn kind(&self) -> &str {
+        "t_echo"
+    }
+    fn generative(&self) -> bool {
+        false
+    }
+    fn chat<'a>(
+        &'a self,
+        r: &'a cameleon::capability::ChatRequest,
+    ) -> cameleon::capability::CapFuture<
+        'a,
+        Result<cameleon::capability::ChatReply, cameleon::capability::CapabilityError>,
+    > {
+        let text = r
+            .messages
+            .last()
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        Box::pin(async move {
+            Ok(cameleon::capability::ChatReply {
+                text: format!("{{\"n\": 42, \"echo\": {text:?}}}"),
+                ..Default::default()
+            })
+        })
+    }
+}
+
+#[test]
+fn llm_json_refuses_a_model_that_is_not_generative_and_invents_nothing() {
+    // The offline default, and a user's provider that says `generative() == false`: the
+    // firing fails before asking (the echo would have answered schema-valid JSON).
+    let rt = runtime(|b| {
+        b.chat("t_echo", Arc::new(Echo));
+    });
+    for (model, kind) in [
+        ("default", "extractive"),
+        ("extractive", "extractive"),
+        ("t_echo", "t_echo"),
+    ] {
+        let net = one_op_net(
+            "Order 42: 3 apples for Alice",
+            LlmJson::new(schema()).model(model),
+            "in_prompt",
+            "out_data",
+        );
+        let mut cvm = engine(&rt, net);
+        let e = error_of(&cvm.run().unwrap());
+        assert!(
+            e.starts_with(&format!(
+                "chat model `{model}` ({kind}) is not generative: it only quotes sentences of its context, so it cannot fill a JSON Schema"
+            )),
+            "{e}"
+        );
+        assert!(
+            e.contains("kind: openai") && e.contains("cameleon.yaml"),
+            "{e}"
+        );
+        assert!(out(&cvm).is_empty());
+    }
+}
+
+#[test]
+fn an_agent_offered_tools_refuses_a_model_that_is_not_generative_one_without_quotes() {
+    let add = Add::new();
+    let rt = runtime({
+        let add = add.clone();
+        move |b| {
+            b.tool(add.clone());
+        }
+    });
+    let mut cvm = engine(&rt, agent_net(Agent::new().tools(["add"]), &["add"]));
+    let e = error_of(&cvm.run().unwrap());
+    assert!(
+        e.contains("chat model `default` (extractive) is not generative")
+            && e.contains("cannot decide to call tools (it is offered add)"),
+        "{e}"
+    );
+    assert!(add.calls().is_empty(), "no tool ran");
+
+    // Generation 0 has no tool: nothing is offered, and the agent's answer is a quotation,
+    // recorded as one.
+    let mut b = Net::builder("agent");
+    b.add("question", Source::new("Chameleons change colour. Why?"));
+    b.add("ask", Agent::new());
+    b.add("out", Sink::new());
+    b.connect("question.out_data", "ask.in_prompt")
+        .connect("ask.out_text", "out.in_data");
+    let mut cvm = Cvm::new(b.build().unwrap());
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&cvm), [json!("Chameleons change colour.")]);
+    assert!(matches!(
+        &llm_log(&cvm).calls[..],
+        [ModelCall::Chat { quoted: true, .. }]
+    ));
+}
+
+#[test]
+fn llm_with_a_model_that_is_not_generative_records_its_answer_as_quoted() {
+    let mut cvm = Cvm::new(llm_net("extractive"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&cvm), [json!("What is a chameleon?")]);
+    let id = cvm.net().op_id("ask").unwrap();
+    let history = cvm.history();
+    let state = history.state_after(2, 0).expect("the llm's state");
+    assert_eq!(history.entries()[1].firings[0].op, id);
+    assert_eq!(
+        cameleon::ops::ai::quoted_in(state),
+        [("extractive".to_owned(), "extractive".to_owned())]
+    );
+    // An `openai` model's answer is not a quotation.
+    let server = Server::start();
+    let rt = chat_runtime("t_gen", &config(&server));
+    let mut cvm = engine(&rt, llm_net("t_gen"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let history = cvm.history();
+    assert!(cameleon::ops::ai::quoted_in(history.state_after(2, 0).unwrap()).is_empty());
 }
 
 #[test]

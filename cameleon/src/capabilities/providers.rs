@@ -149,6 +149,8 @@ crate::submit_provider_kind!(ProviderKind {
 // defaults, built the way an entry with no settings is.
 inventory::submit!(crate::operator::capability::OfflineDefaults {
     chat: || Arc::new(Extractive::from_config(&ExtractiveConfig::default())),
+    chat_kind: "extractive",
     embedder: || Arc::new(HashEmbedder::from_config(&HashConfig::default())),
+    embedder_kind: "hash",
     memory: || Arc::new(FlatMemory::new()),
 });
