@@ -9,7 +9,7 @@ mod openai_server;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use openai_server::{Reply, Server};
+use openai_server::{Reply, Server, Structured};
 use serde_json::{Value, json};
 
 fn cameleon(args: &[&str], env: &[(&str, &str)]) -> Output {
@@ -448,6 +448,38 @@ fn the_extract_example_fills_its_schema_from_a_generative_model() {
         format["json_schema"]["schema"]["required"],
         json!(["species", "home", "diet"])
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_extract_example_completes_on_a_server_answering_as_llama_cpp_python_does() {
+    // The server refuses `json_schema` with a 500 naming `response_format` and takes
+    // `json_object` with a schema: one refusal, not retried, then the answer.
+    let server = Server::start();
+    server.structured(Structured::LlamaCpp);
+    let dir = temp_dir("extract-llama");
+    let caps = readme_caps_for(&server, &dir);
+    let facts = json!({"species": 200, "home": "Africa", "diet": "insects"});
+    server.script([Reply::chat(&facts.to_string())]);
+    let o = cameleon(
+        &[
+            "run",
+            &example("extract.cm"),
+            "--capabilities",
+            &caps,
+            "--json",
+        ],
+        &[],
+    );
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(v["sinks"]["out"], json!([facts]), "{v}");
+    let types: Vec<Value> = server
+        .requests()
+        .iter()
+        .map(|r| r.body["response_format"]["type"].clone())
+        .collect();
+    assert_eq!(types, [json!("json_schema"), json!("json_object")]);
     let _ = std::fs::remove_dir_all(&dir);
 }
 

@@ -15,7 +15,7 @@ use cameleon::ops::ai::ModelCall;
 use cameleon::ops::{Agent, Embed, Index, Llm, LlmJson, Passages, Retrieve, Sink, Source};
 use cameleon::prelude::*;
 use cameleon::tools::{Tool, ToolContext, ToolOutput};
-use openai_server::{Reply, Server};
+use openai_server::{Reply, Server, Structured};
 use serde_json::{Value, json};
 
 /// Settings for the test server: quick retries, short timeouts.
@@ -490,6 +490,181 @@ fn llm_json_refuses_a_schema_that_is_not_one_when_built_from_cm() {
     .to_string();
     assert!(
         e.contains("schema") && e.contains("not a valid JSON Schema"),
+        "{e}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structured output on every OpenAI-compatible server
+
+/// `question` → two `llm_json` (`ask`, `ask2`) of chat model `model` → `out`, `out2`.
+fn two_json_net(model: &str) -> Net {
+    let mut b = Net::builder("two-json");
+    b.add("question", Source::new("Count."));
+    b.add("ask", LlmJson::new(schema()).model(model));
+    b.add("ask2", LlmJson::new(schema()).model(model));
+    b.add("out", Sink::new());
+    b.add("out2", Sink::new());
+    b.connect("question.out_data", "ask.in_prompt")
+        .connect("question.out_data", "ask2.in_prompt")
+        .connect("ask.out_data", "out.in_data")
+        .connect("ask2.out_data", "out2.in_data");
+    b.build().expect("a valid net")
+}
+
+/// The `response_format` of each request the server received (`null` for none).
+fn formats(server: &Server) -> Vec<Value> {
+    server
+        .requests()
+        .iter()
+        .map(|r| {
+            r.body
+                .get("response_format")
+                .cloned()
+                .unwrap_or(Value::Null)
+        })
+        .collect()
+}
+
+#[test]
+fn a_llama_cpp_server_gets_json_object_after_refusing_json_schema_once_per_provider() {
+    let server = Server::start();
+    server.structured(Structured::LlamaCpp).script([
+        Reply::chat("{\"n\": \"one\"}"),
+        Reply::chat("{\"n\": 1}"),
+        Reply::chat("{\"n\": 2}"),
+    ]);
+    let rt = chat_runtime("t_llama", &config(&server));
+    let mut cvm = engine(&rt, two_json_net("t_llama"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&cvm), [json!({"n": 1})]);
+    let out2: Vec<Value> = cvm.received("out2").iter().map(|v| v.to_json()).collect();
+    assert_eq!(out2, [json!({"n": 2})]);
+    // 1: json_schema, refused with a 500 naming response_format — not retried as an outage
+    // (max_retries is 3); 2: json_object, an answer that breaks the schema, checked here and
+    // sent back; 3: the corrected one; 4: the second firing goes straight to json_object.
+    let object = json!({"type": "json_object", "schema": schema()});
+    let f = formats(&server);
+    assert_eq!(f.len(), 4, "{f:?}");
+    assert_eq!(f[0]["type"], "json_schema");
+    assert_eq!(&f[1..], [object.clone(), object.clone(), object]);
+}
+
+#[test]
+fn an_openai_server_gets_json_schema_and_nothing_else() {
+    let server = Server::start();
+    server
+        .structured(Structured::OpenAi)
+        .script([Reply::chat("{\"n\": 1}"), Reply::chat("{\"n\": 2}")]);
+    let rt = chat_runtime("t_oai", &config(&server));
+    let mut cvm = engine(&rt, two_json_net("t_oai"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let f = formats(&server);
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert!(f.iter().all(|f| f["type"] == "json_schema"), "{f:?}");
+}
+
+#[test]
+fn a_server_taking_no_response_format_gets_the_schema_in_the_prompt() {
+    let server = Server::start();
+    server
+        .structured(Structured::NoFormat)
+        .script([Reply::chat("{\"n\": 1}"), Reply::chat("{\"n\": 2}")]);
+    let rt = chat_runtime("t_plain", &config(&server));
+    let mut cvm = engine(&rt, two_json_net("t_plain"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let f = formats(&server);
+    assert_eq!(f.len(), 4, "two refusals, then the prompt, twice: {f:?}");
+    assert_eq!(
+        (&f[0]["type"], &f[1]["type"]),
+        (&json!("json_schema"), &json!("json_object"))
+    );
+    assert_eq!(&f[2..], [Value::Null, Value::Null]);
+    // The schema is in the prompt (llm_json's system message), once.
+    let reqs = server.requests();
+    let system = reqs[2].body["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(system.matches(&schema().to_string()).count(), 1, "{system}");
+}
+
+#[test]
+fn structured_output_pinned_in_the_capabilities_file_is_the_only_form_tried() {
+    let dir = std::env::temp_dir().join(format!("cameleon-structured-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let caps = |server: &Server, form: &str| {
+        let path = dir.join(format!("{form}.yaml"));
+        std::fs::write(
+            &path,
+            format!(
+                "chat:\n  t_pin: {{kind: openai, base_url: \"{}\", model: m, backoff_ms: 1, structured_output: {form}}}\n",
+                server.base_url()
+            ),
+        )
+        .unwrap();
+        Runtime::builder()
+            .config_file(path)
+            .build()
+            .expect("a valid file")
+    };
+    // `prompt`, on a server that would take json_schema: no response_format is sent.
+    let server = Server::start();
+    server
+        .structured(Structured::OpenAi)
+        .script([Reply::chat("{\"n\": 1}")]);
+    let mut cvm = engine(
+        &caps(&server, "prompt"),
+        one_op_net(
+            "Count.",
+            LlmJson::new(schema()).model("t_pin"),
+            "in_prompt",
+            "out_data",
+        ),
+    );
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(formats(&server), [Value::Null]);
+    // `json_schema`, on a server that refuses it: one request, an error naming the setting.
+    let server = Server::start();
+    server.structured(Structured::LlamaCpp);
+    let mut cvm = engine(
+        &caps(&server, "json_schema"),
+        one_op_net(
+            "Count.",
+            LlmJson::new(schema()).model("t_pin"),
+            "in_prompt",
+            "out_data",
+        ),
+    );
+    let e = error_of(&cvm.run().unwrap());
+    assert_eq!(server.count(), 1, "neither retried nor another form: {e}");
+    assert!(e.contains("500") && e.contains("response_format"), "{e}");
+    assert!(e.contains("pins `structured_output: json_schema`"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_structured_output_is_refused_at_its_value() {
+    let e = cameleon::capabilities::load_config_str(
+        "caps.yaml",
+        "chat:\n  default: {kind: openai, model: m, structured_output: json_shema}\n",
+    )
+    .unwrap_err();
+    let p = &e.problems()[0];
+    assert_eq!((p.line, p.column), (2, 56), "{e}");
+    assert!(
+        p.message.contains(
+            "`structured_output` is one of json_schema, json_object, prompt, not \"json_shema\""
+        ),
+        "{e}"
+    );
+    assert_eq!(p.hint.as_deref(), Some("did you mean `json_schema`?"));
+    // A chat setting: an embedder has no such key.
+    let e = cameleon::capabilities::load_config_str(
+        "caps.yaml",
+        "embedders:\n  default: {kind: openai, model: m, structured_output: prompt}\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("unknown setting `structured_output`"),
         "{e}"
     );
 }

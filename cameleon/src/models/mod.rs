@@ -48,4 +48,4 @@ pub mod text;
 pub use extractive::{CONFIGURE_GENERATIVE, Extractive, ExtractiveConfig};
 pub use flat::{FlatConfig, FlatMemory, vector_from_bytes, vector_to_bytes};
 pub use hash::{HashConfig, HashEmbedder};
-pub use openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder};
+pub use openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder, StructuredOutput};
