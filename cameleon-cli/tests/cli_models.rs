@@ -530,3 +530,206 @@ fn the_agent_example_calls_calc_through_the_gate_then_answers() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `check --json` on `cm` (with `args`): the exit code and the parsed object.
+fn check_json(cm: &Path, args: &[&str], env: &[(&str, &str)]) -> (i32, Value) {
+    let cm = cm.display().to_string();
+    let mut all = vec!["check", cm.as_str(), "--json"];
+    all.extend_from_slice(args);
+    let o = cameleon(&all, env);
+    let v = serde_json::from_str(&stdout(&o))
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
+    (code(&o), v)
+}
+
+/// `examples/agent.cm`, edited by `edit`, in `dir` (with its data).
+fn agent_copy(dir: &Path, edit: impl Fn(String) -> String) -> PathBuf {
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::copy(
+        root().join("examples/data/chameleons.txt"),
+        dir.join("data/chameleons.txt"),
+    )
+    .unwrap();
+    let text = std::fs::read_to_string(example("agent.cm")).unwrap();
+    let edited = edit(text.clone());
+    assert_ne!(edited, text, "the edit applies");
+    let cm = dir.join("agent.cm");
+    std::fs::write(&cm, edited).unwrap();
+    cm
+}
+
+#[test]
+fn check_reports_a_name_the_capabilities_do_not_define_at_its_param() {
+    let dir = temp_dir("check-names");
+    let cm = agent_copy(&dir, |t| {
+        t.replace(
+            "      max_turns: 4\n",
+            "      max_turns: 4\n      model: fsat\n",
+        )
+        .replace("      tools: [calc]\n", "      tools: [calc, calcc]\n")
+    });
+    // Offline: `fsat` is not defined; the tool `calcc` does not exist.
+    let (c, v) = check_json(&cm, &[], &[]);
+    assert_eq!(c, 2, "{v}");
+    assert_eq!(v["valid"], false);
+    let problems = v["problems"].as_array().unwrap();
+    let kinds: Vec<&str> = problems
+        .iter()
+        .map(|p| p["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["unknown_capability", "unknown_capability"], "{v}");
+    let tool = &problems[0];
+    assert_eq!(
+        (&tool["line"], &tool["column"]),
+        (&json!(32), &json!(21)),
+        "{tool}"
+    );
+    assert!(
+        tool["hint"]
+            .as_str()
+            .unwrap()
+            .starts_with("did you mean `calc`?"),
+        "{tool}"
+    );
+    let model = &problems[1];
+    assert_eq!(
+        model["message"],
+        "operator `assistant` (agent) names chat model `fsat`, which the capabilities do not define"
+    );
+    assert_eq!(
+        (&model["line"], &model["column"]),
+        (&json!(34), &json!(14)),
+        "{model}"
+    );
+    assert_eq!(model["snippet"], "      model: fsat");
+
+    // With a capabilities file beside it that defines `fast`: a did-you-mean, and where.
+    std::fs::write(
+        dir.join("cameleon.yaml"),
+        "chat:\n  fast: {kind: openai, model: m, api_key_env: CAMELEON_TEST_NOBODY_SETS_THIS}\n",
+    )
+    .unwrap();
+    let (c, v) = check_json(&cm, &[], &[]);
+    assert_eq!(c, 2, "{v}");
+    let hint = v["problems"][1]["hint"].as_str().unwrap();
+    assert!(hint.starts_with("did you mean `fast`?"), "{hint}");
+    assert!(hint.contains("cameleon.yaml"), "{hint}");
+    // Text: located like the loader's problems.
+    let o = cameleon(&["check", &cm.display().to_string()], &[]);
+    assert_eq!(code(&o), 2);
+    assert!(stderr(&o).contains("agent.cm:34:14"), "{}", stderr(&o));
+
+    // Defined now (the key's variable need not be set to check): valid.
+    let fixed = std::fs::read_to_string(&cm)
+        .unwrap()
+        .replace("model: fsat", "model: fast")
+        .replace("[calc, calcc]", "[calc]");
+    std::fs::write(&cm, fixed).unwrap();
+    let (c, v) = check_json(&cm, &[], &[]);
+    assert_eq!(
+        (c, &v["valid"], &v["warnings"]),
+        (0, &json!(true), &json!([])),
+        "{v}"
+    );
+    // `run` needs that variable: it stops before running, naming it.
+    let o = cameleon(&["run", &cm.display().to_string()], &[]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("CAMELEON_TEST_NOBODY_SETS_THIS"),
+        "{}",
+        stderr(&o)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn check_uses_the_capabilities_run_would_and_never_contacts_them() {
+    let server = Server::start();
+    let dir = temp_dir("check-caps");
+    let cm = agent_copy(&dir, |t| {
+        t.replace(
+            "      max_turns: 4\n",
+            "      max_turns: 4\n      model: local\n",
+        )
+    });
+    let caps = dir.join("models.yaml");
+    std::fs::write(
+        &caps,
+        format!(
+            "chat:\n  local: {{kind: openai, base_url: \"{}\", model: m}}\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let c = caps.display().to_string();
+    // Without the file, `local` is undefined; given with --capabilities, or named by
+    // CAMELEON_CAPABILITIES, it is.
+    assert_eq!(check_json(&cm, &[], &[]).0, 2);
+    let (code_flag, v) = check_json(&cm, &["--capabilities", &c], &[]);
+    assert_eq!(code_flag, 0, "{v}");
+    assert_eq!(check_json(&cm, &[], &[("CAMELEON_CAPABILITIES", &c)]).0, 0);
+    // `--verify` checks the names first, then explores.
+    let (code_verify, v) = check_json(&cm, &["--capabilities", &c, "--verify"], &[]);
+    assert_eq!((code_verify, &v["warnings"]), (0, &json!([])), "{v}");
+    assert_eq!(server.count(), 0, "check contacts nothing");
+    // A capabilities file with problems: reported as `run` reports them, exit 2.
+    std::fs::write(&caps, "chat:\n  local: {kind: opnai, model: m}\n").unwrap();
+    let (c2, v) = check_json(&cm, &["--capabilities", &c], &[]);
+    assert_eq!(c2, 2, "{v}");
+    assert_eq!(
+        (&v["problems"][0]["kind"], &v["problems"][0]["line"]),
+        (&json!("unknown_kind"), &json!(2))
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn check_warns_that_tools_are_denied_without_a_tools_key_and_keeps_exit_0() {
+    let dir = temp_dir("check-tools");
+    let cm = agent_copy(&dir, |t| t.replace("tools:\n  allow: [calc]\n", ""));
+    let (c, v) = check_json(&cm, &[], &[]);
+    assert_eq!((c, &v["valid"]), (0, &json!(true)), "{v}");
+    let w = &v["warnings"][0];
+    assert_eq!(w["kind"], "tools_denied", "{v}");
+    assert_eq!(
+        w["message"],
+        "operator `assistant` (agent) calls tool `calc`, but the net has no `tools:` key: every tool call is denied"
+    );
+    assert_eq!(
+        (&w["line"], &w["column"], &w["snippet"]),
+        (&json!(26), &json!(11), &json!("    type: agent")),
+        "{w}"
+    );
+    assert!(
+        w["hint"]
+            .as_str()
+            .unwrap()
+            .contains("tools: {allow: [calc]}"),
+        "{w}"
+    );
+    let o = cameleon(&["check", &cm.display().to_string()], &[]);
+    assert_eq!(code(&o), 0);
+    assert!(stdout(&o).contains("valid net `agent`"), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains("1 warning") && stderr(&o).contains("⚠"),
+        "{}",
+        stderr(&o)
+    );
+
+    // A `tools:` that does not list the tool: a warning too; `tools.cm` lists its tools: none.
+    let other = agent_copy(&dir.join("b"), |t| {
+        t.replace("allow: [calc]", "allow: [json_query]")
+    });
+    let (c, v) = check_json(&other, &[], &[]);
+    assert_eq!(c, 0);
+    assert!(
+        v["warnings"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("does not allow calc"),
+        "{v}"
+    );
+    let (c, v) = check_json(&root().join("examples/tools.cm"), &[], &[]);
+    assert_eq!((c, &v["warnings"]), (0, &json!([])), "{v}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

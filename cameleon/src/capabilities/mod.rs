@@ -42,6 +42,7 @@
 
 mod config;
 mod kinds;
+mod names;
 mod providers;
 mod runtime;
 
@@ -52,6 +53,7 @@ use std::sync::Arc;
 
 pub use config::{ENV_VAR, load_config_str};
 pub use kinds::{Build, KindConfig, KindError, ProviderKind, Section, kinds};
+pub use names::{CapabilityNames, NameCheck, check_names};
 pub use runtime::{
     CapabilitiesError, CodeSource, ConfigFile, EnvSource, Runtime, RuntimeBuilder, Source,
 };

@@ -47,12 +47,14 @@ use std::sync::{Arc, OnceLock};
 use super::OpError;
 
 mod models;
+mod names;
 mod tool;
 
 pub use models::{
     ChatMessage, ChatModel, ChatReply, ChatRequest, Embedded, Embedder, Memory, MemoryHit,
     MemoryItem, Role, ToolRequest, Usage,
 };
+pub use names::{CapabilityParam, Named, capability_params};
 pub use tool::{ToolAccess, ToolCall, ToolHandle, ToolManifest, ToolMeta, ToolResult, ToolStatus};
 
 /// The future of a capability call.

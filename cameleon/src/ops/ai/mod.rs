@@ -42,6 +42,28 @@ use crate::operator::capability::{
 };
 use crate::operator::{OpError, OpState};
 
+// The params that name capabilities, for checks before a run (`cameleon check`).
+macro_rules! names_capability {
+    ($($op:literal . $param:literal => $named:ident),* $(,)?) => {$(
+        crate::submit_capability_param!(crate::operator::capability::CapabilityParam {
+            op_type: $op,
+            param: $param,
+            names: crate::operator::capability::Named::$named,
+        });
+    )*};
+}
+
+names_capability!(
+    "llm"."model" => Chat,
+    "llm_json"."model" => Chat,
+    "agent"."model" => Chat,
+    "agent"."tools" => Tool,
+    "embed"."model" => Embedder,
+    "index"."memory" => Memory,
+    "retrieve"."memory" => Memory,
+    "retrieve"."model" => Embedder,
+);
+
 /// A provider's error as the firing's error, naming what was called.
 fn call_error(what: &str, name: &str, kind: &str, e: CapabilityError) -> OpError {
     OpError::new(format!("{what} `{name}` ({kind}): {e}"))
