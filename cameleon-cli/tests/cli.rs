@@ -296,6 +296,66 @@ fn rag_offline_quotes_and_says_so() {
 }
 
 #[test]
+fn text_example_extracts_the_orders_and_previews_them() {
+    let (code, v) = run_json("text.cm");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["sinks"]["fields"],
+        json!([[
+            {"id": "42", "qty": "3", "item": "apples", "customer": "Alice"},
+            {"id": "43", "qty": "5", "item": "pears", "customer": "Bob"}
+        ]])
+    );
+    assert_eq!(
+        v["sinks"]["preview"],
+        json!(["#42: 3 Apples For Alice | #43…"])
+    );
+    let preview = v["sinks"]["preview"][0].as_str().unwrap();
+    assert_eq!(
+        preview.chars().count(),
+        30,
+        "max: 30 characters, the ellipsis included"
+    );
+}
+
+#[test]
+fn the_catalogue_gives_each_text_operator_an_example() {
+    let o = cameleon(&["catalogue", "--json"]);
+    let cat: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let md = stdout(&cameleon(&["catalogue", "--markdown"]));
+    for id in [
+        "replace",
+        "case",
+        "trim",
+        "truncate",
+        "split_text",
+        "join_text",
+        "regex_extract",
+    ] {
+        let e = cat["operators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id)
+            .unwrap_or_else(|| panic!("`{id}` is in the catalogue"));
+        let doc = e["doc"].as_str().unwrap();
+        assert!(
+            doc.contains("E.g. ") && doc.contains(" turns "),
+            "{id}: {doc}"
+        );
+        assert!(md.contains(&format!("### `{id}`")), "{id} in --markdown");
+        for p in e["params"].as_array().unwrap() {
+            let pd = p["doc"].as_str().unwrap();
+            assert!(
+                pd.len() > 20,
+                "{id}.{}: a doc a reader can use: {pd:?}",
+                p["name"]
+            );
+        }
+    }
+}
+
+#[test]
 fn every_standard_operator_appears_in_an_example() {
     let o = cameleon(&["catalogue", "--json"]);
     let cat: Value = serde_json::from_str(&stdout(&o)).unwrap();

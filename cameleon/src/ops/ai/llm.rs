@@ -251,11 +251,7 @@ fn problems(validator: &jsonschema::Validator, v: &Json) -> Vec<String> {
 
 /// At most 300 characters of `text`, for a message.
 fn excerpt(text: &str) -> String {
-    let mut s: String = text.chars().take(300).collect();
-    if text.chars().count() > 300 {
-        s.push('…');
-    }
-    s
+    crate::ops::Truncate::new(300).ellipsis("…").apply(text)
 }
 
 impl RunAsync for LlmJson {
