@@ -28,21 +28,6 @@ const OPENAI_KEYS: &[&str] = &[
     "dim",
 ];
 
-/// The settings of an `openai` chat model: an embedder's, and `structured_output`.
-const OPENAI_CHAT_KEYS: &[&str] = &[
-    "base_url",
-    "model",
-    "api_key_env",
-    "timeout_ms",
-    "connect_timeout_ms",
-    "max_retries",
-    "backoff_ms",
-    "max_backoff_ms",
-    "batch_size",
-    "dim",
-    "structured_output",
-];
-
 /// Refuses a `structured_output` that names no form, at its value.
 fn check_structured_output(cfg: &KindConfig) -> Result<(), KindError> {
     let Some(v) = cfg.settings.get("structured_output") else {
@@ -118,7 +103,13 @@ fn label(cfg: &KindConfig, what: &str) -> String {
 
 fn openai_chat(cfg: &KindConfig) -> Result<Arc<dyn ChatModel>, KindError> {
     check_structured_output(cfg)?;
-    let c = openai_config(cfg, OPENAI_CHAT_KEYS)?;
+    // An embedder's settings, and `structured_output`.
+    let keys: Vec<&str> = OPENAI_KEYS
+        .iter()
+        .copied()
+        .chain(["structured_output"])
+        .collect();
+    let c = openai_config(cfg, &keys)?;
     let m =
         OpenAiChat::new(&c, &label(cfg, "chat model")).map_err(|e| KindError::new(e.message))?;
     Ok(Arc::new(m))
