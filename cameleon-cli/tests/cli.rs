@@ -192,24 +192,138 @@ fn token_usage_per_firing_is_in_the_trace_and_the_json() {
 }
 
 #[test]
-fn extract_fills_the_schema_and_agent_answers_offline() {
-    let (code, v) = run_json("extract.cm");
-    assert_eq!(code, 0, "{v}");
-    let facts = &v["sinks"]["out"][0];
-    assert_eq!(facts["species"], 200);
+fn extract_and_agent_refuse_the_offline_model_saying_how_to_configure_a_generative_one() {
+    for (file, op, needs) in [
+        ("extract.cm", "facts", "fill a JSON Schema"),
+        (
+            "agent.cm",
+            "assistant",
+            "decide to call tools (it is offered calc)",
+        ),
+    ] {
+        let head = std::fs::read_to_string(examples().join(file)).unwrap();
+        assert!(
+            head.lines()
+                .take_while(|l| l.starts_with('#'))
+                .any(|l| l.contains("Needs a generative chat model")),
+            "{file} says at the top that it needs a generative model"
+        );
+        let (code, v) = run_json(file);
+        assert_eq!(code, 5, "{file}: {v}");
+        assert_eq!((&v["end"], &v["op"]), (&json!("ERROR"), &json!(op)), "{v}");
+        let error = v["error"].as_str().unwrap();
+        for part in [
+            "chat model `default` (extractive) is not generative",
+            needs,
+            "kind: openai",
+            "--capabilities FILE",
+        ] {
+            assert!(error.contains(part), "{file}: `{part}` in {error}");
+        }
+        assert_eq!(v["sinks"]["out"], json!([]), "nothing invented: {v}");
+    }
+}
+
+#[test]
+fn rag_offline_quotes_and_says_so() {
+    let o = CAMELEON.run(&["run", &example("rag.cm")]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
     assert!(
-        facts["diet"]
-            .as_str()
+        text.contains("note: `answer` answered with a quotation: chat model `default` is `extractive`, which is not generative"),
+        "{text}"
+    );
+    let (_, v) = run_json("rag.cm");
+    assert_eq!(
+        v["quoted"],
+        json!([{"step": 7, "op": "answer", "model": "default", "kind": "extractive"}]),
+        "{v}"
+    );
+    // `model: extractive` names the offline model directly, as `default` does by default.
+    let dir = TempDir::new("named-offline");
+    let cm = dir.join("rag.cm");
+    let rag = std::fs::read_to_string(examples().join("rag.cm")).unwrap();
+    let named = rag
+        .replace(
+            "      system: \"Answer from the context only, in one or two sentences.\"\n",
+            "      system: \"Answer from the context only, in one or two sentences.\"\n      model: extractive\n",
+        )
+        .replace("    label: Embed passages\n", "    label: Embed passages\n    params:\n      model: hash\n")
+        .replace("      k: 3\n", "      k: 3\n      model: hash\n");
+    assert_eq!(named.matches("model: ").count(), 3, "{named}");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::copy(
+        examples().join("data/chameleons.txt"),
+        dir.join("data/chameleons.txt"),
+    )
+    .unwrap();
+    std::fs::write(&cm, named).unwrap();
+    let o = CAMELEON.run(&["run", &cm.display().to_string(), "--json"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let w: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(w["sinks"], v["sinks"], "the same models, the same answer");
+    assert_eq!(w["quoted"][0]["model"], "extractive", "{w}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn text_example_extracts_the_orders_and_previews_them() {
+    let (code, v) = run_json("text.cm");
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(
+        v["sinks"]["fields"],
+        json!([[
+            {"id": "42", "qty": "3", "item": "apples", "customer": "Alice"},
+            {"id": "43", "qty": "5", "item": "pears", "customer": "Bob"}
+        ]])
+    );
+    assert_eq!(
+        v["sinks"]["preview"],
+        json!(["#42: 3 Apples For Alice | #43…"])
+    );
+    let preview = v["sinks"]["preview"][0].as_str().unwrap();
+    assert_eq!(
+        preview.chars().count(),
+        30,
+        "max: 30 characters, the ellipsis included"
+    );
+}
+
+#[test]
+fn the_catalogue_gives_each_text_operator_an_example() {
+    let o = CAMELEON.run(&["catalogue", "--json"]);
+    let cat: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let md = stdout(&CAMELEON.run(&["catalogue", "--markdown"]));
+    for id in [
+        "replace",
+        "case",
+        "trim",
+        "truncate",
+        "split_text",
+        "join_text",
+        "regex_extract",
+    ] {
+        let e = cat["operators"]
+            .as_array()
             .unwrap()
-            .starts_with("Chameleons eat mostly insects")
-    );
-    let (code, v) = run_json("agent.cm");
-    assert_eq!(code, 0, "{v}");
-    let answer = v["sinks"]["out"][0].as_str().unwrap();
-    assert!(
-        answer.starts_with("Chameleons eat mostly insects"),
-        "{answer}"
-    );
+            .iter()
+            .find(|e| e["id"] == id)
+            .unwrap_or_else(|| panic!("`{id}` is in the catalogue"));
+        let doc = e["doc"].as_str().unwrap();
+        assert!(
+            doc.contains("E.g. ") && doc.contains(" turns "),
+            "{id}: {doc}"
+        );
+        assert!(md.contains(&format!("### `{id}`")), "{id} in --markdown");
+        for p in e["params"].as_array().unwrap() {
+            let pd = p["doc"].as_str().unwrap();
+            assert!(
+                pd.len() > 20,
+                "{id}.{}: a doc a reader can use: {pd:?}",
+                p["name"]
+            );
+        }
+    }
 }
 
 #[test]

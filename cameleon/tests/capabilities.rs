@@ -201,8 +201,11 @@ fn an_optional_file_that_is_absent_adds_nothing() {
         .source(ConfigFile::optional("/nonexistent/cameleon.yaml"))
         .build()
         .unwrap();
-    // Only the built-in default (`extractive`).
-    assert_eq!(rt.current().chat_names().collect::<Vec<_>>(), ["default"]);
+    // Only the built-in default (`extractive`), also under its kind's name.
+    assert_eq!(
+        rt.current().chat_names().collect::<Vec<_>>(),
+        ["default", "extractive"]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

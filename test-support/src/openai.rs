@@ -112,6 +112,22 @@ impl Reply {
     }
 }
 
+/// Which forms of structured output (`response_format`) the server takes, like a real one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Structured {
+    /// Every form (the default).
+    #[default]
+    Any,
+    /// As OpenAI does: `json_schema` taken; `json_object` with a `schema` refused (a 400
+    /// naming the unknown parameter).
+    OpenAi,
+    /// As llama-cpp-python's server does: `json_schema` refused with a 500 whose body names
+    /// `response_format`; `json_object` (with a `schema`) taken.
+    LlamaCpp,
+    /// No `response_format` at all: a 400 naming it.
+    NoFormat,
+}
+
 struct State {
     requests: Mutex<Vec<Recorded>>,
     script: Mutex<VecDeque<Reply>>,
@@ -119,6 +135,7 @@ struct State {
     always: Mutex<Option<Reply>>,
     /// Opened by [`Server::release`]: held replies go out.
     gate: tokio::sync::watch::Sender<bool>,
+    structured: Mutex<Structured>,
 }
 
 /// The running server.
@@ -145,6 +162,7 @@ impl Server {
             script: Mutex::default(),
             always: Mutex::default(),
             gate: tokio::sync::watch::Sender::new(false),
+            structured: Mutex::default(),
         });
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -201,6 +219,13 @@ impl Server {
         self
     }
 
+    /// Takes structured output as `s` says; a refused request gets the refusal and leaves the
+    /// script as it is.
+    pub fn structured(&self, s: Structured) -> &Self {
+        *self.state.structured.lock().unwrap() = s;
+        self
+    }
+
     /// The requests received so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.requests.lock().unwrap().clone()
@@ -239,6 +264,16 @@ async fn answer(st: &State, uri: Uri, headers: HeaderMap, body: Bytes) -> Respon
         at: Instant::now(),
     };
     st.requests.lock().unwrap().push(recorded.clone());
+    let form = recorded.body["response_format"]["type"].as_str();
+    let structured = *st.structured.lock().unwrap();
+    if let Some(refusal) = refusal(structured, form) {
+        return (
+            StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            [("content-type", "application/json")],
+            refusal.body,
+        )
+            .into_response();
+    }
     let scripted = st.script.lock().unwrap().pop_front();
     let reply = scripted
         .or_else(|| st.always.lock().unwrap().clone())
@@ -265,6 +300,31 @@ async fn answer(st: &State, uri: Uri, headers: HeaderMap, body: Bytes) -> Respon
             .insert(k, v.parse().expect("a header value"));
     }
     resp
+}
+
+/// How a server taking structured output as `s` refuses `response_format` type `form`.
+fn refusal(s: Structured, form: Option<&str>) -> Option<Reply> {
+    match (s, form?) {
+        (Structured::LlamaCpp, "json_schema") => Some(Reply::raw(
+            500,
+            json!({"error": {
+                "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}]",
+                "type": "internal_server_error",
+                "param": null,
+                "code": null
+            }})
+            .to_string(),
+        )),
+        (Structured::OpenAi, "json_object") => Some(Reply::error(
+            400,
+            "Unknown parameter: 'response_format.schema'.",
+        )),
+        (Structured::NoFormat, _) => Some(Reply::error(
+            400,
+            "Unrecognized request argument supplied: response_format",
+        )),
+        _ => None,
+    }
 }
 
 /// Without a script: a chat completion echoing the last user message, or embeddings of
