@@ -164,6 +164,12 @@ pub struct CheckArgs {
     /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// The capabilities file whose chat models, embedders and memories the net's names must
+    /// resolve to, as `run` would use it. Default: the file named by `CAMELEON_CAPABILITIES`,
+    /// then `cameleon.yaml` beside the .cm file, each if present. Only names are read: nothing
+    /// it configures is started or contacted.
+    #[arg(long, value_name = "FILE")]
+    pub capabilities: Option<PathBuf>,
 }
 
 /// `check --verify --reduce`: which state space is explored.

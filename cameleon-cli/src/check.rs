@@ -1,8 +1,11 @@
-//! `cameleon check`: validate a file; with `--verify`, explore its state space.
+//! `cameleon check`: validate a file — its net, and the names it gives to the capabilities
+//! (chat models, embedders, memories, tools); with `--verify`, explore its state space.
 
 use serde_json::json;
 
-use super::{CheckArgs, Io, display_name, exit, load};
+use super::{CheckArgs, Io, display_name, exit, load, report_invalid};
+use cameleon::capabilities::{CapabilitiesError, NameCheck, Runtime, check_names};
+use cameleon::cm::CmProblem;
 use cameleon::net::Net;
 use cameleon::verify::{Progress, Verdict, VerifyOptions, verify_with};
 
@@ -11,8 +14,31 @@ pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Ok(net) => net,
         Err(code) => return Ok(code),
     };
+    let found = match names(&net, a, io)? {
+        Ok(found) => found,
+        Err(code) => return Ok(code),
+    };
+    let warnings: &[CmProblem] = found.warnings.as_ref().map_or(&[], |w| w.problems());
+    if let Some(e) = &found.errors {
+        if a.json {
+            let v = json!({
+                "valid": false,
+                "file": e.file_name(),
+                "problems": e.problems(),
+                "warnings": warnings,
+            });
+            writeln!(io.stdout, "{v}")?;
+        } else {
+            write!(io.stderr, "{}", crate::render::cm_error(e, io.color))?;
+            show_warnings(&found, io)?;
+        }
+        return Ok(exit::INVALID);
+    }
+    if !a.json {
+        show_warnings(&found, io)?;
+    }
     if a.verify {
-        return verify(&net, a, io);
+        return verify(&net, a, warnings, io);
     }
     let (ops, conns) = (net.operators().len(), net.connections().len());
     if a.json {
@@ -22,6 +48,7 @@ pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             "name": net.name(),
             "operators": ops,
             "connections": conns,
+            "warnings": warnings,
         });
         writeln!(io.stdout, "{v}")?;
     } else {
@@ -37,11 +64,48 @@ pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     Ok(exit::OK)
 }
 
+/// The net's capability names resolved against the capabilities `run` would use (read, never
+/// built: nothing a capabilities file configures is started or contacted). `Err`: the exit
+/// code of a capabilities file with problems, reported like `run` reports it.
+fn names(net: &Net, a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<Result<NameCheck, i32>> {
+    let names = match Runtime::builder()
+        .for_cm_file(&a.file, a.capabilities.as_deref())
+        .names()
+    {
+        Ok(n) => n,
+        Err(CapabilitiesError::File(e)) => {
+            report_invalid(&e, a.json, io)?;
+            return Ok(Err(exit::INVALID));
+        }
+        Err(e) => {
+            writeln!(io.stderr, "error: {e}")?;
+            return Ok(Err(exit::INVALID));
+        }
+    };
+    // The loader read the same file a moment ago.
+    let text = std::fs::read_to_string(&a.file)?;
+    let file = a.file.display().to_string();
+    Ok(Ok(check_names(net, &file, &text, &names)))
+}
+
+/// Draws the warnings on stderr (the file stays valid).
+fn show_warnings(found: &NameCheck, io: &mut Io<'_>) -> std::io::Result<()> {
+    match &found.warnings {
+        Some(w) => write!(io.stderr, "{}", crate::render::cm_warnings(w, io.color)),
+        None => Ok(()),
+    }
+}
+
 /// `check --verify`: the state-space exploration of docs/semantics.md §8 (`cameleon::verify`):
 /// the properties with witnesses, as text or as the JSON object of docs/cli.md
 /// (`{"valid":true,"reduced":…,"states":…,"edges":…,"deadlock_free":…,"witness":[…],…}`). Exit 0 when every
 /// property holds, 3 when one fails, 4 when the state budget ran out before a verdict.
-fn verify(net: &Net, a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
+fn verify(
+    net: &Net,
+    a: &CheckArgs,
+    warnings: &[CmProblem],
+    io: &mut Io<'_>,
+) -> std::io::Result<i32> {
     let opts = VerifyOptions::default()
         .max_states(a.max_states)
         .reduce(a.reduce.into());
@@ -69,6 +133,7 @@ fn verify(net: &Net, a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         let mut v = report.to_json();
         if let Some(m) = v.as_object_mut() {
             m.insert("file".into(), json!(a.file.display().to_string()));
+            m.insert("warnings".into(), json!(warnings));
         }
         writeln!(io.stdout, "{v}")?;
     } else {

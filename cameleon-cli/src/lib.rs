@@ -36,7 +36,7 @@
 //! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file |
 //! | `runs DB [--json]`, `history DB RUN_ID [--json]` | 0, 2 not a journal or an unknown id |
 //! | `run FILE.cm --follow WITNESS [--json]` | 0 replayed, 2 not replayable, 3 it ends in DEADLOCK |
-//! | `check FILE.cm [--verify [--max-states N]] [--json]` | 0 valid (and every property holds), 2 invalid, 3 a property fails, 4 the state budget ran out first |
+//! | `check FILE.cm [--capabilities FILE] [--verify [--max-states N]] [--json]` | 0 valid (and every property holds; warnings alone keep 0), 2 invalid (a capability name that is not defined included), 3 a property fails, 4 the state budget ran out first |
 //! | `fmt FILE.cm [--check]` (`-`: stdin to stdout) | 0, 1 if `--check` finds a difference, 2 invalid |
 //! | `catalogue [--json\|--markdown]` | 0 |
 //! | `tools [--json]` | 0 |
@@ -153,12 +153,20 @@ Examples:
     RunNet(RunArgs),
     /// Validate a net: every problem, with its line, column and a hint.
     #[command(after_help = "\
-Exit codes: 0 valid (with --verify: every property holds), 2 invalid, 3 a verified property
-fails, 4 the state budget (--max-states) ran out before a verdict.
+Besides the net, check resolves the chat models, embedders, memories and tools its operators
+name against the capabilities `run` would use (--capabilities FILE, else CAMELEON_CAPABILITIES,
+else cameleon.yaml beside the file, and the built-in defaults), reading names only: nothing a
+capabilities file configures is started or contacted. A name that is not defined is an error;
+a `tool` or `agent` whose tools the net's `tools:` key does not allow is a warning.
+
+Exit codes: 0 valid (with --verify: every property holds; warnings alone keep 0), 2 invalid (an
+undefined capability name included), 3 a verified property fails, 4 the state budget
+(--max-states) ran out before a verdict.
 
 Examples:
   cameleon check examples/digest.cm
   cameleon check examples/digest.cm --json
+  cameleon check examples/agent.cm --capabilities my-models.yaml
   cameleon check examples/wcp/bad/xor-split-and-join.cm --verify
   cameleon check examples/wcp/wcp21-structured-loop.cm --verify --json
   cameleon check examples/wcp/wcp03-synchronization.cm --verify --reduce none")]

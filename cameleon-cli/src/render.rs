@@ -23,19 +23,47 @@ use miette::{Diagnostic, LabeledSpan, SourceCode};
 /// assert!(text.contains("did you mean `source`?"));
 /// ```
 pub fn cm_error(e: &CmError, color: bool) -> String {
+    let n = e.problems().len();
+    let header = format!(
+        "`{}` is not a valid {}: {n} problem{}\n\n",
+        e.file_name(),
+        e.document(),
+        if n == 1 { "" } else { "s" }
+    );
+    problems(e, header, color)
+}
+
+/// Renders warnings (problems that leave the file valid, such as `check`'s `tools_denied`)
+/// like [`cm_error`] renders errors, under a `` `FILE`: N warning(s) `` line.
+///
+/// ```
+/// # use cameleon::capabilities::{CapabilityNames, check_names};
+/// let text = "operators:\n  - {id: args, type: const, params: {value: {expr: \"1\"}}}\n  - {id: calc, type: tool, params: {name: calc}}\n  - {id: out, type: sink}\nconnections:\n  - {from: args.out_data, to: calc.in_args}\n  - {from: calc.out_result, to: out.in_data}\n";
+/// let net = cameleon::Net::from_cm(text)?;
+/// let found = check_names(&net, "calc.cm", text, &CapabilityNames::new());
+/// let text = cameleon_cli::render::cm_warnings(&found.warnings.unwrap(), false);
+/// assert!(text.starts_with("`calc.cm`: 1 warning\n"));
+/// assert!(text.contains("no `tools:` key"));
+/// # Ok::<(), cameleon::cm::CmError>(())
+/// ```
+pub fn cm_warnings(e: &CmError, color: bool) -> String {
+    let n = e.problems().len();
+    let header = format!(
+        "`{}`: {n} warning{}\n\n",
+        e.file_name(),
+        if n == 1 { "" } else { "s" }
+    );
+    problems(e, header, color)
+}
+
+/// `header`, then each problem of `e` with its snippet and hint.
+fn problems(e: &CmError, mut out: String, color: bool) -> String {
     let theme = if color {
         miette::GraphicalTheme::unicode()
     } else {
         miette::GraphicalTheme::unicode_nocolor()
     };
     let handler = miette::GraphicalReportHandler::new_themed(theme).with_width(100);
-    let n = e.problems().len();
-    let mut out = format!(
-        "`{}` is not a valid {}: {n} problem{}\n\n",
-        e.file_name(),
-        e.document(),
-        if n == 1 { "" } else { "s" }
-    );
     for p in e.problems() {
         let d = match window(e.source_text(), e.file_name(), p) {
             Some((source, label)) => Sourced {
@@ -181,6 +209,9 @@ impl Diagnostic for Sourced<'_> {
     }
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
         self.problem.help()
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        self.problem.severity()
     }
     /// The problem's own label, moved to where its text is in the window.
     fn labels(&self) -> Option<Box<dyn Iterator<Item = LabeledSpan> + '_>> {

@@ -9,7 +9,7 @@ use cameleon::engine::{Cvm, EndState};
 use cameleon::history::Entry;
 use cameleon::operator::capability::Usage;
 use cameleon::ops;
-use cameleon::ops::ai::usage_in;
+use cameleon::ops::ai::{quoted_in, usage_in};
 
 use super::exit;
 
@@ -30,6 +30,9 @@ pub struct RunReport {
     pub usage: Vec<(u32, String, Usage)>,
     /// Each `subnet` or `map` that ran, with its inner runs in brief, in declaration order.
     pub inner: Vec<(String, Vec<Json>)>,
+    /// The firings whose answers quote their context because their chat model is not
+    /// generative (the offline `extractive`): `(step, operator, model, kind)`, in history order.
+    pub quoted: Vec<(u32, String, String, String)>,
 }
 
 impl RunReport {
@@ -64,6 +67,7 @@ impl RunReport {
             unreached: cvm.unreached().into_iter().map(str::to_owned).collect(),
             usage: usage_of(cvm),
             inner,
+            quoted: quoted_of(cvm),
         }
     }
 
@@ -119,6 +123,16 @@ impl RunReport {
                 "usage".into(),
                 json!({"prompt_tokens": prompt, "completion_tokens": completion, "firings": firings}),
             );
+        }
+        if !self.quoted.is_empty() {
+            let quoted: Vec<Json> = self
+                .quoted
+                .iter()
+                .map(|(step, op, model, kind)| {
+                    json!({"step": step, "op": op, "model": model, "kind": kind})
+                })
+                .collect();
+            m.insert("quoted".into(), Json::Array(quoted));
         }
         if !self.inner.is_empty() {
             let inner: Map<String, Json> = self
@@ -198,6 +212,14 @@ impl RunReport {
                 plural(runs.len(), "time"),
             ));
         }
+        for (_, op, model, kind) in &self.quoted {
+            s.push_str(&format!(
+                "\nnote: `{op}` answered with a quotation: chat model `{model}` is `{kind}`, which \
+                 is not generative — it quotes the context sentences that best match the prompt; \
+                 for written answers, {}\n",
+                cameleon::models::CONFIGURE_GENERATIVE
+            ));
+        }
         if !self.unreached.is_empty() {
             s.push_str("\nnever reached (no token):\n");
             for c in &self.unreached {
@@ -217,6 +239,26 @@ fn show_value(v: &Json) -> String {
     serde_json::to_string_pretty(v)
         .unwrap_or(compact)
         .replace('\n', "\n  ")
+}
+
+/// The firings of the applied path whose chat model only quoted (see [`quoted_in`]), one entry
+/// per model and firing, in history order.
+fn quoted_of(cvm: &Cvm) -> Vec<(u32, String, String, String)> {
+    let history = cvm.history();
+    let mut out = Vec::new();
+    for entry in history.entries() {
+        for (i, f) in entry.firings.iter().enumerate() {
+            let Some(state) = history.state_after(entry.step, i) else {
+                continue;
+            };
+            let mut models = quoted_in(state);
+            models.dedup();
+            for (model, kind) in models {
+                out.push((entry.step, cvm.net().op(f.op).name.clone(), model, kind));
+            }
+        }
+    }
+    out
 }
 
 /// The token usage each firing of the applied path recorded (the `std-ai` operators keep it in

@@ -2,39 +2,15 @@
 //! come from `--answer`, `--answers` or the terminal prompt (docs/semantics.md §6.1).
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
+use test_support::{Bin, TempDir, example, json as json_of};
 
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn cameleon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("the cameleon binary runs")
-}
-
-fn json_of(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}{}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
-}
+const CAMELEON: Bin = Bin::new(env!("CARGO_BIN_EXE_cameleon"));
 
 #[test]
 fn a_run_without_answers_stops_waiting_with_exit_6() {
-    let o = cameleon(&["run", &example("ask.cm"), "--json"]);
+    let o = CAMELEON.run(&["run", &example("ask.cm"), "--json"]);
     assert_eq!(o.status.code(), Some(6));
     let v = json_of(&o);
     assert_eq!(v["end"], "WAITING");
@@ -43,7 +19,7 @@ fn a_run_without_answers_stops_waiting_with_exit_6() {
         json!([{"op": "approve", "prompt": "Send this letter?"},
                {"op": "reviewer", "prompt": "Who reviewed it?"}])
     );
-    let text = cameleon(&["run", &example("ask.cm")]);
+    let text = CAMELEON.run(&["run", &example("ask.cm")]);
     assert_eq!(text.status.code(), Some(6));
     let out = String::from_utf8_lossy(&text.stdout);
     assert!(out.contains("review: WAITING after 2 steps"), "{out}");
@@ -56,7 +32,7 @@ fn a_run_without_answers_stops_waiting_with_exit_6() {
 
 #[test]
 fn answers_on_the_command_line_complete_the_run() {
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "run",
         &example("ask.cm"),
         "--json",
@@ -80,7 +56,7 @@ fn answers_on_the_command_line_complete_the_run() {
     assert_eq!(v["sinks"]["sent"], json!([]));
 
     // One answer of two: still waiting, for the other only.
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "run",
         &example("ask.cm"),
         "--json",
@@ -96,11 +72,10 @@ fn answers_on_the_command_line_complete_the_run() {
 
 #[test]
 fn answers_from_a_json_file() {
-    let dir = std::env::temp_dir().join(format!("cameleon-ask-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("ask-answers");
     let f = dir.join("answers.json");
     std::fs::write(&f, r#"{"approve": true, "reviewer": "Grace"}"#).unwrap();
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "run",
         &example("ask.cm"),
         "--json",
@@ -121,17 +96,16 @@ fn answers_from_a_json_file() {
     assert_eq!(v["sinks"]["reviewers"], json!(["Grace"]));
 
     std::fs::write(&f, r#"{"approve": "sure"}"#).unwrap();
-    let o = cameleon(&["run", &example("ask.cm"), "--answers", f.to_str().unwrap()]);
+    let o = CAMELEON.run(&["run", &example("ask.cm"), "--answers", f.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("wrong answer for `approve`"), "{err}");
     assert!(err.contains("is not a DataBool"), "{err}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_bad_answer_is_a_clear_error_naming_the_fix() {
-    let o = cameleon(&["run", &example("ask.cm"), "--answer", "approve=maybe"]);
+    let o = CAMELEON.run(&["run", &example("ask.cm"), "--answer", "approve=maybe"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -139,7 +113,7 @@ fn a_bad_answer_is_a_clear_error_naming_the_fix() {
         "{err}"
     );
 
-    let o = cameleon(&["run", &example("ask.cm"), "--answer", "draft=x"]);
+    let o = CAMELEON.run(&["run", &example("ask.cm"), "--answer", "draft=x"]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -148,7 +122,7 @@ fn a_bad_answer_is_a_clear_error_naming_the_fix() {
     );
     assert!(err.contains("approve, reviewer"), "{err}");
 
-    let o = cameleon(&["run", &example("ask.cm"), "--answer", "approve"]);
+    let o = CAMELEON.run(&["run", &example("ask.cm"), "--answer", "approve"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("write `--answer OP=VALUE`"));
 }
@@ -210,28 +184,26 @@ fn on_a_terminal_the_questions_are_asked_until_answered_well() {
 /// ends as the same run answered at once: same end, same sinks, the same trace bytes.
 #[test]
 fn a_waiting_journaled_run_is_resumed_with_its_answers() {
-    let dir = std::env::temp_dir().join(format!("cameleon-ask-resume-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = TempDir::new("ask-resume");
     let s = |p: &Path| p.display().to_string();
     let (db, trace, direct_trace) = (
         dir.join("runs.db"),
         dir.join("resumed.jsonl"),
         dir.join("direct.jsonl"),
     );
-    let waiting = cameleon(&["run", &example("ask.cm"), "--journal", &s(&db), "--json"]);
+    let waiting = CAMELEON.run(&["run", &example("ask.cm"), "--journal", &s(&db), "--json"]);
     assert_eq!(waiting.status.code(), Some(6), "{waiting:?}");
     assert_eq!(json_of(&waiting)["end"], "WAITING");
-    let runs = cameleon(&["runs", &s(&db), "--json"]);
+    let runs = CAMELEON.run(&["runs", &s(&db), "--json"]);
     assert_eq!(json_of(&runs)[0]["status"], "WAITING");
 
     // A wrong answer: exit 2, the run still waits.
-    let wrong = cameleon(&["resume", &s(&db), "--answer", "approve=perhaps"]);
+    let wrong = CAMELEON.run(&["resume", &s(&db), "--answer", "approve=perhaps"]);
     assert_eq!(wrong.status.code(), Some(2));
-    let runs = cameleon(&["runs", &s(&db), "--json"]);
+    let runs = CAMELEON.run(&["runs", &s(&db), "--json"]);
     assert_eq!(json_of(&runs)[0]["status"], "WAITING");
 
-    let resumed = cameleon(&[
+    let resumed = CAMELEON.run(&[
         "resume",
         &s(&db),
         "--answer",
@@ -243,7 +215,7 @@ fn a_waiting_journaled_run_is_resumed_with_its_answers() {
         &s(&trace),
     ]);
     assert_eq!(resumed.status.code(), Some(0), "{resumed:?}");
-    let direct = cameleon(&[
+    let direct = CAMELEON.run(&[
         "run",
         &example("ask.cm"),
         "--answer",
@@ -267,5 +239,4 @@ fn a_waiting_journaled_run_is_resumed_with_its_answers() {
         std::fs::read_to_string(&trace).unwrap(),
         std::fs::read_to_string(&direct_trace).unwrap()
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }

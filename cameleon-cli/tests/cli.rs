@@ -1,11 +1,12 @@
 //! The `cameleon` binary, run as a user runs it: every shipped example, every subcommand, the
 //! exit codes and JSON shapes of docs/cli.md.
 
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
+use test_support::{Bin, TempDir, code, stderr, stdout};
+
+const CAMELEON: Bin = Bin::new(env!("CARGO_BIN_EXE_cameleon"));
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
@@ -15,38 +16,12 @@ fn example(name: &str) -> String {
     examples().join(name).display().to_string()
 }
 
-fn cameleon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("the cameleon binary runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
 /// `run --json` on an example: the exit code and the parsed report.
 fn run_json(name: &str) -> (i32, Value) {
-    let o = cameleon(&["run", &example(name), "--json"]);
+    let o = CAMELEON.run(&["run", &example(name), "--json"]);
     let v: Value = serde_json::from_str(&stdout(&o))
         .unwrap_or_else(|e| panic!("{name}: not JSON ({e}): {}{}", stdout(&o), stderr(&o)));
     (code(&o), v)
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cameleon-cli-{tag}-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -128,18 +103,14 @@ fn deadlock_says_who_waits_on_what() {
     assert_eq!(v["sinks"]["rejected"], json!(["order #42"]));
     assert_eq!(v["sinks"]["shipped"], json!([]));
 
-    let o = cameleon(&["run", &example("deadlock.cm")]);
-    assert_eq!(code_of(&o), 3);
+    let o = CAMELEON.run(&["run", &example("deadlock.cm")]);
+    assert_eq!(test_support::code(&o), 3);
     let out = stdout(&o);
     assert!(out.contains("DEADLOCK"), "{out}");
     assert!(
         out.contains("`ship` waits on input `in_b`, which is EMPTY"),
         "{out}"
     );
-}
-
-fn code_of(o: &Output) -> i32 {
-    code(o)
 }
 
 #[test]
@@ -151,7 +122,7 @@ fn runaway_loop_stops_at_its_limit() {
     assert_eq!(v["limit"], 25);
     assert_eq!(v["sinks"]["never"], json!([]));
     // The limit can be set per run.
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "run",
         &example("runaway.cm"),
         "--max-loop-iterations",
@@ -159,7 +130,7 @@ fn runaway_loop_stops_at_its_limit() {
         "--json",
     ]);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!((code_of(&o), v["limit"].clone()), (4, json!(3)));
+    assert_eq!((test_support::code(&o), v["limit"].clone()), (4, json!(3)));
 }
 
 #[test]
@@ -178,8 +149,8 @@ fn rag_answers_offline_by_quoting_the_document() {
         ),
         "{answer}"
     );
-    let o = cameleon(&["run", &example("rag.cm")]);
-    assert_eq!(code_of(&o), 0);
+    let o = CAMELEON.run(&["run", &example("rag.cm")]);
+    assert_eq!(test_support::code(&o), 0);
     assert!(
         stdout(&o).contains("rag: COMPLETED after 8 steps"),
         "{}",
@@ -207,7 +178,7 @@ fn token_usage_per_firing_is_in_the_trace_and_the_json() {
     assert_eq!(usage["prompt_tokens"], prompt);
     assert_eq!(usage["completion_tokens"], firings[0]["completion_tokens"]);
 
-    let o = cameleon(&["run", &example("rag.cm"), "--trace", "-"]);
+    let o = CAMELEON.run(&["run", &example("rag.cm"), "--trace", "-"]);
     let lines: Vec<Value> = stdout(&o)
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
@@ -221,29 +192,143 @@ fn token_usage_per_firing_is_in_the_trace_and_the_json() {
 }
 
 #[test]
-fn extract_fills_the_schema_and_agent_answers_offline() {
-    let (code, v) = run_json("extract.cm");
-    assert_eq!(code, 0, "{v}");
-    let facts = &v["sinks"]["out"][0];
-    assert_eq!(facts["species"], 200);
+fn extract_and_agent_refuse_the_offline_model_saying_how_to_configure_a_generative_one() {
+    for (file, op, needs) in [
+        ("extract.cm", "facts", "fill a JSON Schema"),
+        (
+            "agent.cm",
+            "assistant",
+            "decide to call tools (it is offered calc)",
+        ),
+    ] {
+        let head = std::fs::read_to_string(examples().join(file)).unwrap();
+        assert!(
+            head.lines()
+                .take_while(|l| l.starts_with('#'))
+                .any(|l| l.contains("Needs a generative chat model")),
+            "{file} says at the top that it needs a generative model"
+        );
+        let (code, v) = run_json(file);
+        assert_eq!(code, 5, "{file}: {v}");
+        assert_eq!((&v["end"], &v["op"]), (&json!("ERROR"), &json!(op)), "{v}");
+        let error = v["error"].as_str().unwrap();
+        for part in [
+            "chat model `default` (extractive) is not generative",
+            needs,
+            "kind: openai",
+            "--capabilities FILE",
+        ] {
+            assert!(error.contains(part), "{file}: `{part}` in {error}");
+        }
+        assert_eq!(v["sinks"]["out"], json!([]), "nothing invented: {v}");
+    }
+}
+
+#[test]
+fn rag_offline_quotes_and_says_so() {
+    let o = CAMELEON.run(&["run", &example("rag.cm")]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let text = stdout(&o);
     assert!(
-        facts["diet"]
-            .as_str()
-            .unwrap()
-            .starts_with("Chameleons eat mostly insects")
+        text.contains("note: `answer` answered with a quotation: chat model `default` is `extractive`, which is not generative"),
+        "{text}"
     );
-    let (code, v) = run_json("agent.cm");
+    let (_, v) = run_json("rag.cm");
+    assert_eq!(
+        v["quoted"],
+        json!([{"step": 7, "op": "answer", "model": "default", "kind": "extractive"}]),
+        "{v}"
+    );
+    // `model: extractive` names the offline model directly, as `default` does by default.
+    let dir = TempDir::new("named-offline");
+    let cm = dir.join("rag.cm");
+    let rag = std::fs::read_to_string(examples().join("rag.cm")).unwrap();
+    let named = rag
+        .replace(
+            "      system: \"Answer from the context only, in one or two sentences.\"\n",
+            "      system: \"Answer from the context only, in one or two sentences.\"\n      model: extractive\n",
+        )
+        .replace("    label: Embed passages\n", "    label: Embed passages\n    params:\n      model: hash\n")
+        .replace("      k: 3\n", "      k: 3\n      model: hash\n");
+    assert_eq!(named.matches("model: ").count(), 3, "{named}");
+    std::fs::create_dir_all(dir.join("data")).unwrap();
+    std::fs::copy(
+        examples().join("data/chameleons.txt"),
+        dir.join("data/chameleons.txt"),
+    )
+    .unwrap();
+    std::fs::write(&cm, named).unwrap();
+    let o = CAMELEON.run(&["run", &cm.display().to_string(), "--json"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    let w: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(w["sinks"], v["sinks"], "the same models, the same answer");
+    assert_eq!(w["quoted"][0]["model"], "extractive", "{w}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn text_example_extracts_the_orders_and_previews_them() {
+    let (code, v) = run_json("text.cm");
     assert_eq!(code, 0, "{v}");
-    let answer = v["sinks"]["out"][0].as_str().unwrap();
-    assert!(
-        answer.starts_with("Chameleons eat mostly insects"),
-        "{answer}"
+    assert_eq!(
+        v["sinks"]["fields"],
+        json!([[
+            {"id": "42", "qty": "3", "item": "apples", "customer": "Alice"},
+            {"id": "43", "qty": "5", "item": "pears", "customer": "Bob"}
+        ]])
+    );
+    assert_eq!(
+        v["sinks"]["preview"],
+        json!(["#42: 3 Apples For Alice | #43…"])
+    );
+    let preview = v["sinks"]["preview"][0].as_str().unwrap();
+    assert_eq!(
+        preview.chars().count(),
+        30,
+        "max: 30 characters, the ellipsis included"
     );
 }
 
 #[test]
+fn the_catalogue_gives_each_text_operator_an_example() {
+    let o = CAMELEON.run(&["catalogue", "--json"]);
+    let cat: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let md = stdout(&CAMELEON.run(&["catalogue", "--markdown"]));
+    for id in [
+        "replace",
+        "case",
+        "trim",
+        "truncate",
+        "split_text",
+        "join_text",
+        "regex_extract",
+    ] {
+        let e = cat["operators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["id"] == id)
+            .unwrap_or_else(|| panic!("`{id}` is in the catalogue"));
+        let doc = e["doc"].as_str().unwrap();
+        assert!(
+            doc.contains("E.g. ") && doc.contains(" turns "),
+            "{id}: {doc}"
+        );
+        assert!(md.contains(&format!("### `{id}`")), "{id} in --markdown");
+        for p in e["params"].as_array().unwrap() {
+            let pd = p["doc"].as_str().unwrap();
+            assert!(
+                pd.len() > 20,
+                "{id}.{}: a doc a reader can use: {pd:?}",
+                p["name"]
+            );
+        }
+    }
+}
+
+#[test]
 fn every_standard_operator_appears_in_an_example() {
-    let o = cameleon(&["catalogue", "--json"]);
+    let o = CAMELEON.run(&["catalogue", "--json"]);
     let cat: Value = serde_json::from_str(&stdout(&o)).unwrap();
     // Every `.cm` file under `examples/`, its sub-folders included (`wcp/`, `nets/`).
     let mut types = std::collections::BTreeSet::new();
@@ -301,9 +386,9 @@ fn every_example_is_valid_and_canonical() {
     }
     for p in files {
         let p = p.display().to_string();
-        let o = cameleon(&["check", &p]);
+        let o = CAMELEON.run(&["check", &p]);
         assert_eq!(code(&o), 0, "{p}: {}", stderr(&o));
-        let o = cameleon(&["fmt", &p, "--check"]);
+        let o = CAMELEON.run(&["fmt", &p, "--check"]);
         assert_eq!(code(&o), 0, "{p}: {}", stderr(&o));
     }
 }
@@ -316,7 +401,7 @@ fn subnet_example_runs_its_inner_net_per_firing_and_traces_it() {
     assert_eq!(v["inner"]["first"][0]["net"], "card");
     assert_eq!(v["inner"]["first"][0]["end"], "COMPLETED");
     // The trace line of each sub-net firing carries the inner run's own trace.
-    let o = cameleon(&["run", &example("subnet.cm"), "--trace", "-"]);
+    let o = CAMELEON.run(&["run", &example("subnet.cm"), "--trace", "-"]);
     let line: Value = stdout(&o)
         .lines()
         .map(|l| serde_json::from_str::<Value>(l).unwrap())
@@ -329,7 +414,7 @@ fn subnet_example_runs_its_inner_net_per_firing_and_traces_it() {
 
 #[test]
 fn a_bad_subnet_file_exits_2_with_the_problem_at_its_net_param() {
-    let dir = temp_dir("bad-subnet");
+    let dir = TempDir::new("cli-bad-subnet");
     let outer = dir.join("outer.cm");
     let cases = [
         (
@@ -368,7 +453,7 @@ fn a_bad_subnet_file_exits_2_with_the_problem_at_its_net_param() {
             ),
         )
         .unwrap();
-        let o = cameleon(&["check", &outer.display().to_string(), "--json"]);
+        let o = CAMELEON.run(&["check", &outer.display().to_string(), "--json"]);
         assert_eq!(code(&o), 2, "{file}: {}", stdout(&o));
         let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
         let p = &v["problems"][0];
@@ -383,7 +468,7 @@ fn a_bad_subnet_file_exits_2_with_the_problem_at_its_net_param() {
             "{file}: {v}"
         );
         // `run` refuses it the same way.
-        let o = cameleon(&["run", &outer.display().to_string()]);
+        let o = CAMELEON.run(&["run", &outer.display().to_string()]);
         assert_eq!(code(&o), 2, "{file}");
     }
 }
@@ -393,7 +478,7 @@ fn a_bad_subnet_file_exits_2_with_the_problem_at_its_net_param() {
 
 #[test]
 fn human_output_names_the_end_state_steps_and_sink_values() {
-    let o = cameleon(&["run", &example("counter.cm")]);
+    let o = CAMELEON.run(&["run", &example("counter.cm")]);
     assert_eq!(code(&o), 0);
     let out = stdout(&o);
     assert!(
@@ -409,10 +494,10 @@ fn human_output_names_the_end_state_steps_and_sink_values() {
 
 #[test]
 fn trace_is_json_lines_and_byte_identical_across_runs() {
-    let dir = temp_dir("trace");
+    let dir = TempDir::new("cli-trace");
     let (a, b) = (dir.join("a.jsonl"), dir.join("b.jsonl"));
     for p in [&a, &b] {
-        let o = cameleon(&[
+        let o = CAMELEON.run(&[
             "run",
             &example("counter.cm"),
             "--trace",
@@ -440,12 +525,11 @@ fn trace_is_json_lines_and_byte_identical_across_runs() {
         let v: Value = serde_json::from_str(l).unwrap();
         assert_eq!(v["step"], i + 1);
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn trace_to_stdout_moves_the_summary_to_stderr() {
-    let o = cameleon(&["run", &example("deadlock.cm"), "--trace", "-"]);
+    let o = CAMELEON.run(&["run", &example("deadlock.cm"), "--trace", "-"]);
     assert_eq!(code(&o), 3);
     let out = stdout(&o);
     let last = out.lines().last().unwrap();
@@ -468,7 +552,7 @@ fn trace_to_stdout_moves_the_summary_to_stderr() {
 /// file, the same bytes.
 #[test]
 fn a_parallel_trace_has_one_line_per_firing_of_each_maximal_step() {
-    let o = cameleon(&["run", &example("fan_out_delays.cm"), "--trace", "-"]);
+    let o = CAMELEON.run(&["run", &example("fan_out_delays.cm"), "--trace", "-"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     let v: Vec<Value> = out
@@ -489,9 +573,9 @@ fn a_parallel_trace_has_one_line_per_firing_of_each_maximal_step() {
         v[12],
         json!({"end": "COMPLETED", "steps": 5, "firings": 12})
     );
-    let dir = temp_dir("parallel-trace");
+    let dir = TempDir::new("cli-parallel-trace");
     let path = dir.join("t.jsonl");
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "run",
         &example("fan_out_delays.cm"),
         "--trace",
@@ -499,12 +583,11 @@ fn a_parallel_trace_has_one_line_per_firing_of_each_maximal_step() {
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(std::fs::read_to_string(&path).unwrap(), out);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn step_budget_stops_in_step_limit() {
-    let o = cameleon(&["run", &example("counter.cm"), "--max-steps", "4", "--json"]);
+    let o = CAMELEON.run(&["run", &example("counter.cm"), "--max-steps", "4", "--json"]);
     assert_eq!(code(&o), 4);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["end"], "STEP_LIMIT");
@@ -514,25 +597,24 @@ fn step_budget_stops_in_step_limit() {
 
 #[test]
 fn an_operator_failure_ends_in_error_with_exit_5() {
-    let dir = temp_dir("error");
+    let dir = TempDir::new("cli-error");
     let cm = dir.join("bad_json.cm");
     std::fs::write(
         &cm,
         "operators:\n  - {id: text, type: source, params: {value: \"not json\"}}\n  - {id: parse, type: json_parse}\n  - {id: out, type: sink}\nconnections:\n  - {from: text.out_data, to: parse.in_data}\n  - {from: parse.out_data, to: out.in_data}\n",
     )
     .unwrap();
-    let o = cameleon(&["run", &cm.display().to_string(), "--json"]);
+    let o = CAMELEON.run(&["run", &cm.display().to_string(), "--json"]);
     assert_eq!(code(&o), 5);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["end"], "ERROR");
     assert_eq!(v["op"], "parse");
     assert!(v["error"].as_str().unwrap().contains("invalid JSON"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn reading_outside_the_file_folder_needs_allow_outside() {
-    let dir = temp_dir("outside");
+    let dir = TempDir::new("cli-outside");
     let inner = dir.join("inner");
     std::fs::create_dir_all(&inner).unwrap();
     std::fs::write(dir.join("secret.txt"), "secret").unwrap();
@@ -543,15 +625,14 @@ fn reading_outside_the_file_folder_needs_allow_outside() {
     )
     .unwrap();
     let cm = cm.display().to_string();
-    let o = cameleon(&["run", &cm, "--json"]);
+    let o = CAMELEON.run(&["run", &cm, "--json"]);
     assert_eq!(code(&o), 5, "{}", stdout(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(v["error"].as_str().unwrap().contains("leaves"), "{v}");
-    let o = cameleon(&["run", &cm, "--json", "--allow-outside"]);
+    let o = CAMELEON.run(&["run", &cm, "--json", "--allow-outside"]);
     assert_eq!(code(&o), 0, "{}", stdout(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["sinks"]["out"], json!(["secret"]));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -571,7 +652,7 @@ connections:
 
 #[test]
 fn invalid_files_exit_2_with_every_problem_located() {
-    let dir = temp_dir("broken");
+    let dir = TempDir::new("cli-broken");
     let cm = dir.join("broken.cm");
     std::fs::write(&cm, BROKEN).unwrap();
     let path = cm.display().to_string();
@@ -580,7 +661,7 @@ fn invalid_files_exit_2_with_every_problem_located() {
         if cmd == "export" {
             args.push("--dot");
         }
-        let o = cameleon(&args);
+        let o = CAMELEON.run(&args);
         assert_eq!(code(&o), 2, "{cmd}");
         let err = stderr(&o);
         assert!(err.contains("2 problems"), "{cmd}: {err}");
@@ -590,7 +671,7 @@ fn invalid_files_exit_2_with_every_problem_located() {
         assert!(err.contains("did you mean `out_data`?"), "{cmd}: {err}");
         assert!(err.contains("type: snk"), "{cmd}: snippet missing: {err}");
     }
-    let o = cameleon(&["check", &path, "--json"]);
+    let o = CAMELEON.run(&["check", &path, "--json"]);
     assert_eq!(code(&o), 2);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["valid"], false);
@@ -603,24 +684,23 @@ fn invalid_files_exit_2_with_every_problem_located() {
     );
     assert_eq!(p[0]["hint"], "did you mean `sink`?");
     assert_eq!(p[1]["kind"], "unknown_port");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn check_reports_a_valid_net() {
-    let o = cameleon(&["check", &example("digest.cm"), "--json"]);
+    let o = CAMELEON.run(&["check", &example("digest.cm"), "--json"]);
     assert_eq!(code(&o), 0);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["valid"], true);
     assert_eq!(v["operators"], 7);
     assert_eq!(v["connections"], 5);
-    let o = cameleon(&["check", &example("digest.cm")]);
+    let o = CAMELEON.run(&["check", &example("digest.cm")]);
     assert!(stdout(&o).contains("valid net `article-digest` (7 operators, 5 connections)"));
 }
 
 #[test]
 fn a_missing_file_exits_2() {
-    let o = cameleon(&["run", "no/such/file.cm"]);
+    let o = CAMELEON.run(&["run", "no/such/file.cm"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
 }
@@ -634,11 +714,11 @@ const TIDY: &str = "# A tidy header comment.\ncameleon: 1\nname: messy\noperator
 
 #[test]
 fn fmt_check_exits_1_on_a_difference_and_fmt_rewrites_in_place() {
-    let dir = temp_dir("fmt");
+    let dir = TempDir::new("cli-fmt");
     let cm = dir.join("messy.cm");
     std::fs::write(&cm, MESSY).unwrap();
     let path = cm.display().to_string();
-    let o = cameleon(&["fmt", &path, "--check"]);
+    let o = CAMELEON.run(&["fmt", &path, "--check"]);
     assert_eq!(code(&o), 1);
     assert!(
         stderr(&o).contains("not in canonical form"),
@@ -650,45 +730,30 @@ fn fmt_check_exits_1_on_a_difference_and_fmt_rewrites_in_place() {
         MESSY,
         "--check writes nothing"
     );
-    let o = cameleon(&["fmt", &path]);
+    let o = CAMELEON.run(&["fmt", &path]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(
         stderr(&o).contains("comments"),
         "warns about the dropped comment"
     );
     assert_eq!(std::fs::read_to_string(&cm).unwrap(), TIDY);
-    let o = cameleon(&["fmt", &path, "--check"]);
+    let o = CAMELEON.run(&["fmt", &path, "--check"]);
     assert_eq!(code(&o), 0);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn fmt_dash_reads_stdin_and_writes_stdout() {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args(["fmt", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(MESSY.as_bytes())
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    let o = CAMELEON.cmd().args(["fmt", "-"]).stdin(MESSY).run();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(stdout(&o), TIDY);
 }
 
 #[test]
 fn fmt_file_dash_prints_the_canonical_form_and_leaves_the_file() {
-    let dir = temp_dir("fmt-stdout");
+    let dir = TempDir::new("cli-fmt-stdout");
     let cm = dir.join("messy.cm");
     std::fs::write(&cm, MESSY).unwrap();
-    let o = cameleon(&["fmt", &cm.display().to_string(), "-"]);
+    let o = CAMELEON.run(&["fmt", &cm.display().to_string(), "-"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert_eq!(stdout(&o), TIDY);
     assert_eq!(
@@ -696,7 +761,6 @@ fn fmt_file_dash_prints_the_canonical_form_and_leaves_the_file() {
         MESSY,
         "the file is untouched"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -704,7 +768,7 @@ fn fmt_file_dash_prints_the_canonical_form_and_leaves_the_file() {
 
 #[test]
 fn catalogue_lists_every_operator_with_ports_params_and_docs() {
-    let o = cameleon(&["catalogue", "--json"]);
+    let o = CAMELEON.run(&["catalogue", "--json"]);
     assert_eq!(code(&o), 0);
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let ops = v["operators"].as_array().unwrap();
@@ -732,27 +796,27 @@ fn catalogue_lists_every_operator_with_ports_params_and_docs() {
             .contains(&json!("DataString"))
     );
 
-    let md = stdout(&cameleon(&["catalogue", "--markdown"]));
+    let md = stdout(&CAMELEON.run(&["catalogue", "--markdown"]));
     assert!(md.starts_with("# Caméléon operator catalogue"));
     assert!(md.contains("### `gate` — Gate"));
-    let text = stdout(&cameleon(&["catalogue"]));
+    let text = stdout(&CAMELEON.run(&["catalogue"]));
     assert!(text.contains("gate (alias switch) — Gate"), "{text}");
-    let both = cameleon(&["catalogue", "--json", "--markdown"]);
+    let both = CAMELEON.run(&["catalogue", "--json", "--markdown"]);
     assert_eq!(code(&both), 2, "the formats exclude each other");
 }
 
 #[test]
 fn export_draws_dot_mermaid_and_svg() {
     let f = example("gate.cm");
-    let dot = cameleon(&["export", &f, "--dot"]);
+    let dot = CAMELEON.run(&["export", &f, "--dot"]);
     assert_eq!(code(&dot), 0);
     let dot = stdout(&dot);
     assert!(dot.starts_with("digraph \"gate\" {"));
     assert!(dot.contains("\"gate3\" -> \"small_values\" [label=\"out_true → in_a\""));
-    let mermaid = stdout(&cameleon(&["export", &f, "--mermaid"]));
+    let mermaid = stdout(&CAMELEON.run(&["export", &f, "--mermaid"]));
     assert!(mermaid.starts_with("flowchart LR\n"));
     assert!(mermaid.contains("-->|\"out_true → in_a\"|"));
-    let svg = stdout(&cameleon(&["export", &f, "--svg"]));
+    let svg = stdout(&CAMELEON.run(&["export", &f, "--svg"]));
     assert!(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
     assert!(svg.trim_end().ends_with("</svg>"));
     assert_eq!(
@@ -760,13 +824,13 @@ fn export_draws_dot_mermaid_and_svg() {
         14,
         "one curve per connection"
     );
-    let none = cameleon(&["export", &f]);
+    let none = CAMELEON.run(&["export", &f]);
     assert_eq!(code(&none), 2, "a format is required");
 }
 
 #[test]
 fn schema_prints_the_shipped_schema() {
-    let o = cameleon(&["schema"]);
+    let o = CAMELEON.run(&["schema"]);
     let shipped = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../cameleon/cm.schema.json"),
     )
@@ -777,21 +841,21 @@ fn schema_prints_the_shipped_schema() {
 #[test]
 fn every_subcommand_has_help_with_an_example() {
     for cmd in ["run", "check", "fmt", "catalogue", "export", "schema"] {
-        let o = cameleon(&[cmd, "--help"]);
+        let o = CAMELEON.run(&[cmd, "--help"]);
         assert_eq!(code(&o), 0, "{cmd}");
         let out = stdout(&o);
         assert!(out.contains("Examples:\n  cameleon "), "{cmd}: {out}");
     }
-    let o = cameleon(&["--help"]);
+    let o = CAMELEON.run(&["--help"]);
     assert!(stdout(&o).contains("Examples:"));
-    let o = cameleon(&["run"]);
+    let o = CAMELEON.run(&["run"]);
     assert_eq!(code(&o), 2, "a usage error exits 2");
 }
 
 #[cfg(unix)]
 #[test]
 fn ctrl_c_cancels_the_run_and_reports_cancelled() {
-    let dir = temp_dir("ctrl-c");
+    let dir = TempDir::new("cli-ctrl-c");
     let file = dir.join("slow.cm");
     std::fs::write(
         &file,
@@ -801,52 +865,19 @@ fn ctrl_c_cancels_the_run_and_reports_cancelled() {
          - {from: wait.out_data, to: out.in_data}\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cameleon"))
+    let mut child = CAMELEON
+        .cmd()
         .args(["run", file.to_str().unwrap(), "--trace", "-"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // The trace streams each step as it is committed: once `src`'s line is out, the run is in
     // the delay's step (ten minutes long), with its Ctrl-C handler installed (it is, before the
-    // arguments are even parsed). Interrupt it then, as a terminal would. (The 60 s waits only
-    // turn a hang into a failure; nothing is timed.)
-    let stdout_lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for l in stdout_lines {
-            if tx.send(l.expect("readable stdout")).is_err() {
-                break;
-            }
-        }
-    });
-    let give_up = std::time::Duration::from_secs(60);
-    let mut trace = Vec::new();
-    match rx.recv_timeout(give_up) {
-        Ok(first) => trace.push(first),
-        Err(e) => {
-            let _ = child.kill();
-            panic!("no trace line while the run goes on ({e}): is the trace streamed?");
-        }
-    }
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    loop {
-        match rx.recv_timeout(give_up) {
-            Ok(l) => trace.push(l),
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break, // stdout closed
-            Err(e) => {
-                let _ = child.kill();
-                panic!("the run did not stop after Ctrl-C ({e}); trace so far: {trace:#?}");
-            }
-        }
-    }
-    let out = child.wait_with_output().unwrap();
+    // arguments are even parsed). Interrupt it then, as a terminal would. (The waits only turn a
+    // hang into a failure; nothing is timed.)
+    child.stdout_line(1, test_support::WAIT_TIMEOUT);
+    child.signal(test_support::Signal::Int);
+    let out = child.wait_output(test_support::WAIT_TIMEOUT);
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let trace: Vec<String> = stdout(&out).lines().map(str::to_owned).collect();
     // The end state agrees with what the trace shows: one step, `src`'s; the delay's step was
     // discarded.
     let v: Vec<Value> = trace

@@ -2,42 +2,11 @@
 //! `catalogue --json` and `tools --json` alone (what an LLM has), through the real binary.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
+use test_support::{Bin, TempDir, code, json as json_out, stderr, stdout};
 
-fn cameleon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args(args)
-        .stdin(Stdio::null())
-        .env_remove("CAMELEON_CAPABILITIES")
-        .output()
-        .expect("the cameleon binary runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json_out(o: &Output) -> Value {
-    serde_json::from_str(&stdout(o))
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(o), stderr(o)))
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cameleon-cli-tools-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+const CAMELEON: Bin = Bin::new(env!("CARGO_BIN_EXE_cameleon"));
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
@@ -45,7 +14,7 @@ fn examples() -> PathBuf {
 
 #[test]
 fn tools_json_lists_every_standard_tool_with_its_schemas() {
-    let o = cameleon(&["tools", "--json"]);
+    let o = CAMELEON.run(&["tools", "--json"]);
     assert_eq!(code(&o), 0);
     let v = json_out(&o);
     let names: Vec<&str> = v
@@ -69,7 +38,7 @@ fn tools_json_lists_every_standard_tool_with_its_schemas() {
     assert_eq!(calc["input_schema"]["required"], json!(["expr"]));
     assert_eq!(calc["input_schema"]["properties"]["expr"]["type"], "string");
     assert_eq!(calc["output_schema"]["type"], "number");
-    let text = stdout(&cameleon(&["tools"]));
+    let text = stdout(&CAMELEON.run(&["tools"]));
     assert!(
         text.contains("calc — Evaluates an arithmetic expression"),
         "{text}"
@@ -79,10 +48,10 @@ fn tools_json_lists_every_standard_tool_with_its_schemas() {
 
 #[test]
 fn call_prints_the_result_and_exits_0_when_ok_else_5() {
-    let o = cameleon(&["call", "calc", r#"{"expr": "2 ^ 10"}"#]);
+    let o = CAMELEON.run(&["call", "calc", r#"{"expr": "2 ^ 10"}"#]);
     assert_eq!((code(&o), stdout(&o)), (0, "1024\n".to_owned()));
 
-    let o = cameleon(&["call", "calc", r#"{"expr": "2 ^ 10"}"#, "--json"]);
+    let o = CAMELEON.run(&["call", "calc", r#"{"expr": "2 ^ 10"}"#, "--json"]);
     let v = json_out(&o);
     assert_eq!(v["status"], "ok");
     assert_eq!(v["content"], 1024);
@@ -91,11 +60,11 @@ fn call_prints_the_result_and_exits_0_when_ok_else_5() {
     assert_eq!(v["meta"]["origin"], "local");
     assert_eq!(v["meta"]["attempts"], 1);
 
-    let o = cameleon(&["call", "calc", r#"{"expr": "1 / 0"}"#, "--json"]);
+    let o = CAMELEON.run(&["call", "calc", r#"{"expr": "1 / 0"}"#, "--json"]);
     assert_eq!(code(&o), 5);
     assert_eq!(json_out(&o)["status"], "error");
 
-    let o = cameleon(&["call", "calc", r#"{"expr": 5}"#]);
+    let o = CAMELEON.run(&["call", "calc", r#"{"expr": 5}"#]);
     assert_eq!(code(&o), 5);
     assert!(
         stderr(&o).contains("/properties/expr/type"),
@@ -103,7 +72,7 @@ fn call_prints_the_result_and_exits_0_when_ok_else_5() {
         stderr(&o)
     );
 
-    let o = cameleon(&["call", "cal", "{}"]);
+    let o = CAMELEON.run(&["call", "cal", "{}"]);
     assert_eq!(code(&o), 5);
     assert!(
         stderr(&o).contains("did you mean `calc`?"),
@@ -111,7 +80,7 @@ fn call_prints_the_result_and_exits_0_when_ok_else_5() {
         stderr(&o)
     );
 
-    let o = cameleon(&["call", "calc", "{expr: 1}"]);
+    let o = CAMELEON.run(&["call", "calc", "{expr: 1}"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("not JSON"), "{}", stderr(&o));
 }
@@ -119,7 +88,7 @@ fn call_prints_the_result_and_exits_0_when_ok_else_5() {
 #[test]
 fn call_confines_file_tools_to_the_base_folder() {
     let ex = examples().display().to_string();
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "call",
         "read_file",
         r#"{"path": "data/article.txt"}"#,
@@ -128,7 +97,7 @@ fn call_confines_file_tools_to_the_base_folder() {
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(stdout(&o).starts_with("Pipelines are nets."));
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "call",
         "read_file",
         r#"{"path": "../Cargo.toml"}"#,
@@ -150,7 +119,7 @@ fn call_confines_file_tools_to_the_base_folder() {
 #[test]
 fn the_tools_example_runs_and_the_trace_starts_with_the_generation() {
     let ex = examples().join("tools.cm").display().to_string();
-    let o = cameleon(&["run", &ex, "--json", "--trace", "-"]);
+    let o = CAMELEON.run(&["run", &ex, "--json", "--trace", "-"]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let out = stdout(&o);
     let lines: Vec<&str> = out.lines().collect();
@@ -166,13 +135,13 @@ fn the_tools_example_runs_and_the_trace_starts_with_the_generation() {
 
 #[test]
 fn a_net_without_a_tools_key_stops_in_error_and_names_the_tool_and_status() {
-    let dir = temp_dir("denied");
+    let dir = TempDir::new("cli-tools-denied");
     let text = std::fs::read_to_string(examples().join("tools.cm"))
         .unwrap()
         .replace("tools:\n  allow: [calc, json_query]\n", "");
     let cm = dir.join("denied.cm");
     std::fs::write(&cm, text).unwrap();
-    let o = cameleon(&["run", &cm.display().to_string(), "--json"]);
+    let o = CAMELEON.run(&["run", &cm.display().to_string(), "--json"]);
     assert_eq!(code(&o), 5);
     let v = json_out(&o);
     assert_eq!(v["end"], "ERROR");
@@ -184,18 +153,17 @@ fn a_net_without_a_tools_key_stops_in_error_and_names_the_tool_and_status() {
             .starts_with("tool `calc` denied:"),
         "{v}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn check_reports_an_unknown_tool_with_a_did_you_mean() {
-    let dir = temp_dir("unknown");
+    let dir = TempDir::new("cli-tools-unknown");
     let text = std::fs::read_to_string(examples().join("tools.cm"))
         .unwrap()
         .replace("allow: [calc, json_query]", "allow: [calc, jsonquery]");
     let cm = dir.join("bad.cm");
     std::fs::write(&cm, text).unwrap();
-    let o = cameleon(&["check", &cm.display().to_string(), "--json"]);
+    let o = CAMELEON.run(&["check", &cm.display().to_string(), "--json"]);
     assert_eq!(code(&o), 2);
     let p = &json_out(&o)["problems"][0];
     assert_eq!(p["kind"], "unknown_tool");
@@ -204,18 +172,17 @@ fn check_reports_an_unknown_tool_with_a_did_you_mean() {
         (json!(6), json!(17))
     );
     assert_eq!(p["hint"], "did you mean `json_query`?");
-    let o = cameleon(&["check", &cm.display().to_string()]);
+    let o = CAMELEON.run(&["check", &cm.display().to_string()]);
     assert!(
         stderr(&o).contains("unknown tool `jsonquery`"),
         "{}",
         stderr(&o)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_bad_capabilities_file_is_rendered_like_a_cm_error_with_exit_2() {
-    let dir = temp_dir("caps");
+    let dir = TempDir::new("cli-tools-caps");
     let caps = dir.join("caps.yaml");
     std::fs::write(
         &caps,
@@ -224,7 +191,7 @@ fn a_bad_capabilities_file_is_rendered_like_a_cm_error_with_exit_2() {
     .unwrap();
     let ex = examples().join("tools.cm").display().to_string();
     let c = caps.display().to_string();
-    let o = cameleon(&["run", &ex, "--capabilities", &c]);
+    let o = CAMELEON.run(&["run", &ex, "--capabilities", &c]);
     assert_eq!(code(&o), 2);
     let err = stderr(&o);
     assert!(
@@ -239,7 +206,7 @@ fn a_bad_capabilities_file_is_rendered_like_a_cm_error_with_exit_2() {
     );
     assert!(err.contains("did you mean `embedders`?"), "{err}");
     assert!(err.contains("caps.yaml:2:"), "{err}");
-    let o = cameleon(&["run", &ex, "--capabilities", &c, "--json"]);
+    let o = CAMELEON.run(&["run", &ex, "--capabilities", &c, "--json"]);
     assert_eq!(code(&o), 2);
     let v = json_out(&o);
     assert_eq!(v["valid"], false);
@@ -257,10 +224,10 @@ fn a_bad_capabilities_file_is_rendered_like_a_cm_error_with_exit_2() {
         "chat:\n  default: {kind: nope}\n",
     )
     .unwrap();
-    let o = cameleon(&["run", &dir.join("tools.cm").display().to_string()]);
+    let o = CAMELEON.run(&["run", &dir.join("tools.cm").display().to_string()]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("cameleon.yaml:2:"), "{}", stderr(&o));
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "run",
         &ex,
         "--capabilities",
@@ -268,13 +235,12 @@ fn a_bad_capabilities_file_is_rendered_like_a_cm_error_with_exit_2() {
     ]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("cannot read"), "{}", stderr(&o));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn log_writes_the_spans_of_the_run_to_stderr() {
     let ex = examples().join("tools.cm").display().to_string();
-    let o = cameleon(&["run", &ex, "--log"]);
+    let o = CAMELEON.run(&["run", &ex, "--log"]);
     assert_eq!(code(&o), 0);
     let err = stderr(&o);
     // The run's id (a fresh UUID v7 when not journaled) names the run and each of its firings.
@@ -292,7 +258,7 @@ fn log_writes_the_spans_of_the_run_to_stderr() {
         ))),
         "{err}"
     );
-    let o = cameleon(&["run", &ex]);
+    let o = CAMELEON.run(&["run", &ex]);
     assert!(!stderr(&o).contains("firing{"), "no --log, no spans");
 }
 
@@ -300,8 +266,8 @@ fn log_writes_the_spans_of_the_run_to_stderr() {
 /// `.cm` file using a tool, which checks and runs.
 #[test]
 fn a_net_written_from_catalogue_and_tools_json_alone_runs() {
-    let catalogue = json_out(&cameleon(&["catalogue", "--json"]));
-    let tools = json_out(&cameleon(&["tools", "--json"]));
+    let catalogue = json_out(&CAMELEON.run(&["catalogue", "--json"]));
+    let tools = json_out(&CAMELEON.run(&["tools", "--json"]));
     let ops = catalogue["operators"].as_array().unwrap();
     assert!(
         catalogue["format"]
@@ -360,16 +326,15 @@ fn a_net_written_from_catalogue_and_tools_json_alone_runs() {
         caller_out = caller["outputs"][0]["name"].as_str().unwrap(),
         sink_in = sink["inputs"][0]["name"].as_str().unwrap(),
     );
-    let dir = temp_dir("llm");
+    let dir = TempDir::new("cli-tools-llm");
     let cm = dir.join("llm.cm");
     std::fs::write(&cm, &text).unwrap();
     let p = cm.display().to_string();
-    let o = cameleon(&["check", &p]);
+    let o = CAMELEON.run(&["check", &p]);
     assert_eq!(code(&o), 0, "{text}\n{}", stderr(&o));
-    let o = cameleon(&["run", &p, "--json"]);
+    let o = CAMELEON.run(&["run", &p, "--json"]);
     assert_eq!(code(&o), 0, "{text}\n{}", stdout(&o));
     assert_eq!(json_out(&o)["sinks"]["out"], json!([42]));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A net writing `note.txt` through `write_file`, which its policy lists under `approve:`.
@@ -377,13 +342,13 @@ const APPROVE_CM: &str = "cameleon: 1\nname: approve\ntools:\n  approve: [write_
 
 #[test]
 fn a_tool_under_approve_waits_exit_6_and_runs_once_on_yes_denied_on_no() {
-    let dir = temp_dir("approve");
+    let dir = TempDir::new("cli-tools-approve");
     let file = dir.join("approve.cm");
     std::fs::write(&file, APPROVE_CM).unwrap();
     let f = file.to_str().unwrap();
     let note = dir.join("note.txt");
 
-    let o = cameleon(&["run", f, "--json"]);
+    let o = CAMELEON.run(&["run", f, "--json"]);
     assert_eq!(code(&o), 6, "{}", stderr(&o));
     let v = json_out(&o);
     assert_eq!(v["end"], "WAITING");
@@ -392,7 +357,7 @@ fn a_tool_under_approve_waits_exit_6_and_runs_once_on_yes_denied_on_no() {
         json!([{"op": "write", "prompt": "allow tool `write_file` with args {\"path\":\"note.txt\",\"content\":\"hi\"}?"}])
     );
     assert!(!note.exists(), "nothing is written before the answer");
-    let o = cameleon(&["run", f]);
+    let o = CAMELEON.run(&["run", f]);
     assert_eq!(code(&o), 6);
     assert!(
         stdout(&o).contains("--answer write=VALUE"),
@@ -400,7 +365,7 @@ fn a_tool_under_approve_waits_exit_6_and_runs_once_on_yes_denied_on_no() {
         stdout(&o)
     );
 
-    let o = cameleon(&["run", f, "--answer", "write=no", "--json"]);
+    let o = CAMELEON.run(&["run", f, "--answer", "write=no", "--json"]);
     assert_eq!(code(&o), 5, "{}", stdout(&o));
     let v = json_out(&o);
     assert_eq!(v["op"], "write");
@@ -413,17 +378,17 @@ fn a_tool_under_approve_waits_exit_6_and_runs_once_on_yes_denied_on_no() {
     );
     assert!(!note.exists());
 
-    let o = cameleon(&["run", f, "--answer", "write=yes", "--json"]);
+    let o = CAMELEON.run(&["run", f, "--answer", "write=yes", "--json"]);
     assert_eq!(code(&o), 0, "{}", stdout(&o));
     assert_eq!(std::fs::read_to_string(&note).unwrap(), "hi");
 
     // Journaled: WAITING on disk, then resumed with the answer.
     std::fs::remove_file(&note).unwrap();
     let db = dir.join("runs.db");
-    let o = cameleon(&["run", f, "--journal", db.to_str().unwrap()]);
+    let o = CAMELEON.run(&["run", f, "--journal", db.to_str().unwrap()]);
     assert_eq!(code(&o), 6);
     assert!(!note.exists());
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "resume",
         db.to_str().unwrap(),
         "--answer",
@@ -433,5 +398,4 @@ fn a_tool_under_approve_waits_exit_6_and_runs_once_on_yes_denied_on_no() {
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     assert_eq!(json_out(&o)["end"], "COMPLETED");
     assert_eq!(std::fs::read_to_string(&note).unwrap(), "hi");
-    let _ = std::fs::remove_dir_all(&dir);
 }

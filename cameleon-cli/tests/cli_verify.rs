@@ -2,33 +2,19 @@
 //! workflow-pattern examples (`examples/wcp/`) and the known-bad nets (`examples/wcp/bad/`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
+use test_support::{Bin, TempDir, code, stdout};
+
+const CAMELEON: Bin = Bin::new(env!("CARGO_BIN_EXE_cameleon"));
 
 fn wcp(name: &str) -> String {
     let dir: PathBuf = Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/wcp");
     dir.join(name).display().to_string()
 }
 
-fn cameleon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("the cameleon binary runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
 fn verify_json(file: &str) -> (i32, Value) {
-    let o = cameleon(&["check", &wcp(file), "--verify", "--json"]);
+    let o = CAMELEON.run(&["check", &wcp(file), "--verify", "--json"]);
     let v = serde_json::from_str(&stdout(&o)).unwrap_or_else(|e| {
         panic!("{file}: not JSON ({e}): {}", stdout(&o));
     });
@@ -94,11 +80,11 @@ fn every_workflow_pattern_example_runs_and_verifies_through_the_cli() {
             file.starts_with(&format!("wcp/wcp{n:02}-")),
             "WCP-{n}: {file} is not its example"
         );
-        let o = cameleon(&["run", &path, "--json"]);
+        let o = CAMELEON.run(&["run", &path, "--json"]);
         assert_eq!(code(&o), 0, "WCP-{n} {file}: {}", stdout(&o));
-        let o = cameleon(&["check", &path, "--verify"]);
+        let o = CAMELEON.run(&["check", &path, "--verify"]);
         assert_eq!(code(&o), 0, "WCP-{n} {file}: {}", stdout(&o));
-        let o = cameleon(&["fmt", &path, "--check"]);
+        let o = CAMELEON.run(&["fmt", &path, "--check"]);
         assert_eq!(code(&o), 0, "WCP-{n} {file}: not canonical");
     }
     // The tests the table names exist.
@@ -152,7 +138,7 @@ fn xor_split_and_join_fails_with_its_deadlock_witness_and_exit_3() {
     );
     assert_eq!(strings(&v["dead_operators"]), ["both", "out"]);
     // The human form says the same.
-    let o = cameleon(&["check", &wcp("bad/xor-split-and-join.cm"), "--verify"]);
+    let o = CAMELEON.run(&["check", &wcp("bad/xor-split-and-join.cm"), "--verify"]);
     assert_eq!(code(&o), 3);
     assert!(
         stdout(&o).contains("witness: src → split → test → choose:out_true → a"),
@@ -184,7 +170,7 @@ fn accumulator_never_done_has_a_dead_operator_and_exit_3() {
 
 #[test]
 fn a_state_budget_too_small_is_inconclusive_with_exit_4() {
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "check",
         &wcp("wcp02-parallel-split.cm"),
         "--verify",
@@ -201,7 +187,7 @@ fn a_state_budget_too_small_is_inconclusive_with_exit_4() {
 
 #[test]
 fn export_pnml_writes_one_place_per_connection_state() {
-    let o = cameleon(&["export", &wcp("wcp03-synchronization.cm"), "--pnml"]);
+    let o = CAMELEON.run(&["export", &wcp("wcp03-synchronization.cm"), "--pnml"]);
     assert_eq!(code(&o), 0);
     let xml = stdout(&o);
     assert!(xml.starts_with("<?xml"));
@@ -215,9 +201,9 @@ fn run_follow_replays_a_witness_to_its_deadlock() {
     let file = wcp("bad/xor-split-and-join.cm");
     // The witness exactly as `check --verify --json` prints it.
     let (_, v) = verify_json("bad/xor-split-and-join.cm");
-    let o = cameleon(&["run", &file, "--follow", &v["witness"].to_string()]);
+    let o = CAMELEON.run(&["run", &file, "--follow", &v["witness"].to_string()]);
     assert_eq!(code(&o), 3, "{}", stdout(&o));
-    let o = cameleon(&["run", &file, "--follow", "src,split,test,choose:out_true,a"]);
+    let o = CAMELEON.run(&["run", &file, "--follow", "src,split,test,choose:out_true,a"]);
     assert_eq!(code(&o), 3);
     let text = stdout(&o);
     assert!(
@@ -226,7 +212,7 @@ fn run_follow_replays_a_witness_to_its_deadlock() {
     );
     assert!(text.contains("end: DEADLOCK"), "{text}");
     // The JSON array `check --verify --json` prints is accepted as is.
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "run",
         &file,
         "--json",
@@ -239,7 +225,7 @@ fn run_follow_replays_a_witness_to_its_deadlock() {
     assert_eq!(strings(&v["enabled"]), ["b"]);
     assert_eq!(v["marking"]["choose.out_false -> b.in_data"], "NEW");
     // A witness that does not replay says where and what could fire.
-    let o = cameleon(&["run", &file, "--follow", "src,choose"]);
+    let o = CAMELEON.run(&["run", &file, "--follow", "src,choose"]);
     assert_eq!(code(&o), 2);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -249,13 +235,9 @@ fn run_follow_replays_a_witness_to_its_deadlock() {
 }
 
 /// A `.cm` file of `n` parallel branches of 3 transforms between a fork and a join (4^n + 4
-/// reachable states), in a fresh temporary folder.
-fn parallel_split_cm(n: usize) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
-        "cameleon-cli-verify-split{n}-{}",
-        std::process::id()
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
+/// reachable states), in a fresh temporary folder (removed with it).
+fn parallel_split_cm(n: usize) -> (TempDir, PathBuf) {
+    let dir = TempDir::new(&format!("cli-verify-split{n}"));
     let mut cm = format!(
         "cameleon: 1\nname: parallel-split-{n}\noperators:\n  - id: src\n    type: source\n    params:\n      value: x\n  - id: split\n    type: fork\n    params:\n      arity: {n}\n  - id: sync\n    type: join\n    params:\n      arity: {n}\n  - id: out\n    type: sink\n"
     );
@@ -273,14 +255,14 @@ fn parallel_split_cm(n: usize) -> PathBuf {
     }
     let path = dir.join(format!("parallel-split-{n}.cm"));
     std::fs::write(&path, cm).unwrap();
-    path
+    (dir, path)
 }
 
 #[test]
 fn twenty_parallel_branches_verify_sound_under_reduction_with_exit_0() {
-    let path = parallel_split_cm(20);
+    let (_dir, path) = parallel_split_cm(20);
     let file = path.display().to_string();
-    let o = cameleon(&["check", &file, "--verify", "--json"]);
+    let o = CAMELEON.run(&["check", &file, "--verify", "--json"]);
     let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
     assert_eq!(code(&o), 0, "{v}");
     assert_eq!(v["reduced"], true);
@@ -292,7 +274,7 @@ fn twenty_parallel_branches_verify_sound_under_reduction_with_exit_0() {
     // src, split, 3 firings per branch one branch after the other, sync, out: 3n + 5.
     assert_eq!(v["states"], 65);
     // The full state space has 4^20 + 4 states: a budget stops it, inconclusive.
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "check",
         &file,
         "--verify",
@@ -307,7 +289,6 @@ fn twenty_parallel_branches_verify_sound_under_reduction_with_exit_0() {
     assert_eq!(v["reduced"], false);
     assert_eq!(v["verdict"], "inconclusive");
     assert_eq!(v["states"], 5000);
-    let _ = std::fs::remove_dir_all(path.parent().unwrap());
 }
 
 #[test]
@@ -316,7 +297,7 @@ fn reduce_none_explores_every_interleaving() {
     let run = |extra: &[&str]| {
         let mut args = vec!["check", &file, "--verify", "--json"];
         args.extend_from_slice(extra);
-        let o = cameleon(&args);
+        let o = CAMELEON.run(&args);
         let v: Value = serde_json::from_str(&stdout(&o)).expect("JSON");
         (code(&o), v)
     };
@@ -336,23 +317,23 @@ fn reduce_none_explores_every_interleaving() {
     assert_eq!(c, 0);
     assert_eq!(again, reduced);
     // The human form says which.
-    let o = cameleon(&["check", &file, "--verify"]);
+    let o = CAMELEON.run(&["check", &file, "--verify"]);
     assert!(
         stdout(&o).contains("reduced by stubborn sets"),
         "{}",
         stdout(&o)
     );
-    let o = cameleon(&["check", &file, "--verify", "--reduce", "none"]);
+    let o = CAMELEON.run(&["check", &file, "--verify", "--reduce", "none"]);
     assert!(stdout(&o).contains("8 reachable states"), "{}", stdout(&o));
 }
 
 #[test]
 fn reduce_needs_verify_and_a_known_reduction() {
     let file = wcp("wcp03-synchronization.cm");
-    let o = cameleon(&["check", &file, "--reduce", "none"]);
+    let o = CAMELEON.run(&["check", &file, "--reduce", "none"]);
     assert_eq!(code(&o), 2);
     assert!(String::from_utf8_lossy(&o.stderr).contains("--verify"));
-    let o = cameleon(&["check", &file, "--verify", "--reduce", "partial"]);
+    let o = CAMELEON.run(&["check", &file, "--verify", "--reduce", "partial"]);
     assert_eq!(code(&o), 2);
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("possible values: none, stubborn"),

@@ -3,35 +3,25 @@
 //! params spelled out, comments and blank lines strewn about, formats back to the very bytes of
 //! the example, and formatting is idempotent: `fmt(fmt(x)) == fmt(x)`.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use cameleon::catalogue::Catalogue;
 use cameleon::cm::Loader;
 use cameleon::net::Net;
 use proptest::prelude::*;
 use serde_json::{Map, Value as Json};
+use test_support::{Bin, Rng};
 
 /// `cameleon fmt -` as the shell runs it, in `dir` (the example's folder: a sub-net's file is
 /// read relative to the working directory when the text comes from stdin): exit code, stdout,
 /// stderr.
 fn fmt_stdin(text: &str, dir: &Path) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cameleon"))
+    let o = Bin::new(env!("CARGO_BIN_EXE_cameleon"))
+        .cmd()
         .args(["fmt", "-"])
         .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the cameleon binary runs");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(text.as_bytes())
-        .expect("fmt reads its stdin");
-    let o = child.wait_with_output().expect("fmt ends");
+        .stdin(text)
+        .run();
     (
         o.status.code().unwrap_or(-1),
         String::from_utf8(o.stdout).expect("UTF-8 out"),
@@ -74,25 +64,6 @@ fn header(text: &str) -> &str {
         end += line.len();
     }
     &text[..end]
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-    fn one_in(&mut self, n: usize) -> bool {
-        self.below(n) == 0
-    }
-    fn shuffle<T>(&mut self, v: &mut [T]) {
-        for i in (1..v.len()).rev() {
-            v.swap(i, self.below(i + 1));
-        }
-    }
 }
 
 /// A string as a YAML scalar: double-quoted (JSON), single-quoted, or plain when that reads
@@ -217,7 +188,7 @@ fn list(
 
 /// The canonical file `text` (loaded as `net`) written another way, from `seed`.
 fn rewrite(text: &str, net: &Net, seed: u64) -> String {
-    let mut r = Rng(seed | 1);
+    let mut r = Rng::new(seed);
     let file = serde_json::to_value(net.to_cm_file()).expect("a .cm file serializes");
     let top = file.as_object().expect("a mapping");
     let mut out = header(text).to_owned();

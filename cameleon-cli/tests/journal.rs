@@ -1,57 +1,21 @@
-//! Durable runs through the real binary (docs/cli.md, "Durable runs"): `run --journal`,
-//! `resume` after `kill -9` at random instants, `runs`, `history`, exit codes, bad files.
+//! Durable runs through the command line (docs/cli.md, "Durable runs"): `run --journal`,
+//! `resume` after SIGKILL mid-run, `runs`, `history`, exit codes, bad files.
+//!
+//! The crash tests need an operator with an effect outside the net, which the `cameleon` binary
+//! does not have. So this test binary is also the command line: run with `CLI_CHILD_ARGS` set,
+//! its test `cli_child_process` calls `cameleon_cli::run_cli` — what the binary's `main` calls
+//! — with those arguments, and this file's `jt_effect` operator is linked in (as a crate's own
+//! operators are in its `cameleon_cli::main()`, docs/cli.md). `jt_effect` appends its firing's
+//! idempotency key to a file: the file says which firings ran, in which process, how often.
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::Duration;
+use std::path::Path;
 
 use serde_json::Value;
+use test_support::{Bin, TempDir, code, json, s, stderr, stdout};
 
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_cameleon"));
-    c.stdin(Stdio::null());
-    c
-}
+const CAMELEON: Bin = Bin::new(env!("CARGO_BIN_EXE_cameleon"));
 
-fn cameleon(args: &[&str]) -> Output {
-    bin().args(args).output().expect("the cameleon binary runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally")
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> Value {
-    serde_json::from_str(&stdout(o))
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}{}", stdout(o), stderr(o)))
-}
-
-fn example(name: &str) -> String {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples")
-        .join(name)
-        .display()
-        .to_string()
-}
-
-fn dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cameleon-cli-journal-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> String {
-    p.display().to_string()
-}
+use test_support::example;
 
 /// The report without the run id (a journaled run's only difference).
 fn without_id(mut v: Value) -> Value {
@@ -66,9 +30,9 @@ fn without_id(mut v: Value) -> Value {
 
 #[test]
 fn a_journaled_run_names_its_id_first_on_stderr_and_in_json() {
-    let d = dir("id");
+    let d = TempDir::new("cli-journal-id");
     let db = d.join("runs.db");
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "run",
         &example("counter.cm"),
         "--journal",
@@ -82,10 +46,10 @@ fn a_journaled_run_names_its_id_first_on_stderr_and_in_json() {
     assert_eq!(id.len(), 36, "a UUID: {id}");
     let v = json(&o);
     assert_eq!(v["run_id"], id.as_str());
-    let plain = json(&cameleon(&["run", &example("counter.cm"), "--json"]));
+    let plain = json(&CAMELEON.run(&["run", &example("counter.cm"), "--json"]));
     assert_eq!(without_id(v), plain);
 
-    let runs = json(&cameleon(&["runs", &s(&db), "--json"]));
+    let runs = json(&CAMELEON.run(&["runs", &s(&db), "--json"]));
     let runs = runs.as_array().unwrap();
     assert_eq!(runs.len(), 1);
     let keys: Vec<&str> = runs[0]
@@ -100,7 +64,7 @@ fn a_journaled_run_names_its_id_first_on_stderr_and_in_json() {
     assert_eq!(runs[0]["status"], "COMPLETED");
     assert_eq!(runs[0]["steps"], plain["steps"]);
 
-    let h = json(&cameleon(&["history", &s(&db), &id, "--json"]));
+    let h = json(&CAMELEON.run(&["history", &s(&db), &id, "--json"]));
     let entries = h["entries"].as_array().unwrap();
     assert_eq!(entries.len() as u64, plain["steps"].as_u64().unwrap());
     assert_eq!(
@@ -110,22 +74,22 @@ fn a_journaled_run_names_its_id_first_on_stderr_and_in_json() {
     assert_eq!(h["branches"].as_array().unwrap().len(), 1);
     assert_eq!(h["branches"][0]["current"], true);
     // The text forms.
-    let t = stdout(&cameleon(&["runs", &s(&db)]));
+    let t = stdout(&CAMELEON.run(&["runs", &s(&db)]));
     assert!(
         t.contains(&id) && t.contains("COMPLETED") && t.contains("count-to-five"),
         "{t}"
     );
-    let t = stdout(&cameleon(&["history", &s(&db), &id]));
+    let t = stdout(&CAMELEON.run(&["history", &s(&db), &id]));
     assert!(t.contains("branch 1: steps 1–28 (current)"), "{t}");
 }
 
 #[test]
 fn resuming_a_finished_run_prints_its_end_with_its_exit_code_firing_nothing() {
-    let d = dir("finished");
+    let d = TempDir::new("cli-journal-finished");
     for (file, exit) in [("counter.cm", 0), ("deadlock.cm", 3), ("runaway.cm", 4)] {
         let db = d.join(format!("{file}.db"));
         let trace = d.join(format!("{file}.jsonl"));
-        let first = cameleon(&[
+        let first = CAMELEON.run(&[
             "run",
             &example(file),
             "--journal",
@@ -138,7 +102,7 @@ fn resuming_a_finished_run_prints_its_end_with_its_exit_code_firing_nothing() {
         let id = stderr(&first).lines().next().unwrap()[4..].to_owned();
         let size = std::fs::metadata(&db).unwrap().len();
         let again_trace = d.join(format!("{file}.again.jsonl"));
-        let again = cameleon(&[
+        let again = CAMELEON.run(&[
             "resume",
             &s(&db),
             &id,
@@ -156,7 +120,7 @@ fn resuming_a_finished_run_prints_its_end_with_its_exit_code_firing_nothing() {
             std::fs::read(&trace).unwrap() == std::fs::read(&again_trace).unwrap(),
             "{file}: the traces differ"
         );
-        let h = json(&cameleon(&["history", &s(&db), &id, "--json"]));
+        let h = json(&CAMELEON.run(&["history", &s(&db), &id, "--json"]));
         assert_eq!(
             h["entries"].as_array().unwrap().len() as u64,
             json(&first)["steps"].as_u64().unwrap(),
@@ -164,7 +128,7 @@ fn resuming_a_finished_run_prints_its_end_with_its_exit_code_firing_nothing() {
         );
         assert!(std::fs::metadata(&db).unwrap().len() <= size.max(4096 * 8));
         // Without an id: nothing left to resume.
-        let none = cameleon(&["resume", &s(&db)]);
+        let none = CAMELEON.run(&["resume", &s(&db)]);
         assert_eq!(code(&none), 2, "{file}");
         assert!(
             stderr(&none).contains("nothing to resume"),
@@ -175,172 +139,427 @@ fn resuming_a_finished_run_prints_its_end_with_its_exit_code_firing_nothing() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The crash test
+// The crash test: SIGKILL while the journal holds committed steps, then `resume`
 
-/// A small seeded generator (xorshift64*): the kill instants are the same on every run.
-struct Rng(u64);
+/// The child's arguments (a JSON array, after the program name); set, this test binary is the
+/// command line (see the top of the file).
+const CHILD_ARGS: &str = "CAMELEON_CLI_TEST_CHILD_ARGS";
+/// The file `jt_effect` appends its keys to.
+const EFFECTS: &str = "CAMELEON_CLI_TEST_EFFECTS";
+/// In the child: `jt_effect`'s N-th append in this process, and every later one, holds its
+/// firing until the process is killed.
+const HOLD_AT: &str = "CAMELEON_CLI_TEST_HOLD_AT";
+/// Printed by the child before what the command wrote on standard output (the test harness
+/// prints its own lines first).
+const STDOUT_MARK: &str = "\n--- cameleon stdout ---\n";
 
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+/// `jt_effect`, declared apart from this file's uses of `serde_json::Value`.
+mod effect {
+    use std::io::Write as _;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use cameleon::prelude::*;
+
+    /// `jt_effect`'s appends in this process.
+    static APPENDS: AtomicUsize = AtomicUsize::new(0);
+
+    /// Appends its firing's idempotency key (`RUN/BRANCH/STEP/OP`) and a newline to the file
+    /// named by `$CAMELEON_CLI_TEST_EFFECTS` — an effect outside the net, made once per call of
+    /// `run` — then passes its input on. Blocking (the default `exec`): the firings of a
+    /// parallel step run at the same time, each on a thread of tokio's blocking pool.
+    #[operator(id = "jt_effect", family = behavioral)]
+    pub struct Effect {
+        #[input]
+        in_data: In<DataJSON>,
+        #[output]
+        out_data: Out<DataJSON>,
     }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
+
+    impl Run for Effect {
+        fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+            let v = cx.get(Self::in_data)?.clone();
+            let path = std::env::var(super::EFFECTS).map_err(|_| "no effects file")?;
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| e.to_string())?;
+            // One write of a short line in append mode: lines never interleave.
+            f.write_all(format!("{}\n", cx.idempotency_key()).as_bytes())
+                .map_err(|e| e.to_string())?;
+            let n = APPENDS.fetch_add(1, Ordering::SeqCst) + 1;
+            let hold: usize = std::env::var(super::HOLD_AT)
+                .ok()
+                .and_then(|h| h.parse().ok())
+                .unwrap_or(usize::MAX);
+            if n >= hold {
+                // Held: the test kills the process now. (Bounded, so no orphan lingers.)
+                std::thread::sleep(std::time::Duration::from_secs(300));
+                std::process::exit(99);
+            }
+            cx.emit(Self::out_data, v);
+            Ok(())
+        }
     }
 }
 
-fn spawn(args: &[&str], out: &Path) -> Child {
-    bin()
-        .args(args)
-        .stdout(std::fs::File::create(out).unwrap())
-        .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
-        .spawn()
-        .expect("the cameleon binary starts")
+/// The child's entry: with `CAMELEON_CLI_TEST_CHILD_ARGS` set, runs the command line with those
+/// arguments and exits with its code. Run as a test, it does nothing.
+#[test]
+fn cli_child_process() {
+    let Ok(args) = std::env::var(CHILD_ARGS) else {
+        return;
+    };
+    let args: Vec<String> = serde_json::from_str(&args).expect("the child's arguments");
+    let mut out = Vec::new();
+    let (mut err, mut input) = (std::io::stderr(), std::io::empty());
+    let mut io = cameleon_cli::Io {
+        stdout: &mut out,
+        stderr: &mut err,
+        stdin: &mut input,
+        color: false,
+        progress: false,
+        prompt: false,
+        interrupt: None,
+    };
+    let code = cameleon_cli::run_cli(std::iter::once("cameleon".to_owned()).chain(args), &mut io);
+    use std::io::Write as _;
+    let mut o = std::io::stdout();
+    let _ = o.write_all(STDOUT_MARK.as_bytes());
+    let _ = o.write_all(&out);
+    let _ = o.flush();
+    std::process::exit(code);
 }
 
-/// Starts `args`, kills it with SIGKILL after `ms` milliseconds (if still running).
-fn kill_after(args: &[&str], out: &Path, ms: u64) -> bool {
-    let mut child = spawn(args, out);
-    std::thread::sleep(Duration::from_millis(ms));
-    let killed = matches!(child.try_wait(), Ok(None));
-    let _ = child.kill(); // SIGKILL
-    let _ = child.wait();
-    killed
+/// This test binary as the command line with `args`, its effects appended to `effects`, its
+/// `hold`-th effect held.
+fn child(args: &[&str], effects: &Path, hold: Option<usize>) -> test_support::Cmd {
+    let mut c = test_support::Cmd::new(std::env::current_exe().expect("the test binary"))
+        .args([
+            "cli_child_process",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ARGS, serde_json::to_string(args).expect("JSON"))
+        .env(EFFECTS, effects)
+        .env_remove(HOLD_AT);
+    if let Some(n) = hold {
+        c = c.env(HOLD_AT, n.to_string());
+    }
+    c
 }
 
+/// What the child's command wrote on standard output.
+fn child_stdout(o: &std::process::Output) -> String {
+    let out = stdout(o);
+    match out.split_once(STDOUT_MARK) {
+        Some((_, after)) => after.to_owned(),
+        None => panic!(
+            "the child printed no output mark: {out}\nstderr: {}",
+            stderr(o)
+        ),
+    }
+}
+
+fn child_json(o: &std::process::Output) -> Value {
+    let out = child_stdout(o);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("not JSON ({e}): {out}\n{}", stderr(o)))
+}
+
+/// Rounds of the crash-test net's loop: each round fires `a` and `b` once.
+const ROUNDS: usize = 6;
+
+/// A loop of `ROUNDS` rounds whose `fork` feeds two effects, `a` and `b`, enabled together:
+/// in parallel mode every round has a step of two concurrent firings, `{a, b}`. `b` feeds an
+/// accumulator (internal state, restored by `resume`), `a` the loop's guard.
+fn crash_net(dir: &Path) -> String {
+    let text = format!(
+        "name: effects
+operators:
+  - {{id: zero, type: const, params: {{value: 0}}}}
+  - {{id: loop, type: merge}}
+  - {{id: inc, type: counter}}
+  - {{id: split, type: fork}}
+  - {{id: a, type: jt_effect}}
+  - {{id: b, type: jt_effect}}
+  - {{id: check, type: guard, params: {{continue_if: {{lt: {ROUNDS}}}}}}}
+  - {{id: collect, type: accumulator, params: {{n: 4}}}}
+  - {{id: done, type: sink}}
+  - {{id: batches, type: sink}}
+connections:
+  - {{from: zero.out_data, to: loop.in_a}}
+  - {{from: check.out_continue, to: loop.in_b}}
+  - {{from: loop.out_data, to: inc.in_data}}
+  - {{from: inc.out_data, to: split.in_data}}
+  - {{from: split.out_a, to: a.in_data}}
+  - {{from: split.out_b, to: b.in_data}}
+  - {{from: a.out_data, to: check.in_data}}
+  - {{from: b.out_data, to: collect.in_data}}
+  - {{from: check.out_exit, to: done.in_data}}
+  - {{from: collect.out_data, to: batches.in_data}}
+"
+    );
+    let p = dir.join("effects.cm");
+    std::fs::write(&p, text).expect("the net is written");
+    s(&p)
+}
+
+/// An effect key `RUN/BRANCH/STEP/OP` as `(branch, step, op)`.
+fn firing_of(key: &str) -> (u64, u64, String) {
+    let parts: Vec<&str> = key.split('/').collect();
+    assert_eq!(parts.len(), 4, "not an idempotency key: {key}");
+    let n = |s: &str| s.parse::<u64>().unwrap_or_else(|_| panic!("{key}"));
+    (n(parts[1]), n(parts[2]), parts[3].to_owned())
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// How many times `key` is in `keys`.
+fn times(keys: &[String], key: &str) -> usize {
+    keys.iter().filter(|k| *k == key).count()
+}
+
+/// One mode's crash test: rounds of `run --journal` held at a random effect (seeded) and killed
+/// there with SIGKILL, then `resume`. A round counts when the killed run's journal held k ≥ 1
+/// committed steps; every round is checked.
 fn crash_test(mode: &str, seed: u64) {
-    let d = dir(&format!("crash-{mode}"));
+    let d = TempDir::new(&format!("cli-crash-{mode}"));
+    let net = crash_net(&d);
+    // The uninterrupted run: its report, trace and effects.
     let ref_trace = d.join("reference.jsonl");
-    let reference = cameleon(&[
-        "run",
-        &example("slow_count.cm"),
-        "--mode",
-        mode,
-        "--json",
-        "--trace",
-        &s(&ref_trace),
-    ]);
-    assert_eq!(code(&reference), 0, "{}", stderr(&reference));
-    let reference_json = json(&reference);
-    let reference_trace = std::fs::read(&ref_trace).unwrap();
-    let mut rng = Rng(seed);
-    let mut kills = 0;
-    for round in 0..6 {
-        let durability = ["sync", "batch", "exit"][round % 3];
-        let db = d.join(format!("round{round}.db"));
-        let run_args = [
+    let ref_effects = d.join("reference.effects");
+    let reference = child(
+        &[
             "run",
-            &example("slow_count.cm"),
+            &net,
             "--mode",
             mode,
-            "--journal",
-            &s(&db),
-            "--durability",
-            durability,
-            "--batch-ms",
-            "20",
             "--json",
-        ];
-        let first = rng.below(1100);
-        kills += usize::from(kill_after(
-            &run_args,
-            &d.join(format!("round{round}.run.out")),
-            first,
-        ));
-        // Sometimes the resume is killed too.
-        let mut second = None;
-        if rng.below(3) == 0 {
-            let ms = rng.below(700);
-            second = Some(ms);
-            kills += usize::from(kill_after(
-                &["resume", &s(&db), "--json"],
-                &d.join(format!("round{round}.resume1.out")),
-                ms,
-            ));
+            "--trace",
+            &s(&ref_trace),
+        ],
+        &ref_effects,
+        None,
+    )
+    .run();
+    assert_eq!(code(&reference), 0, "{}", stderr(&reference));
+    let reference_json = child_json(&reference);
+    let reference_trace = std::fs::read(&ref_trace).expect("the reference trace");
+    let mut reference_firings: Vec<(u64, u64, String)> =
+        lines(&ref_effects).iter().map(|k| firing_of(k)).collect();
+    reference_firings.sort();
+    assert_eq!(reference_firings.len(), 2 * ROUNDS, "{reference_firings:?}");
+
+    let mut rng = test_support::Rng::new(seed);
+    let mut counted = 0;
+    let durabilities = ["sync", "batch", "sync", "exit", "sync", "batch", "sync"];
+    for (round, durability) in durabilities.iter().enumerate() {
+        let db = d.join(format!("round{round}.db"));
+        let effects = d.join(format!("round{round}.effects"));
+        let hold = rng.between(1, 2 * ROUNDS);
+        let context = format!("{mode} round {round} ({durability}, held at effect {hold})");
+        let mut first = child(
+            &[
+                "run",
+                &net,
+                "--mode",
+                mode,
+                "--journal",
+                &s(&db),
+                "--durability",
+                durability,
+                "--batch-ms",
+                "5",
+                "--json",
+            ],
+            &effects,
+            Some(hold),
+        )
+        .spawn();
+        let id = first
+            .stderr_line(1, test_support::WAIT_TIMEOUT)
+            .strip_prefix("run ")
+            .unwrap_or_else(|| panic!("{context}: no `run <ID>` first on stderr"))
+            .to_owned();
+        // Held at the `hold`-th effect. In parallel mode the two effects of a step start
+        // together and neither waits for the other: wait for both (the pair's appends are
+        // lines 2j-1 and 2j), so the kill cuts a step with two firings under way.
+        let want = if mode == "parallel" {
+            hold.div_ceil(2) * 2
+        } else {
+            hold
+        };
+        test_support::wait_until(
+            &format!("{context}: {want} effects appended"),
+            test_support::WAIT_TIMEOUT,
+            || lines(&effects).len() >= want,
+        );
+        assert!(first.running(), "{context}: the run ended before the kill");
+        first.signal(test_support::Signal::Kill);
+        let status = first.wait(test_support::WAIT_TIMEOUT);
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(9),
+            "{context}: killed by SIGKILL"
+        );
+        let before = lines(&effects);
+        assert_eq!(before.len(), want, "{context}: nothing ran past the hold");
+
+        // What the journal holds after the kill: k committed steps.
+        let h = json(&CAMELEON.run(&["history", &s(&db), &id, "--json"]));
+        let committed: Vec<(u64, u64, Vec<String>)> = h["entries"]
+            .as_array()
+            .unwrap_or_else(|| panic!("{context}: {h}"))
+            .iter()
+            .map(|e| {
+                let ops = e["ops"].as_array().expect("ops");
+                (
+                    e["branch"].as_u64().expect("a branch"),
+                    e["step"].as_u64().expect("a step"),
+                    ops.iter()
+                        .map(|o| o.as_str().unwrap_or("").to_owned())
+                        .collect(),
+                )
+            })
+            .collect();
+        let k = committed.len() as u64;
+        let held_step = firing_of(before.last().expect("an effect")).1;
+        match *durability {
+            "sync" => assert_eq!(k, held_step - 1, "{context}: sync commits every step"),
+            "exit" => assert_eq!(k, 0, "{context}: exit commits nothing before the end"),
+            _ => assert!(k < held_step, "{context}: the held step was not committed"),
         }
+        counted += usize::from(k >= 1);
+
         let trace = d.join(format!("round{round}.jsonl"));
-        let mut last = cameleon(&["resume", &s(&db), "--json", "--trace", &s(&trace)]);
-        if code(&last) == 2 {
-            // Killed before the run was journaled (before `run <ID>`): nothing to resume, as
-            // the message says; the user runs it again.
-            let why = stderr(&last);
+        let last = child(
+            &["resume", &s(&db), "--json", "--trace", &s(&trace)],
+            &effects,
+            None,
+        )
+        .run();
+        // The effects: what the killed run did, then what `resume` did.
+        let all = lines(&effects);
+        let after = all[before.len()..].to_vec();
+        for key in &all {
             assert!(
-                why.contains("does not exist")
-                    || why.contains("the file is empty")
-                    || why.contains("nothing to resume")
-                    || why.contains("no tables"),
-                "round {round} ({durability}, killed at {first} ms): {why}"
+                key.starts_with(&format!("{id}/")),
+                "{context}: a key of another run: {key}"
             );
-            let rerun = cameleon(&[&run_args[..], &["--trace", &s(&trace)]].concat());
-            last = rerun;
         }
-        let context =
-            format!("{mode} round {round} ({durability}, killed at {first} ms, then {second:?})");
+        // Restored, not re-run: the effect of every committed step appears exactly once, from
+        // the killed run, and `resume` never calls those operators again.
+        for (branch, step, ops) in &committed {
+            for op in ops.iter().filter(|o| *o == "a" || *o == "b") {
+                let key = format!("{id}/{branch}/{step}/{op}");
+                assert_eq!(times(&before, &key), 1, "{context}: {key} before the kill");
+                assert_eq!(
+                    times(&after, &key),
+                    0,
+                    "{context}: `resume` called the operator of committed step {step} again ({key})"
+                );
+            }
+        }
         assert_eq!(code(&last), 0, "{context}: {}", stderr(&last));
-        assert_eq!(without_id(json(&last)), reference_json, "{context}");
+        assert_eq!(
+            stderr(&last).lines().next(),
+            Some(format!("run {id}").as_str()),
+            "{context}"
+        );
+        assert_eq!(without_id(child_json(&last)), reference_json, "{context}");
         assert!(
-            std::fs::read(&trace).unwrap() == reference_trace,
+            std::fs::read(&trace).expect("the resumed trace") == reference_trace,
             "{context}: the trace differs from the uninterrupted run's ({})",
             trace.display()
         );
-        // The journal agrees: one run, COMPLETED, every step recorded.
-        let runs = json(&cameleon(&["runs", &s(&db), "--json"]));
+        let runs = json(&CAMELEON.run(&["runs", &s(&db), "--json"]));
         assert_eq!(runs[0]["status"], "COMPLETED", "{context}");
         assert_eq!(runs[0]["steps"], reference_json["steps"], "{context}");
+
+        // Every firing happened, each at most once per process: at most twice in all, and
+        // twice only for a step that was not committed (with `sync`, the step in flight).
+        let mut firings: Vec<(u64, u64, String)> = all.iter().map(|k| firing_of(k)).collect();
+        firings.sort();
+        firings.dedup();
+        assert_eq!(
+            firings, reference_firings,
+            "{context}: the effects of the run"
+        );
+        for key in &all {
+            let (b, a) = (times(&before, key), times(&after, key));
+            assert!(b <= 1 && a <= 1, "{context}: {key} {b} + {a} times");
+            if b + a == 2 {
+                let step = firing_of(key).1;
+                assert!(step > k, "{context}: committed step {step} ran again");
+                if *durability == "sync" {
+                    assert_eq!(
+                        step, held_step,
+                        "{context}: only the step in flight ran twice"
+                    );
+                }
+            }
+        }
+        if mode == "parallel" {
+            // The kill cut a step of two concurrent firings: both ran, and run again.
+            let in_flight: Vec<&String> = before
+                .iter()
+                .filter(|k| firing_of(k).1 == held_step)
+                .collect();
+            assert_eq!(in_flight.len(), 2, "{context}: {in_flight:?}");
+            for key in in_flight {
+                assert_eq!(times(&all, key), 2, "{context}: {key}");
+            }
+        }
     }
+    // Every `sync` round and most others killed a run whose journal held committed steps.
     assert!(
-        kills >= 3,
-        "{mode}: only {kills} kills landed while a process ran"
+        counted >= 4,
+        "{mode}: only {counted} of {} rounds were killed with a committed step",
+        durabilities.len()
     );
 }
 
 #[test]
-fn kill_9_at_random_instants_then_resume_gives_the_uninterrupted_run_sequential() {
+fn sigkill_with_committed_steps_then_resume_restores_them_without_running_them_sequential() {
     crash_test("sequential", 0x5eed_0001);
 }
 
 #[test]
-fn kill_9_at_random_instants_then_resume_gives_the_uninterrupted_run_parallel() {
+fn sigkill_with_committed_steps_then_resume_restores_them_without_running_them_parallel() {
     crash_test("parallel", 0x5eed_0002);
 }
 
 #[test]
 fn two_processes_journal_into_one_file_at_once_and_both_complete() {
-    let d = dir("two");
+    let d = TempDir::new("cli-journal-two");
     let db = d.join("shared.db");
-    let reference = json(&cameleon(&["run", &example("slow_count.cm"), "--json"]));
-    let children: Vec<(Child, PathBuf)> = ["sequential", "parallel"]
+    let reference = json(&CAMELEON.run(&["run", &example("slow_count.cm"), "--json"]));
+    let children: Vec<test_support::Proc> = ["sequential", "parallel"]
         .iter()
         .map(|mode| {
-            let out = d.join(format!("{mode}.out"));
-            let c = spawn(
-                &[
-                    "run",
-                    &example("slow_count.cm"),
-                    "--journal",
-                    &s(&db),
-                    "--mode",
-                    mode,
-                    "--json",
-                ],
-                &out,
-            );
-            (c, out)
+            CAMELEON
+                .cmd()
+                .args(["run", &example("slow_count.cm"), "--journal", &s(&db)])
+                .args(["--mode", mode, "--json"])
+                .spawn()
         })
         .collect();
     let mut ids = Vec::new();
-    for (mut c, out) in children {
-        let status = c.wait().unwrap();
-        let err = std::fs::read_to_string(out.with_extension("err")).unwrap();
-        assert!(status.success(), "{err}");
-        let v: Value = serde_json::from_str(&std::fs::read_to_string(&out).unwrap()).unwrap();
+    for c in children {
+        let o = c.wait_output(test_support::RUN_TIMEOUT);
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+        let v = json(&o);
         ids.push(v["run_id"].as_str().unwrap().to_owned());
         assert_eq!(v["sinks"], reference["sinks"]);
     }
-    let runs = json(&cameleon(&["runs", &s(&db), "--json"]));
+    let runs = json(&CAMELEON.run(&["runs", &s(&db), "--json"]));
     assert_eq!(runs.as_array().unwrap().len(), 2);
     for id in &ids {
         let r = runs
@@ -350,7 +569,7 @@ fn two_processes_journal_into_one_file_at_once_and_both_complete() {
             .find(|r| r["id"] == id.as_str())
             .unwrap();
         assert_eq!(r["status"], "COMPLETED");
-        let h = json(&cameleon(&["history", &s(&db), id, "--json"]));
+        let h = json(&CAMELEON.run(&["history", &s(&db), id, "--json"]));
         assert_eq!(
             h["entries"].as_array().unwrap().len() as u64,
             r["steps"].as_u64().unwrap(),
@@ -363,14 +582,14 @@ fn two_processes_journal_into_one_file_at_once_and_both_complete() {
 // Bad input: exit 2, the file untouched
 
 fn expect_invalid(args: &[&str], says: &str) {
-    let o = cameleon(args);
+    let o = CAMELEON.run(args);
     assert_eq!(code(&o), 2, "{args:?}: {}{}", stdout(&o), stderr(&o));
     assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
 }
 
 #[test]
 fn a_file_that_is_not_a_journal_exits_2_untouched() {
-    let d = dir("bad");
+    let d = TempDir::new("cli-journal-bad");
     let text = d.join("notes.txt");
     std::fs::write(&text, "not a database").unwrap();
     for args in [
@@ -390,7 +609,7 @@ fn a_file_that_is_not_a_journal_exits_2_untouched() {
     let missing = d.join("missing.db");
     expect_invalid(&["resume", &s(&missing)], "the file does not exist");
     assert!(!missing.exists());
-    let o = cameleon(&["runs", &s(&missing), "--json"]);
+    let o = CAMELEON.run(&["runs", &s(&missing), "--json"]);
     assert_eq!(code(&o), 2);
     assert!(
         json(&o)["error"]
@@ -402,17 +621,17 @@ fn a_file_that_is_not_a_journal_exits_2_untouched() {
 
 #[test]
 fn a_truncated_journal_exits_2_untouched() {
-    let d = dir("truncated");
+    let d = TempDir::new("cli-journal-truncated");
     let db = d.join("runs.db");
     for _ in 0..3 {
-        let o = cameleon(&["run", &example("digest.cm"), "--journal", &s(&db)]);
+        let o = CAMELEON.run(&["run", &example("digest.cm"), "--journal", &s(&db)]);
         assert_eq!(code(&o), 0, "{}", stderr(&o));
     }
     let full = std::fs::read(&db).unwrap();
     std::fs::write(&db, &full[..full.len() * 2 / 3]).unwrap();
     let before = std::fs::read(&db).unwrap();
     let id = "01a22d20-0000-7000-8000-000000000000";
-    let o = cameleon(&["resume", &s(&db), id]);
+    let o = CAMELEON.run(&["resume", &s(&db), id]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("is damaged"), "{}", stderr(&o));
     assert!(
@@ -423,12 +642,12 @@ fn a_truncated_journal_exits_2_untouched() {
 
 #[test]
 fn an_unknown_run_id_exits_2_naming_the_known_ones() {
-    let d = dir("unknown");
+    let d = TempDir::new("cli-journal-unknown");
     let db = d.join("runs.db");
-    let o = cameleon(&["run", &example("linear.cm"), "--journal", &s(&db)]);
+    let o = CAMELEON.run(&["run", &example("linear.cm"), "--journal", &s(&db)]);
     let id = stderr(&o).lines().next().unwrap()[4..].to_owned();
     for cmd in ["resume", "history"] {
-        let o = cameleon(&[cmd, &s(&db), "no-such-run"]);
+        let o = CAMELEON.run(&[cmd, &s(&db), "no-such-run"]);
         assert_eq!(code(&o), 2);
         let e = stderr(&o);
         assert!(e.contains("no run `no-such-run`") && e.contains(&id), "{e}");
@@ -437,9 +656,9 @@ fn an_unknown_run_id_exits_2_naming_the_known_ones() {
 
 #[test]
 fn a_stored_net_whose_operator_types_this_program_lacks_exits_2_naming_them() {
-    let d = dir("types");
+    let d = TempDir::new("cli-journal-types");
     let db = d.join("runs.db");
-    let o = cameleon(&["run", &example("linear.cm"), "--journal", &s(&db)]);
+    let o = CAMELEON.run(&["run", &example("linear.cm"), "--journal", &s(&db)]);
     assert_eq!(code(&o), 0);
     let id = stderr(&o).lines().next().unwrap()[4..].to_owned();
     {
@@ -460,7 +679,7 @@ fn a_stored_net_whose_operator_types_this_program_lacks_exits_2_naming_them() {
         .unwrap();
     }
     let before = std::fs::read(&db).unwrap();
-    let o = cameleon(&["resume", &s(&db), &id]);
+    let o = CAMELEON.run(&["resume", &s(&db), &id]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
@@ -473,20 +692,20 @@ fn a_stored_net_whose_operator_types_this_program_lacks_exits_2_naming_them() {
 
 #[test]
 fn durability_without_a_journal_is_a_usage_error() {
-    let o = cameleon(&["run", &example("linear.cm"), "--durability", "batch"]);
+    let o = CAMELEON.run(&["run", &example("linear.cm"), "--durability", "batch"]);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("--journal"), "{}", stderr(&o));
 }
 
 #[test]
 fn a_net_with_sub_nets_is_journaled_and_its_resumed_trace_has_the_inner_runs() {
-    let d = dir("subnet");
+    let d = TempDir::new("cli-journal-subnet");
     let db = d.join("runs.db");
     let plain = d.join("plain.jsonl");
-    let o = cameleon(&["run", &example("subnet.cm"), "--trace", &s(&plain)]);
+    let o = CAMELEON.run(&["run", &example("subnet.cm"), "--trace", &s(&plain)]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let traced = d.join("journaled.jsonl");
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "run",
         &example("subnet.cm"),
         "--journal",
@@ -500,7 +719,7 @@ fn a_net_with_sub_nets_is_journaled_and_its_resumed_trace_has_the_inner_runs() {
     // A finished run: resume restores every step (the sub-nets' inner runs with them) and
     // fires nothing; its trace holds every firing from step 1, inner runs included.
     let resumed = d.join("resumed.jsonl");
-    let o = cameleon(&["resume", &s(&db), &id, "--trace", &s(&resumed)]);
+    let o = CAMELEON.run(&["resume", &s(&db), &id, "--trace", &s(&resumed)]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let plain = std::fs::read_to_string(&plain).unwrap();
     assert!(plain.contains("\"inner\":[{"), "{plain}");

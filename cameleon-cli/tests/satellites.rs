@@ -2,29 +2,11 @@
 //! real NATS server (Debian's `nats-server`, started per test on a free loopback port; a
 //! missing binary fails the test with the install command).
 
-use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
-use std::process::{Child, ChildStderr, Command, Output, Stdio};
-
 use cameleon_nats::NatsServer;
 use serde_json::Value;
+use test_support::{Bin, Proc, Signal, TempDir, WAIT_TIMEOUT, code};
 
-fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_cameleon")
-}
-
-fn cameleon(args: &[&str]) -> Output {
-    Command::new(bin())
-        .args(args)
-        .stdin(Stdio::null())
-        .env_remove("CAMELEON_CAPABILITIES")
-        .output()
-        .expect("the cameleon binary runs")
-}
-
-fn code(o: &Output) -> i32 {
-    o.status.code().expect("exited normally")
-}
+const CAMELEON: Bin = Bin::new(env!("CARGO_BIN_EXE_cameleon"));
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -34,78 +16,53 @@ fn server() -> NatsServer {
     NatsServer::start().unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cameleon-sat-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// A `cameleon satellite` process, killed (SIGKILL) when dropped unless it was stopped.
 struct Sat {
-    child: Child,
-    stderr: BufReader<ChildStderr>,
+    proc: Proc,
+    /// How much of its standard error [`Sat::wait_for`] has read.
+    read: usize,
 }
 
 impl Sat {
     /// Starts one and waits for its "serving" line.
     fn start(url: &str, name: &str, heartbeat_ms: u64) -> Sat {
-        let mut child = Command::new(bin())
-            .args([
-                "satellite",
-                "--nats",
-                url,
-                "--name",
-                name,
-                "--heartbeat-ms",
-                &heartbeat_ms.to_string(),
-                "--log",
-                "cameleon_nats=info",
-            ])
+        let proc = CAMELEON
+            .cmd()
+            .args(["satellite", "--nats", url, "--name", name])
+            .args(["--heartbeat-ms", &heartbeat_ms.to_string()])
+            .args(["--log", "cameleon_nats=info"])
             .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("the satellite starts");
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut sat_line = String::new();
-        stderr.read_line(&mut sat_line).unwrap();
-        assert!(
-            sat_line.contains(&format!("satellite {name}: serving")),
-            "{sat_line}"
-        );
-        Sat { child, stderr }
+            .spawn();
+        let serving = format!("satellite {name}: serving");
+        proc.wait_stderr(&serving, WAIT_TIMEOUT, |t| {
+            t.lines().next().is_some_and(|l| l.contains(&serving))
+        });
+        Sat { proc, read: 0 }
     }
 
-    /// Reads stderr until a line containing `what` (`None`: the stream ended first).
-    fn wait_for(&mut self, what: &str) -> Option<String> {
-        let mut line = String::new();
-        loop {
-            line.clear();
-            if self.stderr.read_line(&mut line).ok()? == 0 {
-                return None;
+    /// Waits for the next complete line of its standard error that contains `what` (failing
+    /// the test when the stream ends first or nothing comes in time); that line.
+    fn wait_for(&mut self, what: &str) -> String {
+        let from = self.read;
+        let find = |t: &str| {
+            let rest = t.get(from..)?;
+            let mut at = from;
+            for line in rest.split_inclusive('\n') {
+                at += line.len();
+                if line.ends_with('\n') && line.contains(what) {
+                    return Some((line.trim_end().to_owned(), at));
+                }
             }
-            if line.contains(what) {
-                return Some(line);
-            }
-        }
-    }
-
-    fn signal(&self, sig: &str) {
-        let ok = Command::new("kill")
-            .args([sig, &self.child.id().to_string()])
-            .status()
-            .expect("kill runs")
-            .success();
-        assert!(ok);
-    }
-}
-
-impl Drop for Sat {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+            None
+        };
+        let text = self
+            .proc
+            .wait_stderr(&format!("a line with `{what}`"), WAIT_TIMEOUT, |t| {
+                find(t).is_some()
+            });
+        let (line, at) = find(&text).expect("the line just found");
+        self.read = at;
+        line
     }
 }
 
@@ -182,7 +139,7 @@ fn remote_and_local_runs_write_byte_identical_traces() {
     let url = nats.url();
     let _a = Sat::start(&url, "trace-a", 1000);
     let _b = Sat::start(&url, "trace-b", 1000);
-    let dir = temp_dir("trace");
+    let dir = TempDir::new("cli-sat-trace");
     for (name, net) in [
         ("counter", COUNTER.to_owned()),
         ("fan", fan_out(20, "remote")),
@@ -192,9 +149,9 @@ fn remote_and_local_runs_write_byte_identical_traces() {
         let file = file.to_str().unwrap();
         let local = dir.join(format!("{name}-local.jsonl"));
         let remote = dir.join(format!("{name}-remote.jsonl"));
-        let l = cameleon(&["run", file, "--trace", local.to_str().unwrap()]);
+        let l = CAMELEON.run(&["run", file, "--trace", local.to_str().unwrap()]);
         assert_eq!(code(&l), 0, "{}", text(&l.stderr));
-        let r = cameleon(&[
+        let r = CAMELEON.run(&[
             "run",
             file,
             "--nats",
@@ -217,8 +174,8 @@ fn satellites_json_lists_the_live_ones_and_not_a_killed_one() {
     let nats = server();
     let url = nats.url();
     let a = Sat::start(&url, "list-a", 100);
-    let b = Sat::start(&url, "list-b", 100);
-    let o = cameleon(&["satellites", "--nats", &url, "--json"]);
+    let mut b = Sat::start(&url, "list-b", 100);
+    let o = CAMELEON.run(&["satellites", "--nats", &url, "--json"]);
     assert_eq!(code(&o), 0, "{}", text(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let names: Vec<&str> = v
@@ -247,8 +204,8 @@ fn satellites_json_lists_the_live_ones_and_not_a_killed_one() {
     );
     assert!(first["last_seen_ms"].is_u64());
     // Killed at once (SIGKILL): no goodbye, no more answers nor heartbeats.
-    b.signal("-KILL");
-    let o = cameleon(&["satellites", "--nats", &url, "--json", "--wait-ms", "400"]);
+    b.proc.signal(Signal::Kill);
+    let o = CAMELEON.run(&["satellites", "--nats", &url, "--json", "--wait-ms", "400"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     let names: Vec<&str> = v
         .as_array()
@@ -257,7 +214,7 @@ fn satellites_json_lists_the_live_ones_and_not_a_killed_one() {
         .map(|s| s["name"].as_str().unwrap())
         .collect();
     assert_eq!(names, ["list-a"]);
-    let t = cameleon(&["satellites", "--nats", &url]);
+    let t = CAMELEON.run(&["satellites", "--nats", &url]);
     assert!(text(&t.stdout).contains("list-a"), "{}", text(&t.stdout));
     drop(a);
 }
@@ -267,34 +224,26 @@ fn sigterm_lets_a_satellite_answer_its_call_in_flight() {
     let nats = server();
     let url = nats.url();
     let mut a = Sat::start(&url, "term-a", 1000);
-    let dir = temp_dir("term");
+    let dir = TempDir::new("cli-sat-term");
     let file = dir.join("slow.cm");
     std::fs::write(
         &file,
         "cameleon: 1\nname: slow\noperators:\n  - id: src\n    type: source\n    params:\n      value: hi\n  - id: wait\n    type: delay\n    params:\n      ms: 400\n    placement: remote\n  - id: out\n    type: sink\nconnections:\n  - from: src.out_data\n    to: wait.in_data\n  - from: wait.out_data\n    to: out.in_data\n",
     )
     .unwrap();
-    let run = Command::new(bin())
+    let run = CAMELEON
+        .cmd()
         .args(["run", file.to_str().unwrap(), "--nats", &url, "--json"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        .spawn();
     // Rendezvous: the satellite took the call.
-    let line = a
-        .wait_for("call taken")
-        .expect("the satellite took the call");
+    let line = a.wait_for("call taken");
     assert!(line.contains("cameleon.op.delay"), "{line}");
-    a.signal("-TERM");
-    assert!(
-        a.wait_for("stopping: finishing 1 call(s) in flight")
-            .is_some()
-    );
-    assert!(a.wait_for("stopped").is_some());
-    let status = a.child.wait().unwrap();
+    a.proc.signal(Signal::Term);
+    a.wait_for("stopping: finishing 1 call(s) in flight");
+    a.wait_for("stopped");
+    let status = a.proc.wait(WAIT_TIMEOUT);
     assert_eq!(status.code(), Some(0));
-    let out = run.wait_with_output().unwrap();
+    let out = run.wait_output(WAIT_TIMEOUT);
     assert_eq!(code(&out), 0, "{}", text(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["end"], "COMPLETED", "{v}");
@@ -303,10 +252,10 @@ fn sigterm_lets_a_satellite_answer_its_call_in_flight() {
 #[test]
 fn run_nats_without_a_satellite_ends_in_error_naming_the_type() {
     let nats = server();
-    let dir = temp_dir("none");
+    let dir = TempDir::new("cli-sat-none");
     let file = dir.join("counter.cm");
     std::fs::write(&file, COUNTER).unwrap();
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "run",
         file.to_str().unwrap(),
         "--nats",
@@ -324,21 +273,21 @@ fn run_nats_without_a_satellite_ends_in_error_naming_the_type() {
 
 #[test]
 fn bad_satellite_arguments_and_an_unreachable_server_are_reported() {
-    let o = cameleon(&["satellite", "--nats", "nats://127.0.0.1:1", "--name", "a.b"]);
+    let o = CAMELEON.run(&["satellite", "--nats", "nats://127.0.0.1:1", "--name", "a.b"]);
     assert_eq!(code(&o), 2, "{}", text(&o.stderr));
     assert!(
         text(&o.stderr).contains("satellite name `a.b`"),
         "{}",
         text(&o.stderr)
     );
-    let o = cameleon(&["satellites", "--nats", "nats://127.0.0.1:1"]);
+    let o = CAMELEON.run(&["satellites", "--nats", "nats://127.0.0.1:1"]);
     assert_eq!(code(&o), 5);
     assert!(
         text(&o.stderr).contains("cannot connect to NATS at `nats://127.0.0.1:1`"),
         "{}",
         text(&o.stderr)
     );
-    let o = cameleon(&["satellites"]);
+    let o = CAMELEON.run(&["satellites"]);
     assert_eq!(code(&o), 2);
     assert!(text(&o.stderr).contains("--nats URL is required"));
 }

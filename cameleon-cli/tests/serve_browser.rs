@@ -2,32 +2,24 @@
 //! fantoccini. Steps and goes back on a fork/join net and checks every connection's
 //! `data-state` against `Cvm::state_of`; edits the Code view and sees the problem at its
 //! line; answers an `ask` through the page; measures page readiness on a 200-operator net and
-//! the event-to-screen latency of a 10 000-step run (printed, not asserted).
+//! the event-to-screen latency of a 10 000-step run (printed, not asserted), and checks that
+//! run's flushes: never more than 256 engine events each, the rest summed up.
 //!
 //! A missing browser fails the test with the command that installs it.
 
-use std::io::{BufRead, BufReader};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
+use test_support::{Bin, Cmd, Proc, Serve, TempDir, WAIT_TIMEOUT};
+
+const CAMELEON: Bin = Bin::new(env!("CARGO_BIN_EXE_cameleon"));
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const INSTALL: &str = "apt-get update && apt-get install -y chromium chromium-driver (or run scripts/test, which installs them)";
-
-/// A child process killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -40,16 +32,6 @@ fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
 }
 
-/// A fresh folder under the target folder.
-fn scratch(tag: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("serve-browser")
-        .join(format!("{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 /// Where screenshots go: under the target folder.
 fn screenshot_dir() -> PathBuf {
     let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-screenshots");
@@ -57,30 +39,9 @@ fn screenshot_dir() -> PathBuf {
     d
 }
 
-/// `cameleon serve FILE --port 0`; returns the process and the page's address.
-fn serve(file: &Path) -> (Proc, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args(["serve", file.to_str().unwrap(), "--port", "0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("cameleon serve starts");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
-    (Proc(child), url)
-}
-
 /// chromedriver on a free loopback port, and a headless Chromium session with a fresh
 /// profile and the flags this machine's closed network needs.
-async fn browser(tag: &str) -> (Proc, Client) {
+async fn browser(tag: &str) -> (Proc, TempDir, Client) {
     for (bin, what) in [(CHROMIUM, "chromium"), (CHROMEDRIVER, "chromedriver")] {
         assert!(
             Path::new(bin).exists(),
@@ -88,24 +49,13 @@ async fn browser(tag: &str) -> (Proc, Client) {
         );
     }
     let port = free_port();
-    let driver = Proc(
-        Command::new(CHROMEDRIVER)
-            .arg(format!("--port={port}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("chromedriver does not start ({e}): `{INSTALL}`")),
+    let driver = Cmd::new(CHROMEDRIVER).arg(format!("--port={port}")).spawn();
+    test_support::wait_until(
+        &format!("chromedriver listening on port {port} (is it installed? `{INSTALL}`)"),
+        WAIT_TIMEOUT,
+        || TcpStream::connect(("127.0.0.1", port)).is_ok(),
     );
-    let mut up = false;
-    for _ in 0..200 {
-        if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            up = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    assert!(up, "chromedriver never listened on port {port}");
-    let profile = scratch(&format!("profile-{tag}"));
+    let profile = TempDir::new(&format!("serve-browser-profile-{tag}"));
     let caps = json!({
         "goog:chromeOptions": {
             "binary": CHROMIUM,
@@ -123,7 +73,7 @@ async fn browser(tag: &str) -> (Proc, Client) {
         .connect(&format!("http://127.0.0.1:{port}"))
         .await
         .unwrap_or_else(|e| panic!("no browser session ({e}); is chromium installed? `{INSTALL}`"));
-    (driver, client)
+    (driver, profile, client)
 }
 
 /// Evaluates `js` (a function body) in the page.
@@ -192,11 +142,12 @@ async fn page_states(c: &Client) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_steps_and_goes_back_in_step_with_the_engine() {
-    let dir = scratch("fork-join");
+    let dir = TempDir::new("serve-browser-fork-join");
     let file = dir.join("fork_join.cm");
     std::fs::copy(examples().join("fork_join.cm"), &file).unwrap();
-    let (_server, url) = serve(&file);
-    let (_driver, c) = browser("fork-join").await;
+    let server = Serve::start(CAMELEON, &file, &[]);
+    let url = server.url().to_owned();
+    let (_driver, _profile, c) = browser("fork-join").await;
 
     c.goto(&url).await.unwrap();
     until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
@@ -323,11 +274,12 @@ async fn the_page_steps_and_goes_back_in_step_with_the_engine() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ask_is_answered_through_the_page() {
-    let dir = scratch("ask");
+    let dir = TempDir::new("serve-browser-ask");
     let file = dir.join("ask.cm");
     std::fs::copy(examples().join("ask.cm"), &file).unwrap();
-    let (_server, url) = serve(&file);
-    let (_driver, c) = browser("ask").await;
+    let server = Serve::start(CAMELEON, &file, &[]);
+    let url = server.url().to_owned();
+    let (_driver, _profile, c) = browser("ask").await;
     c.goto(&url).await.unwrap();
     until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
 
@@ -412,6 +364,34 @@ async fn an_ask_is_answered_through_the_page() {
     c.close().await.unwrap();
 }
 
+/// Run in the page: a second subscription to the event stream that records each flush (the
+/// engine events between two `state` messages, and where a `coalesced` summary came), and a
+/// count of the states the page's own `receive` gets.
+const FLUSH_PROBE: &str = "
+const f = (window.flushes = { batches: [], receives: 0, version: -1, current: { events: 0, skipped: null, marker_at: null } });
+const es = new EventSource('/api/events');
+es.onmessage = (m) => {
+  const e = JSON.parse(m.data);
+  if (e.event === 'coalesced') {
+    f.current.skipped = e.skipped;
+    f.current.marker_at = f.current.events;
+  } else {
+    f.current.events++;
+  }
+};
+es.addEventListener('state', (m) => {
+  f.version = Math.max(f.version, JSON.parse(m.data).version);
+  f.batches.push(f.current);
+  f.current = { events: 0, skipped: null, marker_at: null };
+});
+const receive = window.receive;
+window.receive = function (s) {
+  f.receives++;
+  return receive(s);
+};
+return 0;
+";
+
 /// A net of `n` operators: a source, a fork into `n/4` chains of transforms, merged pairwise
 /// into sinks.
 fn big_net(n: usize) -> String {
@@ -439,14 +419,15 @@ fn big_net(n: usize) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn performance_figures_of_the_page() {
     // Page ready for a 200-operator net.
-    let dir = scratch("perf");
+    let dir = TempDir::new("serve-browser-perf");
     let file = dir.join("big.cm");
     let text = big_net(200);
     std::fs::write(&file, &text).unwrap();
     let ops = cameleon::Net::from_cm(&text).unwrap().operators().len();
     assert!(ops >= 190, "{ops} operators");
-    let (server, url) = serve(&file);
-    let (_driver, c) = browser("perf").await;
+    let server = Serve::start(CAMELEON, &file, &[]);
+    let url = server.url().to_owned();
+    let (_driver, _profile, c) = browser("perf").await;
     c.goto(&url).await.unwrap();
     until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
     let ready = js(&c, "return window.cameleon.readyAt;").await;
@@ -467,10 +448,20 @@ async fn performance_figures_of_the_page() {
         "name: spin\noperators:\n  - {id: zero, type: const, params: {value: 0}}\n  - {id: loop, type: merge}\n  - {id: inc, type: counter}\n  - {id: check, type: guard, params: {continue_if: {lt: 3334}}}\n  - {id: done, type: sink}\nconnections:\n  - {from: zero.out_data, to: loop.in_a}\n  - {from: check.out_continue, to: loop.in_b}\n  - {from: loop.out_data, to: inc.in_data}\n  - {from: inc.out_data, to: check.in_data}\n  - {from: check.out_exit, to: done.in_data}\n",
     )
     .unwrap();
-    let (_server, url) = serve(&loop_file);
+    let server = Serve::start(CAMELEON, &loop_file, &[]);
+    let url = server.url().to_owned();
     c.goto(&url).await.unwrap();
     until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
-    js(&c, "window.cameleon.latency = {count: 0, last: 0, max: 0, sum: 0}; window.cameleon.renders = 0; return 0;").await;
+    // A listener of the test's own on the same event stream records every flush: the engine
+    // events of each batch (a batch ends with its `state`), and the page's `receive` is counted.
+    js(&c, FLUSH_PROBE).await;
+    until(
+        &c,
+        "the probe's first state",
+        "window.flushes.batches.length >= 1",
+    )
+    .await;
+    js(&c, "window.flushes.batches = []; window.flushes.receives = 0; window.cameleon.latency = {count: 0, last: 0, max: 0, sum: 0}; window.cameleon.renders = 0; return 0;").await;
     click(&c, "#run").await;
     until(
         &c,
@@ -495,41 +486,76 @@ async fn performance_figures_of_the_page() {
         &format!("Number(document.body.dataset.version) >= {v}"),
     )
     .await;
+    until(
+        &c,
+        "the final state on the probe's stream",
+        &format!("window.flushes.version >= {v}"),
+    )
+    .await;
     let stats = js(&c, "return window.cameleon;").await;
-    // Bursts are coalesced: the page gets at most 256 engine events per flush, not 4 per step.
-    let events = stats["events"].as_u64().unwrap();
+    let flushes = js(&c, "return window.flushes;").await;
+    // Bursts are coalesced, whatever the machine's speed: every flush sends at most 256 engine
+    // events — past them, the oldest are summed up in one `coalesced` message first, and then
+    // exactly the newest 256 follow — and a run holds the engine for at least 200 steps (of 4
+    // events) between two flushes, so some flush of the run is coalesced.
+    let batches = flushes["batches"].as_array().unwrap();
+    assert!(!batches.is_empty(), "{flushes}");
+    let mut coalesced = 0;
+    for b in batches {
+        let (events, skipped) = (b["events"].as_u64().unwrap(), &b["skipped"]);
+        assert!(events <= 256, "a flush of {events} engine events: {b}");
+        if let Some(n) = skipped.as_u64() {
+            assert!(
+                n > 0 && events == 256,
+                "a coalesced flush sends the newest 256: {b}"
+            );
+            assert_eq!(b["marker_at"], 0, "the summary comes first: {b}");
+            coalesced += 1;
+        } else {
+            assert_eq!(b["marker_at"], Value::Null, "{b}");
+        }
+    }
     assert!(
-        events > 0 && events < steps,
-        "{events} engine events for {steps} steps: {stats}"
+        coalesced > 0,
+        "no flush of the 10 000-step run was coalesced: {flushes}"
     );
+    // The page draws at most once per state it receives (one per flush, and the run's answer).
     let renders = stats["renders"].as_u64().unwrap();
+    let receives = flushes["receives"].as_u64().unwrap();
+    assert!(
+        renders <= receives,
+        "{renders} redraws for {receives} states received"
+    );
+    assert!(
+        receives <= batches.len() as u64 + 1,
+        "{receives} states received for {} flushes",
+        batches.len()
+    );
     let l = &stats["latency"];
     let count = l["count"].as_u64().unwrap().max(1);
     eprintln!(
-        "figure: {steps}-step run: {renders} redraws, {} engine events received; event-to-screen latency mean {:.1} ms, max {} ms, last {} ms",
+        "figure: {steps}-step run: {} flushes ({coalesced} coalesced), {renders} redraws, {} engine events received; event-to-screen latency mean {:.1} ms, max {} ms, last {} ms",
+        batches.len(),
         stats["events"],
         l["sum"].as_f64().unwrap() / count as f64,
         l["max"],
         l["last"],
-    );
-    assert!(
-        renders < steps / 10,
-        "updates are coalesced: {renders} redraws for {steps} steps"
     );
     c.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_invalid_file_opens_on_the_code_view_with_its_problems() {
-    let dir = scratch("invalid");
+    let dir = TempDir::new("serve-browser-invalid");
     let file = dir.join("broken.cm");
     let text = std::fs::read_to_string(examples().join("fork_join.cm"))
         .unwrap()
         .replacen("type: format", "type: formatt", 1);
     std::fs::write(&file, &text).unwrap();
     let line = text.lines().position(|l| l.contains("formatt")).unwrap() + 1;
-    let (_server, url) = serve(&file);
-    let (_driver, c) = browser("invalid").await;
+    let server = Serve::start(CAMELEON, &file, &[]);
+    let url = server.url().to_owned();
+    let (_driver, _profile, c) = browser("invalid").await;
     c.goto(&url).await.unwrap();
     until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
     assert_eq!(js(&c, "return document.body.dataset.view;").await, "code");

@@ -2,107 +2,29 @@
 //! answers, Back — so `history` shows what the page showed and `resume` finishes it without
 //! running any operator again.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
 
 use serde_json::{Value, json};
+use test_support::{Bin, Serve, TempDir, json as json_out};
 
-struct Proc(Child);
+const CAMELEON: Bin = Bin::new(env!("CARGO_BIN_EXE_cameleon"));
 
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
-}
-
-fn scratch(tag: &str) -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR"))
-        .join("serve-journal")
-        .join(format!("{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// `cameleon serve FILE --port 0 ARGS…`: the process, `host:port`, and the first line of stderr.
-fn serve(file: &Path, args: &[&str]) -> (Proc, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args(["serve", file.to_str().unwrap(), "--port", "0"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cameleon serve starts");
-    let mut err = String::new();
-    BufReader::new(child.stderr.take().unwrap())
-        .read_line(&mut err)
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|r| r.split('/').next())
-        .unwrap_or_else(|| panic!("no address in {line:?}; stderr {err:?}"))
-        .to_owned();
-    (Proc(child), addr, err)
-}
-
-fn request(addr: &str, method: &str, path: &str, body: &str) -> (u16, Value) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    let req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    s.write_all(req.as_bytes()).unwrap();
-    let mut raw = String::new();
-    s.read_to_string(&mut raw).unwrap();
-    let status: u16 = raw[9..12].parse().unwrap();
-    let body = raw.split_once("\r\n\r\n").map(|x| x.1).unwrap_or("");
-    (
-        status,
-        serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())),
-    )
-}
-
-fn post(addr: &str, path: &str, body: &str) -> Value {
-    let (code, v) = request(addr, "POST", path, body);
+/// `POST path` on the server, which must answer 200; the body.
+fn post(server: &Serve, path: &str, body: &str) -> Value {
+    let (code, v) = server.post(path, body);
     assert_eq!(code, 200, "POST {path}: {v}");
     v
 }
 
-fn get(addr: &str, path: &str) -> Value {
-    let (code, v) = request(addr, "GET", path, "");
+/// `GET path` on the server, which must answer 200; the body.
+fn get(server: &Serve, path: &str) -> Value {
+    let (code, v) = server.get(path);
     assert_eq!(code, 200, "GET {path}: {v}");
     v
 }
 
-fn cameleon(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap()
-}
-
-fn json_out(o: &Output) -> Value {
-    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
-        panic!(
-            "not JSON ({e}): {}\nstderr: {}",
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        )
-    })
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
 }
 
 fn s(p: &Path) -> &str {
@@ -111,11 +33,12 @@ fn s(p: &Path) -> &str {
 
 #[test]
 fn a_served_run_is_journaled_and_resume_finishes_it_without_running_an_operator_again() {
-    let dir = scratch("resume");
+    let dir = TempDir::new("serve-journal-resume");
     let db = dir.join("runs.db");
     let file = examples().join("ask.cm");
-    let (server, addr, err) = serve(&file, &["--journal", s(&db)]);
-    let state = get(&addr, "/api/state");
+    let server = Serve::start(CAMELEON, &file, &["--journal", s(&db)]);
+    let err = server.stderr_line(1);
+    let state = get(&server, "/api/state");
     let id = state["run_id"]
         .as_str()
         .expect("a journaled run has an id")
@@ -128,21 +51,21 @@ fn a_served_run_is_journaled_and_resume_finishes_it_without_running_an_operator_
 
     // Run to WAITING, answer both questions through the API, step until both `ask`s have fired
     // (an answer is journaled with the firing that uses it), and back once over the last.
-    assert_eq!(post(&addr, "/api/run", "")["end"], "WAITING");
-    post(&addr, "/api/provide/approve", r#"{"value": true}"#);
-    post(&addr, "/api/provide/reviewer", r#"{"value": "Ada"}"#);
-    let waited = get(&addr, "/api/state")["step"].as_u64().unwrap();
+    assert_eq!(post(&server, "/api/run", "")["end"], "WAITING");
+    post(&server, "/api/provide/approve", r#"{"value": true}"#);
+    post(&server, "/api/provide/reviewer", r#"{"value": "Ada"}"#);
+    let waited = get(&server, "/api/state")["step"].as_u64().unwrap();
     for _ in 0..4 {
-        post(&addr, "/api/step", "");
+        post(&server, "/api/step", "");
     }
-    let s_back = post(&addr, "/api/back", "");
+    let s_back = post(&server, "/api/back", "");
     assert_eq!(s_back["step"].as_u64().unwrap(), waited + 3);
     assert_eq!(s_back["redo"], 1);
-    let page = get(&addr, "/api/history");
+    let page = get(&server, "/api/history");
     drop(server); // killed: no chance to flush anything on the way out
 
     // `history` shows what the page showed: the applied steps, then the one Back undid.
-    let o = cameleon(&["history", s(&db), &id, "--json"]);
+    let o = CAMELEON.run(&["history", s(&db), &id, "--json"]);
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -160,7 +83,7 @@ fn a_served_run_is_journaled_and_resume_finishes_it_without_running_an_operator_
     shown.extend(page["redo"].as_array().unwrap().iter().cloned());
     assert_eq!(on_disk, shown);
     assert_eq!(h["branches"].as_array().unwrap().len(), 1);
-    let runs = json_out(&cameleon(&["runs", s(&db), "--json"]));
+    let runs = json_out(&CAMELEON.run(&["runs", s(&db), "--json"]));
     assert_eq!(runs[0]["id"], id.as_str());
     assert_eq!(runs[0]["status"], "RUNNING");
     assert_eq!(runs[0]["steps"].as_u64().unwrap(), waited + 3);
@@ -177,7 +100,7 @@ fn a_served_run_is_journaled_and_resume_finishes_it_without_running_an_operator_
 
     // Resume without any answer: had an `ask` fired again, the run would stop WAITING (exit 6).
     let trace = dir.join("resumed.jsonl");
-    let o = cameleon(&["resume", s(&db), &id, "--json", "--trace", s(&trace)]);
+    let o = CAMELEON.run(&["resume", s(&db), &id, "--json", "--trace", s(&trace)]);
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -194,10 +117,10 @@ fn a_served_run_is_journaled_and_resume_finishes_it_without_running_an_operator_
 
     // The same run driven by the CLI (WAITING, then resumed with the answers) has the same trace.
     let db2 = dir.join("cli.db");
-    let o = cameleon(&["run", s(&file), "--journal", s(&db2)]);
+    let o = CAMELEON.run(&["run", s(&file), "--journal", s(&db2)]);
     assert_eq!(o.status.code(), Some(6));
     let trace2 = dir.join("cli.jsonl");
-    let o = cameleon(&[
+    let o = CAMELEON.run(&[
         "resume",
         s(&db2),
         "--answer",
@@ -221,22 +144,26 @@ fn a_served_run_is_journaled_and_resume_finishes_it_without_running_an_operator_
 
 #[test]
 fn reset_starts_a_new_journaled_run_and_the_old_one_stays_resumable() {
-    let dir = scratch("reset");
+    let dir = TempDir::new("serve-journal-reset");
     let db = dir.join("runs.db");
-    let (_server, addr, _) = serve(&examples().join("fork_join.cm"), &["--journal", s(&db)]);
-    let first = get(&addr, "/api/state")["run_id"]
+    let server = Serve::start(
+        CAMELEON,
+        &examples().join("fork_join.cm"),
+        &["--journal", s(&db)],
+    );
+    let first = get(&server, "/api/state")["run_id"]
         .as_str()
         .unwrap()
         .to_owned();
-    post(&addr, "/api/step", "");
-    post(&addr, "/api/step", "");
-    let after = post(&addr, "/api/reset", "");
+    post(&server, "/api/step", "");
+    post(&server, "/api/step", "");
+    let after = post(&server, "/api/reset", "");
     let second = after["run_id"].as_str().unwrap().to_owned();
     assert_ne!(first, second);
     assert_eq!(after["step"], 0);
-    let end = post(&addr, "/api/run", "");
+    let end = post(&server, "/api/run", "");
     assert_eq!(end["end"], "COMPLETED");
-    let runs = json_out(&cameleon(&["runs", s(&db), "--json"]));
+    let runs = json_out(&CAMELEON.run(&["runs", s(&db), "--json"]));
     let status = |id: &str| {
         runs.as_array()
             .unwrap()
@@ -247,7 +174,7 @@ fn reset_starts_a_new_journaled_run_and_the_old_one_stays_resumable() {
     };
     assert_eq!(status(&first), (json!("RUNNING"), json!(2)));
     assert_eq!(status(&second), (json!("COMPLETED"), end["step"].clone()));
-    let o = cameleon(&["resume", s(&db), &first, "--json"]);
+    let o = CAMELEON.run(&["resume", s(&db), &first, "--json"]);
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(json_out(&o)["steps"], end["step"]);
 }
@@ -255,21 +182,17 @@ fn reset_starts_a_new_journaled_run_and_the_old_one_stays_resumable() {
 #[test]
 fn a_file_that_is_not_a_journal_is_refused_at_start() {
     // `--journal` names a file that is not a journal: exit 2, the file untouched.
-    let dir = scratch("refused");
+    let dir = TempDir::new("serve-journal-refused");
     let db = dir.join("not-a-journal.db");
     std::fs::write(&db, "hello").unwrap();
-    let o = Command::new(env!("CARGO_BIN_EXE_cameleon"))
-        .args([
-            "serve",
-            s(&examples().join("linear.cm")),
-            "--port",
-            "0",
-            "--journal",
-            s(&db),
-        ])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let o = CAMELEON.run(&[
+        "serve",
+        s(&examples().join("linear.cm")),
+        "--port",
+        "0",
+        "--journal",
+        s(&db),
+    ]);
     assert_eq!(o.status.code(), Some(2));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("is not a Caméléon journal"), "{err}");

@@ -100,7 +100,7 @@ async fn satellite(url: &str, name: &str, heartbeat_ms: u64) -> Satellite {
 /// on a blocking thread.
 async fn run_cm(text: &str, remote: Option<Remote>) -> (EndState, Cvm) {
     let text = text.to_owned();
-    tokio::task::spawn_blocking(move || {
+    let run = tokio::task::spawn_blocking(move || {
         let mut net = cameleon::cm::Loader::new()
             .load_str(&text)
             .expect("a valid net");
@@ -110,9 +110,12 @@ async fn run_cm(text: &str, remote: Option<Remote>) -> (EndState, Cvm) {
         let mut cvm = Cvm::builder(net).build();
         let end = cvm.run().expect("the run ends");
         (end, cvm)
-    })
-    .await
-    .expect("the run's thread")
+    });
+    // A hang fails the test (the limit only turns it into a failure; nothing is timed).
+    tokio::time::timeout(test_support::RUN_TIMEOUT, run)
+        .await
+        .expect("the run ends in time")
+        .expect("the run's thread")
 }
 
 /// The history as (step, operator, emitted values) per firing: what a trace shows.

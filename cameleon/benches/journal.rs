@@ -67,10 +67,13 @@ connections:
     .expect("valid loop")
 }
 
+/// The benchmark's journals, in a temporary folder of its own (a static, never dropped: it stays
+/// in the system's temporary folder, as the journals did before).
+static DIR: std::sync::LazyLock<test_support::TempDir> =
+    std::sync::LazyLock::new(|| test_support::TempDir::new("bench-journal"));
+
 fn db(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cameleon-bench-journal-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("temp dir");
-    let p = dir.join(format!("{name}.db"));
+    let p = DIR.join(format!("{name}.db"));
     for ext in ["", "-wal", "-shm"] {
         let _ = std::fs::remove_file(format!("{}{ext}", p.display()));
     }

@@ -5,10 +5,6 @@
 //!
 //! `cargo bench -p cameleon --bench models -- --warm-up-time 1 --measurement-time 5`
 
-// The tests' server (which allows its own unused parts).
-#[path = "../tests/openai_server/mod.rs"]
-mod openai_server;
-
 use std::sync::Arc;
 
 use cameleon::capabilities::{CodeSource, Runtime};
@@ -17,23 +13,12 @@ use cameleon::operator::capability::{ChatModel, ChatRequest, Embedder, MemoryIte
 use cameleon::ops::{Llm, Sink, Source};
 use cameleon::prelude::*;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
-use openai_server::Server;
+use test_support::Rng;
+use test_support::openai::Server;
 
-/// A deterministic generator (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    /// Uniform in [-1, 1).
-    fn unit(&mut self) -> f32 {
-        (self.next() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-    }
+/// Uniform in [-1, 1).
+fn unit(rng: &mut Rng) -> f32 {
+    (rng.next_u64() >> 40) as f32 / (1u64 << 23) as f32 - 1.0
 }
 
 /// About `bytes` bytes of English-like text: words of a small vocabulary, sentences of 8 to 20
@@ -87,12 +72,12 @@ fn text(bytes: usize) -> String {
         "élan",
         "café",
     ];
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let mut rng = Rng::new(0x9E37_79B9_7F4A_7C15);
     let mut s = String::with_capacity(bytes + 64);
     while s.len() < bytes {
-        let n = 8 + (rng.next() % 13) as usize;
+        let n = 8 + (rng.next_u64() % 13) as usize;
         for i in 0..n {
-            let w = WORDS[(rng.next() % WORDS.len() as u64) as usize];
+            let w = WORDS[(rng.next_u64() % WORDS.len() as u64) as usize];
             if i == 0 {
                 let mut c = w.chars();
                 if let Some(f) = c.next() {
@@ -132,19 +117,19 @@ fn hash_embedding(c: &mut Criterion) {
 fn flat_retrieval(c: &mut Criterion) {
     const N: usize = 100_000;
     const DIM: usize = 384;
-    let mut rng = Rng(42);
+    let mut rng = Rng::new(42);
     let items: Vec<MemoryItem> = (0..N)
         .map(|i| MemoryItem {
             id: format!("c{i}"),
             text: format!("chunk {i}"),
-            vector: (0..DIM).map(|_| rng.unit()).collect(),
+            vector: (0..DIM).map(|_| unit(&mut rng)).collect(),
             meta: serde_json::Value::Null,
         })
         .collect();
     let m = FlatMemory::new();
     m.insert(items).expect("same dimensions");
     let queries: Vec<Vec<f32>> = (0..16)
-        .map(|_| (0..DIM).map(|_| rng.unit()).collect())
+        .map(|_| (0..DIM).map(|_| unit(&mut rng)).collect())
         .collect();
     let mut g = c.benchmark_group("flat_retrieval");
     g.sample_size(30);

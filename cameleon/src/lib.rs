@@ -46,6 +46,7 @@
 //! | `openai` | the `openai` provider kinds: OpenAI-compatible chat and embedding endpoints |
 //! | `json-schema` | a tool call's arguments checked against the tool's JSON Schema before it runs; `llm_json`'s answers checked against theirs |
 //! | `layout` | the layered (Sugiyama) layout of diagrams of nets without positions |
+//! | `fast-regex` | literal prefilters for the text operators' patterns (the same matches, faster) |
 //!
 //! ```
 //! use cameleon::prelude::*;
@@ -232,7 +233,12 @@ pub mod __private;
 
 // A net and its engine move between threads (parallel mode, servers); values are shared by
 // every connection of a fan-out and read from several tasks.
-static_assertions::assert_impl_all!(Net: Send);
-static_assertions::assert_impl_all!(Cvm: Send);
-static_assertions::assert_impl_all!(Value: Send, Sync, Clone);
-static_assertions::assert_impl_all!(Catalogue: Send, Sync);
+const _: () = {
+    const fn send<T: Send>() {}
+    const fn shared<T: Send + Sync + Clone>() {}
+    const fn sync<T: Send + Sync>() {}
+    send::<Net>();
+    send::<Cvm>();
+    shared::<Value>();
+    sync::<Catalogue>();
+};

@@ -2,7 +2,6 @@
 //! missing capability is an error that says how to configure it; capabilities files are
 //! checked like `.cm` files; the engine's `tracing` spans.
 
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use cameleon::capabilities::{
@@ -92,16 +91,9 @@ fn ask_net(model: &str) -> Net {
     b.build().unwrap()
 }
 
-fn temp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cameleon-caps-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn a_run_keeps_its_generation_through_a_reload_and_the_next_run_sees_the_new_one() {
-    let dir = temp("reload");
+    let dir = test_support::TempDir::new("caps-reload");
     let file = dir.join("cameleon.yaml");
     std::fs::write(&file, "chat:\n  default: {kind: test_echo, prefix: one}\n").unwrap();
     let rt = Runtime::builder().config_file(&file).build().unwrap();
@@ -126,12 +118,11 @@ fn a_run_keeps_its_generation_through_a_reload_and_the_next_run_sees_the_new_one
         second.received("out")[0].to_json(),
         "two: hi (generation 2)"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_failed_reload_keeps_the_current_generation() {
-    let dir = temp("bad-reload");
+    let dir = test_support::TempDir::new("caps-bad-reload");
     let file = dir.join("cameleon.yaml");
     std::fs::write(&file, "chat:\n  default: {kind: test_echo, prefix: one}\n").unwrap();
     let rt = Runtime::builder().config_file(&file).build().unwrap();
@@ -141,7 +132,6 @@ fn a_failed_reload_keeps_the_current_generation() {
     let mut cvm = rt.cvm(ask_net("default"), &dir).build();
     cvm.run().unwrap();
     assert_eq!(cvm.received("out")[0].to_json(), "one: hi (generation 1)");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -173,7 +163,7 @@ fn code_sources_contribute_and_are_asked_again_at_each_reload() {
 
 #[test]
 fn a_missing_model_is_an_error_naming_it_the_generation_and_where_to_configure_it() {
-    let dir = temp("missing");
+    let dir = test_support::TempDir::new("caps-missing");
     let file = dir.join("cameleon.yaml");
     std::fs::write(&file, "chat:\n  default: {kind: test_echo, prefix: x}\n").unwrap();
     let rt = Runtime::builder().config_file(&file).build().unwrap();
@@ -205,7 +195,6 @@ fn a_missing_model_is_an_error_naming_it_the_generation_and_where_to_configure_i
         }
         other => panic!("{other:?}"),
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -214,8 +203,11 @@ fn an_optional_file_that_is_absent_adds_nothing() {
         .source(ConfigFile::optional("/nonexistent/cameleon.yaml"))
         .build()
         .unwrap();
-    // Only the built-in default (`extractive`).
-    assert_eq!(rt.current().chat_names().collect::<Vec<_>>(), ["default"]);
+    // Only the built-in default (`extractive`), also under its kind's name.
+    assert_eq!(
+        rt.current().chat_names().collect::<Vec<_>>(),
+        ["default", "extractive"]
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 //! operators, the history tree on disk, durability modes, and bad files.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex};
 
@@ -138,14 +138,29 @@ impl Operator for Opaque {
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
-fn db(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("cameleon-journal-tests-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(format!("{name}.db"));
-    for ext in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{ext}", p.display()));
+/// A journal's path in a folder of its own, removed with it at the end of the test.
+struct Db {
+    _dir: test_support::TempDir,
+    path: PathBuf,
+}
+
+impl std::ops::Deref for Db {
+    type Target = PathBuf;
+    fn deref(&self) -> &PathBuf {
+        &self.path
     }
-    p
+}
+
+impl AsRef<Path> for Db {
+    fn as_ref(&self) -> &Path {
+        &self.path
+    }
+}
+
+fn db(name: &str) -> Db {
+    let dir = test_support::TempDir::new(&format!("journal-{name}"));
+    let path = dir.join(format!("{name}.db"));
+    Db { _dir: dir, path }
 }
 
 /// `const 0 → jt_counted × n → sink`, counted under `tag`.
@@ -272,29 +287,238 @@ fn resume_restores_committed_steps_without_running_any_operator() {
     assert_eq!(journal.runs().unwrap()[0].status, "COMPLETED");
 }
 
-fn crash_and_resume(mode: Mode, durability: Durability, crash_after: usize, asynchronous: bool) {
-    let reference = {
-        let mut cvm = Cvm::builder(counter_loop()).mode(mode).build();
-        let end = cvm.run().unwrap();
-        outcome(&cvm, &end)
+// ---------------------------------------------------------------------------------------------
+// Crashes: a child process aborts inside a firing
+
+/// In a child started by [`crash`]: the run to start and where it aborts (JSON of [`Crash`]).
+const CRASH_CHILD: &str = "CAMELEON_JOURNAL_TEST_CRASH";
+/// In the child: `jt_crash`'s N-th firing in this process aborts it, right after its effect.
+const ABORT_AT: &str = "CAMELEON_JOURNAL_TEST_ABORT_AT";
+/// In the child: before aborting, `jt_crash` waits until this journal file holds every step
+/// before its own (a `batch` run whose flusher has closed the window).
+const WAIT_COMMITTED: &str = "CAMELEON_JOURNAL_TEST_WAIT_COMMITTED";
+
+/// `jt_crash`'s firings in this process.
+static CRASH_FIRINGS: AtomicUsize = AtomicUsize::new(0);
+
+/// Appends its firing's idempotency key and a newline to the file `log` (an effect outside the
+/// net) and passes its input on. In a child process with `CAMELEON_JOURNAL_TEST_ABORT_AT` = N,
+/// its N-th firing there calls `std::process::abort()` right after the append: the effect is
+/// made, the firing never returns — a crash, with whatever the journal had committed.
+#[operator(id = "jt_crash", family = behavioral)]
+pub struct CrashOp {
+    #[param(default = "")]
+    log: String,
+    #[input]
+    in_data: In<DataJSON>,
+    #[output]
+    out_data: Out<DataJSON>,
+}
+
+impl Run for CrashOp {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        use std::io::Write as _;
+        let v = cx.get(Self::in_data)?.clone();
+        let key = cx.idempotency_key();
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .and_then(|mut f| f.write_all(format!("{key}\n").as_bytes()))
+            .map_err(|e| e.to_string())?;
+        let n = CRASH_FIRINGS.fetch_add(1, Ordering::SeqCst) + 1;
+        let abort_at = std::env::var(ABORT_AT).ok().and_then(|a| a.parse().ok());
+        if abort_at == Some(n) {
+            if let Ok(db) = std::env::var(WAIT_COMMITTED) {
+                // `RUN/BRANCH/STEP/OP`: every step before this one on disk, then the crash.
+                let parts: Vec<&str> = key.split('/').collect();
+                let before: usize = parts[2].parse::<usize>().map_err(|e| e.to_string())? - 1;
+                test_support::wait_until(
+                    "the batch flusher commits the steps before the crash",
+                    test_support::WAIT_TIMEOUT,
+                    || {
+                        Journal::open(&db)
+                            .and_then(|j| j.history(parts[0]))
+                            .is_ok_and(|h| h.entries.len() >= before)
+                    },
+                );
+            }
+            std::process::abort();
+        }
+        cx.emit(Self::out_data, v);
+        Ok(())
+    }
+}
+
+/// The counter loop of examples/counter.cm with an effect in it: merge, counter, `fx`
+/// (`jt_crash`, appending to `log`), guard (< 5), an accumulator of 2 (internal state), two
+/// sinks. Five rounds: `fx` fires five times.
+fn effect_loop(log: &Path) -> Net {
+    Net::from_cm(&format!(
+        "name: effect-loop
+operators:
+  - {{id: zero, type: const, params: {{value: 0}}}}
+  - {{id: loop, type: merge}}
+  - {{id: inc, type: counter}}
+  - {{id: fx, type: jt_crash, params: {{log: {log:?}}}}}
+  - {{id: tap, type: fork}}
+  - {{id: check, type: guard, params: {{continue_if: {{lt: 5}}}}}}
+  - {{id: collect, type: accumulator, params: {{n: 2}}}}
+  - {{id: done, type: sink}}
+  - {{id: pairs, type: sink}}
+connections:
+  - {{from: zero.out_data, to: loop.in_a}}
+  - {{from: check.out_continue, to: loop.in_b}}
+  - {{from: loop.out_data, to: inc.in_data}}
+  - {{from: inc.out_data, to: fx.in_data}}
+  - {{from: fx.out_data, to: tap.in_data}}
+  - {{from: tap.out_a, to: check.in_data}}
+  - {{from: tap.out_b, to: collect.in_data}}
+  - {{from: check.out_exit, to: done.in_data}}
+  - {{from: collect.out_data, to: pairs.in_data}}
+",
+        log = log.display().to_string()
+    ))
+    .unwrap()
+}
+
+/// A crash to stage: the run's mode and durability, the `fx` firing that aborts.
+#[derive(Debug, Serialize, Deserialize)]
+struct Crash {
+    db: PathBuf,
+    log: PathBuf,
+    parallel: bool,
+    /// `sync`, `exit`, or `batch` with `batch_ms`.
+    durability: String,
+    batch_ms: u64,
+    abort_at: usize,
+    /// Abort only once the flusher committed every step before (`batch`).
+    wait_committed: bool,
+}
+
+impl Crash {
+    fn mode(&self) -> Mode {
+        if self.parallel {
+            Mode::Parallel
+        } else {
+            Mode::Sequential
+        }
+    }
+    fn durability(&self) -> Durability {
+        match self.durability.as_str() {
+            "sync" => Durability::Sync,
+            "exit" => Durability::Exit,
+            _ => Durability::Batch { ms: self.batch_ms },
+        }
+    }
+}
+
+/// The child's entry: with `CAMELEON_JOURNAL_TEST_CRASH` set, starts the journaled run it
+/// describes, which aborts the process inside a firing. Run as a test, it does nothing.
+#[test]
+fn crash_child_process() {
+    let Ok(spec) = std::env::var(CRASH_CHILD) else {
+        return;
     };
-    let path = db(&format!(
-        "loop-{mode}-{}-{crash_after}-{asynchronous}",
-        durability.name()
-    ));
-    let journal = Journal::create(&path).unwrap();
-    let mut cvm = Cvm::builder(counter_loop()).mode(mode).build();
+    let c: Crash = serde_json::from_str(&spec).expect("the crash to stage");
+    let journal = Journal::create(&c.db).expect("a journal");
+    let mut cvm = Cvm::builder(effect_loop(&c.log)).mode(c.mode()).build();
     let opts = RunOptions {
-        durability,
+        durability: c.durability(),
         ..RunOptions::default()
     };
-    let id = journal.start(&mut cvm, &opts).unwrap();
-    for _ in 0..crash_after {
-        cvm.step().unwrap();
+    journal.start(&mut cvm, &opts).expect("the run starts");
+    let end = cvm.run();
+    eprintln!("the run ended without a crash: {end:?}");
+    std::process::exit(3);
+}
+
+fn log_lines(p: &Path) -> Vec<String> {
+    std::fs::read_to_string(p)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `(branch, step)` of an idempotency key `RUN/BRANCH/STEP/OP`.
+fn step_of(key: &str) -> (u32, u32) {
+    let p: Vec<&str> = key.split('/').collect();
+    (p[1].parse().unwrap(), p[2].parse().unwrap())
+}
+
+/// Stages `c` in a child process (which aborts), checks what the journal kept — `expected`
+/// committed steps, a function of the step the crash happened in — then resumes the run here
+/// and checks it ends as an uncrashed run does (driven by `run_async` when `asynchronous`),
+/// without calling the operator of any committed step again.
+fn crash(c: Crash, asynchronous: bool, expected: impl Fn(u32) -> u32) {
+    let context = format!("{c:?}");
+    let reference = {
+        let dir = test_support::TempDir::new("journal-crash-reference");
+        let mut cvm = Cvm::builder(effect_loop(&dir.join("fx.log")))
+            .mode(c.mode())
+            .build();
+        let end = cvm.run().unwrap();
+        let steps: Vec<(u32, u32)> = log_lines(&dir.join("fx.log"))
+            .iter()
+            .map(|k| step_of(k))
+            .collect();
+        (outcome(&cvm, &end), steps)
+    };
+    assert_eq!(reference.1.len(), 5, "five rounds");
+    let crash_step = reference.1[c.abort_at - 1].1;
+
+    let mut cmd = test_support::Cmd::new(std::env::current_exe().unwrap())
+        .args([
+            "crash_child_process",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CRASH_CHILD, serde_json::to_string(&c).unwrap())
+        .env(ABORT_AT, c.abort_at.to_string());
+    if c.wait_committed {
+        cmd = cmd.env(WAIT_COMMITTED, &c.db);
     }
-    drop(cvm);
-    let mut cvm = journal.resume(None).unwrap().cvm;
-    assert!(cvm.depth() <= crash_after);
+    let o = cmd.run();
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&o.status),
+        Some(6),
+        "{context}: the child aborts (SIGABRT): {}",
+        test_support::stderr(&o)
+    );
+    let before = log_lines(&c.log);
+    assert_eq!(
+        before.len(),
+        c.abort_at,
+        "{context}: effects before the crash"
+    );
+
+    // What the journal kept: the committed steps, no more.
+    let journal = Journal::open(&c.db).unwrap();
+    let runs = journal.runs().unwrap();
+    assert_eq!(runs.len(), 1, "{context}");
+    assert_eq!(runs[0].status, "RUNNING", "{context}: crashed, not ended");
+    let id = runs[0].id.clone();
+    let committed = journal.history(&id).unwrap().entries;
+    let k = committed.len() as u32;
+    assert_eq!(
+        k,
+        expected(crash_step),
+        "{context}: committed steps (the crash in step {crash_step})"
+    );
+
+    // Resumed here: the committed steps are restored, the lost ones run again, the run ends as
+    // an uncrashed one.
+    let resumed = journal.resume(Some(&id)).unwrap();
+    assert!(!resumed.is_finished(), "{context}");
+    let mut cvm = resumed.cvm;
+    assert_eq!(cvm.depth() as u32, k, "{context}: restored");
+    assert_eq!(
+        log_lines(&c.log).len(),
+        before.len(),
+        "{context}: restoring ran an operator"
+    );
     let end = if asynchronous {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -304,31 +528,79 @@ fn crash_and_resume(mode: Mode, durability: Durability, crash_after: usize, asyn
     } else {
         cvm.run().unwrap()
     };
-    assert_eq!(outcome(&cvm, &end), reference);
-    // Resumed once more, the finished run comes back at its end, nothing to run.
-    let again = journal.resume(Some(&id)).unwrap();
-    assert!(again.is_finished());
-    assert_eq!(again.end, Some(end.clone()));
-    assert_eq!(outcome(&again.cvm, &end), reference);
-}
-
-#[test]
-fn a_crashed_sequential_run_resumes_to_the_same_end_sinks_and_history() {
-    for (durability, after) in [
-        (Durability::Sync, 7),
-        (Durability::Batch { ms: 1 }, 12),
-        (Durability::Exit, 9),
-    ] {
-        crash_and_resume(Mode::Sequential, durability, after, false);
+    assert_eq!(outcome(&cvm, &end), reference.0, "{context}");
+    let after = log_lines(&c.log)[before.len()..].to_vec();
+    // The committed steps' effects: once, in the crashed process. The steps after them (the
+    // window `batch` or `exit` had not committed, and the step of the crash): twice.
+    for key in before.iter().chain(&after) {
+        let (_, step) = step_of(key);
+        let n = before.iter().chain(&after).filter(|k| *k == key).count();
+        let lost = step > k && step <= crash_step;
+        assert_eq!(n, if lost { 2 } else { 1 }, "{context}: {key}");
+        if step <= k {
+            assert!(!after.contains(key), "{context}: committed {key} ran again");
+        }
     }
-    crash_and_resume(Mode::Sequential, Durability::Sync, 13, true);
+    let mut all: Vec<(u32, u32)> = after.iter().map(|k| step_of(k)).collect();
+    all.extend(before.iter().map(|k| step_of(k)).filter(|&(_, s)| s <= k));
+    all.sort_unstable();
+    assert_eq!(
+        all, reference.1,
+        "{context}: every effect of the run, each once in the end"
+    );
+    let again = journal.resume(Some(&id)).unwrap();
+    assert!(again.is_finished(), "{context}");
+}
+
+fn staged(
+    tag: &str,
+    parallel: bool,
+    durability: &str,
+    batch_ms: u64,
+    abort_at: usize,
+) -> (test_support::TempDir, Crash) {
+    let dir = test_support::TempDir::new(&format!("journal-crash-{tag}"));
+    let c = Crash {
+        db: dir.join("runs.db"),
+        log: dir.join("fx.log"),
+        parallel,
+        durability: durability.into(),
+        batch_ms,
+        abort_at,
+        wait_committed: false,
+    };
+    (dir, c)
 }
 
 #[test]
-fn a_crashed_parallel_run_resumes_to_the_same_end_sinks_and_history() {
-    crash_and_resume(Mode::Parallel, Durability::Sync, 6, false);
-    crash_and_resume(Mode::Parallel, Durability::Sync, 4, true);
-    crash_and_resume(Mode::Parallel, Durability::Exit, 3, true);
+fn an_abort_in_a_sync_run_loses_only_the_step_in_flight() {
+    for parallel in [false, true] {
+        for abort_at in [1, 3, 5] {
+            let (_dir, c) = staged("sync", parallel, "sync", 0, abort_at);
+            crash(c, abort_at == 3, |step| step - 1);
+        }
+    }
+}
+
+#[test]
+fn an_abort_in_an_exit_run_loses_everything_and_resume_runs_it_all_again() {
+    for parallel in [false, true] {
+        let (_dir, c) = staged("exit", parallel, "exit", 0, 4);
+        crash(c, parallel, |_| 0);
+    }
+}
+
+#[test]
+fn an_abort_in_a_batch_run_loses_the_window_not_yet_committed() {
+    for parallel in [false, true] {
+        // A window that never closes (ten minutes): everything since the start is lost.
+        let (_dir, c) = staged("batch-open", parallel, "batch", 600_000, 3);
+        crash(c, false, |_| 0);
+        // A window the flusher closed before the crash: only the step in flight is lost.
+        let (_dir, mut c) = staged("batch-closed", parallel, "batch", 1, 4);
+        c.wait_committed = true;
+        crash(c, true, |step| step - 1);
+    }
 }
 
 #[test]
@@ -560,7 +832,8 @@ fn a_net_that_does_not_load_back_from_its_cm_is_refused_at_start() {
     b.add("x", Unlisted);
     b.connect("src.out_data", "x.in_data");
     let mut cvm = Cvm::new(b.build().unwrap());
-    let journal = Journal::create(db("unlisted")).unwrap();
+    let path = db("unlisted");
+    let journal = Journal::create(&path).unwrap();
     let msg = journal
         .start(&mut cvm, &RunOptions::default())
         .unwrap_err()
@@ -573,7 +846,8 @@ fn a_net_that_does_not_load_back_from_its_cm_is_refused_at_start() {
 fn a_journal_starts_on_a_fresh_engine_only() {
     let mut cvm = Cvm::new(chain("fresh", 1));
     cvm.step().unwrap();
-    let journal = Journal::create(db("fresh")).unwrap();
+    let path = db("fresh");
+    let journal = Journal::create(&path).unwrap();
     let msg = journal
         .start(&mut cvm, &RunOptions::default())
         .unwrap_err()
@@ -1053,13 +1327,8 @@ fn an_answered_ask_is_restored_and_replayed_on_resume_without_asking_again() {
 
 /// A folder holding `inner.cm` (`input x → jt_counted (tag) → output y`) and the outer net's
 /// text: `const 1 → sub (subnet) → out`, `const [1,2,3] → m (map) → results`.
-fn nested(tag: &str) -> (PathBuf, String) {
-    let dir = std::env::temp_dir().join(format!(
-        "cameleon-journal-nested-{tag}-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+fn nested(tag: &str) -> (test_support::TempDir, String) {
+    let dir = test_support::TempDir::new(&format!("journal-nested-{tag}"));
     std::fs::write(
         dir.join("inner.cm"),
         format!(
@@ -1106,7 +1375,7 @@ fn inner_runs_are_restored_on_resume_without_running_an_inner_operator() {
     let journal = Journal::create(&path).unwrap();
     let mut cvm = Cvm::new(load_in(&dir, &outer));
     let opts = RunOptions {
-        base_dir: Some(dir.clone()),
+        base_dir: Some(dir.to_path_buf()),
         ..RunOptions::default()
     };
     let id = journal.start(&mut cvm, &opts).unwrap();
@@ -1135,7 +1404,6 @@ fn inner_runs_are_restored_on_resume_without_running_an_inner_operator() {
     assert_eq!(again.run().unwrap(), EndState::Completed);
     assert_eq!(calls("nested").len(), 4);
     assert_eq!(inner(&again, "sub"), inner(&reference, "sub"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -1151,7 +1419,7 @@ fn a_subnet_fired_twice_keeps_both_runs_across_resume_and_back() {
     let journal = Journal::create(&path).unwrap();
     let mut cvm = Cvm::new(load_in(&dir, outer));
     let opts = RunOptions {
-        base_dir: Some(dir.clone()),
+        base_dir: Some(dir.to_path_buf()),
         ..RunOptions::default()
     };
     let id = journal.start(&mut cvm, &opts).unwrap();
@@ -1173,5 +1441,4 @@ fn a_subnet_fired_twice_keeps_both_runs_across_resume_and_back() {
     assert_eq!(again.run().unwrap(), EndState::Completed);
     assert_eq!(inner(&again, "sub"), inner(&reference, "sub"));
     assert_eq!(calls("twice").len(), 4);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -2,9 +2,7 @@
 //! 127.0.0.1) and against the offline models: one request per firing, the API key, retries
 //! and their budget, bad answers, tool calls, and no request at all on back and replay.
 
-mod openai_server;
-
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,8 +13,8 @@ use cameleon::ops::ai::ModelCall;
 use cameleon::ops::{Agent, Embed, Index, Llm, LlmJson, Passages, Retrieve, Sink, Source};
 use cameleon::prelude::*;
 use cameleon::tools::{Tool, ToolContext, ToolOutput};
-use openai_server::{Reply, Server};
 use serde_json::{Value, json};
+use test_support::openai::{Reply, Server, Structured};
 
 /// Settings for the test server: quick retries, short timeouts.
 fn config(server: &Server) -> OpenAiConfig {
@@ -136,9 +134,11 @@ fn llm_sends_one_request_per_firing_and_records_it_with_its_usage() {
                 kind,
                 request,
                 reply,
+                quoted,
             },
         ] => {
             assert_eq!((model.as_str(), kind.as_str()), ("t_one", "openai"));
+            assert!(!quoted, "an OpenAI-compatible model is generative");
             assert_eq!(request.messages[1].content, "What is a chameleon?");
             assert_eq!(reply.text, "echo: What is a chameleon?");
         }
@@ -312,17 +312,17 @@ fn an_unreachable_endpoint_says_so() {
 
 const CHILD: &str = "CAMELEON_MODELS_TEST_CHILD";
 const KEY_VAR: &str = "CAMELEON_TEST_API_KEY";
-const PLANTED: &str = "sk-planted-7f3c9e21d4b8a650";
+/// With characters that change under percent-encoding and base64, so every form differs.
+const PLANTED: &str = "sk-planted/7f3c+9e21=d4b8%a650&";
 
 /// Runs test `name` of this binary again in a child process whose environment holds the
 /// planted key (a test cannot set its own environment without `unsafe`).
 fn run_in_child(name: &str) -> Output {
-    Command::new(std::env::current_exe().expect("the test binary"))
+    test_support::Cmd::new(std::env::current_exe().expect("the test binary"))
         .args([name, "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, "1")
         .env(KEY_VAR, PLANTED)
-        .output()
-        .expect("the test binary runs")
+        .run()
 }
 
 /// In the parent: runs the test in a child and checks that it passed and that nothing it
@@ -341,10 +341,8 @@ fn in_child_with_key(name: &str) -> bool {
         stdout.contains("test result: ok. 1 passed"),
         "the child ran the test:\n{stdout}"
     );
-    assert!(
-        !stdout.contains(PLANTED) && !stderr.contains(PLANTED),
-        "the key leaked into the output"
-    );
+    test_support::secrets::assert_absent(PLANTED, "the child's stdout", stdout.as_bytes());
+    test_support::secrets::assert_absent(PLANTED, "the child's stderr", stderr.as_bytes());
     false
 }
 
@@ -419,7 +417,7 @@ fn the_key_is_sent_as_a_bearer_token_and_appears_in_no_output() {
     for (i, text) in events.iter().enumerate() {
         // Printed so the parent greps it too.
         println!("output {i}: {text}");
-        assert!(!text.contains(PLANTED), "output {i} holds the key");
+        test_support::secrets::assert_absent(PLANTED, &format!("output {i}"), text.as_bytes());
     }
 }
 
@@ -488,6 +486,181 @@ fn llm_json_refuses_a_schema_that_is_not_one_when_built_from_cm() {
     .to_string();
     assert!(
         e.contains("schema") && e.contains("not a valid JSON Schema"),
+        "{e}"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structured output on every OpenAI-compatible server
+
+/// `question` → two `llm_json` (`ask`, `ask2`) of chat model `model` → `out`, `out2`.
+fn two_json_net(model: &str) -> Net {
+    let mut b = Net::builder("two-json");
+    b.add("question", Source::new("Count."));
+    b.add("ask", LlmJson::new(schema()).model(model));
+    b.add("ask2", LlmJson::new(schema()).model(model));
+    b.add("out", Sink::new());
+    b.add("out2", Sink::new());
+    b.connect("question.out_data", "ask.in_prompt")
+        .connect("question.out_data", "ask2.in_prompt")
+        .connect("ask.out_data", "out.in_data")
+        .connect("ask2.out_data", "out2.in_data");
+    b.build().expect("a valid net")
+}
+
+/// The `response_format` of each request the server received (`null` for none).
+fn formats(server: &Server) -> Vec<Value> {
+    server
+        .requests()
+        .iter()
+        .map(|r| {
+            r.body
+                .get("response_format")
+                .cloned()
+                .unwrap_or(Value::Null)
+        })
+        .collect()
+}
+
+#[test]
+fn a_llama_cpp_server_gets_json_object_after_refusing_json_schema_once_per_provider() {
+    let server = Server::start();
+    server.structured(Structured::LlamaCpp).script([
+        Reply::chat("{\"n\": \"one\"}"),
+        Reply::chat("{\"n\": 1}"),
+        Reply::chat("{\"n\": 2}"),
+    ]);
+    let rt = chat_runtime("t_llama", &config(&server));
+    let mut cvm = engine(&rt, two_json_net("t_llama"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&cvm), [json!({"n": 1})]);
+    let out2: Vec<Value> = cvm.received("out2").iter().map(|v| v.to_json()).collect();
+    assert_eq!(out2, [json!({"n": 2})]);
+    // 1: json_schema, refused with a 500 naming response_format — not retried as an outage
+    // (max_retries is 3); 2: json_object, an answer that breaks the schema, checked here and
+    // sent back; 3: the corrected one; 4: the second firing goes straight to json_object.
+    let object = json!({"type": "json_object", "schema": schema()});
+    let f = formats(&server);
+    assert_eq!(f.len(), 4, "{f:?}");
+    assert_eq!(f[0]["type"], "json_schema");
+    assert_eq!(&f[1..], [object.clone(), object.clone(), object]);
+}
+
+#[test]
+fn an_openai_server_gets_json_schema_and_nothing_else() {
+    let server = Server::start();
+    server
+        .structured(Structured::OpenAi)
+        .script([Reply::chat("{\"n\": 1}"), Reply::chat("{\"n\": 2}")]);
+    let rt = chat_runtime("t_oai", &config(&server));
+    let mut cvm = engine(&rt, two_json_net("t_oai"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let f = formats(&server);
+    assert_eq!(f.len(), 2, "{f:?}");
+    assert!(f.iter().all(|f| f["type"] == "json_schema"), "{f:?}");
+}
+
+#[test]
+fn a_server_taking_no_response_format_gets_the_schema_in_the_prompt() {
+    let server = Server::start();
+    server
+        .structured(Structured::NoFormat)
+        .script([Reply::chat("{\"n\": 1}"), Reply::chat("{\"n\": 2}")]);
+    let rt = chat_runtime("t_plain", &config(&server));
+    let mut cvm = engine(&rt, two_json_net("t_plain"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let f = formats(&server);
+    assert_eq!(f.len(), 4, "two refusals, then the prompt, twice: {f:?}");
+    assert_eq!(
+        (&f[0]["type"], &f[1]["type"]),
+        (&json!("json_schema"), &json!("json_object"))
+    );
+    assert_eq!(&f[2..], [Value::Null, Value::Null]);
+    // The schema is in the prompt (llm_json's system message), once.
+    let reqs = server.requests();
+    let system = reqs[2].body["messages"][0]["content"].as_str().unwrap();
+    assert_eq!(system.matches(&schema().to_string()).count(), 1, "{system}");
+}
+
+#[test]
+fn structured_output_pinned_in_the_capabilities_file_is_the_only_form_tried() {
+    let dir = std::env::temp_dir().join(format!("cameleon-structured-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let caps = |server: &Server, form: &str| {
+        let path = dir.join(format!("{form}.yaml"));
+        std::fs::write(
+            &path,
+            format!(
+                "chat:\n  t_pin: {{kind: openai, base_url: \"{}\", model: m, backoff_ms: 1, structured_output: {form}}}\n",
+                server.base_url()
+            ),
+        )
+        .unwrap();
+        Runtime::builder()
+            .config_file(path)
+            .build()
+            .expect("a valid file")
+    };
+    // `prompt`, on a server that would take json_schema: no response_format is sent.
+    let server = Server::start();
+    server
+        .structured(Structured::OpenAi)
+        .script([Reply::chat("{\"n\": 1}")]);
+    let mut cvm = engine(
+        &caps(&server, "prompt"),
+        one_op_net(
+            "Count.",
+            LlmJson::new(schema()).model("t_pin"),
+            "in_prompt",
+            "out_data",
+        ),
+    );
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(formats(&server), [Value::Null]);
+    // `json_schema`, on a server that refuses it: one request, an error naming the setting.
+    let server = Server::start();
+    server.structured(Structured::LlamaCpp);
+    let mut cvm = engine(
+        &caps(&server, "json_schema"),
+        one_op_net(
+            "Count.",
+            LlmJson::new(schema()).model("t_pin"),
+            "in_prompt",
+            "out_data",
+        ),
+    );
+    let e = error_of(&cvm.run().unwrap());
+    assert_eq!(server.count(), 1, "neither retried nor another form: {e}");
+    assert!(e.contains("500") && e.contains("response_format"), "{e}");
+    assert!(e.contains("pins `structured_output: json_schema`"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_bad_structured_output_is_refused_at_its_value() {
+    let e = cameleon::capabilities::load_config_str(
+        "caps.yaml",
+        "chat:\n  default: {kind: openai, model: m, structured_output: json_shema}\n",
+    )
+    .unwrap_err();
+    let p = &e.problems()[0];
+    assert_eq!((p.line, p.column), (2, 56), "{e}");
+    assert!(
+        p.message.contains(
+            "`structured_output` is one of json_schema, json_object, prompt, not \"json_shema\""
+        ),
+        "{e}"
+    );
+    assert_eq!(p.hint.as_deref(), Some("did you mean `json_schema`?"));
+    // A chat setting: an embedder has no such key.
+    let e = cameleon::capabilities::load_config_str(
+        "caps.yaml",
+        "embedders:\n  default: {kind: openai, model: m, structured_output: prompt}\n",
+    )
+    .unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("unknown setting `structured_output`"),
         "{e}"
     );
 }
@@ -776,6 +949,24 @@ fn an_engine_built_without_capabilities_has_the_offline_defaults_and_a_memory_of
     let mut chat = Cvm::new(llm_net("default"));
     assert_eq!(chat.run().unwrap(), EndState::Completed);
     assert_eq!(out(&chat).len(), 1);
+    // The offline models are named by their kinds too.
+    let mut named = Cvm::new(llm_net("extractive"));
+    assert_eq!(named.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&named), out(&chat));
+    let mut b = Net::builder("hashed");
+    b.add("question", Source::new("Are their tongues long?"));
+    b.add("split", Passages::new(100));
+    b.add("embed", Embed::new().model("hash"));
+    b.add("out", Sink::new());
+    b.connect("question.out_data", "split.in_data")
+        .connect("split.out_data", "embed.in_data")
+        .connect("embed.out_data", "out.in_data");
+    let mut hashed = Cvm::new(b.build().unwrap());
+    assert_eq!(
+        hashed.run().unwrap(),
+        EndState::Completed,
+        "`model: hash` in generation 0"
+    );
 
     // A second engine does not see what the first indexed: its `default` memory is its own.
     let mut b = Net::builder("lookup");
@@ -926,10 +1117,8 @@ fn back_and_replay_over_index_never_call_the_embedder_and_the_memory_follows() {
 
 #[test]
 fn a_resumed_run_finds_its_index_without_embedding_again() {
-    let dir = std::env::temp_dir().join(format!("cameleon-models-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = test_support::TempDir::new("models-resume-index");
     let db = dir.join("resume-index.db");
-    let _ = std::fs::remove_file(&db);
     let journal = cameleon::journal::Journal::create(&db).unwrap();
 
     // The first process: runs until `idx` has fired, then stops (as if killed).
@@ -992,10 +1181,141 @@ fn a_missing_model_names_itself_the_generation_and_where_to_configure_it() {
         kinds,
         [
             ("chat.default".to_owned(), "extractive".to_owned()),
+            ("chat.extractive".to_owned(), "extractive".to_owned()),
             ("embedders.default".to_owned(), "hash".to_owned()),
+            ("embedders.hash".to_owned(), "hash".to_owned()),
             ("memories.default".to_owned(), "flat".to_owned()),
         ]
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// Models that are not generative: quoted, never asked to invent
+
+/// A user's provider that says it is not generative: it echoes its prompt.
+#[derive(Debug)]
+struct Echo;
+
+impl cameleon::operator::capability::ChatModel for Echo {
+    fn kind(&self) -> &str {
+        "t_echo"
+    }
+    fn generative(&self) -> bool {
+        false
+    }
+    fn chat<'a>(
+        &'a self,
+        r: &'a cameleon::operator::capability::ChatRequest,
+    ) -> cameleon::operator::capability::CapFuture<
+        'a,
+        Result<
+            cameleon::operator::capability::ChatReply,
+            cameleon::operator::capability::CapabilityError,
+        >,
+    > {
+        let text = r
+            .messages
+            .last()
+            .map(|m| m.content.clone())
+            .unwrap_or_default();
+        Box::pin(async move {
+            Ok(cameleon::operator::capability::ChatReply {
+                text: format!("{{\"n\": 42, \"echo\": {text:?}}}"),
+                ..Default::default()
+            })
+        })
+    }
+}
+
+#[test]
+fn llm_json_refuses_a_model_that_is_not_generative_and_invents_nothing() {
+    // The offline default, and a user's provider that says `generative() == false`: the
+    // firing fails before asking (the echo would have answered schema-valid JSON).
+    let rt = runtime(|b| {
+        b.chat("t_echo", Arc::new(Echo));
+    });
+    for (model, kind) in [
+        ("default", "extractive"),
+        ("extractive", "extractive"),
+        ("t_echo", "t_echo"),
+    ] {
+        let net = one_op_net(
+            "Order 42: 3 apples for Alice",
+            LlmJson::new(schema()).model(model),
+            "in_prompt",
+            "out_data",
+        );
+        let mut cvm = engine(&rt, net);
+        let e = error_of(&cvm.run().unwrap());
+        assert!(
+            e.starts_with(&format!(
+                "chat model `{model}` ({kind}) is not generative: it only quotes sentences of its context, so it cannot fill a JSON Schema"
+            )),
+            "{e}"
+        );
+        assert!(
+            e.contains("kind: openai") && e.contains("cameleon.yaml"),
+            "{e}"
+        );
+        assert!(out(&cvm).is_empty());
+    }
+}
+
+#[test]
+fn an_agent_offered_tools_refuses_a_model_that_is_not_generative_one_without_quotes() {
+    let add = Add::new();
+    let rt = runtime({
+        let add = add.clone();
+        move |b| {
+            b.tool(add.clone());
+        }
+    });
+    let mut cvm = engine(&rt, agent_net(Agent::new().tools(["add"]), &["add"]));
+    let e = error_of(&cvm.run().unwrap());
+    assert!(
+        e.contains("chat model `default` (extractive) is not generative")
+            && e.contains("cannot decide to call tools (it is offered add)"),
+        "{e}"
+    );
+    assert!(add.calls().is_empty(), "no tool ran");
+
+    // Generation 0 has no tool: nothing is offered, and the agent's answer is a quotation,
+    // recorded as one.
+    let mut b = Net::builder("agent");
+    b.add("question", Source::new("Chameleons change colour. Why?"));
+    b.add("ask", Agent::new());
+    b.add("out", Sink::new());
+    b.connect("question.out_data", "ask.in_prompt")
+        .connect("ask.out_text", "out.in_data");
+    let mut cvm = Cvm::new(b.build().unwrap());
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&cvm), [json!("Chameleons change colour.")]);
+    assert!(matches!(
+        &llm_log(&cvm).calls[..],
+        [ModelCall::Chat { quoted: true, .. }]
+    ));
+}
+
+#[test]
+fn llm_with_a_model_that_is_not_generative_records_its_answer_as_quoted() {
+    let mut cvm = Cvm::new(llm_net("extractive"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(out(&cvm), [json!("What is a chameleon?")]);
+    let id = cvm.net().op_id("ask").unwrap();
+    let history = cvm.history();
+    let state = history.state_after(2, 0).expect("the llm's state");
+    assert_eq!(history.entries()[1].firings[0].op, id);
+    assert_eq!(
+        cameleon::ops::ai::quoted_in(state),
+        [("extractive".to_owned(), "extractive".to_owned())]
+    );
+    // An `openai` model's answer is not a quotation.
+    let server = Server::start();
+    let rt = chat_runtime("t_gen", &config(&server));
+    let mut cvm = engine(&rt, llm_net("t_gen"));
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let history = cvm.history();
+    assert!(cameleon::ops::ai::quoted_in(history.state_after(2, 0).unwrap()).is_empty());
 }
 
 #[test]

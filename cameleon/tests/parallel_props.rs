@@ -23,6 +23,7 @@ use cameleon::policy::Policy;
 use cameleon::prelude::*;
 use probe::{Probe, marking_json, trace};
 use proptest::prelude::*;
+use test_support::Rng;
 
 /// A random net as plain data, so the same net can be built for several runs.
 #[derive(Clone, Debug)]
@@ -59,22 +60,11 @@ enum OpShape {
     Sink,
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n as u64) as usize
-    }
-}
-
 /// A random net: sources, maybe a counting loop (const → merge → counter → guard → back to the
 /// merge) whose counter also feeds the rest, then operators reading earlier outputs. With
 /// `all_only`, no loop, and every multi-input operator is `All`; no operator fails.
 fn shape(seed: u64, all_only: bool) -> Shape {
-    let mut r = Rng(seed | 1);
+    let mut r = Rng::new(seed);
     let mut ops = Vec::new();
     let mut conns: Vec<(String, String)> = Vec::new();
     let mut outs: Vec<String> = Vec::new();

@@ -196,31 +196,50 @@ fn witnesses_replay(net: &Net, r: &Report) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether a net was compared, or why not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Compared {
+    /// Reduced and full explorations ran to their end and agree; the witnesses replay.
+    Yes,
+    /// The reduced state space exceeds the budget: nothing compared.
+    ReducedOverBudget,
+    /// The full state space exceeds the budget: the reduced witnesses replay, nothing else is
+    /// compared.
+    FullOverBudget,
+}
+
+/// The state budget of the comparisons.
+const BUDGET: u64 = 20_000;
+
 /// Reduced and full explorations agree on `net`, and the reduced witnesses replay.
 fn reduction_is_exact(net: &Net) -> Result<(), String> {
-    reduction_is_exact_within(net, true)
+    match reduction_is_exact_within(net, true)? {
+        Compared::Yes => Ok(()),
+        other => Err(format!("{}: not compared ({other:?})", net.name())),
+    }
 }
 
 /// [`reduction_is_exact`]; with `small` false, a reduced state space beyond the budget is not
-/// a failure but a net too large to compare: nets with the patterns' operators, where
-/// cancellation regions (a `terminate`'s is the whole net) and controls (mutexes, milestones,
-/// partial joins) conflict with much of the net and the reduction keeps more interleavings.
-fn reduction_is_exact_within(net: &Net, small: bool) -> Result<(), String> {
-    let opts = VerifyOptions::default().max_states(20_000);
+/// a failure but a net too large to compare (the caller counts it): nets with the patterns'
+/// operators, where cancellation regions (a `terminate`'s is the whole net) and controls
+/// (mutexes, milestones, partial joins) conflict with much of the net and the reduction keeps
+/// more interleavings.
+fn reduction_is_exact_within(net: &Net, small: bool) -> Result<Compared, String> {
+    let opts = VerifyOptions::default().max_states(BUDGET);
     let f = verify(net, &opts.reduce(Reduction::None));
     let r = verify(net, &opts);
     if !r.complete && !small {
-        return Ok(());
+        return Ok(Compared::ReducedOverBudget);
     }
     if !r.complete {
         return Err(format!(
-            "the reduced state space of {} exceeds 20 000 states",
+            "the reduced state space of {} exceeds {BUDGET} states",
             net.name()
         ));
     }
     witnesses_replay(net, &r)?;
     if !f.complete {
-        return Ok(()); // too large to compare
+        return Ok(Compared::FullOverBudget);
     }
     let same = |what: &str, a: String, b: String| {
         if a == b {
@@ -282,46 +301,92 @@ fn reduction_is_exact_within(net: &Net, small: bool) -> Result<(), String> {
         format!("{:?}", f.properties.may_loop),
         format!("{:?}", r.properties.may_loop),
     )?;
-    Ok(())
+    Ok(Compared::Yes)
 }
 
-proptest! {
-    // No failure file: a failing case is printed, minimal, in the test output.
-    #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+/// The smallest share of generated nets that must be compared (not skipped by the budget).
+const MIN_COMPARED: f64 = 0.8;
 
-    /// Choices (gates, guards), loops, deadlocks, accumulators, joins and merges, and the
-    /// workflow patterns' operators (cancellation regions, terminate, mutex, milestone,
-    /// trigger, partial and cancelling joins), with up to three sources running in parallel.
-    #[test]
-    fn reduced_and_full_exploration_agree_and_reduced_witnesses_replay_in_the_engine(
-        sources in 1usize..=3,
-        kinds in proptest::collection::vec(nets::pattern_kind(), 1..=12),
-        picks in proptest::collection::vec(0usize..64, 1..=32),
-    ) {
+/// Runs `cases` random nets of `strategy` through [`reduction_is_exact_within`] (`small` says
+/// whether a net's reduced space must fit the budget), counts how many were compared, reports
+/// the ones the budget skipped, and fails when fewer than [`MIN_COMPARED`] were compared.
+fn counted<S>(what: &str, cases: u32, strategy: S, net_of: impl Fn(&S::Value) -> (Net, bool))
+where
+    S: Strategy,
+    S::Value: std::fmt::Debug,
+{
+    use std::cell::RefCell;
+    let config = ProptestConfig {
+        cases,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    };
+    let mut runner = proptest::test_runner::TestRunner::new(config);
+    let tally: RefCell<Vec<(Compared, String)>> = RefCell::new(Vec::new());
+    let result = runner.run(&strategy, |v| {
+        let (net, small) = net_of(&v);
+        let c = reduction_is_exact_within(&net, small).map_err(TestCaseError::fail)?;
+        tally.borrow_mut().push((c, format!("{v:?}")));
+        Ok(())
+    });
+    if let Err(e) = result {
+        panic!("{what}: {e}");
+    }
+    let tally = tally.into_inner();
+    let compared = tally.iter().filter(|(c, _)| *c == Compared::Yes).count();
+    let skipped: Vec<&(Compared, String)> =
+        tally.iter().filter(|(c, _)| *c != Compared::Yes).collect();
+    eprintln!(
+        "{what}: {compared} of {} random nets compared, {} skipped by the budget of {BUDGET} states",
+        tally.len(),
+        skipped.len()
+    );
+    for (why, net) in &skipped {
+        eprintln!("  skipped ({why:?}): {net}");
+    }
+    assert_eq!(tally.len(), cases as usize, "{what}: every case ran once");
+    assert!(
+        compared as f64 >= MIN_COMPARED * tally.len() as f64,
+        "{what}: only {compared} of {} random nets were compared ({} skipped by the budget, listed above)",
+        tally.len(),
+        skipped.len()
+    );
+}
+
+/// Choices (gates, guards), loops, deadlocks, accumulators, joins and merges, and the workflow
+/// patterns' operators (cancellation regions, terminate, mutex, milestone, trigger, partial and
+/// cancelling joins), with up to three sources running in parallel.
+#[test]
+fn reduced_and_full_exploration_agree_and_reduced_witnesses_replay_in_the_engine() {
+    let strategy = (
+        1usize..=3,
+        proptest::collection::vec(nets::pattern_kind(), 1..=12),
+        proptest::collection::vec(0usize..64, 1..=32),
+    );
+    counted("random nets", 256, strategy, |(sources, kinds, picks)| {
         let small = !kinds.iter().any(|k| k.is_pattern());
-        reduction_is_exact_within(&random_net(sources, &kinds, &picks), small)
-            .map_err(TestCaseError::fail)?;
-    }
+        (random_net(*sources, kinds, picks), small)
+    });
+}
 
-    /// Two or three independent random components side by side: loops beside work, deadlocks
-    /// beside loops — where a reduction that ignores a component would go wrong. Their pattern
-    /// operators cancel inside their own component (no `terminate`, whose region is the whole
-    /// net and would make them one component).
-    #[test]
-    fn reduction_is_exact_on_independent_components(
-        parts in proptest::collection::vec(
-            (
-                1usize..=2,
-                proptest::collection::vec(nets::local_pattern_kind(), 1..=6),
-                proptest::collection::vec(0usize..64, 1..=16),
-            ),
-            2..=3,
+/// Two or three independent random components side by side: loops beside work, deadlocks
+/// beside loops — where a reduction that ignores a component would go wrong. Their pattern
+/// operators cancel inside their own component (no `terminate`, whose region is the whole net
+/// and would make them one component).
+#[test]
+fn reduction_is_exact_on_independent_components() {
+    let strategy = proptest::collection::vec(
+        (
+            1usize..=2,
+            proptest::collection::vec(nets::local_pattern_kind(), 1..=6),
+            proptest::collection::vec(0usize..64, 1..=16),
         ),
-    ) {
+        2..=3,
+    );
+    counted("random components", 256, strategy, |parts| {
         let small = !parts.iter().flat_map(|p| &p.1).any(|k| k.is_pattern());
-        reduction_is_exact_within(&random_parallel_net(&parts), small)
-            .map_err(TestCaseError::fail)?;
-    }
+        (random_parallel_net(parts), small)
+    });
 }
 
 #[test]

@@ -409,11 +409,10 @@ fn an_invalid_subnet_file_reports_its_own_problems() {
             .contains("leaves the pipeline's folder"),
         "{e}"
     );
-    std::fs::create_dir_all(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let bad = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bad_inner.cm");
-    std::fs::write(&bad, "operators:\n  - {id: x, type: inptu}\n").unwrap();
+    let tmp = test_support::TempDir::new("subnet-bad-inner");
+    tmp.write("bad_inner.cm", "operators:\n  - {id: x, type: inptu}\n");
     let e = Loader::new()
-        .base_dir(env!("CARGO_TARGET_TMPDIR"))
+        .base_dir(tmp.path())
         .load_str(&outer("bad_inner.cm", "1"))
         .unwrap_err();
     let m = &e.problems()[0].message;

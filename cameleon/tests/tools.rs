@@ -3,7 +3,7 @@
 //! never call a tool again).
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -332,13 +332,6 @@ fn a_tool_sees_its_base_folder_and_who_asks() {
 // ---------------------------------------------------------------------------------------------
 // Standard tools
 
-fn temp(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("cameleon-tools-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 fn fs_gate(base: &Path) -> ToolGate {
     ToolGate::new(
         registry(),
@@ -349,7 +342,7 @@ fn fs_gate(base: &Path) -> ToolGate {
 
 #[test]
 fn file_tools_read_list_and_write_inside_the_base_folder() {
-    let base = temp("fs");
+    let base = test_support::TempDir::new("tools-fs");
     let g = fs_gate(&base);
     let w = g.call_blocking(ToolCall::new(
         "write_file",
@@ -369,12 +362,11 @@ fn file_tools_read_list_and_write_inside_the_base_folder() {
         l.content,
         json!([{"name": "note.txt", "kind": "file", "size": 5}])
     );
-    let _ = std::fs::remove_dir_all(&base);
 }
 
 #[test]
 fn file_tools_refuse_parent_dirs_absolute_paths_and_links_out_without_leaking_content() {
-    let root = temp("confine");
+    let root = test_support::TempDir::new("tools-confine");
     let base = root.join("base");
     std::fs::create_dir_all(&base).unwrap();
     std::fs::write(root.join("secret.txt"), "TOP-SECRET-CONTENT").unwrap();
@@ -431,7 +423,6 @@ fn file_tools_refuse_parent_dirs_absolute_paths_and_links_out_without_leaking_co
         "TOP-SECRET-CONTENT"
     );
     assert!(!root.join("x.txt").exists() && !root.join("new.txt").exists());
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 #[test]
@@ -686,7 +677,7 @@ fn each_call_is_asked_for_and_an_answer_serves_one_firing() {
 #[cfg(feature = "journal")]
 fn a_journaled_run_waits_for_the_approval_and_resumes_with_it() {
     use cameleon::journal::{Journal, RunOptions};
-    let dir = temp("approve-journal");
+    let dir = test_support::TempDir::new("tools-approve-journal");
     let db = dir.join("runs.db");
     let journal = Journal::create(&db).unwrap();
     let rt = Runtime::default();
@@ -720,5 +711,4 @@ fn a_journaled_run_waits_for_the_approval_and_resumes_with_it() {
     let again = journal.open_run(&id).unwrap();
     assert_eq!(again.cvm.received("out")[0].to_json(), json!("ap-journal"));
     assert_eq!(runs("ap-journal"), 1);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,6 +4,7 @@
 
 use cameleon::InputSet;
 use cameleon::net::ProblemKind;
+use cameleon::operator::FiniteControl;
 use cameleon::prelude::*;
 use cameleon::verify::{Verdict, VerifyOptions, verify};
 use serde_json::json;
@@ -416,10 +417,228 @@ fn mutex_grants_one_request_at_a_time() {
     assert_eq!(got(&cvm, "out"), [json!("x")]);
 }
 
+/// `mutex` altered to grant twice: a grant leaves it free, so the next request is granted while
+/// the first section still runs. The same ports, params and emission sets as `mutex`; only its
+/// control state never becomes *held*. The exclusion test must fail on it.
+#[operator(
+    id = "tt_mutex_grants_twice",
+    label = "Mutex granting twice",
+    family = behavioral,
+    firing = custom,
+    exec = inline
+)]
+#[derive(Clone, Debug)]
+pub struct GrantsTwice<T: PortType = Any> {
+    /// number of requests
+    #[param(default = 2)]
+    arity: usize,
+    #[input]
+    in_done: In<Any>,
+    #[input(variadic = arity)]
+    in_a: In<T>,
+    #[output(variadic = arity)]
+    out_a: Out<T>,
+}
+
+impl<T: PortType> Default for GrantsTwice<T> {
+    fn default() -> Self {
+        GrantsTwice {
+            arity: 2,
+            __cameleon_ports: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<T: PortType> GrantsTwice<T> {
+    /// The input it takes: `in_done` when NEW (a release), else the first NEW request.
+    fn taken(inputs: &[ConnState]) -> Option<usize> {
+        (0..inputs.len()).find(|&i| inputs[i] == ConnState::New)
+    }
+}
+
+impl<T: PortType> CanFire for GrantsTwice<T> {
+    fn can_fire(&self, e: &Enabling<'_>) -> bool {
+        FiniteControl::can_fire(self, 0, e)
+    }
+}
+
+impl<T: PortType> Run for GrantsTwice<T> {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let states: Vec<ConnState> = (0..cx.input_count()).map(|i| cx.state_at(i)).collect();
+        match Self::taken(&states) {
+            Some(0) | None => Ok(()),
+            Some(i) => {
+                let v = cx.value_at(i).cloned().ok_or("a request without a value")?;
+                cx.emit_at(i - 1, v);
+                Ok(())
+            }
+        }
+    }
+    fn consumes(&self, inputs: &[ConnState]) -> InputSet {
+        FiniteControl::consumes(self, 0, inputs).unwrap_or_default()
+    }
+    fn control(&self) -> Option<&dyn FiniteControl> {
+        Some(self)
+    }
+    fn refine_spec(&self, mut spec: OpSpec) -> OpSpec {
+        spec.emits = (0..=self.arity)
+            .map(|k| {
+                if k < self.arity {
+                    vec![k as u16]
+                } else {
+                    vec![]
+                }
+            })
+            .collect();
+        spec
+    }
+}
+
+/// One control state, *free*, for ever.
+impl<T: PortType> FiniteControl for GrantsTwice<T> {
+    fn count(&self) -> u32 {
+        1
+    }
+    fn initial(&self) -> u32 {
+        0
+    }
+    fn can_fire(&self, _: u32, e: &Enabling<'_>) -> bool {
+        Self::taken(e.inputs).is_some()
+    }
+    fn consumes(&self, _: u32, inputs: &[ConnState]) -> Option<InputSet> {
+        Some(Self::taken(inputs).map_or(InputSet(0), |i| InputSet(1 << i)))
+    }
+    fn fire(&self, _: u32, inputs: &[ConnState]) -> Vec<(usize, u32)> {
+        match Self::taken(inputs) {
+            Some(0) => vec![(self.arity, 0)],
+            Some(i) => vec![(i - 1, 0)],
+            None => Vec::new(),
+        }
+    }
+}
+
+/// A critical section: its name and the operators a token passes in it, from the grant to its
+/// end (the `fork` whose firing releases the mutex). It is *inside* in a marking where an input
+/// of one of them is NEW.
+type Section = (&'static str, &'static [&'static str]);
+
+/// Checks mutual exclusion on the full state space of `net`'s abstraction: no reachable marking
+/// has two sections inside at once, and each section is inside in some marking (the check is
+/// not empty). `Err` names the first marking that breaks it.
+fn exclusive(net: &Net, sections: &[Section]) -> Result<usize, String> {
+    let markings = cameleon::verify::reachable_markings(net, 1_000_000)
+        .ok_or_else(|| format!("{}: the state space exceeds the budget", net.name()))?;
+    let conns = net.connections();
+    // Per section, the connections into its operators.
+    let into: Vec<(&str, Vec<usize>)> = sections
+        .iter()
+        .map(|(name, ops)| {
+            let ids: Vec<usize> = (0..conns.len())
+                .filter(|&c| {
+                    let to = conns[c].name.split(" -> ").nth(1).unwrap_or("");
+                    ops.iter().any(|op| to.starts_with(&format!("{op}.")))
+                })
+                .collect();
+            assert!(
+                !ids.is_empty(),
+                "section {name}: no connection into {ops:?}"
+            );
+            (*name, ids)
+        })
+        .collect();
+    let mut seen_inside = vec![false; sections.len()];
+    for m in &markings {
+        let inside: Vec<&str> = into
+            .iter()
+            .enumerate()
+            .filter(|(_, (_, ids))| ids.iter().any(|&c| m[c] == ConnState::New))
+            .map(|(i, (name, _))| {
+                seen_inside[i] = true;
+                *name
+            })
+            .collect();
+        if inside.len() > 1 {
+            let new: Vec<&str> = (0..conns.len())
+                .filter(|&c| m[c] == ConnState::New)
+                .map(|c| conns[c].name.as_str())
+                .collect();
+            return Err(format!(
+                "{}: sections {inside:?} are inside at once, in the reachable marking where {new:?} are NEW",
+                net.name()
+            ));
+        }
+    }
+    for (i, inside) in seen_inside.iter().enumerate() {
+        assert!(
+            inside,
+            "{}: section {} is never inside: the check would be empty",
+            net.name(),
+            sections[i].0
+        );
+    }
+    Ok(markings.len())
+}
+
+/// The mutex examples and their sections.
+fn mutex_examples() -> Vec<(String, Vec<Section>)> {
+    let file = |f: &str| {
+        std::fs::read_to_string(format!(
+            "{}/../examples/wcp/{f}",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .unwrap_or_else(|e| panic!("{f}: {e}"))
+    };
+    vec![
+        (
+            file("wcp39-critical-section.cm"),
+            vec![
+                ("a", &["read_a", "write_a", "end_a"][..]),
+                ("b", &["read_b", "write_b", "end_b"]),
+            ],
+        ),
+        (
+            file("wcp40-interleaved-routing.cm"),
+            vec![
+                ("a", &["a", "end_a"][..]),
+                ("b", &["b", "end_b"]),
+                ("c", &["c", "end_c"]),
+            ],
+        ),
+        (
+            file("wcp17-interleaved-parallel-routing.cm"),
+            vec![
+                ("a1", &["a1", "a1_end"][..]),
+                ("a2", &["a2", "a2_end"]),
+                ("b", &["b", "b_end"]),
+            ],
+        ),
+        (
+            INTERLEAVED.to_owned(),
+            vec![("a", &["a1", "a2", "a_end"][..]), ("b", &["b1", "b_end"])],
+        ),
+    ]
+}
+
 #[test]
 fn mutex_sections_never_overlap_in_any_interleaving() {
-    // Sound, and the verifier's control state keeps b's section out while a's runs.
-    sound(&net(INTERLEAVED));
+    for (text, sections) in mutex_examples() {
+        let n = net(&text);
+        let states = exclusive(&n, &sections).unwrap_or_else(|e| panic!("{e}"));
+        assert!(states > 10, "{}: {states} states", n.name());
+        sound(&n);
+    }
+}
+
+#[test]
+fn a_mutex_altered_to_grant_twice_fails_the_exclusion_check() {
+    // The same nets with the mutex granting twice: the check finds two sections inside.
+    for (text, sections) in mutex_examples() {
+        let altered = text.replace("type: mutex", "type: tt_mutex_grants_twice");
+        assert_ne!(altered, text);
+        let n = net(&altered);
+        let e = exclusive(&n, &sections).expect_err("two sections inside at once");
+        assert!(e.contains("are inside at once"), "{e}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

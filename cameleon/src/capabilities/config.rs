@@ -16,10 +16,10 @@
 //! written in the file itself (`api_key:`) is refused.
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::kinds::{Build, KindConfig, Section, find, kinds};
-use super::{CapabilitiesBuilder, Entry};
+use super::{CapabilitiesBuilder, CapabilityNames, Entry};
 use crate::cm::tree::{self, Kind, Node, Span};
 use crate::cm::{CmError, CmProblem, CmProblemKind};
 
@@ -36,6 +36,25 @@ const WHAT: &str = "capabilities file";
 
 /// Reads the file at `path` into `b`.
 pub(super) fn load_config_file(path: &Path, b: &mut CapabilitiesBuilder) -> Result<(), CmError> {
+    let (name, text, base) = read_file(path)?;
+    load_into(&name, &text, &base, b)
+}
+
+/// Reads the names the file at `path` defines into `names`, building nothing: its syntax, keys,
+/// kinds and secrets are checked as [`load_config_file`] checks them, but no kind's factory is
+/// called (so nothing it configures is started or contacted) and the environment variables it
+/// names need not be set (they are needed to run, not to check).
+pub(super) fn config_file_names(path: &Path, names: &mut CapabilityNames) -> Result<(), CmError> {
+    let (name, text, base) = read_file(path)?;
+    let (_, ready) = read_entries(&name, &text, &base, false)?;
+    for (section, cfg, _, _) in ready {
+        names.define(section, &cfg.name, &format!("`{name}`"));
+    }
+    Ok(())
+}
+
+/// The file's name in messages, its text and its folder.
+fn read_file(path: &Path) -> Result<(String, String, PathBuf), CmError> {
     let name = path.display().to_string();
     let one = |message: String| {
         CmError::new(
@@ -66,7 +85,7 @@ pub(super) fn load_config_file(path: &Path, b: &mut CapabilitiesBuilder) -> Resu
         )));
     }
     let text = String::from_utf8(bytes).map_err(|_| one("the file is not UTF-8 text".into()))?;
-    load_into(&name, &text, &crate::cm::folder_of(path), b)
+    Ok((name, text, crate::cm::folder_of(path)))
 }
 
 /// Reads capabilities text (named `name` in messages) into a fresh builder and reports its
@@ -86,6 +105,8 @@ pub fn load_config_str(name: &str, text: &str) -> Result<(), CmError> {
 struct Cx<'s> {
     src: &'s str,
     problems: Vec<CmProblem>,
+    /// Whether an `_env` key's variable must be set (to run, not to check names).
+    check_env: bool,
 }
 
 impl Cx<'_> {
@@ -101,9 +122,56 @@ fn load_into(
     base: &Path,
     b: &mut CapabilitiesBuilder,
 ) -> Result<(), CmError> {
+    let (tree, built) = read_entries(name, text, base, true)?;
     let mut cx = Cx {
         src: text,
         problems: Vec::new(),
+        check_env: true,
+    };
+    for (section, cfg, line, build) in built {
+        let from = format!("`{name}` line {line}");
+        match build {
+            Build::Chat(f) => match f(&cfg) {
+                Ok(v) => {
+                    b.chat.insert(cfg.name.clone(), Entry { value: v, from });
+                }
+                Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
+            },
+            Build::Embedder(f) => match f(&cfg) {
+                Ok(v) => {
+                    b.embedders
+                        .insert(cfg.name.clone(), Entry { value: v, from });
+                }
+                Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
+            },
+            Build::Memory(f) => match f(&cfg) {
+                Ok(v) => {
+                    b.memories
+                        .insert(cfg.name.clone(), Entry { value: v, from });
+                }
+                Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
+            },
+        }
+    }
+    if cx.problems.is_empty() {
+        Ok(())
+    } else {
+        Err(CmError::new(name, text, cx.problems).about(WHAT))
+    }
+}
+
+/// The file's located tree and its entries, ready to build; every problem of its shape (keys,
+/// kinds, secrets, and with `check_env` unset variables) at once.
+fn read_entries(
+    name: &str,
+    text: &str,
+    base: &Path,
+    check_env: bool,
+) -> Result<(Node, Vec<Ready>), CmError> {
+    let mut cx = Cx {
+        src: text,
+        problems: Vec::new(),
+        check_env,
     };
     let tree = match tree::parse(text) {
         Ok(t) => t,
@@ -154,36 +222,7 @@ fn load_into(
     if !cx.problems.is_empty() {
         return Err(CmError::new(name, text, cx.problems).about(WHAT));
     }
-    for (section, cfg, line, build) in built {
-        let from = format!("`{name}` line {line}");
-        match build {
-            Build::Chat(f) => match f(&cfg) {
-                Ok(v) => {
-                    b.chat.insert(cfg.name.clone(), Entry { value: v, from });
-                }
-                Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
-            },
-            Build::Embedder(f) => match f(&cfg) {
-                Ok(v) => {
-                    b.embedders
-                        .insert(cfg.name.clone(), Entry { value: v, from });
-                }
-                Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
-            },
-            Build::Memory(f) => match f(&cfg) {
-                Ok(v) => {
-                    b.memories
-                        .insert(cfg.name.clone(), Entry { value: v, from });
-                }
-                Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
-            },
-        }
-    }
-    if cx.problems.is_empty() {
-        Ok(())
-    } else {
-        Err(CmError::new(name, text, cx.problems).about(WHAT))
-    }
+    Ok((tree, built))
 }
 
 /// An entry ready to build: its section, config, line, and the kind's factory.
@@ -285,7 +324,8 @@ fn read_entry(
         }
         if key.ends_with("_env") {
             match v.as_str() {
-                Some(var) if std::env::var_os(var).is_some_and(|x| !x.is_empty()) => {}
+                Some(var)
+                    if !cx.check_env || std::env::var_os(var).is_some_and(|x| !x.is_empty()) => {}
                 Some(var) => {
                     cx.push(
                         CmProblemKind::Env,

@@ -42,6 +42,7 @@
 
 mod config;
 mod kinds;
+mod names;
 mod providers;
 mod runtime;
 
@@ -52,6 +53,7 @@ use std::sync::Arc;
 
 pub use config::{ENV_VAR, load_config_str};
 pub use kinds::{Build, KindConfig, KindError, ProviderKind, Section, kinds};
+pub use names::{CapabilityNames, NameCheck, check_names};
 pub use runtime::{
     CapabilitiesError, CodeSource, ConfigFile, EnvSource, Runtime, RuntimeBuilder, Source,
 };
@@ -152,39 +154,23 @@ impl CapabilitiesBuilder {
         self
     }
 
-    /// Builds the entries of provider kinds marked `is_default` as the `default` of their
-    /// section, where no source configured one.
+    /// Builds the entries of provider kinds marked `is_default` (the offline ones) as the
+    /// `default` of their section, where no source configured one; and the chat models and
+    /// embedders among them also under their kind's name (`extractive`, `hash`), where no
+    /// source configured an entry of that name, so `model: extractive` names the offline model
+    /// whatever `default` is. (A memory is a store, not a choice of model: `flat` is not a
+    /// name.)
     fn add_defaults(&mut self) {
         for k in kinds() {
             if !k.is_default {
                 continue;
             }
-            let cfg = KindConfig {
-                name: "default".into(),
-                kind: k.kind.into(),
-                settings: serde_json::Map::new(),
-                base_dir: PathBuf::from("."),
-            };
-            let from = format!("the built-in default (`{}`)", k.kind);
             match k.build {
-                Build::Chat(f) if !self.chat.contains_key("default") => {
-                    if let Ok(v) = f(&cfg) {
-                        self.chat.insert("default".into(), Entry { value: v, from });
-                    }
+                Build::Chat(f) => add_default(&mut self.chat, &["default", k.kind], k.kind, f),
+                Build::Embedder(f) => {
+                    add_default(&mut self.embedders, &["default", k.kind], k.kind, f);
                 }
-                Build::Embedder(f) if !self.embedders.contains_key("default") => {
-                    if let Ok(v) = f(&cfg) {
-                        self.embedders
-                            .insert("default".into(), Entry { value: v, from });
-                    }
-                }
-                Build::Memory(f) if !self.memories.contains_key("default") => {
-                    if let Ok(v) = f(&cfg) {
-                        self.memories
-                            .insert("default".into(), Entry { value: v, from });
-                    }
-                }
-                _ => {}
+                Build::Memory(f) => add_default(&mut self.memories, &["default"], k.kind, f),
             }
         }
     }
@@ -209,6 +195,30 @@ impl CapabilitiesBuilder {
             tools,
             observer: self.observer.unwrap_or_else(|| Arc::new(TracingTelemetry)),
             sources: self.sources,
+        }
+    }
+}
+
+/// Builds offline kind `kind` (no settings) under each of `names` that `map` does not hold.
+fn add_default<T: ?Sized>(
+    map: &mut BTreeMap<String, Entry<T>>,
+    names: &[&str],
+    kind: &str,
+    build: fn(&KindConfig) -> Result<Arc<T>, KindError>,
+) {
+    for name in names {
+        if map.contains_key(*name) {
+            continue;
+        }
+        let cfg = KindConfig {
+            name: (*name).into(),
+            kind: kind.into(),
+            settings: serde_json::Map::new(),
+            base_dir: PathBuf::from("."),
+        };
+        if let Ok(value) = build(&cfg) {
+            let from = format!("the built-in default (`{kind}`)");
+            map.insert((*name).into(), Entry { value, from });
         }
     }
 }

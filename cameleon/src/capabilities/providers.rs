@@ -11,10 +11,10 @@ use serde::de::DeserializeOwned;
 use super::kinds::{Build, KindConfig, KindError, ProviderKind};
 use crate::models::{Extractive, ExtractiveConfig, FlatMemory, HashConfig, HashEmbedder};
 #[cfg(feature = "openai")]
-use crate::models::{OpenAiChat, OpenAiConfig, OpenAiEmbedder};
+use crate::models::{OpenAiChat, OpenAiConfig, OpenAiEmbedder, StructuredOutput};
 use crate::operator::capability::{ChatModel, Embedder, Memory};
 
-/// The settings of an `openai` entry.
+/// The settings of an `openai` embedder.
 #[cfg(feature = "openai")]
 const OPENAI_KEYS: &[&str] = &[
     "base_url",
@@ -28,6 +28,34 @@ const OPENAI_KEYS: &[&str] = &[
     "batch_size",
     "dim",
 ];
+
+/// Refuses a `structured_output` that names no form, at its value.
+#[cfg(feature = "openai")]
+fn check_structured_output(cfg: &KindConfig) -> Result<(), KindError> {
+    let Some(v) = cfg.settings.get("structured_output") else {
+        return Ok(());
+    };
+    let forms = StructuredOutput::ALL.map(StructuredOutput::as_str);
+    if v.as_str().and_then(StructuredOutput::parse).is_some() {
+        return Ok(());
+    }
+    let hint = match v.as_str().and_then(|s| crate::util::did_you_mean(s, forms)) {
+        Some(s) => format!("did you mean `{s}`?"),
+        None => {
+            "leave it out to try json_schema, then json_object, then the schema in the prompt, \
+                 keeping the first form the server takes"
+                .to_owned()
+        }
+    };
+    Err(KindError::at(
+        "structured_output",
+        format!(
+            "`structured_output` is one of {}, not {v}",
+            forms.join(", ")
+        ),
+    )
+    .with_hint(hint))
+}
 
 /// `cfg`'s settings read as a `T`, after checking that each is one of `known` (an unknown one
 /// is refused at its key, with a suggestion).
@@ -58,7 +86,7 @@ fn settings<T: DeserializeOwned>(cfg: &KindConfig, known: &[&str]) -> Result<T, 
 }
 
 #[cfg(feature = "openai")]
-fn openai_config(cfg: &KindConfig) -> Result<OpenAiConfig, KindError> {
+fn openai_config(cfg: &KindConfig, keys: &[&str]) -> Result<OpenAiConfig, KindError> {
     if !cfg.settings.contains_key("model") {
         return Err(
             KindError::new("an `openai` entry needs a `model`".to_owned()).with_hint(
@@ -66,7 +94,7 @@ fn openai_config(cfg: &KindConfig) -> Result<OpenAiConfig, KindError> {
             ),
         );
     }
-    let c: OpenAiConfig = settings(cfg, OPENAI_KEYS)?;
+    let c: OpenAiConfig = settings(cfg, keys)?;
     c.check()
         .map_err(|(key, what, hint)| KindError::at(key, what).with_hint(hint))?;
     Ok(c)
@@ -79,7 +107,14 @@ fn label(cfg: &KindConfig, what: &str) -> String {
 
 #[cfg(feature = "openai")]
 fn openai_chat(cfg: &KindConfig) -> Result<Arc<dyn ChatModel>, KindError> {
-    let c = openai_config(cfg)?;
+    check_structured_output(cfg)?;
+    // An embedder's settings, and `structured_output`.
+    let keys: Vec<&str> = OPENAI_KEYS
+        .iter()
+        .copied()
+        .chain(["structured_output"])
+        .collect();
+    let c = openai_config(cfg, &keys)?;
     let m =
         OpenAiChat::new(&c, &label(cfg, "chat model")).map_err(|e| KindError::new(e.message))?;
     Ok(Arc::new(m))
@@ -87,7 +122,7 @@ fn openai_chat(cfg: &KindConfig) -> Result<Arc<dyn ChatModel>, KindError> {
 
 #[cfg(feature = "openai")]
 fn openai_embedder(cfg: &KindConfig) -> Result<Arc<dyn Embedder>, KindError> {
-    let c = openai_config(cfg)?;
+    let c = openai_config(cfg, OPENAI_KEYS)?;
     let e =
         OpenAiEmbedder::new(&c, &label(cfg, "embedder")).map_err(|e| KindError::new(e.message))?;
     Ok(Arc::new(e))
@@ -171,7 +206,9 @@ crate::submit_provider_kind!(ProviderKind {
 // defaults, built the way an entry with no settings is.
 inventory::submit!(crate::operator::capability::OfflineDefaults {
     chat: || Arc::new(Extractive::from_config(&ExtractiveConfig::default())),
+    chat_kind: "extractive",
     embedder: || Arc::new(HashEmbedder::from_config(&HashConfig::default())),
+    embedder_kind: "hash",
     memory: || Arc::new(FlatMemory::new()),
 });
 

@@ -4,8 +4,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use super::config::{ENV_VAR, load_config_file};
-use super::{CapabilitiesBuilder, Generation, RunCapabilities};
+use super::config::{ENV_VAR, config_file_names, load_config_file};
+use super::{CapabilitiesBuilder, CapabilityNames, Generation, RunCapabilities};
 use crate::cm::CmError;
 use crate::engine::{Cvm, CvmBuilder};
 use crate::net::Net;
@@ -34,6 +34,15 @@ pub trait Source: Send + Sync + fmt::Debug {
 
     /// Adds this source's entries.
     fn apply(&self, builder: &mut CapabilitiesBuilder) -> Result<(), CapabilitiesError>;
+
+    /// Adds the names this source defines to `names` without building, starting or contacting
+    /// anything (what `cameleon check` resolves a net's names against). Default: the source
+    /// cannot tell without running, and `names` is marked [open](CapabilityNames::open) — a
+    /// [`CodeSource`]'s closure is never called for a check.
+    fn names(&self, names: &mut CapabilityNames) -> Result<(), CapabilitiesError> {
+        names.open();
+        Ok(())
+    }
 }
 
 /// A capabilities file (YAML): `chat:`, `embedders:`, `memories:`, each a mapping of names to
@@ -74,6 +83,14 @@ impl Source for ConfigFile {
         b.sources.push(self.describe());
         load_config_file(&self.path, b).map_err(CapabilitiesError::File)
     }
+
+    fn names(&self, names: &mut CapabilityNames) -> Result<(), CapabilitiesError> {
+        if !self.required && !self.path.exists() {
+            return Ok(());
+        }
+        names.source(self.describe());
+        config_file_names(&self.path, names).map_err(CapabilitiesError::File)
+    }
 }
 
 /// The environment: the capabilities file named by `CAMELEON_CAPABILITIES`, if set.
@@ -88,6 +105,13 @@ impl Source for EnvSource {
     fn apply(&self, b: &mut CapabilitiesBuilder) -> Result<(), CapabilitiesError> {
         match std::env::var_os(ENV_VAR) {
             Some(path) if !path.is_empty() => ConfigFile::new(PathBuf::from(path)).apply(b),
+            _ => Ok(()),
+        }
+    }
+
+    fn names(&self, names: &mut CapabilityNames) -> Result<(), CapabilitiesError> {
+        match std::env::var_os(ENV_VAR) {
+            Some(path) if !path.is_empty() => ConfigFile::new(PathBuf::from(path)).names(names),
             _ => Ok(()),
         }
     }
@@ -168,6 +192,29 @@ impl RuntimeBuilder {
                 .source(EnvSource)
                 .source(ConfigFile::optional(dir.join("cameleon.yaml"))),
         }
+    }
+
+    /// The names the sources define, read without building, starting or contacting anything:
+    /// each capabilities file's entries (its syntax, keys, kinds and secrets checked, every
+    /// problem located; the variables its `_env` keys name need not be set), then the built-in
+    /// defaults and the program's tools. What `cameleon check` resolves a net's names against.
+    ///
+    /// ```
+    /// use cameleon::capabilities::Runtime;
+    /// use cameleon::operator::capability::Named;
+    ///
+    /// let names = Runtime::builder().names()?;
+    /// assert!(names.has(Named::Chat, "default") && names.has(Named::Chat, "extractive"));
+    /// assert!(!names.has(Named::Chat, "gpt-4o") && names.has(Named::Tool, "calc"));
+    /// # Ok::<(), cameleon::capabilities::CapabilitiesError>(())
+    /// ```
+    pub fn names(&self) -> Result<CapabilityNames, CapabilitiesError> {
+        let mut names = CapabilityNames::new();
+        for s in &self.sources {
+            s.names(&mut names)?;
+        }
+        names.add_defaults();
+        Ok(names)
     }
 
     /// Builds generation 1.

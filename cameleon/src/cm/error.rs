@@ -34,11 +34,22 @@ pub enum CmProblemKind {
     UnknownKind,
     /// A capabilities file names an environment variable that is not set.
     Env,
+    /// An operator names a chat model, an embedder, a memory or a tool that the capabilities
+    /// do not define (`cameleon check`).
+    UnknownCapability,
+    /// A warning: an operator calls tools, and the net has no `tools:` key, or its `tools:` does
+    /// not allow them, so every such call is denied (`cameleon check`).
+    ToolsDenied,
     /// The net is invalid (docs/semantics.md §1): unknown port, type mismatch, unconnected input, ….
     Net(ProblemKind),
 }
 
 impl CmProblemKind {
+    /// Whether a problem of this kind is a warning (the file is still valid), not an error.
+    pub fn is_warning(self) -> bool {
+        matches!(self, CmProblemKind::ToolsDenied)
+    }
+
     /// A snake_case name, as in `check --json` (net problems use their own names, e.g.
     /// `type_mismatch`).
     pub fn as_str(self) -> &'static str {
@@ -53,6 +64,8 @@ impl CmProblemKind {
             CmProblemKind::UnknownTool => "unknown_tool",
             CmProblemKind::UnknownKind => "unknown_kind",
             CmProblemKind::Env => "env",
+            CmProblemKind::UnknownCapability => "unknown_capability",
+            CmProblemKind::ToolsDenied => "tools_denied",
             CmProblemKind::Net(k) => match k {
                 ProblemKind::DuplicateOperator => "duplicate_operator",
                 ProblemKind::BadEndpoint => "bad_endpoint",
@@ -260,6 +273,8 @@ fn label_text(kind: CmProblemKind) -> &'static str {
         CmProblemKind::UnknownTool => "unknown tool",
         CmProblemKind::UnknownKind => "unknown kind",
         CmProblemKind::Env => "variable not set",
+        CmProblemKind::UnknownCapability => "not defined",
+        CmProblemKind::ToolsDenied => "every call denied",
         CmProblemKind::Net(ProblemKind::TypeMismatch) => "types differ",
         CmProblemKind::Net(ProblemKind::UnknownPort) => "no such port",
         CmProblemKind::Net(ProblemKind::UnknownOperator) => "no such operator",
@@ -276,6 +291,13 @@ fn label_text(kind: CmProblemKind) -> &'static str {
 impl Diagnostic for CmProblem {
     fn code<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
         Some(Box::new(format!("cm::{}", self.kind)))
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        Some(if self.kind.is_warning() {
+            miette::Severity::Warning
+        } else {
+            miette::Severity::Error
+        })
     }
     fn help<'a>(&'a self) -> Option<Box<dyn fmt::Display + 'a>> {
         self.hint

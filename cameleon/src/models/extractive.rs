@@ -3,7 +3,6 @@
 //! a word that is not in its context.
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value as Json;
 
 use super::text::{for_each_word, is_stop_word, sentences, words};
 use crate::operator::capability::{
@@ -37,11 +36,10 @@ use crate::operator::capability::{
 ///    first one is cut to fit). When no sentence shares a term with the question, the answer is
 ///    [`Extractive::NOTHING_FOUND`].
 ///
-/// A request with a `response_schema` (the `llm_json` operator) gets a JSON value shaped by the
-/// schema: a string is the best sentence for the question, each object property the best
-/// sentence for the question plus the property's name and description, a number the first
-/// number of that sentence (0 if none), a boolean whether anything matched, an `enum` the option the context supports
-/// best, an array one item.
+/// It never invents: a request with a `response_schema` (structured output, the `llm_json`
+/// operator) or with tools (an `agent`) is refused with an error saying that the model is not
+/// generative and how to configure one ([`ChatModel::generative`] is `false`), rather than
+/// answered with values it would have to make up.
 ///
 /// Token usage counts words: the request's (messages and context) and the answer's.
 ///
@@ -92,8 +90,6 @@ impl Default for Extractive {
 const K1: f64 = 1.2;
 /// BM25's length normalisation.
 const B: f64 = 0.75;
-/// How deep a response schema is followed.
-const MAX_SCHEMA_DEPTH: usize = 16;
 
 /// A sentence of the passages, ready for scoring.
 struct Sentence {
@@ -289,15 +285,9 @@ impl Extractive {
         };
         let corpus = Corpus::new(&passages);
         let max_words = request.max_tokens.map(|n| n as usize);
-        let text = match &request.response_schema {
-            Some(schema) => {
-                let v = self.fill(&corpus, schema, question, 0);
-                v.to_string()
-            }
-            None => corpus
-                .answer(question, self.sentences, max_words)
-                .unwrap_or_else(|| Self::NOTHING_FOUND.to_owned()),
-        };
+        let text = corpus
+            .answer(question, self.sentences, max_words)
+            .unwrap_or_else(|| Self::NOTHING_FOUND.to_owned());
         let prompt_tokens = request
             .messages
             .iter()
@@ -313,133 +303,31 @@ impl Extractive {
             tool_calls: Vec::new(),
         }
     }
-
-    /// A JSON value shaped by `schema`, filled from the corpus.
-    fn fill(&self, corpus: &Corpus, schema: &Json, query: &str, depth: usize) -> Json {
-        if depth > MAX_SCHEMA_DEPTH {
-            return Json::Null;
-        }
-        let Some(obj) = schema.as_object() else {
-            // `true` or `{}`: anything; a text is as good as any.
-            return Json::String(self.text_for(corpus, query));
-        };
-        if let Some(c) = obj.get("const") {
-            return c.clone();
-        }
-        if let Some(Json::Array(options)) = obj.get("enum") {
-            return self.pick_option(corpus, query, options);
-        }
-        let ty = match obj.get("type") {
-            Some(Json::String(t)) => Some(t.as_str()),
-            Some(Json::Array(ts)) => ts.iter().filter_map(Json::as_str).find(|t| *t != "null"),
-            _ => None,
-        };
-        let ty = ty.unwrap_or(if obj.contains_key("properties") {
-            "object"
-        } else {
-            "string"
-        });
-        match ty {
-            "object" => {
-                let mut m = serde_json::Map::new();
-                if let Some(Json::Object(props)) = obj.get("properties") {
-                    for (name, sub) in props {
-                        let desc = sub
-                            .get("description")
-                            .and_then(Json::as_str)
-                            .unwrap_or_default();
-                        let q = format!("{query} {} {desc}", name.replace(['_', '-'], " "));
-                        m.insert(name.clone(), self.fill(corpus, sub, &q, depth + 1));
-                    }
-                }
-                Json::Object(m)
-            }
-            "array" => {
-                let items = obj.get("items").cloned().unwrap_or(Json::Bool(true));
-                Json::Array(vec![self.fill(corpus, &items, query, depth + 1)])
-            }
-            "integer" | "number" => {
-                let text = self.text_for(corpus, query);
-                let n = first_number(&text, ty == "integer");
-                n.unwrap_or_else(|| Json::from(0))
-            }
-            "boolean" => Json::Bool(!corpus.rank(query).is_empty()),
-            "null" => Json::Null,
-            _ => Json::String(self.text_for(corpus, query)),
-        }
-    }
-
-    /// The best sentence for `query` (a field is one fact), or an empty text.
-    fn text_for(&self, corpus: &Corpus, query: &str) -> String {
-        corpus.answer(query, 1, None).unwrap_or_default()
-    }
-
-    /// The option best supported by the context: the one whose words, added to `query`, give
-    /// the best-scoring sentence among those containing one of them (ties: the first option).
-    fn pick_option(&self, corpus: &Corpus, query: &str, options: &[Json]) -> Json {
-        let mut best: Option<(&Json, f64)> = None;
-        for o in options {
-            let text = match o {
-                Json::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            let option_words = words(&text);
-            let score = corpus
-                .rank(&format!("{query} {text}"))
-                .into_iter()
-                .find(|(i, _)| {
-                    corpus.sentences[*i]
-                        .words
-                        .iter()
-                        .any(|w| option_words.contains(w))
-                })
-                .map_or(0.0, |(_, s)| s);
-            if best.is_none_or(|(_, b)| score > b) {
-                best = Some((o, score));
-            }
-        }
-        best.map_or(Json::Null, |(o, _)| o.clone())
-    }
 }
 
-/// The first number written in `text` (`-3`, `4.5`), as JSON.
-fn first_number(text: &str, integer: bool) -> Option<Json> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        if chars[i].is_ascii_digit() {
-            let start = if i > 0 && chars[i - 1] == '-' {
-                i - 1
-            } else {
-                i
-            };
-            let mut end = i;
-            while end < chars.len() && chars[end].is_ascii_digit() {
-                end += 1;
-            }
-            if !integer
-                && end + 1 < chars.len()
-                && chars[end] == '.'
-                && chars[end + 1].is_ascii_digit()
-            {
-                end += 1;
-                while end < chars.len() && chars[end].is_ascii_digit() {
-                    end += 1;
-                }
-            }
-            let s: String = chars[start..end].iter().collect();
-            if integer {
-                return s.parse::<i64>().ok().map(Json::from);
-            }
-            return s
-                .parse::<f64>()
-                .ok()
-                .and_then(serde_json::Number::from_f64)
-                .map(Json::Number);
-        }
-        i += 1;
+/// How to configure a generative chat model, for the messages of operators and models that
+/// refuse a non-generative one: a capabilities file with an OpenAI-compatible endpoint.
+pub const CONFIGURE_GENERATIVE: &str = "configure a generative chat model in a capabilities \
+    file (`cameleon.yaml` beside the .cm file, or `--capabilities FILE`), e.g. for a local \
+    Ollama `chat: {default: {kind: openai, base_url: \"http://127.0.0.1:11434/v1\", model: \
+    \"llama3.2\"}}` (any OpenAI-compatible endpoint works; docs/capabilities.md)";
+
+impl Extractive {
+    /// Why the model refuses `request`, if it does: a request for structured output (a
+    /// `response_schema`) or one offering tools needs a generative model.
+    pub fn refusal(&self, request: &ChatRequest) -> Option<CapabilityError> {
+        let what = if request.response_schema.is_some() {
+            "answer with JSON for a schema"
+        } else if !request.tools.is_empty() {
+            "decide to call tools"
+        } else {
+            return None;
+        };
+        Some(CapabilityError::new(format!(
+            "the `extractive` chat model is not generative: it only quotes sentences of its \
+             context, so it cannot {what} without inventing; {CONFIGURE_GENERATIVE}"
+        )))
     }
-    None
 }
 
 impl ChatModel for Extractive {
@@ -447,11 +335,19 @@ impl ChatModel for Extractive {
         "extractive"
     }
 
+    fn generative(&self) -> bool {
+        false
+    }
+
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,
     ) -> CapFuture<'a, Result<ChatReply, CapabilityError>> {
-        Box::pin(std::future::ready(Ok(self.reply(request))))
+        let answer = match self.refusal(request) {
+            Some(e) => Err(e),
+            None => Ok(self.reply(request)),
+        };
+        Box::pin(std::future::ready(answer))
     }
 }
 
@@ -532,33 +428,30 @@ mod tests {
     }
 
     #[test]
-    fn a_response_schema_shapes_the_answer() {
-        let mut r = ChatRequest::prompt("France");
-        r.context = vec![
-            "France has 68 million inhabitants. Its capital is Paris. The euro is its currency."
-                .to_owned(),
-        ];
-        r.response_schema = Some(json!({
-            "type": "object",
-            "properties": {
-                "capital": {"type": "string"},
-                "inhabitants": {"type": "integer", "description": "million"},
-                "currency": {"enum": ["dollar", "euro"]},
-                "known": {"type": "boolean"},
-                "tags": {"type": "array", "items": {"const": "country"}}
-            }
-        }));
-        let reply = Extractive::new(1).reply(&r);
-        let v: Json = serde_json::from_str(&reply.text).unwrap();
-        assert_eq!(
-            v,
-            json!({
-                "capital": "Its capital is Paris.",
-                "inhabitants": 68,
-                "currency": "euro",
-                "known": true,
-                "tags": ["country"]
-            })
+    fn structured_output_and_tools_are_refused_not_invented() {
+        let m = Extractive::default();
+        assert!(!m.generative());
+        let mut r = ChatRequest::prompt("Order 42: 3 apples for Alice");
+        assert!(
+            crate::runtime::block_on(m.chat(&r)).is_ok(),
+            "a plain prompt is quoted"
         );
+        r.response_schema = Some(json!({"type": "object"}));
+        let e = crate::runtime::block_on(m.chat(&r)).unwrap_err();
+        assert!(e.message.contains("not generative"), "{e}");
+        assert!(
+            e.message.contains("kind: openai"),
+            "how to configure one: {e}"
+        );
+        assert!(!e.retryable);
+        r.response_schema = None;
+        r.tools.push(crate::operator::capability::ToolManifest {
+            name: "calc".into(),
+            description: "adds".into(),
+            input_schema: json!({"type": "object"}),
+            output_schema: json!(true),
+        });
+        let e = crate::runtime::block_on(m.chat(&r)).unwrap_err();
+        assert!(e.message.contains("cannot decide to call tools"), "{e}");
     }
 }

@@ -6,7 +6,7 @@
 //! | kind | what | network |
 //! |---|---|---|
 //! | chat `openai` (`OpenAiChat`, feature `openai`) | any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, llama.cpp's server | yes |
-//! | chat `extractive` ([`Extractive`]) | quotes the context sentences that best match the question (BM25); **not generative** | no |
+//! | chat `extractive` ([`Extractive`]) | quotes the context sentences that best match the question (BM25); **not generative**: refuses structured output and tools | no |
 //! | embedder `openai` (`OpenAiEmbedder`, feature `openai`) | the endpoint's `/embeddings` | yes |
 //! | embedder `hash` ([`HashEmbedder`]) | signed feature hashing of words and word pairs, L2-normalised | no |
 //! | memory `flat` ([`FlatMemory`]) | exact cosine top-k, in process | no |
@@ -17,7 +17,8 @@
 //! `cameleon.yaml` names it by its `kind`. The offline kinds are deterministic and are the
 //! defaults: with nothing configured, the chat model `default` is `extractive`, the embedder
 //! `default` is `hash` (384 dimensions) and the memory `default` is `flat`, so every example runs
-//! on a fresh machine without a network.
+//! on a fresh machine without a network. The offline chat model and embedder are also there
+//! under their kind's name, whatever `default` is: `model: extractive`, `model: hash`.
 //!
 //! Pointing the operators at a real model, in code (a `cameleon.yaml` does the same from a
 //! file, docs/capabilities.md):
@@ -47,8 +48,8 @@ mod hash;
 mod openai;
 pub mod text;
 
-pub use extractive::{Extractive, ExtractiveConfig};
+pub use extractive::{CONFIGURE_GENERATIVE, Extractive, ExtractiveConfig};
 pub use flat::{FlatConfig, FlatMemory, vector_from_bytes, vector_to_bytes};
 pub use hash::{HashConfig, HashEmbedder};
 #[cfg(feature = "openai")]
-pub use openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder};
+pub use openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder, StructuredOutput};

@@ -1,4 +1,4 @@
-//! The standard operators, in three libraries (the table below; `cameleon catalogue --markdown`
+//! The standard operators, in libraries (the table below; `cameleon catalogue --markdown`
 //! lists them with their ports and params).
 //!
 //! | library | operators |
@@ -6,6 +6,7 @@
 //! | `std-io` | [`Source`] (`source`), [`Const`] (`const`), [`Sink`] (`sink`), [`FileLoader`] (`file_loader`), [`TextFile`] (`text_file`), [`JsonFile`] (`json_file`) |
 //! | `std-struct` | [`Fork`] (`fork`), [`Join`] (`join`), [`Merge`] (`merge`), [`Gate`] (`gate`, alias `switch`), [`Barrier`] (`barrier`, alias `sync`), [`Guard`] (`guard`), [`Accumulator`] (`accumulator`) |
 //! | `std-ai` | [`Llm`] (`llm`), [`LlmJson`] (`llm_json`), [`Embed`] (`embed`), [`Index`] (`index`), [`Retrieve`] (`retrieve`), [`Agent`] (`agent`) — see [`ai`] |
+//! | `std-text` | [`Replace`] (`replace`), [`Case`] (`case`), [`Trim`] (`trim`), [`Truncate`] (`truncate`), [`SplitText`] (`split_text`), [`JoinText`] (`join_text`), [`RegexExtract`] (`regex_extract`) — see [`text`] |
 //! | `std-data` | [`Transform`] (`transform`), [`Format`] (`format`), [`JsonParse`] (`json_parse`), [`JsonStringify`] (`json_stringify`), [`Template`] (`template`), [`BinaryToString`] (`binary_to_string`), [`JsonGet`] (`json_get`), [`Predicate`] (`predicate`), [`Chunker`] (`chunker`), [`Passages`] (`passages`), [`Counter`] (`counter`) |
 //!
 //! Plus [`Ask`] (`ask`), a question to a person that the run waits for (docs/semantics.md §6.1),
@@ -20,6 +21,7 @@ mod io;
 mod structural;
 mod subnet;
 pub mod test_expr;
+pub mod text;
 mod tool;
 mod workflow;
 
@@ -39,6 +41,7 @@ pub use subnet::{
     SubnetError, SubnetInput, SubnetOutput, inner_runs, port_index, trace_line, trace_lines,
 };
 pub use test_expr::Test;
+pub use text::{Case, JoinText, RegexExtract, Replace, SplitText, Trim, Truncate};
 pub use tool::CallTool;
 pub use workflow::{
     Cancel, MAX_THREADS, Milestone, Mutex, Terminate, ThreadMerge, ThreadSplit, Trigger,

@@ -143,6 +143,26 @@ pub fn completed_markings(net: &Net, max_states: u64) -> Option<Vec<Vec<ConnStat
     Some(out)
 }
 
+/// The connection states (in declaration order) of every reachable state of `net`'s control
+/// abstraction (docs/semantics.md §8.1) — the full state space, not a reduced one — in
+/// discovery order; `None` when the exploration stopped at `max_states` first. A property of
+/// single markings (two sections of a `mutex` are never inside at once) is checked on them.
+pub fn reachable_markings(net: &Net, max_states: u64) -> Option<Vec<Vec<ConnState>>> {
+    let mut model = Model::new(net);
+    let g = explore::explore_full(&mut model, max_states, &mut |_| {});
+    if g.budget_hit {
+        return None;
+    }
+    Some(
+        (0..g.len() as u32)
+            .map(|id| {
+                let s = g.state(id);
+                (0..model.n_conns).map(|c| model.conn(s, c)).collect()
+            })
+            .collect(),
+    )
+}
+
 /// Explores `net`'s control abstraction and checks the properties of docs/semantics.md §8.
 pub fn verify(net: &Net, opts: &VerifyOptions) -> Report {
     verify_with(net, opts, &mut |_| {})

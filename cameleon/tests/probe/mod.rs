@@ -178,14 +178,13 @@ impl Operator for Probe {
     }
 }
 
-/// xorshift64*, shared by the probes of one run.
+/// The next number of the seeded generator whose state `state` holds, shared by the probes of
+/// one run.
 pub fn next_random(state: &AtomicU64) -> u64 {
-    let mut x = state.load(Ordering::Relaxed) | 1;
-    x ^= x >> 12;
-    x ^= x << 25;
-    x ^= x >> 27;
-    state.store(x, Ordering::Relaxed);
-    x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    let mut r = test_support::Rng::new(state.load(Ordering::Relaxed));
+    let x = r.next_u64();
+    state.store(r.state(), Ordering::Relaxed);
+    x
 }
 
 /// The applied history as text: one line per firing (step, operator, consumed connections,

@@ -2,17 +2,11 @@
 //! `.cm` file that uses the operator, and lists the operator in its catalogue.
 
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
 
 use serde_json::{Value, json};
+use test_support::{Bin, TempDir};
 
-fn custom_cli(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_custom-cli"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("the custom-cli binary runs")
-}
+const CUSTOM_CLI: Bin = Bin::new(env!("CARGO_BIN_EXE_custom-cli"));
 
 fn shout_cm() -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -27,7 +21,7 @@ fn text(bytes: &[u8]) -> String {
 
 #[test]
 fn run_fires_the_crates_own_operator() {
-    let o = custom_cli(&["run", &shout_cm(), "--json"]);
+    let o = CUSTOM_CLI.run(&["run", &shout_cm(), "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|e| panic!("not JSON ({e}): {}", text(&o.stdout)));
@@ -38,7 +32,7 @@ fn run_fires_the_crates_own_operator() {
 
 #[test]
 fn run_prints_the_summary_as_the_cameleon_binary_does() {
-    let o = custom_cli(&["run", &shout_cm()]);
+    let o = CUSTOM_CLI.run(&["run", &shout_cm()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(
         text(&o.stdout),
@@ -48,7 +42,7 @@ fn run_prints_the_summary_as_the_cameleon_binary_does() {
 
 #[test]
 fn the_catalogue_lists_the_operator_beside_the_standard_ones() {
-    let o = custom_cli(&["catalogue", "--json"]);
+    let o = CUSTOM_CLI.run(&["catalogue", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout).expect("catalogue JSON");
     let ops = v["operators"].as_array().expect("an operator list");
@@ -66,24 +60,22 @@ fn the_catalogue_lists_the_operator_beside_the_standard_ones() {
 
 #[test]
 fn check_and_fmt_treat_it_like_any_operator() {
-    let o = custom_cli(&["check", &shout_cm()]);
+    let o = CUSTOM_CLI.run(&["check", &shout_cm()]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
-    let o = custom_cli(&["fmt", &shout_cm(), "--check"]);
+    let o = CUSTOM_CLI.run(&["fmt", &shout_cm(), "--check"]);
     assert_eq!(o.status.code(), Some(0), "canonical: {}", text(&o.stderr));
-    let dir = std::env::temp_dir().join(format!("custom-cli-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    let dir = TempDir::new("custom-cli-bad");
     let bad = dir.join("bad.cm");
     let source = std::fs::read_to_string(shout_cm()).expect("shout.cm is readable");
     std::fs::write(&bad, source.replace("marks: 3", "marks: loud")).expect("bad.cm is written");
-    let o = custom_cli(&["check", &bad.display().to_string()]);
+    let o = CUSTOM_CLI.run(&["check", &bad.display().to_string()]);
     assert_eq!(o.status.code(), Some(2), "an ill-typed param is invalid");
     assert!(text(&o.stderr).contains("marks"), "{}", text(&o.stderr));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn the_crates_own_tool_is_listed_and_called_through_the_gate() {
-    let o = custom_cli(&["tools", "--json"]);
+    let o = CUSTOM_CLI.run(&["tools", "--json"]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     let v: Value = serde_json::from_slice(&o.stdout).expect("tools JSON");
     let tool = v
@@ -93,7 +85,7 @@ fn the_crates_own_tool_is_listed_and_called_through_the_gate() {
         .find(|t| t["name"] == "acme_word_count")
         .expect("acme_word_count is listed");
     assert_eq!(tool["input_schema"]["required"], json!(["text"]));
-    let o = custom_cli(&["call", "acme_word_count", r#"{"text": "one two  three"}"#]);
+    let o = CUSTOM_CLI.run(&["call", "acme_word_count", r#"{"text": "one two  three"}"#]);
     assert_eq!(
         (o.status.code(), text(&o.stdout)),
         (Some(0), "3\n".to_owned())

@@ -105,32 +105,53 @@ impl Endpoint {
     /// Caméléon's runtime (see [`crate::runtime::spawn`]), so the client's connections belong
     /// to one runtime whatever the caller's.
     pub(crate) async fn post(&self, path: &str, body: Json) -> Result<Vec<u8>, CapabilityError> {
+        self.post_shaped(path, body).await.map_err(|f| f.error)
+    }
+
+    /// [`post`](Self::post), telling a refusal of the request's shape apart: a 4xx other than
+    /// 401, 403, 404 and 429, or a 5xx whose body names `response_format` (llama-cpp-python
+    /// answers a `json_schema` it does not take with a 500). Such a refusal is never retried:
+    /// sending the same body again cannot succeed.
+    pub(crate) async fn post_shaped(&self, path: &str, body: Json) -> Result<Vec<u8>, Failure> {
         let this = self.clone();
         let path = path.to_owned();
         crate::runtime::spawn(async move { this.post_here(&path, &body).await })
             .await
-            .map_err(|e| {
-                CapabilityError::new(format!("{}: the request task failed: {e}", self.label))
+            .map_err(|e| Failure {
+                error: CapabilityError::new(format!(
+                    "{}: the request task failed: {e}",
+                    self.label
+                )),
+                refused: false,
             })?
     }
 
-    async fn post_here(&self, path: &str, body: &Json) -> Result<Vec<u8>, CapabilityError> {
+    async fn post_here(&self, path: &str, body: &Json) -> Result<Vec<u8>, Failure> {
         let url = self.url(path);
         let max = self.cfg.max_retries;
         let mut attempt: u32 = 0;
+        let failed = |error| Failure {
+            error,
+            refused: false,
+        };
         loop {
             attempt += 1;
-            let key = self.api_key()?;
+            let key = self.api_key().map_err(failed)?;
             let (message, wait) = match self.send(&url, body, key.as_deref()).await {
                 Sent::Ok(bytes) => return Ok(bytes),
-                Sent::Fatal(m) => return Err(CapabilityError::new(redact(m, key.as_deref()))),
+                Sent::Fatal(m, refused) => {
+                    return Err(Failure {
+                        error: CapabilityError::new(redact(m, key.as_deref())),
+                        refused,
+                    });
+                }
                 Sent::Retry(m, wait) => (redact(m, key.as_deref()), wait),
             };
             if attempt > max {
-                return Err(CapabilityError::retryable(format!(
+                return Err(failed(CapabilityError::retryable(format!(
                     "{message} (gave up after {attempt} attempt{}; max_retries is {max})",
                     if attempt == 1 { "" } else { "s" }
-                )));
+                ))));
             }
             let backoff = self
                 .cfg
@@ -166,10 +187,15 @@ impl Endpoint {
             self.label,
             error_message(&bytes)
         );
-        if status.as_u16() == 429 || status.is_server_error() {
+        let code = status.as_u16();
+        if status.is_server_error() && names_response_format(&bytes) {
+            // A server that cannot handle the request's shape, not an outage.
+            Sent::Fatal(what, true)
+        } else if code == 429 || status.is_server_error() {
             Sent::Retry(what, wait)
         } else {
-            Sent::Fatal(format!("{what}{}", self.hint(status.as_u16())))
+            let refused = !matches!(code, 401 | 403 | 404);
+            Sent::Fatal(format!("{what}{}", self.hint(code)), refused)
         }
     }
 
@@ -213,11 +239,25 @@ impl Endpoint {
     }
 }
 
+/// Why a POST failed, and whether the server refused the request's shape (see
+/// [`Endpoint::post_shaped`]).
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub(crate) error: CapabilityError,
+    pub(crate) refused: bool,
+}
+
+/// Whether an error body names the request's `response_format`.
+fn names_response_format(body: &[u8]) -> bool {
+    body.windows(b"response_format".len())
+        .any(|w| w == b"response_format")
+}
+
 /// The outcome of one attempt.
 enum Sent {
     Ok(Vec<u8>),
-    /// A 4xx, or anything trying again will not fix.
-    Fatal(String),
+    /// A 4xx, or anything trying again will not fix; whether it refuses the request's shape.
+    Fatal(String, bool),
     /// A 429, a 5xx, a timeout or a broken connection; the server's wait in ms, if it said.
     Retry(String, Option<u64>),
 }

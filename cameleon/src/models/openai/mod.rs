@@ -3,6 +3,7 @@
 //! (`POST {base_url}/embeddings`).
 
 mod http;
+mod structured;
 mod wire;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -12,7 +13,9 @@ use serde::{Deserialize, Serialize};
 use crate::operator::capability::{
     CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest, Embedded, Embedder, Usage,
 };
-use http::Endpoint;
+use http::{Endpoint, Failure};
+use structured::Learned;
+pub use structured::StructuredOutput;
 
 /// The settings of an `openai` chat model or embedder, as a capabilities file writes them:
 /// `{kind: openai, base_url: "http://127.0.0.1:11434/v1", model: "llama3.2", api_key_env: "OPENAI_API_KEY"}`.
@@ -25,7 +28,9 @@ use http::Endpoint;
 /// Each call gets `timeout_ms`; a 429, a 5xx, a timeout or a broken connection is tried again
 /// up to `max_retries` times, waiting what the answer's `Retry-After` (or `retry-after-ms`)
 /// says, else `backoff_ms`, doubling each time; never more than `max_backoff_ms` per wait. Any
-/// other 4xx fails at once with the server's message.
+/// other 4xx fails at once with the server's message. A 5xx whose body names `response_format`
+/// is a refusal of the request's shape, not an outage: never retried (see
+/// [`StructuredOutput`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct OpenAiConfig {
@@ -58,6 +63,10 @@ pub struct OpenAiConfig {
     /// Embeddings: the vectors' length, when known before the first call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dim: Option<usize>,
+    /// Chat: the one form a request for JSON takes (`json_schema`, `json_object`, `prompt`);
+    /// unset, the model tries them in that order and keeps the first the server takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_output: Option<StructuredOutput>,
 }
 
 fn default_base_url() -> String {
@@ -96,6 +105,7 @@ impl OpenAiConfig {
             max_backoff_ms: default_max_backoff_ms(),
             batch_size: default_batch_size(),
             dim: None,
+            structured_output: None,
         }
     }
 
@@ -158,8 +168,10 @@ impl OpenAiConfig {
 /// A chat model behind an OpenAI-compatible endpoint (`POST {base_url}/chat/completions`).
 ///
 /// The request's messages, `temperature`, `max_tokens`, tools (OpenAI's `tools` of
-/// `type: function`) and response schema (`response_format: {type: json_schema}`) are sent as
-/// the API defines them; the `context` passages are numbered and put before the last user
+/// `type: function`) and response schema are sent as the API defines them — the schema as
+/// `response_format: {type: json_schema}`, or, when the server refuses that, in the next form
+/// it takes ([`StructuredOutput`]: `json_object`, then the prompt alone; the first that works
+/// is remembered for this model, and `structured_output` pins one); the `context` passages are numbered and put before the last user
 /// message, after the line "Answer using the context below. If it does not contain the answer,
 /// say so." The answer's first choice is the reply: its text, its `tool_calls` (arguments
 /// parsed from their JSON text), its `usage`.
@@ -179,6 +191,8 @@ impl OpenAiConfig {
 #[derive(Debug)]
 pub struct OpenAiChat {
     endpoint: Endpoint,
+    /// The form of structured output that worked last.
+    learned: Learned,
 }
 
 impl OpenAiChat {
@@ -187,6 +201,7 @@ impl OpenAiChat {
     pub fn new(cfg: &OpenAiConfig, label: &str) -> Result<Self, CapabilityError> {
         Ok(OpenAiChat {
             endpoint: Endpoint::new(cfg, label)?,
+            learned: Learned::default(),
         })
     }
 
@@ -196,15 +211,35 @@ impl OpenAiChat {
     }
 
     async fn call(&self, request: &ChatRequest) -> Result<ChatReply, CapabilityError> {
-        let body = wire::chat_body(&self.config().model, request);
-        let bytes = self.endpoint.post("chat/completions", body).await?;
+        if request.response_schema.is_some() {
+            return self.call_structured(request).await;
+        }
+        let bytes = self
+            .send(request, StructuredOutput::JsonSchema)
+            .await
+            .map_err(|f| f.error)?;
+        self.reply_of(&bytes)
+    }
+
+    /// POSTs `request`, structured output (if it asks for any) in form `form`.
+    async fn send(
+        &self,
+        request: &ChatRequest,
+        form: StructuredOutput,
+    ) -> Result<Vec<u8>, Failure> {
+        let body = wire::chat_body(&self.config().model, request, form);
+        self.endpoint.post_shaped("chat/completions", body).await
+    }
+
+    /// The reply in a chat completion's body.
+    fn reply_of(&self, bytes: &[u8]) -> Result<ChatReply, CapabilityError> {
         let url = self.endpoint.url("chat/completions");
-        let parsed: wire::ChatResponse = serde_json::from_slice(&bytes).map_err(|e| {
+        let parsed: wire::ChatResponse = serde_json::from_slice(bytes).map_err(|e| {
             CapabilityError::new(format!(
                 "{}: `{url}` answered with something that is not a chat completion ({e}); it \
                  began: {}",
                 self.endpoint.label(),
-                wire::excerpt(&bytes)
+                wire::excerpt(bytes)
             ))
         })?;
         parsed.into_reply().ok_or_else(|| {

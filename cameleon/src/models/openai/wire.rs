@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value as Json, json};
 
+use super::StructuredOutput;
 use crate::operator::capability::{
     ChatMessage, ChatReply, ChatRequest, Role, ToolManifest, ToolRequest, Usage,
 };
@@ -12,11 +13,30 @@ use crate::operator::capability::{
 pub(crate) const CONTEXT_INTRO: &str =
     "Answer using the context below. If it does not contain the answer, say so.\n\nContext:";
 
-/// The body of `POST /chat/completions` for `request`, asking `model`.
-pub(crate) fn chat_body(model: &str, request: &ChatRequest) -> Json {
-    let last_user = request.messages.iter().rposition(|m| m.role == Role::User);
-    let messages: Vec<Json> = request
-        .messages
+/// How the prompt asks for JSON when the schema goes in the prompt only
+/// ([`StructuredOutput::Prompt`]) and no message carries it yet.
+pub(crate) const SCHEMA_INSTRUCTION: &str =
+    "Answer with only a JSON value (no other text) that satisfies this JSON Schema:";
+
+/// The body of `POST /chat/completions` for `request`, asking `model`; a request with a
+/// response schema asks for structured output in the form `format`.
+pub(crate) fn chat_body(model: &str, request: &ChatRequest, format: StructuredOutput) -> Json {
+    let mut asked = std::borrow::Cow::Borrowed(&request.messages);
+    if let (Some(schema), StructuredOutput::Prompt) = (&request.response_schema, format) {
+        let text = schema.to_string();
+        if !request.messages.iter().any(|m| m.content.contains(&text)) {
+            let instruction = format!("{SCHEMA_INSTRUCTION}\n{text}");
+            let messages = asked.to_mut();
+            match messages.first_mut() {
+                Some(m) if m.role == Role::System => {
+                    m.content = format!("{}\n\n{instruction}", m.content);
+                }
+                _ => messages.insert(0, ChatMessage::new(Role::System, instruction)),
+            }
+        }
+    }
+    let last_user = asked.iter().rposition(|m| m.role == Role::User);
+    let messages: Vec<Json> = asked
         .iter()
         .enumerate()
         .map(|(i, m)| {
@@ -47,10 +67,19 @@ pub(crate) fn chat_body(model: &str, request: &ChatRequest) -> Json {
         body["tools"] = Json::Array(request.tools.iter().map(tool).collect());
     }
     if let Some(schema) = &request.response_schema {
-        body["response_format"] = json!({
-            "type": "json_schema",
-            "json_schema": { "name": "answer", "schema": schema },
-        });
+        match format {
+            StructuredOutput::JsonSchema => {
+                body["response_format"] = json!({
+                    "type": "json_schema",
+                    "json_schema": { "name": "answer", "schema": schema },
+                });
+            }
+            // llama-cpp-python's form: JSON mode, constrained by the schema.
+            StructuredOutput::JsonObject => {
+                body["response_format"] = json!({ "type": "json_object", "schema": schema });
+            }
+            StructuredOutput::Prompt => {}
+        }
     }
     body
 }
@@ -267,7 +296,7 @@ mod tests {
         let mut r = ChatRequest::prompt("Why?");
         r.context = vec!["Because.".into(), "Also this.".into()];
         r.temperature = Some(0.5);
-        let b = chat_body("m", &r);
+        let b = chat_body("m", &r, StructuredOutput::JsonSchema);
         let content = b["messages"][0]["content"].as_str().unwrap();
         assert!(content.starts_with(CONTEXT_INTRO), "{content}");
         assert!(content.ends_with("[1] Because.\n[2] Also this.\n\nQuestion: Why?"));
@@ -288,7 +317,7 @@ mod tests {
         let mut answer = ChatMessage::new(Role::Tool, "4");
         answer.tool_call_id = Some("c1".into());
         r.messages.push(answer);
-        let b = chat_body("m", &r);
+        let b = chat_body("m", &r, StructuredOutput::JsonSchema);
         assert_eq!(
             b["messages"][1]["tool_calls"][0],
             json!({"id": "c1", "type": "function", "function": {"name": "calc", "arguments": "{\"expr\":\"2+2\"}"}})
@@ -304,6 +333,41 @@ mod tests {
         let reply = resp.into_reply().unwrap();
         assert_eq!(reply.tool_calls[0].args, json!({"expr": "1"}));
         assert_eq!(reply.usage.unwrap().completion_tokens, 4);
+    }
+
+    #[test]
+    fn structured_output_takes_the_form_asked_for() {
+        let schema = json!({"type": "object", "required": ["n"]});
+        let mut r = ChatRequest::prompt("Count.");
+        r.response_schema = Some(schema.clone());
+        let b = chat_body("m", &r, StructuredOutput::JsonSchema);
+        assert_eq!(b["response_format"]["type"], "json_schema");
+        assert_eq!(b["response_format"]["json_schema"]["schema"], schema);
+        let b = chat_body("m", &r, StructuredOutput::JsonObject);
+        assert_eq!(
+            b["response_format"],
+            json!({"type": "json_object", "schema": schema})
+        );
+        // In the prompt: no response_format, the schema in a system message of its own...
+        let b = chat_body("m", &r, StructuredOutput::Prompt);
+        assert!(b.get("response_format").is_none());
+        assert_eq!(b["messages"][0]["role"], "system");
+        let sys = b["messages"][0]["content"].as_str().unwrap();
+        assert_eq!(sys, format!("{SCHEMA_INSTRUCTION}\n{schema}"));
+        // ... or after the system message there is ...
+        r.messages
+            .insert(0, ChatMessage::new(Role::System, "Be terse."));
+        let b = chat_body("m", &r, StructuredOutput::Prompt);
+        let sys = b["messages"][0]["content"].as_str().unwrap();
+        assert!(
+            sys.starts_with("Be terse.\n\nAnswer with only a JSON value"),
+            "{sys}"
+        );
+        // ... and never twice: a prompt carrying the schema already (`llm_json`'s) is sent as is.
+        r.messages[0].content = format!("Use {schema}.");
+        let b = chat_body("m", &r, StructuredOutput::Prompt);
+        assert_eq!(b["messages"][0]["content"], format!("Use {schema}."));
+        assert_eq!(b["messages"].as_array().unwrap().len(), 2);
     }
 
     #[test]

@@ -47,12 +47,14 @@ use std::sync::{Arc, OnceLock};
 use super::OpError;
 
 mod models;
+mod names;
 mod tool;
 
 pub use models::{
     ChatMessage, ChatModel, ChatReply, ChatRequest, Embedded, Embedder, Memory, MemoryHit,
     MemoryItem, Role, ToolRequest, Usage,
 };
+pub use names::{CapabilityParam, Named, capability_params};
 pub use tool::{ToolAccess, ToolCall, ToolHandle, ToolManifest, ToolMeta, ToolResult, ToolStatus};
 
 /// The future of a capability call.
@@ -158,7 +160,8 @@ pub trait Capabilities: Send + Sync + fmt::Debug {
 impl dyn Capabilities {
     /// Capabilities of a run built without any (`Cvm::new`): generation 0, which has the
     /// offline defaults only — chat `default` (`extractive`), embedder `default` (`hash`) and
-    /// memory `default` (`flat`, one store per engine) — and a gate that denies every tool.
+    /// memory `default` (`flat`, one store per engine), the chat model and embedder also under
+    /// their kinds' names — and a gate that denies every tool.
     /// Each call gives a fresh generation 0, so two engines never share a memory.
     pub fn none() -> Arc<dyn Capabilities> {
         Arc::new(NoCapabilities::default())
@@ -173,8 +176,12 @@ impl dyn Capabilities {
 pub struct OfflineDefaults {
     /// Builds the `default` chat model.
     pub chat: fn() -> Arc<dyn ChatModel>,
+    /// Its kind, which names it too (`extractive`).
+    pub chat_kind: &'static str,
     /// Builds the `default` embedder.
     pub embedder: fn() -> Arc<dyn Embedder>,
+    /// Its kind, which names it too (`hash`).
+    pub embedder_kind: &'static str,
     /// Builds the `default` memory.
     pub memory: fn() -> Arc<dyn Memory>,
 }
@@ -244,9 +251,9 @@ impl fmt::Debug for NoCapabilities {
 
 const HOW_TO_CONFIGURE: &str = "this run was started without capabilities, and generation 0 \
     has only the offline defaults named `default` (chat `extractive`, embedder `hash`, memory \
-    `flat`) and no tool: run it with `cameleon run` (which reads `cameleon.yaml` beside the .cm \
-    file, or `--capabilities FILE`), or build the engine from a \
-    `cameleon::capabilities::Runtime`";
+    `flat`; the first two also under their own names) and no tool: run it with `cameleon run` \
+    (which reads `cameleon.yaml` beside the .cm file, or `--capabilities FILE`), or build the \
+    engine from a `cameleon::capabilities::Runtime`";
 
 fn missing(what: &str, name: &str) -> OpError {
     OpError::new(format!(
@@ -254,17 +261,20 @@ fn missing(what: &str, name: &str) -> OpError {
     ))
 }
 
-/// The offline default `name` of one kind, built once per generation 0.
+/// The offline default of one kind, named `default` or `kind` (the kind's own name), built
+/// once per generation 0.
 fn default_of<T: ?Sized>(
     cell: &OnceLock<Option<Arc<T>>>,
     name: &str,
+    kind: impl FnOnce(&'static OfflineDefaults) -> &'static str,
     what: &str,
     make: impl FnOnce(&'static OfflineDefaults) -> Arc<T>,
 ) -> Result<Arc<T>, OpError> {
-    if name != "default" {
+    let defaults = offline_defaults().ok_or_else(|| missing(what, name))?;
+    if name != "default" && name != kind(defaults) {
         return Err(missing(what, name));
     }
-    cell.get_or_init(|| offline_defaults().map(make))
+    cell.get_or_init(|| Some(make(defaults)))
         .clone()
         .ok_or_else(|| missing(what, name))
 }
@@ -274,13 +284,31 @@ impl Capabilities for NoCapabilities {
         0
     }
     fn chat(&self, name: &str) -> Result<Arc<dyn ChatModel>, OpError> {
-        default_of(&self.chat, name, "chat model", |d| (d.chat)())
+        default_of(
+            &self.chat,
+            name,
+            |d| d.chat_kind,
+            "chat model",
+            |d| (d.chat)(),
+        )
     }
     fn embedder(&self, name: &str) -> Result<Arc<dyn Embedder>, OpError> {
-        default_of(&self.embedder, name, "embedder", |d| (d.embedder)())
+        default_of(
+            &self.embedder,
+            name,
+            |d| d.embedder_kind,
+            "embedder",
+            |d| (d.embedder)(),
+        )
     }
     fn memory(&self, name: &str) -> Result<Arc<dyn Memory>, OpError> {
-        default_of(&self.memory, name, "memory", |d| (d.memory)())
+        default_of(
+            &self.memory,
+            name,
+            |_| "default",
+            "memory",
+            |d| (d.memory)(),
+        )
     }
     fn tools(&self) -> &dyn ToolAccess {
         &NoTools

@@ -120,6 +120,16 @@ pub trait ChatModel: Send + Sync + fmt::Debug {
     /// The provider kind (`openai`, `extractive`, …), for messages.
     fn kind(&self) -> &str;
 
+    /// Whether the model writes answers of its own. A model that is not generative (the
+    /// offline `extractive` model) only quotes the passages it is given: it cannot fill a JSON
+    /// Schema or decide to call a tool without inventing, so `llm_json` and an `agent` offered
+    /// tools refuse it with an error saying how to configure one, and `llm`'s answers from it
+    /// are reported as quotations. Default: `true`; a provider that only retrieves, quotes or
+    /// echoes says `false`.
+    fn generative(&self) -> bool {
+        true
+    }
+
     /// Answers `request`.
     fn chat<'a>(
         &'a self,

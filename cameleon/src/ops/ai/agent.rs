@@ -2,14 +2,16 @@
 
 use serde_json::json;
 
-use super::{FiringLog, ModelCall, ModelLog, call_error};
+use super::{FiringLog, ModelCall, ModelLog, call_error, require_generative};
 use crate::operator;
 use crate::operator::capability::{ChatMessage, ChatRequest, Role, ToolCall, ToolManifest};
 use crate::operator::{Firing, In, OpError, Out, ParamError, RunAsync};
 use crate::types::{DataChunk, DataString};
 
 /// A chat model that may call tools: the task on `in_prompt` (with the passages on
-/// `in_context`, if connected), the final answer on `out_text`.
+/// `in_context`, if connected), the final answer on `out_text`. Offered tools, it needs a
+/// generative chat model: with the offline default (`extractive`, which only quotes) the firing
+/// fails, saying how to configure one. The net's `tools:` key says which tools may run.
 ///
 /// Each turn sends the conversation and the tools' manifests (name, description, JSON Schema
 /// of the arguments) to chat model `model`. When it answers with tool calls, each call goes
@@ -129,6 +131,14 @@ impl RunAsync for Agent {
             })?;
             manifests.push(m);
         }
+        if !manifests.is_empty() {
+            let offered: Vec<&str> = manifests.iter().map(|m| m.name.as_str()).collect();
+            let needs = format!(
+                "decide to call tools (it is offered {})",
+                offered.join(", ")
+            );
+            require_generative(&*model, &self.model, &needs)?;
+        }
         let mut messages = Vec::new();
         if let Some(s) = &self.system {
             messages.push(ChatMessage::new(Role::System, s));
@@ -153,6 +163,7 @@ impl RunAsync for Agent {
                 kind: model.kind().to_owned(),
                 request: req.clone(),
                 reply: reply.clone(),
+                quoted: !model.generative(),
             });
             if reply.tool_calls.is_empty() {
                 self.log.set(log);

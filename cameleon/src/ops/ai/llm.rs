@@ -2,7 +2,7 @@
 
 use serde_json::Value as Json;
 
-use super::{FiringLog, ModelCall, ModelLog, call_error};
+use super::{FiringLog, ModelCall, ModelLog, call_error, require_generative};
 use crate::operator;
 use crate::operator::capability::{ChatMessage, ChatRequest, Role};
 use crate::operator::{Firing, In, OpError, Out, ParamError, RunAsync};
@@ -10,7 +10,9 @@ use crate::tools::{SCHEMAS, Schema};
 use crate::types::{DataChunk, DataJSON, DataString};
 
 /// Asks a chat model: the prompt on `in_prompt` (with the passages on `in_context`, if
-/// connected, to answer from), the answer on `out_text`.
+/// connected, to answer from), the answer on `out_text`. With the offline default model
+/// (`extractive`, not generative) the answer quotes the context sentences that best match the
+/// prompt, and `cameleon run` says it is a quotation.
 ///
 /// `model` names the chat model (`default`: the configured one, else the offline `extractive`
 /// model, which quotes the context and is not generative). The request and the reply are
@@ -131,6 +133,7 @@ impl RunAsync for Llm {
             kind: model.kind().to_owned(),
             request: req,
             reply,
+            quoted: !model.generative(),
         });
         self.log.set(log);
         cx.emit(Self::out_text, DataString(text));
@@ -144,10 +147,12 @@ impl RunAsync for Llm {
 
 /// Asks a chat model for JSON that satisfies the JSON Schema `schema`: the prompt on
 /// `in_prompt` (with the passages on `in_context`, if connected), the validated value on
-/// `out_data`.
+/// `out_data`. Needs a generative chat model: with the offline default (`extractive`, which
+/// only quotes) the firing fails, saying how to configure one.
 ///
 /// The schema goes to the model twice: in the system message, and as the request's response
-/// schema (an OpenAI-compatible endpoint gets `response_format: {type: json_schema}`). The
+/// schema (an OpenAI-compatible endpoint gets `response_format: {type: json_schema}`, or what
+/// the server accepts, docs/capabilities.md). The
 /// answer is read as JSON (a ```` ```json ```` fence around it is allowed) and validated. An
 /// answer that is not JSON or breaks the schema is sent back to the model with the problems,
 /// up to `retries` times; then the firing fails, naming them. Every request and reply is
@@ -231,11 +236,7 @@ fn json_in(text: &str) -> Result<Json, String> {
 
 /// At most 300 characters of `text`, for a message.
 fn excerpt(text: &str) -> String {
-    let mut s: String = text.chars().take(300).collect();
-    if text.chars().count() > 300 {
-        s.push('…');
-    }
-    s
+    crate::ops::Truncate::new(300).ellipsis("…").apply(text)
 }
 
 impl RunAsync for LlmJson {
@@ -244,6 +245,7 @@ impl RunAsync for LlmJson {
         let prompt = cx.get(Self::in_prompt)?.0.clone();
         let context = cx.try_get(Self::in_context).cloned();
         let model = cx.capabilities().chat(&self.model)?;
+        require_generative(&*model, &self.model, "fill a JSON Schema")?;
         let instruction = format!(
             "Answer with only a JSON value (no other text) that satisfies this JSON Schema:\n{}",
             self.schema
@@ -273,6 +275,7 @@ impl RunAsync for LlmJson {
                 kind: model.kind().to_owned(),
                 request: req.clone(),
                 reply,
+                quoted: false,
             });
             let wrong = match json_in(&text) {
                 Ok(v) => {

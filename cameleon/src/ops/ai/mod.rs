@@ -38,13 +38,49 @@ pub use retrieval::{Embed, Index, IndexLog, Retrieve};
 #[cfg(doc)]
 use crate::operator::Firing;
 use crate::operator::capability::{
-    CapabilityError, ChatReply, ChatRequest, ToolCall, ToolResult, Usage,
+    CapabilityError, ChatModel, ChatReply, ChatRequest, ToolCall, ToolResult, Usage,
 };
 use crate::operator::{OpError, OpState};
+
+// The params that name capabilities, for checks before a run (`cameleon check`).
+macro_rules! names_capability {
+    ($($op:literal . $param:literal => $named:ident),* $(,)?) => {$(
+        crate::submit_capability_param!(crate::operator::capability::CapabilityParam {
+            op_type: $op,
+            param: $param,
+            names: crate::operator::capability::Named::$named,
+        });
+    )*};
+}
+
+names_capability!(
+    "llm"."model" => Chat,
+    "llm_json"."model" => Chat,
+    "agent"."model" => Chat,
+    "agent"."tools" => Tool,
+    "embed"."model" => Embedder,
+    "index"."memory" => Memory,
+    "retrieve"."memory" => Memory,
+    "retrieve"."model" => Embedder,
+);
 
 /// A provider's error as the firing's error, naming what was called.
 fn call_error(what: &str, name: &str, kind: &str, e: CapabilityError) -> OpError {
     OpError::new(format!("{what} `{name}` ({kind}): {e}"))
+}
+
+/// Refuses a chat model that is not generative ([`ChatModel::generative`]) for a firing that
+/// needs one: `needs` says what the operator asks of it ("fill a JSON Schema").
+fn require_generative(model: &dyn ChatModel, name: &str, needs: &str) -> Result<(), OpError> {
+    if model.generative() {
+        return Ok(());
+    }
+    Err(OpError::new(format!(
+        "chat model `{name}` ({}) is not generative: it only quotes sentences of its context, \
+         so it cannot {needs} without inventing; {}",
+        model.kind(),
+        crate::models::CONFIGURE_GENERATIVE
+    )))
 }
 
 /// What one firing asked models and tools and what they answered, in order, with the tokens
@@ -73,6 +109,10 @@ pub enum ModelCall {
         request: ChatRequest,
         /// The reply.
         reply: ChatReply,
+        /// Whether the model is not generative ([`ChatModel::generative`]), so the reply
+        /// quotes the request's context rather than answers it in words of its own.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        quoted: bool,
     },
     /// An embedder turned texts into vectors (the texts and vectors are the firing's input and
     /// output values, recorded by the history already).
@@ -146,6 +186,32 @@ impl FiringLog {
 /// ```
 pub fn usage_in(state: &OpState) -> Option<Usage> {
     state.get::<(ModelLog,)>().and_then(|(log,)| log.usage())
+}
+
+/// The chat models a firing's answers only quote their context from (models that are not
+/// [generative](ChatModel::generative), such as the offline `extractive` one), from the state
+/// its operator saved after it: `(model name, kind)` per such call, in order; empty for any
+/// other firing. What `cameleon run` reports as quoted answers.
+pub fn quoted_in(state: &OpState) -> Vec<(String, String)> {
+    let Some((log,)) = state.get::<(ModelLog,)>() else {
+        return Vec::new();
+    };
+    log.last()
+        .map(|l| {
+            l.calls
+                .iter()
+                .filter_map(|c| match c {
+                    ModelCall::Chat {
+                        model,
+                        kind,
+                        quoted: true,
+                        ..
+                    } => Some((model.clone(), kind.clone())),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The record of an operator's last firing (its internal state): shared, so saving it before

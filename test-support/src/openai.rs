@@ -1,8 +1,8 @@
 //! A small OpenAI-compatible server for tests: `POST /v1/chat/completions` and
 //! `POST /v1/embeddings` on 127.0.0.1 (a free port), on a runtime of its own. It records every
 //! request (path, `Authorization` header, JSON body, arrival time) and answers from a script of
-//! replies, then with a default answer. Dropping it stops it.
-#![allow(dead_code)] // each test binary uses a different subset
+//! replies, then with a default answer; a held reply waits until the test releases it.
+//! Dropping it stops it.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -39,6 +39,8 @@ pub struct Reply {
     pub headers: Vec<(&'static str, String)>,
     /// A wait before answering.
     pub delay: Duration,
+    /// Answer only once the test opens the server's gate ([`Server::release`]).
+    pub held: bool,
 }
 
 impl Reply {
@@ -54,6 +56,7 @@ impl Reply {
             body: body.into(),
             headers: Vec::new(),
             delay: Duration::ZERO,
+            held: false,
         }
     }
 
@@ -100,14 +103,39 @@ impl Reply {
         self.delay = d;
         self
     }
+
+    /// The same, held until the test calls [`Server::release`]: the request stays in flight
+    /// (the caller waits for its answer) as long as the test needs.
+    pub fn held(mut self) -> Self {
+        self.held = true;
+        self
+    }
 }
 
-#[derive(Default)]
+/// Which forms of structured output (`response_format`) the server takes, like a real one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Structured {
+    /// Every form (the default).
+    #[default]
+    Any,
+    /// As OpenAI does: `json_schema` taken; `json_object` with a `schema` refused (a 400
+    /// naming the unknown parameter).
+    OpenAi,
+    /// As llama-cpp-python's server does: `json_schema` refused with a 500 whose body names
+    /// `response_format`; `json_object` (with a `schema`) taken.
+    LlamaCpp,
+    /// No `response_format` at all: a 400 naming it.
+    NoFormat,
+}
+
 struct State {
     requests: Mutex<Vec<Recorded>>,
     script: Mutex<VecDeque<Reply>>,
     /// Answer every request with this once the script is used up.
     always: Mutex<Option<Reply>>,
+    /// Opened by [`Server::release`]: held replies go out.
+    gate: tokio::sync::watch::Sender<bool>,
+    structured: Mutex<Structured>,
 }
 
 /// The running server.
@@ -118,10 +146,24 @@ pub struct Server {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("addr", &self.addr)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Server {
     /// Starts a server on 127.0.0.1, on a free port.
     pub fn start() -> Server {
-        let state = Arc::new(State::default());
+        let state = Arc::new(State {
+            requests: Mutex::default(),
+            script: Mutex::default(),
+            always: Mutex::default(),
+            gate: tokio::sync::watch::Sender::new(false),
+            structured: Mutex::default(),
+        });
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let st = state.clone();
@@ -177,6 +219,13 @@ impl Server {
         self
     }
 
+    /// Takes structured output as `s` says; a refused request gets the refusal and leaves the
+    /// script as it is.
+    pub fn structured(&self, s: Structured) -> &Self {
+        *self.state.structured.lock().unwrap() = s;
+        self
+    }
+
     /// The requests received so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.state.requests.lock().unwrap().clone()
@@ -185,6 +234,11 @@ impl Server {
     /// How many requests it received.
     pub fn count(&self) -> usize {
         self.state.requests.lock().unwrap().len()
+    }
+
+    /// Lets every held reply ([`Reply::held`]) go out, now and from now on.
+    pub fn release(&self) {
+        self.state.gate.send_replace(true);
     }
 }
 
@@ -210,12 +264,27 @@ async fn answer(st: &State, uri: Uri, headers: HeaderMap, body: Bytes) -> Respon
         at: Instant::now(),
     };
     st.requests.lock().unwrap().push(recorded.clone());
+    let form = recorded.body["response_format"]["type"].as_str();
+    let structured = *st.structured.lock().unwrap();
+    if let Some(refusal) = refusal(structured, form) {
+        return (
+            StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+            [("content-type", "application/json")],
+            refusal.body,
+        )
+            .into_response();
+    }
     let scripted = st.script.lock().unwrap().pop_front();
     let reply = scripted
         .or_else(|| st.always.lock().unwrap().clone())
         .unwrap_or_else(|| default_reply(&recorded));
     if !reply.delay.is_zero() {
         tokio::time::sleep(reply.delay).await;
+    }
+    if reply.held {
+        let mut open = st.gate.subscribe();
+        // Bounded: a test that never releases fails on its own timeout, the server goes on.
+        let _ = tokio::time::timeout(crate::WAIT_TIMEOUT * 5, open.wait_for(|open| *open)).await;
     }
     let mut resp = (
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
@@ -231,6 +300,31 @@ async fn answer(st: &State, uri: Uri, headers: HeaderMap, body: Bytes) -> Respon
             .insert(k, v.parse().expect("a header value"));
     }
     resp
+}
+
+/// How a server taking structured output as `s` refuses `response_format` type `form`.
+fn refusal(s: Structured, form: Option<&str>) -> Option<Reply> {
+    match (s, form?) {
+        (Structured::LlamaCpp, "json_schema") => Some(Reply::raw(
+            500,
+            json!({"error": {
+                "message": "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': {'expected': \"'text' or 'json_object'\"}}]",
+                "type": "internal_server_error",
+                "param": null,
+                "code": null
+            }})
+            .to_string(),
+        )),
+        (Structured::OpenAi, "json_object") => Some(Reply::error(
+            400,
+            "Unknown parameter: 'response_format.schema'.",
+        )),
+        (Structured::NoFormat, _) => Some(Reply::error(
+            400,
+            "Unrecognized request argument supplied: response_format",
+        )),
+        _ => None,
+    }
 }
 
 /// Without a script: a chat completion echoing the last user message, or embeddings of
