@@ -164,7 +164,7 @@ fn rag_is_the_net_of_its_cm_file_and_answers_by_quoting_the_document() {
 #[test]
 fn count_loop_is_the_net_its_declarations_describe() {
     let mut b = Net::builder("count-loop");
-    b.config(cameleon::NetConfig {
+    b.config(cameleon::net::NetConfig {
         max_loop_iterations: 100,
         ..Default::default()
     });

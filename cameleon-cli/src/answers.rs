@@ -162,7 +162,7 @@ pub(crate) fn context_of(cvm: &Cvm, op: &str) -> Option<String> {
         .connections()
         .iter()
         .position(|c| c.to.op == id && c.to.port == 0)?;
-    let view = cvm.conn(cameleon::ConnId(conn as u32));
+    let view = cvm.conn(cameleon::connection::ConnId(conn as u32));
     view.value().map(|v| v.to_json().to_string())
 }
 

@@ -4,7 +4,7 @@ use std::io::Read as _;
 use std::path::Path;
 
 use super::{FmtArgs, Io, exit, report_invalid};
-use cameleon::cm::Loader;
+use cameleon::cm::{Loader, leading_comments};
 
 pub(super) fn fmt(a: &FmtArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let stdin = a.file == Path::new("-");
@@ -68,19 +68,6 @@ pub(super) fn fmt(a: &FmtArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     Ok(exit::OK)
 }
 
-/// The lines before the first YAML line: comments and blank lines, verbatim.
-fn leading_comments(text: &str) -> &str {
-    let mut end = 0;
-    for line in text.split_inclusive('\n') {
-        let t = line.trim();
-        if !(t.is_empty() || t.starts_with('#')) {
-            break;
-        }
-        end += line.len();
-    }
-    &text[..end]
-}
-
 /// The first line (1-based) where `a` and `b` differ.
 fn first_difference(a: &str, b: &str) -> Option<usize> {
     let mut la = a.lines();
@@ -124,15 +111,6 @@ mod tests {
         assert!(!has_comment(
             "name: \"a # b\"\nvalue: 'c # d'\ncolor: x#y\n"
         ));
-    }
-
-    #[test]
-    fn the_leading_comment_block_is_kept() {
-        assert_eq!(
-            leading_comments("# a\n\n# b\nname: x # c\n"),
-            "# a\n\n# b\n"
-        );
-        assert_eq!(leading_comments("name: x\n# c\n"), "");
     }
 
     #[test]

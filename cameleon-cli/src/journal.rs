@@ -19,10 +19,12 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         .for_dir(base, a.capabilities.as_deref())
         .build()
     {
-        Ok(rt) => rt.pin(net, base) as std::sync::Arc<dyn cameleon::capability::Capabilities>,
+        Ok(rt) => {
+            rt.pin(net, base) as std::sync::Arc<dyn cameleon::operator::capability::Capabilities>
+        }
         Err(e) => {
             failed = Some(e);
-            <dyn cameleon::capability::Capabilities>::none()
+            <dyn cameleon::operator::capability::Capabilities>::none()
         }
     };
     let resumed = Journal::open(&a.db).and_then(|j| j.resume_with(a.run_id.as_deref(), pin));

@@ -5,9 +5,9 @@ use std::io::Write;
 
 use serde_json::{Map, Value as Json, json};
 
-use cameleon::capability::Usage;
 use cameleon::engine::{Cvm, EndState};
 use cameleon::history::Entry;
+use cameleon::operator::capability::Usage;
 use cameleon::ops;
 use cameleon::ops::ai::{quoted_in, usage_in};
 

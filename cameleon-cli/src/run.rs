@@ -1,7 +1,7 @@
 //! `cameleon run`: run to a terminal state, report it, optionally trace every firing.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use serde_json::{Value as Json, json};
@@ -10,6 +10,7 @@ use super::answers::{self, Answers};
 use super::report::{RunReport, TraceLines, TraceSink};
 use super::{DurabilityArg, Io, RunArgs, display_name, exit, load, report_invalid};
 use cameleon::capabilities::{CapabilitiesError, Runtime};
+use cameleon::cm::folder_of;
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
 use cameleon::journal::{Durability, Journal, JournalError, RunOptions};
 use cameleon::net::Net;
@@ -133,7 +134,7 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             return Ok(exit::INVALID);
         }
     };
-    let mut b = rt.cvm(net, base_dir(&a.file));
+    let mut b = rt.cvm(net, folder_of(&a.file));
     if let Some(m) = a.mode {
         b = b.mode(m.into());
     }
@@ -156,7 +157,7 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         let opts = RunOptions {
             durability: durability(a),
             name: Some(name.clone()),
-            base_dir: Some(base_dir(&a.file)),
+            base_dir: Some(folder_of(&a.file)),
             allow_outside: a.allow_outside,
             generation: Some(cvm.generation()),
         };
@@ -320,13 +321,6 @@ fn durability(a: &RunArgs) -> Durability {
         DurabilityArg::Batch => Durability::Batch { ms: a.batch_ms },
         DurabilityArg::Exit => Durability::Exit,
     }
-}
-
-/// The folder a `.cm` file's relative paths resolve against (as the loader does).
-fn base_dir(file: &Path) -> PathBuf {
-    file.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
 /// Reports a journal error: on stderr (a stored net that does not load is drawn with its

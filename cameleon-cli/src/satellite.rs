@@ -197,7 +197,7 @@ pub(super) fn satellites(a: &SatellitesArgs, io: &mut Io<'_>) -> std::io::Result
     let options = a.conn.options(url);
     let wait = Duration::from_millis(a.wait_ms);
     let found = Remote::connect(&options).and_then(|r| {
-        cameleon::block_on(async move {
+        cameleon::runtime::block_on(async move {
             cameleon::runtime::spawn(async move { r.discover(wait).await })
                 .await
                 .map_err(|e| cameleon_nats::NatsError::Nats(e.to_string()))?
@@ -277,7 +277,7 @@ pub(super) fn place(
     // The satellites' tools this program lacks: asked only when the net may call tools.
     let tools: Vec<Arc<dyn Tool>> = if net.tool_policy().is_some() {
         let r = remote.clone();
-        let manifests = cameleon::block_on(async move {
+        let manifests = cameleon::runtime::block_on(async move {
             cameleon::runtime::spawn(
                 async move { r.tool_manifests(Duration::from_millis(300)).await },
             )

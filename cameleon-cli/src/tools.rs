@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use super::{CallArgs, Io, ToolsArgs, exit};
-use cameleon::capability::{ToolCall, ToolManifest};
+use cameleon::operator::capability::{ToolCall, ToolManifest};
 use cameleon::tools::{ToolGate, ToolRegistry};
 
 pub(super) fn tools(a: &ToolsArgs, io: &mut Io<'_>) -> std::io::Result<i32> {

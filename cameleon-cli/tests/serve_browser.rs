@@ -192,9 +192,9 @@ async fn the_page_steps_and_goes_back_in_step_with_the_engine() {
     );
     for name in &names {
         let expected = match cvm.state_of(name).unwrap().state {
-            cameleon::ConnState::Empty => "EMPTY",
-            cameleon::ConnState::New => "NEW",
-            cameleon::ConnState::Old => "OLD",
+            cameleon::connection::ConnState::Empty => "EMPTY",
+            cameleon::connection::ConnState::New => "NEW",
+            cameleon::connection::ConnState::Old => "OLD",
         };
         assert_eq!(shown[name], expected, "`{name}` on the page: {shown}");
     }

@@ -8,11 +8,12 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use cameleon::capability::Capabilities;
 use cameleon::catalogue::{BuildContext, Catalogue};
+use cameleon::connection::ConnState;
 use cameleon::operator::DetachedInputs;
+use cameleon::operator::capability::Capabilities;
 use cameleon::types::{DataJSON, TypedValue, Value};
-use cameleon::{ConnState, Cvm, EndState};
+use cameleon::{Cvm, EndState};
 use cameleon_nats::wire::{OpRequest, WireInput, WireState};
 use cameleon_nats::{NatsOptions, NatsServer, Remote, Satellite, SatelliteConfig, WIRE_VERSION};
 use criterion::{Criterion, criterion_group, criterion_main};

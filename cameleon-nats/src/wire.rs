@@ -2,7 +2,7 @@
 //! replies, the version header. docs/wire.md describes the same for a satellite written in
 //! another language.
 
-use cameleon::ConnState;
+use cameleon::connection::ConnState;
 use cameleon::types::TypedValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
@@ -292,5 +292,5 @@ pub struct Heartbeat {
     /// The manifests of its tools: in answers to `<prefix>.discover` only (heartbeats stay
     /// small).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub manifests: Vec<cameleon::capability::ToolManifest>,
+    pub manifests: Vec<cameleon::operator::capability::ToolManifest>,
 }

@@ -434,7 +434,7 @@ async fn a_remote_tool_goes_through_the_gate_and_names_its_satellite() {
     }
     let gate = ToolGate::new(
         Arc::new(reg),
-        Some(&cameleon::ToolPolicy::allow(["st_shout"])),
+        Some(&cameleon::net::ToolPolicy::allow(["st_shout"])),
         ".",
     );
     let before = SHOUTS.load(Ordering::SeqCst);

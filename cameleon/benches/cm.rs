@@ -1,4 +1,4 @@
-//! How fast the `.cm` loader refuses hostile input (issue 5), beside a normal file.
+//! How fast the `.cm` loader refuses hostile input, beside a normal file.
 //!
 //! `cargo bench -p cameleon --bench cm`
 

@@ -1,4 +1,4 @@
-//! Engine benchmarks (issue 2): forward firing cost with history on, chains of 10 and 10 000
+//! Engine benchmarks: forward firing cost with history on, chains of 10 and 10 000
 //! trivial structural operators beside a hand-written Rust chain doing the same work; a
 //! 1 000-iteration merge/counter/guard loop; backward step cost; history bytes per firing.
 //!

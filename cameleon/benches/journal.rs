@@ -1,4 +1,4 @@
-//! Journal benchmarks (issue 11): the per-firing cost of journaling in `sync`, `batch` and
+//! Journal benchmarks: the per-firing cost of journaling in `sync`, `batch` and
 //! `exit` modes against the in-memory engine, on a chain and on the merge/counter/guard loop;
 //! journal bytes per firing; resuming a run of 10 000 entries.
 //!

@@ -8,8 +8,8 @@
 use std::sync::Arc;
 
 use cameleon::capabilities::{CodeSource, Runtime};
-use cameleon::capability::{ChatModel, ChatRequest, Embedder, MemoryItem};
 use cameleon::models::{FlatMemory, HashEmbedder, OpenAiChat, OpenAiConfig};
+use cameleon::operator::capability::{ChatModel, ChatRequest, Embedder, MemoryItem};
 use cameleon::ops::{Llm, Sink, Source};
 use cameleon::prelude::*;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
@@ -109,7 +109,7 @@ fn hash_embedding(c: &mut Criterion) {
     let total: usize = chunks.iter().map(String::len).sum();
     g.throughput(Throughput::Bytes(total as u64));
     g.bench_function("1KiB_chunks", |b| {
-        b.iter(|| cameleon::block_on(e.embed(&chunks)).expect("hash never fails"))
+        b.iter(|| cameleon::runtime::block_on(e.embed(&chunks)).expect("hash never fails"))
     });
     g.finish();
 }
@@ -176,7 +176,7 @@ fn llm_overhead(c: &mut Criterion) {
     });
     // The provider alone: request body, the same POST (on Caméléon's runtime), parsing.
     g.bench_function("openai_chat_call", |b| {
-        b.iter(|| cameleon::block_on(model.chat(&request)).expect("answered"))
+        b.iter(|| cameleon::runtime::block_on(model.chat(&request)).expect("answered"))
     });
     // A whole firing: source → llm → sink, built and run to the end.
     g.bench_function("net_source_llm_sink", |b| {

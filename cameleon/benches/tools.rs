@@ -1,4 +1,4 @@
-//! Tool gate benchmark (issue 12): the cost of one local tool call through the gate — policy,
+//! Tool gate benchmark: the cost of one local tool call through the gate — policy,
 //! registry lookup, argument check against the JSON Schema, context, timing, result — beside the
 //! same tool called directly (its JSON glue included), and calls through the `tool` operator.
 //!
@@ -7,10 +7,11 @@
 use std::hint::black_box;
 use std::sync::Arc;
 
-use cameleon::capability::ToolCall;
+use cameleon::net::ToolPolicy;
+use cameleon::operator::capability::ToolCall;
 use cameleon::prelude::*;
+use cameleon::tool;
 use cameleon::tools::{ToolContext, ToolGate, ToolRegistry};
-use cameleon::{ToolPolicy, tool};
 use criterion::{Criterion, criterion_group, criterion_main};
 use schemars::JsonSchema;
 use serde::Deserialize;

@@ -110,7 +110,10 @@ fn reduced_table() {
 fn fan_in(k: usize) -> cameleon::Net {
     use cameleon::ops::{Merge, Sink, Source};
     let mut b = cameleon::Net::builder(format!("fan-in-{k}"));
-    b.add("m", Merge::<cameleon::Any>::new(k).expect("arity 2..=26"));
+    b.add(
+        "m",
+        Merge::<cameleon::types::Any>::new(k).expect("arity 2..=26"),
+    );
     b.add("out", Sink::new());
     b.connect("m.out_data", "out.in_data");
     for i in 0..k {

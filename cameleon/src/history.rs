@@ -44,13 +44,16 @@ pub(crate) struct Written {
     pub(crate) new_tok: u32,
 }
 
-// The history's size per firing (docs/semantics.md §5 deltas; issue 2 budgets 64 bytes per firing, payloads
-// excluded) rests on these layouts: a node is two indices, a firing three, a written connection
-// three, a token a value pointer plus the logical clock; a node also names its branch.
-static_assertions::assert_eq_size!(Node, [u32; 3]);
-static_assertions::assert_eq_size!(FiringRec, [u32; 3]);
-static_assertions::assert_eq_size!(Written, [u32; 3]);
-static_assertions::assert_eq_size!(crate::connection::Token, [usize; 3]);
+// The history's size per firing (docs/semantics.md §5 deltas; a budget of 64 bytes per firing,
+// payloads excluded) rests on these layouts: a node is two indices, a firing three, a written
+// connection three, a token a value pointer plus the logical clock; a node also names its branch.
+const _: () = {
+    use std::mem::size_of;
+    assert!(size_of::<Node>() == size_of::<[u32; 3]>());
+    assert!(size_of::<FiringRec>() == size_of::<[u32; 3]>());
+    assert!(size_of::<Written>() == size_of::<[u32; 3]>());
+    assert!(size_of::<crate::connection::Token>() == size_of::<[usize; 3]>());
+};
 
 /// Saved internal state of a stateful operator around one firing.
 pub(crate) struct SavedStates {

@@ -6,6 +6,12 @@
 //! it then uses a process-wide multi-threaded runtime, started on first use, with every driver
 //! the build of tokio offers (timers always; I/O when some crate in the program enables tokio's
 //! `net` feature).
+//!
+//! Also the one way a panic of user code is caught ([`catch_panic`], [`CatchPanic`]).
+
+mod panic;
+
+pub use panic::{CatchPanic, Panic, catch_panic};
 
 use std::future::Future;
 use std::sync::OnceLock;

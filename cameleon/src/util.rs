@@ -1,17 +1,10 @@
-//! Small helpers every layer may use: name suggestions for error messages.
+//! Small helpers every layer may use: name suggestions for error messages. Crate-private: the
+//! macros and the CLI have their own (`cameleon-macros/src/suggest.rs`).
 
 /// The candidate closest to `name`, if close enough to be a likely typo: at most one edit per
 /// three characters of `name` (and at least one), where an edit is an insertion, a deletion, a
 /// substitution or a transposition of two adjacent characters (`lable` → `label` is one edit).
-///
-/// ```
-/// use cameleon::util::did_you_mean;
-///
-/// assert_eq!(did_you_mean("out_dat", ["out_data", "in_data"]), Some("out_data"));
-/// assert_eq!(did_you_mean("lable", ["label", "family"]), Some("label"));
-/// assert_eq!(did_you_mean("zzz", ["out_data", "in_data"]), None);
-/// ```
-pub fn did_you_mean<'a>(
+pub(crate) fn did_you_mean<'a>(
     name: &str,
     candidates: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
@@ -26,7 +19,7 @@ pub fn did_you_mean<'a>(
 
 /// The optimal-string-alignment distance (Damerau–Levenshtein without repeated edits of one
 /// substring): insertions, deletions, substitutions and adjacent transpositions each cost 1.
-pub fn edit_distance(a: &str, b: &str) -> usize {
+pub(crate) fn edit_distance(a: &str, b: &str) -> usize {
     let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
     // Three rows: the one two back is needed for transpositions.

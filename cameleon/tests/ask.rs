@@ -2,9 +2,9 @@
 //! an unanswered question stops; an answer of the right type lets it go on; the answer is
 //! recorded, so going back and forward never asks again.
 
+use cameleon::engine::{ProvideError, Waiting};
 use cameleon::prelude::*;
 use cameleon::verify::{Verdict, VerifyOptions, verify};
-use cameleon::{ProvideError, Waiting};
 
 /// `name` asks for a text, a second `ask` (with its question's context) for a yes/no.
 const REVIEW: &str = r#"

@@ -7,8 +7,10 @@ use std::sync::{Arc, Mutex};
 use cameleon::capabilities::{
     Build, CodeSource, ConfigFile, KindConfig, KindError, ProviderKind, Runtime, load_config_str,
 };
-use cameleon::capability::{CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest};
 use cameleon::cm::CmProblemKind;
+use cameleon::operator::capability::{
+    CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest,
+};
 use cameleon::ops::{Sink, Source};
 use cameleon::prelude::*;
 
@@ -66,7 +68,7 @@ impl Run for AskModel {
         let prompt = cx.get(Self::in_prompt)?.0.clone();
         let caps = cx.capabilities();
         let model = caps.chat(&self.model)?;
-        let reply = cameleon::block_on(model.chat(&ChatRequest::prompt(prompt)))
+        let reply = cameleon::runtime::block_on(model.chat(&ChatRequest::prompt(prompt)))
             .map_err(OpError::from_err)?;
         let text = format!("{} (generation {})", reply.text, caps.generation());
         cx.emit(Self::out_text, DataString(text));

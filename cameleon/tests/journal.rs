@@ -6,9 +6,11 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex};
 
+use cameleon::StepError;
+use cameleon::engine::Marking;
 use cameleon::journal::{Durability, Journal, JournalError, RunOptions};
+use cameleon::operator::OpState;
 use cameleon::prelude::*;
-use cameleon::{Marking, OpState, StepError};
 use serde::{Deserialize, Serialize};
 
 // ---------------------------------------------------------------------------------------------

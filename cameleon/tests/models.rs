@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cameleon::capabilities::{CapabilitiesBuilder, CodeSource, Runtime};
-use cameleon::capability::{Capabilities, MemoryItem, ToolManifest};
 use cameleon::models::{FlatMemory, OpenAiChat, OpenAiConfig, OpenAiEmbedder};
+use cameleon::operator::capability::{Capabilities, MemoryItem, ToolManifest};
 use cameleon::ops::ai::ModelCall;
 use cameleon::ops::{Agent, Embed, Index, Llm, LlmJson, Passages, Retrieve, Sink, Source};
 use cameleon::prelude::*;
@@ -731,7 +731,7 @@ fn agent_net(agent: Agent, allow: &[&str]) -> Net {
     b.add("out", Sink::new());
     b.connect("question.out_data", "ask.in_prompt")
         .connect("ask.out_text", "out.in_data");
-    b.tools(cameleon::ToolPolicy::allow(allow.iter().copied()));
+    b.tools(cameleon::net::ToolPolicy::allow(allow.iter().copied()));
     b.build().expect("a valid net")
 }
 
@@ -1058,22 +1058,22 @@ impl Counting {
     }
 }
 
-impl cameleon::capability::Embedder for Counting {
+impl cameleon::operator::capability::Embedder for Counting {
     fn kind(&self) -> &str {
         "counting"
     }
     fn dim(&self) -> usize {
-        cameleon::capability::Embedder::dim(&self.inner)
+        cameleon::operator::capability::Embedder::dim(&self.inner)
     }
     fn embed<'a>(
         &'a self,
         texts: &'a [String],
-    ) -> cameleon::capability::CapFuture<
+    ) -> cameleon::operator::capability::CapFuture<
         'a,
-        Result<Vec<Vec<f32>>, cameleon::capability::CapabilityError>,
+        Result<Vec<Vec<f32>>, cameleon::operator::capability::CapabilityError>,
     > {
         self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        cameleon::capability::Embedder::embed(&self.inner, texts)
+        cameleon::operator::capability::Embedder::embed(&self.inner, texts)
     }
 }
 
@@ -1196,7 +1196,7 @@ fn a_missing_model_names_itself_the_generation_and_where_to_configure_it() {
 #[derive(Debug)]
 struct Echo;
 
-impl cameleon::capability::ChatModel for Echo {
+impl cameleon::operator::capability::ChatModel for Echo {
     fn kind(&self) -> &str {
         "t_echo"
     }
@@ -1205,10 +1205,13 @@ impl cameleon::capability::ChatModel for Echo {
     }
     fn chat<'a>(
         &'a self,
-        r: &'a cameleon::capability::ChatRequest,
-    ) -> cameleon::capability::CapFuture<
+        r: &'a cameleon::operator::capability::ChatRequest,
+    ) -> cameleon::operator::capability::CapFuture<
         'a,
-        Result<cameleon::capability::ChatReply, cameleon::capability::CapabilityError>,
+        Result<
+            cameleon::operator::capability::ChatReply,
+            cameleon::operator::capability::CapabilityError,
+        >,
     > {
         let text = r
             .messages
@@ -1216,7 +1219,7 @@ impl cameleon::capability::ChatModel for Echo {
             .map(|m| m.content.clone())
             .unwrap_or_default();
         Box::pin(async move {
-            Ok(cameleon::capability::ChatReply {
+            Ok(cameleon::operator::capability::ChatReply {
                 text: format!("{{\"n\": 42, \"echo\": {text:?}}}"),
                 ..Default::default()
             })

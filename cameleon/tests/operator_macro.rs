@@ -46,7 +46,7 @@ pub struct Repeat {
 #[derive(Clone, Debug, Default)]
 struct Undo(Arc<AtomicUsize>);
 
-impl cameleon::FromContext for Undo {
+impl cameleon::catalogue::FromContext for Undo {
     fn from_context(_: &BuildContext) -> Self {
         Undo::default()
     }

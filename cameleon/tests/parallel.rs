@@ -7,14 +7,16 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use cameleon::engine::Marking;
+use cameleon::net::ProblemKind;
+use cameleon::operator::OpState;
 use cameleon::ops::{Delay, Fork, Join, Merge, Sink, Source, Transform};
+use cameleon::policy::Policy;
 use cameleon::prelude::*;
-use cameleon::{
-    Catalogue, Event, Marking, OpSettings, OpState, Params, Policy, ProblemKind, Retry,
-};
+use cameleon::{Catalogue, Event, OpSettings, Params, Retry};
 use probe::{Probe, marking_json, trace};
 
-/// The example of the issue: source → fork(8) → 8 delays → join(8) → sink.
+/// A fan-out of eight delays: source → fork(8) → 8 delays → join(8) → sink.
 fn fan_out(ms: u64, mode: Mode) -> Cvm {
     let mut b = Net::builder("fan-out");
     b.add("src", Source::new("payload"));
@@ -605,7 +607,7 @@ impl Operator for CancelsItsRun {
         cx.emit_at(0, DataString("done".into()));
         Ok(())
     }
-    fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> cameleon::OpFuture<'a> {
+    fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> cameleon::operator::OpFuture<'a> {
         Box::pin(async move { self.run(cx) })
     }
 }
@@ -959,7 +961,7 @@ fn spin_beside_a_chain() -> Cvm {
 fn the_loop_limit_stops_a_maximal_step_whose_later_operator_is_at_its_bound() {
     let counts = |cvm: &Cvm| -> Vec<u32> {
         (0..cvm.net().operators().len())
-            .map(|o| cvm.fire_count(cameleon::OpId(o as u32)))
+            .map(|o| cvm.fire_count(cameleon::connection::OpId(o as u32)))
             .collect()
     };
     let limit = EndState::LoopLimit {

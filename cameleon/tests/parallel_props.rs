@@ -12,12 +12,15 @@ mod probe;
 use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
 
+use cameleon::StepError;
+use cameleon::connection::ConnId;
+use cameleon::engine::Marking;
 use cameleon::ops::{
     Accumulator, Barrier, Const, Counter, Fork, Gate, Guard, Join, Merge, Predicate, Sink, Source,
     Test,
 };
+use cameleon::policy::Policy;
 use cameleon::prelude::*;
-use cameleon::{ConnId, Marking, Policy, StepError};
 use probe::{Probe, marking_json, trace};
 use proptest::prelude::*;
 use test_support::Rng;

@@ -55,7 +55,7 @@ fn every_sequential_run_is_a_path_of_the_verifiers_abstraction() {
             .unwrap_or_else(|e| panic!("{}: the run is not a path: {e}", p.display()));
         assert_eq!(trace.end, TraceEnd::Completed, "{}", p.display());
         let engine: Vec<ConnState> = (0..net.connections().len())
-            .map(|c| cvm.conn(cameleon::ConnId(c as u32)).state)
+            .map(|c| cvm.conn(cameleon::connection::ConnId(c as u32)).state)
             .collect();
         let abstraction: Vec<ConnState> = trace.marking.iter().map(|(_, s)| *s).collect();
         assert_eq!(

@@ -216,7 +216,7 @@ fn choices() -> impl Strategy<Value = Vec<(u8, u8, u8)>> {
 
 /// Runs to the end (or to an operator failure, which applies nothing), recording the marking
 /// after every step (index = depth).
-fn forward(cvm: &mut Cvm) -> Vec<cameleon::Marking> {
+fn forward(cvm: &mut Cvm) -> Vec<cameleon::engine::Marking> {
     let mut m = vec![cvm.marking()];
     while let Ok(Step::Fired { .. }) = cvm.step() {
         m.push(cvm.marking());

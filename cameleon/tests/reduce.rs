@@ -8,13 +8,14 @@ mod nets;
 
 use std::sync::{Arc, Mutex};
 
+use cameleon::engine::Marking;
 use cameleon::ops::{Fork, Guard, Merge, Sink, Source, Test, Transform};
 use cameleon::prelude::*;
 use cameleon::verify::{
     NOT_CHECKED_UNDER_REDUCTION, Reduction, Report, TraceEnd, Verdict, VerifyOptions, follow,
     verify,
 };
-use cameleon::{BuildContext, Catalogue, InputSet, Marking, Params, StepError};
+use cameleon::{BuildContext, Catalogue, InputSet, Params, StepError};
 use nets::*;
 use proptest::prelude::*;
 use serde_json::json;

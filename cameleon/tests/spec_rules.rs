@@ -5,9 +5,12 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use cameleon::StepError;
+use cameleon::engine::StuckReason;
+use cameleon::net::ProblemKind;
+use cameleon::operator::OpState;
 use cameleon::ops::*;
 use cameleon::prelude::*;
-use cameleon::{OpState, ProblemKind, StepError, StuckReason};
 use common::*;
 use serde_json::json;
 
@@ -646,7 +649,7 @@ fn back_restores_the_marking_bit_for_bit() {
             cvm.depth()
         );
     }
-    assert_eq!(cvm.back(), Err(cameleon::BackError::AtStart));
+    assert_eq!(cvm.back(), Err(cameleon::engine::BackError::AtStart));
 }
 
 #[test]
@@ -788,7 +791,7 @@ fn a_failing_refire_keeps_the_recorded_future() {
         // `refire`, then `refire_async`: each fails (calls #2, #3) and keeps the future.
         for (n, asynchronous) in [(2, false), (3, true)] {
             let result = if asynchronous {
-                cameleon::block_on(cvm.refire_async())
+                cameleon::runtime::block_on(cvm.refire_async())
             } else {
                 cvm.refire()
             };
@@ -894,7 +897,7 @@ fn a_recorded_step_whose_operator_is_no_longer_enabled_is_not_replayed() {
     assert_eq!(received(&cvm, "out"), [json!("0 left")]);
     assert_eq!(cvm.branches().len(), 2);
     match cvm.checkout(first) {
-        Err(cameleon::CheckoutError::Step(StepError::ReplayDiverged { step: 2, op })) => {
+        Err(cameleon::engine::CheckoutError::Step(StepError::ReplayDiverged { step: 2, op })) => {
             assert_eq!(op, "quota")
         }
         other => panic!("expected ReplayDiverged, got {other:?}"),
@@ -914,7 +917,7 @@ fn checking_out_a_branch_this_history_does_not_have_is_refused() {
     cvm.step().unwrap();
     let before = cvm.marking();
     match cvm.checkout(foreign) {
-        Err(e @ cameleon::CheckoutError::UnknownBranch(id)) => {
+        Err(e @ cameleon::engine::CheckoutError::UnknownBranch(id)) => {
             assert_eq!(id, foreign);
             assert!(e.to_string().starts_with("no branch "), "{e}");
         }

@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
-use cameleon::PortSpec;
 use cameleon::cm::{CmProblemKind, Loader};
+use cameleon::operator::PortSpec;
 use cameleon::ops::{Map, Subnet, inner_runs};
 use cameleon::prelude::*;
 use serde_json::json;
@@ -119,7 +119,7 @@ connections:
     let p = &e.problems()[0];
     assert_eq!(
         p.kind,
-        CmProblemKind::Net(cameleon::ProblemKind::TypeMismatch)
+        CmProblemKind::Net(cameleon::net::ProblemKind::TypeMismatch)
     );
     assert_eq!((p.line, p.column), (7, 6), "at the connection");
     assert!(

@@ -8,11 +8,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use cameleon::capabilities::Runtime;
-use cameleon::capability::{CapFuture, ToolCall, ToolStatus};
+use cameleon::net::ToolPolicy;
+use cameleon::operator::capability::{CapFuture, ToolCall, ToolStatus};
 use cameleon::ops::{CallTool, Const, Sink};
 use cameleon::prelude::*;
+use cameleon::tool;
 use cameleon::tools::{Approval, Approver, ToolGate, ToolRegistry};
-use cameleon::{ToolPolicy, tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value as Json, json};
@@ -146,7 +147,8 @@ fn a_tool_not_listed_is_denied_and_never_runs() {
     assert_eq!(r.status, ToolStatus::Denied);
     assert_eq!(runs("not-listed"), 0);
     // The async entry point applies the same policy.
-    let r = cameleon::block_on(gate(&["calc"]).call(call("test_async", "not-listed-async")));
+    let r =
+        cameleon::runtime::block_on(gate(&["calc"]).call(call("test_async", "not-listed-async")));
     assert_eq!(r.status, ToolStatus::Denied);
     assert_eq!(runs("not-listed-async"), 0);
 }
@@ -225,6 +227,7 @@ fn cli_style_gate_allows_the_named_tool_alone() {
 // Bad input
 
 #[test]
+#[cfg(feature = "json-schema")]
 fn arguments_that_do_not_fit_the_schema_are_an_error_naming_the_schema_path() {
     let g = gate(&["test_count", "calc"]);
     let r = g.call_blocking(ToolCall::new("test_count", json!({"key": 7})));
@@ -244,6 +247,22 @@ fn arguments_that_do_not_fit_the_schema_are_an_error_naming_the_schema_path() {
             .contains("missing required property \"expr\"")
     );
     assert_eq!(r.meta.attempts, 0);
+}
+
+/// Without the `json-schema` feature the gate checks no schema: a `#[tool]` still refuses
+/// what it cannot read into its arguments, before running.
+#[test]
+#[cfg(not(feature = "json-schema"))]
+fn without_json_schema_a_tool_refuses_arguments_it_cannot_read() {
+    let g = gate(&["test_count", "calc"]);
+    let r = g.call_blocking(ToolCall::new("test_count", json!({"key": 7})));
+    assert_eq!(r.status, ToolStatus::Error);
+    let e = r.error.unwrap();
+    assert!(e.contains("invalid arguments for `test_count`"), "{e}");
+    assert_eq!(runs("7"), 0, "the tool did not run");
+    let r = g.call_blocking(ToolCall::new("calc", json!({})));
+    let e = r.error.unwrap();
+    assert!(e.contains("missing field `expr`"), "{e}");
 }
 
 #[test]
@@ -282,7 +301,7 @@ fn an_async_tool_runs_through_both_entry_points() {
         g.call_blocking(call("test_async", "a1")).content,
         json!("async a1")
     );
-    let r = cameleon::block_on(g.call(call("test_async", "a2")));
+    let r = cameleon::runtime::block_on(g.call(call("test_async", "a2")));
     assert_eq!(r.content, json!("async a2"));
     assert_eq!((runs("a1"), runs("a2")), (1, 1));
 }
@@ -655,6 +674,7 @@ fn each_call_is_asked_for_and_an_answer_serves_one_firing() {
 }
 
 #[test]
+#[cfg(feature = "journal")]
 fn a_journaled_run_waits_for_the_approval_and_resumes_with_it() {
     use cameleon::journal::{Journal, RunOptions};
     let dir = test_support::TempDir::new("tools-approve-journal");

@@ -441,7 +441,7 @@ fn the_xor_split_and_join_deadlock_witness_deadlocks_the_engine() {
             assert_eq!(stuck.len(), 1, "{stuck:?}");
             assert_eq!(stuck[0].op, "both");
             assert_eq!(stuck[0].input.as_deref(), Some("in_b"));
-            assert_eq!(stuck[0].reason, cameleon::StuckReason::Empty);
+            assert_eq!(stuck[0].reason, cameleon::engine::StuckReason::Empty);
         }
         other => panic!("{other:?}"),
     }

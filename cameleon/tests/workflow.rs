@@ -2,9 +2,11 @@
 //! named after the rule: in the engine (sequential and parallel), under `back` and replay, and
 //! in the verifier.
 
+use cameleon::InputSet;
+use cameleon::net::ProblemKind;
+use cameleon::operator::FiniteControl;
 use cameleon::prelude::*;
 use cameleon::verify::{Verdict, VerifyOptions, verify};
-use cameleon::{FiniteControl, InputSet, ProblemKind};
 use serde_json::json;
 
 fn net(text: &str) -> Net {

@@ -1,34 +1,32 @@
-//! The HTTP side of `serve`: the page, the JSON API, the event stream, and the checks every
-//! request goes through (token, JSON content type).
+//! The HTTP side of `serve`: the routes, and a handler per route — a small async function of
+//! extractors that returns a view or an [`ApiError`]. What every request goes through (the
+//! token, the content type of a POST, the response headers) is a layer of [`router`], not code
+//! in the handlers.
 
-use std::convert::Infallible;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use axum::Router;
-use axum::body::Bytes;
-use axum::extract::rejection::JsonRejection;
-use axum::extract::{Path, Query, Request, State};
-use axum::http::{HeaderValue, Method, StatusCode, header};
-use axum::middleware::{self, Next};
-use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::extract::{Path, Request, State};
+use axum::http::{HeaderName, HeaderValue, header};
+use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use futures_util::stream::{self, Stream};
+use axum::{Json, Router};
 use serde::Deserialize;
-use serde_json::{Value as Json, json};
-use tokio::sync::broadcast::error::RecvError;
+use serde_json::Value as JsonValue;
 use tower_http::set_header::SetResponseHeaderLayer;
 
-use super::Shared;
-use super::session::{Refused, Session};
+use super::error::{ApiError, ErrorKind};
+use super::extract::{BodyShape, JsonBody, NoBody, Query};
+use super::session::{Drawing, Session};
+use super::view::{CheckView, HistoryView, SavedView, StateView};
+use super::{FLUSH_MS, Shared, guard, stream};
 
 const PAGE: &str = include_str!("page.html");
 const SCRIPT: &str = include_str!("page.js");
 const STYLE: &str = include_str!("page.css");
 
-/// Steps a run does per hold of the engine's lock, between checks of Pause.
+/// Steps a run does per batch, between looks at the clock.
 const RUN_BATCH: usize = 200;
 /// Longest a run holds the engine's lock at once.
 const RUN_SLICE: Duration = Duration::from_millis(15);
@@ -36,7 +34,8 @@ const RUN_SLICE: Duration = Duration::from_millis(15);
 /// What every handler gets: the shared session and channels.
 type App = Arc<Shared>;
 
-/// Every route of the server.
+/// Every route of the server, under the layers every request goes through (the outermost
+/// first: response headers, the token, the content type of a POST).
 pub(crate) fn router(shared: App) -> Router {
     Router::new()
         .route("/", get(page))
@@ -46,7 +45,7 @@ pub(crate) fn router(shared: App) -> Router {
         .route("/api/svg", get(svg))
         .route("/api/history", get(history))
         .route("/api/source", get(source))
-        .route("/api/events", get(events))
+        .route("/api/events", get(stream::events))
         .route("/api/step", post(step))
         .route("/api/back", post(back))
         .route("/api/run", post(run))
@@ -58,9 +57,10 @@ pub(crate) fn router(shared: App) -> Router {
         .route("/api/check", post(check))
         .route("/api/save", post(save))
         .fallback(not_found)
+        .layer(middleware::from_fn(guard::require_json_post))
         .layer(middleware::from_fn_with_state(
             Arc::clone(&shared),
-            guard,
+            guard::require_token,
         ))
         .layer(SetResponseHeaderLayer::overriding(
             header::X_CONTENT_TYPE_OPTIONS,
@@ -75,78 +75,9 @@ pub(crate) fn router(shared: App) -> Router {
         .with_state(shared)
 }
 
-/// A JSON error: `{"error": message}` with `status`.
-fn error(status: StatusCode, message: impl Into<String>) -> Response {
-    (status, axum::Json(json!({"error": message.into()}))).into_response()
-}
-
-fn refused(r: Refused) -> Response {
-    error(
-        StatusCode::from_u16(r.status).unwrap_or(StatusCode::BAD_REQUEST),
-        r.message,
-    )
-}
-
-/// Equal, in time that depends only on the lengths: the token check must not tell how much of
-/// a guess was right.
-fn same_secret(a: &[u8], b: &[u8]) -> bool {
-    if a.len() != b.len() {
-        return false;
-    }
-    a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// The token a request carries: `Authorization: Bearer T`, else `?token=T`.
-fn token_of(req: &Request) -> Option<String> {
-    if let Some(v) = req.headers().get(header::AUTHORIZATION)
-        && let Ok(v) = v.to_str()
-        && let Some(t) = v.strip_prefix("Bearer ")
-    {
-        return Some(t.trim().to_owned());
-    }
-    req.uri().query().and_then(|q| {
-        q.split('&')
-            .filter_map(|kv| kv.split_once('='))
-            .find(|(k, _)| *k == "token")
-            .map(|(_, v)| v.to_owned())
-    })
-}
-
-/// Checks every request: the token (when the server has one), and that a POST says its body
-/// is JSON.
-async fn guard(State(s): State<App>, req: Request, next: Next) -> Response {
-    if let Some(expected) = &s.token {
-        let ok = token_of(&req).is_some_and(|t| same_secret(t.as_bytes(), expected.as_bytes()));
-        if !ok {
-            return error(
-                StatusCode::UNAUTHORIZED,
-                "missing or wrong token: send `Authorization: Bearer T`, or open the page with `?token=T`",
-            );
-        }
-    }
-    if req.method() == Method::POST {
-        let json = req
-            .headers()
-            .get(header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.split(';')
-                    .next()
-                    .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-            });
-        if !json {
-            return error(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "POST requests must send `Content-Type: application/json`",
-            );
-        }
-    }
-    next.run(req).await
-}
-
-async fn not_found(req: Request) -> Response {
-    error(
-        StatusCode::NOT_FOUND,
+async fn not_found(req: Request) -> ApiError {
+    ApiError::new(
+        ErrorKind::NotFound,
         format!("no route {} {}", req.method(), req.uri().path()),
     )
 }
@@ -174,157 +105,72 @@ async fn style() -> Response {
     text("text/css; charset=utf-8", STYLE)
 }
 
-async fn state(State(s): State<App>) -> Response {
-    axum::Json(s.lock().state_json()).into_response()
+async fn state(State(s): State<App>) -> Json<StateView> {
+    Json(s.lock().state())
 }
 
-async fn svg(State(s): State<App>) -> Response {
-    let session = s.lock();
-    match session.cvm.as_ref() {
-        Some(cvm) => (
-            [(header::CONTENT_TYPE, "image/svg+xml")],
-            cameleon::export::svg(cvm.net()),
-        )
-            .into_response(),
+async fn svg(State(s): State<App>) -> Result<Response, ApiError> {
+    let svg = (header::CONTENT_TYPE, "image/svg+xml");
+    match s.lock().drawing() {
+        Some(Drawing::Net(drawing)) => Ok(([svg], drawing).into_response()),
         // Not a valid net yet: what could be read of it, marked as a sketch.
-        None => match session.sketch() {
-            Some(svg) => (
-                [
-                    (header::CONTENT_TYPE, "image/svg+xml"),
-                    (header::HeaderName::from_static("x-cameleon-sketch"), "1"),
-                ],
-                svg,
-            )
-                .into_response(),
-            None => error(
-                StatusCode::CONFLICT,
-                "the served file is not readable as a net: there is nothing to draw yet",
-            ),
-        },
+        Some(Drawing::Sketch(drawing)) => Ok((
+            [svg, (HeaderName::from_static("x-cameleon-sketch"), "1")],
+            drawing,
+        )
+            .into_response()),
+        None => Err(ApiError::conflict(
+            "the served file is not readable as a net: there is nothing to draw yet",
+        )),
     }
 }
 
+/// The query of `GET /api/history`.
 #[derive(Deserialize)]
 struct HistoryQuery {
     limit: Option<usize>,
 }
 
-async fn history(
-    State(s): State<App>,
-    q: Result<Query<HistoryQuery>, axum::extract::rejection::QueryRejection>,
-) -> Response {
-    let limit = match q {
-        Ok(Query(q)) => q.limit.unwrap_or(500),
-        Err(e) => return error(StatusCode::BAD_REQUEST, e.body_text()),
-    };
-    axum::Json(s.lock().history_json(limit)).into_response()
+async fn history(State(s): State<App>, Query(q): Query<HistoryQuery>) -> Json<HistoryView> {
+    Json(s.lock().history(q.limit.unwrap_or(500)))
 }
 
 async fn source(State(s): State<App>) -> Response {
-    let session = s.lock();
-    axum::Json(json!({
-        "file": session.path.display().to_string(),
-        "text": session.text,
-        "problems": session.problems,
-    }))
-    .into_response()
-}
-
-/// The event stream: every message the flusher sends, to every subscriber; a subscriber that
-/// falls behind skips to the next state.
-async fn events(State(s): State<App>) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
-    let rx = s.tx.subscribe();
-    s.dirty.store(true, Ordering::SeqCst); // a new subscriber gets the state at the next flush
-    let stream = stream::unfold(rx, |mut rx| async move {
-        loop {
-            match rx.recv().await {
-                Ok(batch) => {
-                    let items: Vec<Result<SseEvent, Infallible>> = batch
-                        .iter()
-                        .map(|m| {
-                            let e = SseEvent::default().data(m.data.clone());
-                            Ok(match m.name {
-                                Some(n) => e.event(n),
-                                None => e,
-                            })
-                        })
-                        .collect();
-                    return Some((stream::iter(items), rx));
-                }
-                Err(RecvError::Lagged(_)) => continue,
-                Err(RecvError::Closed) => return None,
-            }
-        }
-    });
-    use futures_util::StreamExt as _;
-    Sse::new(stream.flatten()).keep_alive(KeepAlive::default())
+    Json(s.lock().source()).into_response()
 }
 
 /// Runs `f` on the session in tokio's blocking pool (an operator may take its time), then
 /// answers with the new state.
 async fn with_session(
     s: App,
-    f: impl FnOnce(&mut Session) -> Result<(), Refused> + Send + 'static,
-) -> Response {
-    let shared = Arc::clone(&s);
-    let r = tokio::task::spawn_blocking(move || {
+    f: impl FnOnce(&mut Session) -> Result<(), ApiError> + Send + 'static,
+) -> Result<Json<StateView>, ApiError> {
+    s.blocking(move |shared| {
         let mut session = shared.lock();
         let r = f(&mut session);
-        shared.dirty.store(true, Ordering::SeqCst);
-        r.map(|()| session.state_json())
+        shared.mark_dirty();
+        r.map(|()| Json(session.state()))
     })
-    .await;
-    match r {
-        Ok(Ok(state)) => axum::Json(state).into_response(),
-        Ok(Err(refusal)) => refused(refusal),
-        Err(e) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the engine task failed: {e}"),
-        ),
-    }
+    .await?
 }
 
-/// The body of a POST that takes no arguments: empty, or any JSON value (`{}`); anything
-/// else is a malformed request.
-fn no_body(body: &Bytes) -> Option<Response> {
-    if body.iter().all(u8::is_ascii_whitespace) || serde_json::from_slice::<Json>(body).is_ok() {
-        return None;
-    }
-    Some(error(
-        StatusCode::BAD_REQUEST,
-        "malformed request: the body is not JSON; send no body, or `{}`",
-    ))
-}
-
-async fn step(State(s): State<App>, body: Bytes) -> Response {
-    if let Some(e) = no_body(&body) {
-        return e;
-    }
+async fn step(State(s): State<App>, _: NoBody) -> Result<Json<StateView>, ApiError> {
     with_session(s, Session::step).await
 }
 
-async fn back(State(s): State<App>, body: Bytes) -> Response {
-    if let Some(e) = no_body(&body) {
-        return e;
-    }
+async fn back(State(s): State<App>, _: NoBody) -> Result<Json<StateView>, ApiError> {
     with_session(s, Session::back).await
 }
 
-async fn refire(State(s): State<App>, body: Bytes) -> Response {
-    if let Some(e) = no_body(&body) {
-        return e;
-    }
+async fn refire(State(s): State<App>, _: NoBody) -> Result<Json<StateView>, ApiError> {
     with_session(s, Session::refire).await
 }
 
-async fn reset(State(s): State<App>, body: Bytes) -> Response {
-    if let Some(e) = no_body(&body) {
-        return e;
-    }
-    s.pause.store(true, Ordering::SeqCst);
+async fn reset(State(s): State<App>, _: NoBody) -> Result<Json<StateView>, ApiError> {
+    s.lock().pause();
     // Wait for a run in progress to see the pause.
     for _ in 0..200 {
-        if !s.lock().running {
+        if !s.lock().is_running() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -332,56 +178,28 @@ async fn reset(State(s): State<App>, body: Bytes) -> Response {
     with_session(s, Session::reset).await
 }
 
-async fn pause(State(s): State<App>, body: Bytes) -> Response {
-    if let Some(e) = no_body(&body) {
-        return e;
-    }
-    s.pause.store(true, Ordering::SeqCst);
-    axum::Json(s.lock().state_json()).into_response()
+async fn pause(State(s): State<App>, _: NoBody) -> Json<StateView> {
+    let mut session = s.lock();
+    session.pause();
+    Json(session.state())
 }
 
 /// Runs to an end state (or until Pause), in slices so the page and other requests get the
 /// engine between them; answers with the state where it stopped.
-async fn run(State(s): State<App>, body: Bytes) -> Response {
-    if let Some(e) = no_body(&body) {
-        return e;
-    }
-    {
-        let mut session = s.lock();
-        if session.running {
-            return error(StatusCode::CONFLICT, "a run is already in progress");
-        }
-        if session.cvm.is_none() {
-            return error(
-                StatusCode::CONFLICT,
-                "the served file is not a valid net: fix it in the Code view",
-            );
-        }
-        session.running = true;
-        session.touch();
-    }
-    s.pause.store(false, Ordering::SeqCst);
-    s.dirty.store(true, Ordering::SeqCst);
-    let shared = Arc::clone(&s);
-    let r = tokio::task::spawn_blocking(move || {
+async fn run(State(s): State<App>, _: NoBody) -> Result<Json<StateView>, ApiError> {
+    s.lock().start_run()?;
+    s.mark_dirty();
+    s.blocking(|shared| {
+        let _driver = RunDriver(shared);
         let mut flushed = Instant::now();
-        let outcome = loop {
+        loop {
             let mut session = shared.lock();
-            let started = Instant::now();
-            let mut stop = Ok(false);
-            while started.elapsed() < RUN_SLICE {
-                stop = session.run_some(RUN_BATCH);
-                if !matches!(stop, Ok(false)) {
-                    break;
-                }
+            let over = session.run_slice(RUN_SLICE, RUN_BATCH);
+            if !matches!(over, Ok(false)) {
+                shared.mark_dirty();
+                return over.map(|_| Json(session.state()));
             }
-            match stop {
-                Ok(true) => break Ok(()),
-                Err(e) => break Err(e),
-                Ok(false) if shared.pause.load(Ordering::SeqCst) => break Ok(()),
-                Ok(false) => {}
-            }
-            if flushed.elapsed() >= Duration::from_millis(super::FLUSH_MS) {
+            if flushed.elapsed() >= Duration::from_millis(FLUSH_MS) {
                 shared.flush_with(&session);
                 flushed = Instant::now();
             }
@@ -389,24 +207,22 @@ async fn run(State(s): State<App>, body: Bytes) -> Response {
             // Let the page's requests and the flusher have the engine between slices (a
             // mutex is not fair: without a pause the run would take it straight back).
             std::thread::sleep(Duration::from_millis(1));
-        };
-        let mut session = shared.lock();
-        session.running = false;
-        session.touch();
-        shared.dirty.store(true, Ordering::SeqCst);
-        outcome.map(|()| session.state_json())
+        }
     })
-    .await;
-    match r {
-        Ok(Ok(state)) => axum::Json(state).into_response(),
-        Ok(Err(refusal)) => refused(refusal),
-        Err(e) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("the run failed: {e}"),
-        ),
+    .await?
+}
+
+/// Ends the run when its driver stops by any way — a panic included, so the session never
+/// stays "running" with nobody driving it.
+struct RunDriver<'a>(&'a Shared);
+
+impl Drop for RunDriver<'_> {
+    fn drop(&mut self) {
+        self.0.lock().end_run();
     }
 }
 
+/// The body of `POST /api/goto`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Goto {
@@ -414,106 +230,75 @@ struct Goto {
     step: Option<usize>,
 }
 
-async fn goto(State(s): State<App>, body: Result<axum::Json<Goto>, JsonRejection>) -> Response {
-    let g = match body {
-        Ok(axum::Json(g)) => g,
-        Err(e) => return bad_json(&e, "{\"step\": N} or {\"branch\": I, \"step\": N}"),
-    };
+impl BodyShape for Goto {
+    const SHAPE: &'static str = "{\"step\": N} or {\"branch\": I, \"step\": N}";
+}
+
+async fn goto(
+    State(s): State<App>,
+    JsonBody(g): JsonBody<Goto>,
+) -> Result<Json<StateView>, ApiError> {
     with_session(s, move |session| session.goto(g.branch, g.step)).await
 }
 
+/// The body of `POST /api/provide/OP`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Provide {
-    value: Json,
+    value: JsonValue,
+}
+
+impl BodyShape for Provide {
+    const SHAPE: &'static str = "{\"value\": …}";
 }
 
 async fn provide(
     State(s): State<App>,
     Path(op): Path<String>,
-    body: Result<axum::Json<Provide>, JsonRejection>,
-) -> Response {
-    let p = match body {
-        Ok(axum::Json(p)) => p,
-        Err(e) => return bad_json(&e, "{\"value\": …}"),
-    };
+    JsonBody(p): JsonBody<Provide>,
+) -> Result<Json<StateView>, ApiError> {
     with_session(s, move |session| session.provide(&op, p.value)).await
 }
 
+/// The body of `POST /api/check` and `POST /api/save`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct Text {
     text: String,
 }
 
-async fn check(State(s): State<App>, body: Result<axum::Json<Text>, JsonRejection>) -> Response {
-    let t = match body {
-        Ok(axum::Json(t)) => t,
-        Err(e) => return bad_json(&e, "{\"text\": \"…\"}"),
-    };
-    let shared = Arc::clone(&s);
-    let problems = tokio::task::spawn_blocking(move || {
-        // Checking reads the catalogue and the file's folder only, not the engine.
-        let session = shared.lock();
-        session.check(&t.text)
-    })
-    .await
-    .unwrap_or_default();
-    axum::Json(json!({"valid": problems.is_empty(), "problems": problems})).into_response()
+impl BodyShape for Text {
+    const SHAPE: &'static str = "{\"text\": \"…\"}";
 }
 
-async fn save(State(s): State<App>, body: Result<axum::Json<Text>, JsonRejection>) -> Response {
-    let t = match body {
-        Ok(axum::Json(t)) => t,
-        Err(e) => return bad_json(&e, "{\"text\": \"…\"}"),
-    };
-    {
-        if s.lock().running {
-            return error(StatusCode::CONFLICT, "a run is in progress: pause it first");
-        }
-    }
-    let shared = Arc::clone(&s);
-    let r = tokio::task::spawn_blocking(move || {
+async fn check(
+    State(s): State<App>,
+    JsonBody(t): JsonBody<Text>,
+) -> Result<Json<CheckView>, ApiError> {
+    // Checking reads the catalogue and the file's folder only, not the engine.
+    let problems = s
+        .blocking(move |shared| shared.lock().check(&t.text))
+        .await?;
+    Ok(Json(CheckView {
+        valid: problems.is_empty(),
+        problems,
+    }))
+}
+
+async fn save(
+    State(s): State<App>,
+    JsonBody(t): JsonBody<Text>,
+) -> Result<Json<SavedView>, ApiError> {
+    s.blocking(move |shared| {
         let mut session = shared.lock();
-        let r = session.save(&t.text);
-        shared.dirty.store(true, Ordering::SeqCst);
-        r.map(|text| json!({"saved": true, "text": text, "state": session.state_json()}))
+        let saved = session.save(&t.text);
+        shared.mark_dirty();
+        let text = saved?;
+        Ok(Json(SavedView {
+            saved: true,
+            text,
+            state: session.state(),
+        }))
     })
-    .await;
-    match r {
-        Ok(Ok(v)) => axum::Json(v).into_response(),
-        Ok(Err((refusal, problems))) => (
-            StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::BAD_REQUEST),
-            axum::Json(json!({"error": refusal.message, "problems": problems})),
-        )
-            .into_response(),
-        Err(e) => error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("saving failed: {e}"),
-        ),
-    }
-}
-
-/// A 400 for a body that is not the JSON expected, saying what is.
-fn bad_json(e: &JsonRejection, expected: &str) -> Response {
-    error(
-        StatusCode::BAD_REQUEST,
-        format!(
-            "malformed request: {}; expected a JSON body {expected}",
-            e.body_text()
-        ),
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::same_secret;
-
-    #[test]
-    fn secrets_compare_equal_only_when_equal() {
-        assert!(same_secret(b"s3cret", b"s3cret"));
-        assert!(!same_secret(b"s3cret", b"s3cres"));
-        assert!(!same_secret(b"s3cret", b"s3cre"));
-        assert!(!same_secret(b"", b"x"));
-    }
+    .await?
 }

@@ -15,8 +15,25 @@
 //! application/json` (a cross-site form cannot), and a malformed request gets a 400 with a JSON
 //! error. The only file written is the served `.cm` (Save).
 
+//!
+//! | file | holds |
+//! |---|---|
+//! | `mod.rs` | the arguments, what the handlers share, starting and stopping the server |
+//! | `api.rs` | the routes, their layers, a handler per route |
+//! | `guard.rs` | the layers every request goes through: the token, a JSON content type on POSTs |
+//! | `extract.rs` | the extractors: a JSON body of a known shape, an empty body, a query |
+//! | `error.rs` | `ApiError`: every refusal, and the one mapping of its kinds to HTTP statuses |
+//! | `view.rs` | every JSON shape the page reads (the contract with `page.js`) |
+//! | `stream.rs` | the event stream and the flusher's batches |
+//! | `session/` | the served file and its engine: load, check, save, the buttons, a run in progress |
+
 mod api;
+mod error;
+mod extract;
+mod guard;
 mod session;
+mod stream;
+mod view;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -28,7 +45,9 @@ use clap::Args;
 use tokio::sync::broadcast;
 
 use super::{Io, exit};
-pub(crate) use session::{Outbox, Session};
+use error::ApiError;
+use session::{Outbox, Session};
+use stream::Message;
 
 /// How often engine events and the state go out to the page, in milliseconds.
 pub const FLUSH_MS: u64 = 40;
@@ -65,26 +84,16 @@ pub struct ServeArgs {
     pub allow_outside: bool,
 }
 
-/// One message of the event stream: an engine event (unnamed SSE event, its JSON) or the
-/// state (`event: state`).
-#[derive(Clone, Debug)]
-pub(crate) struct Message {
-    pub(crate) name: Option<&'static str>,
-    pub(crate) data: String,
-}
-
 /// What the handlers share.
 pub(crate) struct Shared {
-    pub(crate) session: Mutex<Session>,
-    pub(crate) outbox: Outbox,
-    pub(crate) tx: broadcast::Sender<Arc<Vec<Message>>>,
-    /// Set by Pause; a run checks it between batches.
-    pub(crate) pause: AtomicBool,
+    session: Mutex<Session>,
+    outbox: Outbox,
+    tx: broadcast::Sender<Arc<Vec<Message>>>,
     /// Something changed since the last flush: send the state.
-    pub(crate) dirty: AtomicBool,
-    pub(crate) token: Option<String>,
+    dirty: AtomicBool,
+    token: Option<String>,
     /// Messages sent so far (for tests and the page's counters).
-    pub(crate) sent: AtomicU64,
+    sent: AtomicU64,
 }
 
 impl Shared {
@@ -92,59 +101,22 @@ impl Shared {
         self.session.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Sends what happened since the last flush: the engine events, then the state.
-    pub(crate) fn flush(&self) {
-        if self.outbox_empty() && !self.dirty.load(Ordering::SeqCst) {
-            return;
-        }
-        let session = self.lock();
-        self.flush_with(&session);
+    /// Something changed: the next flush sends the state.
+    pub(crate) fn mark_dirty(&self) {
+        self.dirty.store(true, Ordering::SeqCst);
     }
 
-    fn outbox_empty(&self) -> bool {
-        self.outbox
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_empty()
+    /// Runs `f` in tokio's blocking pool (the engine may take its time: an operator runs
+    /// there, not on the server's async workers). `Err`: the task died.
+    pub(crate) async fn blocking<T: Send + 'static>(
+        self: &Arc<Self>,
+        f: impl FnOnce(&Shared) -> T + Send + 'static,
+    ) -> Result<T, ApiError> {
+        let shared = Arc::clone(self);
+        tokio::task::spawn_blocking(move || f(&shared))
+            .await
+            .map_err(|e| ApiError::internal(format!("the engine task failed: {e}")))
     }
-
-    /// [`flush`](Self::flush) with the session already locked (a run flushes between its
-    /// slices: it holds the engine, so nobody else could).
-    pub(crate) fn flush_with(&self, session: &Session) {
-        let events =
-            std::mem::take(&mut *self.outbox.lock().unwrap_or_else(PoisonError::into_inner));
-        self.dirty.store(false, Ordering::SeqCst);
-        let skipped = events.len().saturating_sub(MAX_EVENTS_PER_FLUSH);
-        let mut batch: Vec<Message> = Vec::with_capacity(events.len() - skipped + 2);
-        if skipped > 0 {
-            batch.push(Message {
-                name: None,
-                data: serde_json::json!({"event": "coalesced", "skipped": skipped}).to_string(),
-            });
-        }
-        batch.extend(events[skipped..].iter().map(|e| Message {
-            name: None,
-            data: serde_json::to_string(e).unwrap_or_default(),
-        }));
-        let mut state = session.state_json();
-        if let serde_json::Value::Object(m) = &mut state {
-            // When the state left the server, for the page's event-to-screen latency.
-            m.insert("sent_ms".into(), serde_json::json!(now_ms()));
-        }
-        batch.push(Message {
-            name: Some("state"),
-            data: state.to_string(),
-        });
-        self.sent.fetch_add(batch.len() as u64, Ordering::Relaxed);
-        let _ = self.tx.send(Arc::new(batch)); // nobody listening is fine
-    }
-}
-
-/// Milliseconds since the Unix epoch (an annotation for latency, never in a trace).
-pub(crate) fn now_ms() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 /// Runs `cameleon serve` until the process is interrupted.
@@ -181,17 +153,17 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             return Ok(exit::INVALID);
         }
     };
-    if let Some(id) = &session.run_id {
+    if let Some(id) = session.run_id() {
         // As `run --journal`: the id `resume` takes.
         writeln!(io.stderr, "run {id}")?;
         io.stderr.flush()?;
     }
-    if !session.problems.is_empty() {
+    if !session.problems().is_empty() {
         writeln!(
             io.stderr,
             "note: `{}` is not a valid net ({} problem(s)); the page opens on the Code view",
             a.file.display(),
-            session.problems.len()
+            session.problems().len()
         )?;
     }
     let (tx, _) = broadcast::channel(1024);
@@ -199,7 +171,6 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         session: Mutex::new(session),
         outbox,
         tx,
-        pause: AtomicBool::new(false),
         dirty: AtomicBool::new(true),
         token: a.token.clone().filter(|t| !t.is_empty()),
         sent: AtomicU64::new(0),

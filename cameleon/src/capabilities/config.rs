@@ -85,11 +85,7 @@ fn read_file(path: &Path) -> Result<(String, String, PathBuf), CmError> {
         )));
     }
     let text = String::from_utf8(bytes).map_err(|_| one("the file is not UTF-8 text".into()))?;
-    let base = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
-    Ok((name, text, base))
+    Ok((name, text, crate::cm::folder_of(path)))
 }
 
 /// Reads capabilities text (named `name` in messages) into a fresh builder and reports its

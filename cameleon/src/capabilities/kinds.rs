@@ -163,7 +163,7 @@ inventory::collect!(ProviderKind);
 /// ```
 /// use std::sync::Arc;
 /// use cameleon::capabilities::{Build, KindConfig, KindError, ProviderKind};
-/// use cameleon::capability::{CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest};
+/// use cameleon::operator::capability::{CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest};
 ///
 /// /// Answers every prompt with its own text.
 /// #[derive(Debug)]

@@ -31,7 +31,7 @@
 //! b.add("calc", CallTool::new("calc"));
 //! b.add("out", Sink::new());
 //! b.connect("args.out_data", "calc.in_args").connect("calc.out_result", "out.in_data");
-//! b.tools(cameleon::ToolPolicy::allow(["calc"]));
+//! b.tools(cameleon::net::ToolPolicy::allow(["calc"]));
 //! let mut cvm = rt.cvm(b.build()?, ".").build();   // pins generation 1
 //! rt.reload()?;                                      // generation 2, for later runs
 //! assert_eq!(cvm.run()?, EndState::Completed);

@@ -116,7 +116,7 @@ pub struct NameCheck {
 }
 
 /// Resolves the names `net`'s operators give in their capability params
-/// ([`CapabilityParam`](crate::capability::CapabilityParam): the `std-ai` operators' `model`,
+/// ([`CapabilityParam`](crate::operator::capability::CapabilityParam): the `std-ai` operators' `model`,
 /// `memory`, `tools`) against `names`, and checks that an operator calling tools (a `tool`
 /// operator, an `agent`) has them allowed by the net's `tools:` key. `text` is the `.cm` text
 /// `net` was loaded from, named `file` in messages: each problem is located at the param's

@@ -1,20 +1,21 @@
 //! The built-in provider kinds (the `models` module's providers): chat `extractive` and
 //! `openai`, embedders `hash` and `openai`, memory `flat`. The offline ones are the defaults:
 //! with nothing configured, `default` chat is `extractive`, `default` embedder is `hash` and
-//! `default` memory is `flat`.
+//! `default` memory is `flat`. Without the `openai` feature the `openai` kinds are still known,
+//! and refused with a message naming the feature.
 
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 
 use super::kinds::{Build, KindConfig, KindError, ProviderKind};
-use crate::models::{
-    Extractive, ExtractiveConfig, FlatMemory, HashConfig, HashEmbedder, OpenAiChat, OpenAiConfig,
-    OpenAiEmbedder, StructuredOutput,
-};
+use crate::models::{Extractive, ExtractiveConfig, FlatMemory, HashConfig, HashEmbedder};
+#[cfg(feature = "openai")]
+use crate::models::{OpenAiChat, OpenAiConfig, OpenAiEmbedder, StructuredOutput};
 use crate::operator::capability::{ChatModel, Embedder, Memory};
 
 /// The settings of an `openai` embedder.
+#[cfg(feature = "openai")]
 const OPENAI_KEYS: &[&str] = &[
     "base_url",
     "model",
@@ -29,6 +30,7 @@ const OPENAI_KEYS: &[&str] = &[
 ];
 
 /// Refuses a `structured_output` that names no form, at its value.
+#[cfg(feature = "openai")]
 fn check_structured_output(cfg: &KindConfig) -> Result<(), KindError> {
     let Some(v) = cfg.settings.get("structured_output") else {
         return Ok(());
@@ -83,6 +85,7 @@ fn settings<T: DeserializeOwned>(cfg: &KindConfig, known: &[&str]) -> Result<T, 
     })
 }
 
+#[cfg(feature = "openai")]
 fn openai_config(cfg: &KindConfig, keys: &[&str]) -> Result<OpenAiConfig, KindError> {
     if !cfg.settings.contains_key("model") {
         return Err(
@@ -97,10 +100,12 @@ fn openai_config(cfg: &KindConfig, keys: &[&str]) -> Result<OpenAiConfig, KindEr
     Ok(c)
 }
 
+#[cfg(feature = "openai")]
 fn label(cfg: &KindConfig, what: &str) -> String {
     format!("{what} `{}`", cfg.name)
 }
 
+#[cfg(feature = "openai")]
 fn openai_chat(cfg: &KindConfig) -> Result<Arc<dyn ChatModel>, KindError> {
     check_structured_output(cfg)?;
     // An embedder's settings, and `structured_output`.
@@ -115,11 +120,29 @@ fn openai_chat(cfg: &KindConfig) -> Result<Arc<dyn ChatModel>, KindError> {
     Ok(Arc::new(m))
 }
 
+#[cfg(feature = "openai")]
 fn openai_embedder(cfg: &KindConfig) -> Result<Arc<dyn Embedder>, KindError> {
     let c = openai_config(cfg, OPENAI_KEYS)?;
     let e =
         OpenAiEmbedder::new(&c, &label(cfg, "embedder")).map_err(|e| KindError::new(e.message))?;
     Ok(Arc::new(e))
+}
+
+/// Why an `openai` entry cannot be built without the `openai` feature.
+#[cfg(not(feature = "openai"))]
+fn no_openai() -> KindError {
+    KindError::new("this build of Caméléon has no OpenAI-compatible providers".to_owned())
+        .with_hint("build it with the `openai` feature of the `cameleon` crate (on by default)")
+}
+
+#[cfg(not(feature = "openai"))]
+fn openai_chat(_: &KindConfig) -> Result<Arc<dyn ChatModel>, KindError> {
+    Err(no_openai())
+}
+
+#[cfg(not(feature = "openai"))]
+fn openai_embedder(_: &KindConfig) -> Result<Arc<dyn Embedder>, KindError> {
+    Err(no_openai())
 }
 
 fn extractive(cfg: &KindConfig) -> Result<Arc<dyn ChatModel>, KindError> {
@@ -188,3 +211,37 @@ inventory::submit!(crate::operator::capability::OfflineDefaults {
     embedder_kind: "hash",
     memory: || Arc::new(FlatMemory::new()),
 });
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    #[cfg(not(feature = "openai"))]
+    fn without_the_feature_an_openai_entry_is_refused_naming_it() {
+        let e = crate::capabilities::load_config_str(
+            "caps.yaml",
+            "chat:\n  default: {kind: openai, model: m}\nembedders:\n  default: {kind: openai, model: e}\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.problems().len(), 2, "{e}");
+        for p in e.problems() {
+            assert!(
+                p.message.contains("no OpenAI-compatible providers"),
+                "{p:?}"
+            );
+            assert!(
+                p.hint.as_deref().unwrap_or("").contains("`openai` feature"),
+                "{p:?}"
+            );
+        }
+    }
+
+    #[test]
+    #[cfg(feature = "openai")]
+    fn with_the_feature_an_openai_entry_is_read() {
+        crate::capabilities::load_config_str(
+            "caps.yaml",
+            "chat:\n  default: {kind: openai, model: m}\n",
+        )
+        .unwrap();
+    }
+}

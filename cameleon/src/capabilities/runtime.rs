@@ -180,8 +180,7 @@ impl RuntimeBuilder {
     /// The sources `cameleon run FILE.cm` uses: `capabilities` if given; else the file named
     /// by `CAMELEON_CAPABILITIES`, then `cameleon.yaml` beside the `.cm` file, if present.
     pub fn for_cm_file(self, cm: &Path, capabilities: Option<&Path>) -> Self {
-        let dir = cm.parent().filter(|p| !p.as_os_str().is_empty());
-        self.for_dir(dir.unwrap_or(Path::new("")), capabilities)
+        self.for_dir(&crate::cm::folder_of(cm), capabilities)
     }
 
     /// As [`for_cm_file`](Self::for_cm_file), for a `.cm` file in folder `dir` (a resumed run
@@ -202,7 +201,7 @@ impl RuntimeBuilder {
     ///
     /// ```
     /// use cameleon::capabilities::Runtime;
-    /// use cameleon::capability::Named;
+    /// use cameleon::operator::capability::Named;
     ///
     /// let names = Runtime::builder().names()?;
     /// assert!(names.has(Named::Chat, "default") && names.has(Named::Chat, "extractive"));

@@ -67,14 +67,31 @@ pub mod schema;
 pub(crate) mod tree;
 pub mod write;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use error::{CmError, CmProblem, CmProblemKind};
 pub use format::{CmConfig, CmConnection, CmFile, CmOperator, CmRetry, CmTools, FORMAT_VERSION};
 pub use load::Loader;
+pub use write::leading_comments;
 
 use crate::catalogue::Catalogue;
 use crate::net::Net;
+
+/// The folder a file's relative paths resolve against: the folder it is in, `.` for a bare
+/// file name (`net.cm`, whose parent is the empty path).
+///
+/// ```
+/// use std::path::{Path, PathBuf};
+/// use cameleon::cm::folder_of;
+///
+/// assert_eq!(folder_of(Path::new("examples/rag.cm")), PathBuf::from("examples"));
+/// assert_eq!(folder_of(Path::new("rag.cm")), PathBuf::from("."));
+/// ```
+pub fn folder_of(file: &Path) -> PathBuf {
+    file.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+}
 
 /// The safety limits of the loader. Input beyond them is refused with a clear message before
 /// any work proportional to the excess is done.

@@ -305,7 +305,7 @@ connections:
         (ps[0].line, ps[0].hint.as_deref()),
         (5, Some("did you mean `in_data`?"))
     );
-    // The longer example of the issue: `tranfsorm`.
+    // A longer misspelling: `tranfsorm`.
     let ps = problems("operators:\n  - {id: t, type: tranfsorm}\n");
     assert_eq!(ps[0].kind, CmProblemKind::UnknownType);
     assert_eq!(ps[0].hint.as_deref(), Some("did you mean `transform`?"));

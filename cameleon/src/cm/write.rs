@@ -25,6 +25,28 @@ use crate::catalogue::Catalogue;
 use crate::net::{Net, NetConfig, Placement};
 use crate::operator::Params;
 
+/// The lines of a `.cm` text before its first YAML line — comments and blank lines, verbatim.
+/// Comments are not part of the canonical form; this leading block (what the file is) is what
+/// `cameleon fmt` and `cameleon serve`'s Save keep above it.
+///
+/// ```
+/// use cameleon::cm::leading_comments;
+///
+/// assert_eq!(leading_comments("# a\n\n# b\nname: x # c\n"), "# a\n\n# b\n");
+/// assert_eq!(leading_comments("name: x\n# c\n"), "");
+/// ```
+pub fn leading_comments(text: &str) -> &str {
+    let mut end = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim();
+        if !(t.is_empty() || t.starts_with('#')) {
+            break;
+        }
+        end += line.len();
+    }
+    &text[..end]
+}
+
 impl Net {
     /// The net in canonical `.cm` form (see [`cm`](crate::cm)). [`Net::from_cm`] reads it back
     /// to an equal net, and writing that again gives the same bytes.

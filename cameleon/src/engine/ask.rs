@@ -1,7 +1,7 @@
 //! Operators that wait for a value from outside the net — the `ask` operator, a tool approval
 //! — and the answers that let them fire (docs/semantics.md §6.1).
 //!
-//! An operator declares a [`Question`](crate::Question) ([`Operator::question`]). While its
+//! An operator declares a [`Question`](crate::operator::Question) ([`Operator::question`]). While its
 //! firing rule holds but it has no answer ([`Operator::has_answer`]) it is *waiting*: not in
 //! the enabled set, listed by [`Cvm::waiting`]. A run that can only go on through waiting
 //! operators stops in [`EndState::Waiting`](super::EndState::Waiting). [`Cvm::provide`] checks
@@ -140,7 +140,7 @@ impl Cvm {
     }
 
     /// The question operator `op` asks, if it asks one.
-    pub fn question(&self, op: &str) -> Option<&crate::Question> {
+    pub fn question(&self, op: &str) -> Option<&crate::operator::Question> {
         let id = self.net.op_id(op)?;
         self.questions[id.index()].as_ref()
     }
@@ -179,7 +179,7 @@ impl Cvm {
     }
 
     /// [`provide`](Self::provide) an answer given as JSON (an API request, an answers file),
-    /// read as the question's type ([`Question::from_json`](crate::Question::from_json)).
+    /// read as the question's type ([`Question::from_json`](crate::operator::Question::from_json)).
     pub fn provide_json(&mut self, op: &str, json: serde_json::Value) -> Result<(), ProvideError> {
         let o = self.asker(op)?;
         let value = match &self.questions[o] {
@@ -195,7 +195,7 @@ impl Cvm {
 
     /// [`provide`](Self::provide) an answer typed by a person (`--answer OP=VALUE`, a
     /// terminal prompt), read as the question's type
-    /// ([`Question::from_text`](crate::Question::from_text)).
+    /// ([`Question::from_text`](crate::operator::Question::from_text)).
     pub fn provide_text(&mut self, op: &str, text: &str) -> Result<(), ProvideError> {
         let o = self.asker(op)?;
         let value = match &self.questions[o] {

@@ -16,12 +16,8 @@
 //! So every mode reports the same [`Outcome`]: the emissions or the error, how many attempts,
 //! and (when asked) the wall-clock time.
 
-use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use super::Event;
@@ -33,6 +29,7 @@ use crate::operator::{
     Execution, Firing, FiringInfo, InputSlot, OpError, OpSettings, OpSpec, OpState, Operator,
     TypeRef,
 };
+use crate::runtime::{CatchPanic, Panic, catch_panic};
 use crate::types::{DataError, Value};
 
 /// Emissions of a firing: (output port index, value), in emission order.
@@ -348,26 +345,10 @@ fn bad_emission(spec: &OpSpec, p: usize, what: BadEmission<'_>) -> OpError {
 
 /// A panic caught while running an operator, as an error.
 #[inline(always)]
-fn caught_panic(r: std::thread::Result<Result<(), OpError>>) -> Result<(), OpError> {
+fn caught_panic(r: Result<Result<(), OpError>, Panic>) -> Result<(), OpError> {
     match r {
         Ok(r) => r,
-        Err(panic) => Err(panicked(panic)),
-    }
-}
-
-#[cold]
-fn panicked(panic: Box<dyn std::any::Any + Send>) -> OpError {
-    OpError::new(format!("panicked: {}", panic_message(&*panic)))
-}
-
-#[cold]
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(no message)".to_owned()
+        Err(panic) => Err(OpError::panicked(&panic)),
     }
 }
 
@@ -395,7 +376,7 @@ fn attempt_inline(
     let t0 = cx.settings.timeout_ms.is_some().then(Instant::now);
     let result = {
         let mut f = cx.firing(emitted);
-        catch_unwind(AssertUnwindSafe(|| op.run(&mut f)))
+        catch_panic(|| op.run(&mut f))
     };
     caught_panic(result)?;
     if let (Some(t0), Some(limit)) = (t0, cx.settings.timeout())
@@ -413,7 +394,7 @@ async fn attempt_async(
     emitted: &mut Emissions,
 ) -> Result<(), OpError> {
     let mut f = cx.firing(emitted);
-    let run = CatchUnwind(op.run_async(&mut f));
+    let run = async { caught_panic(CatchPanic::new(op.run_async(&mut f)).await) };
     match cx.settings.timeout() {
         Some(limit) => match tokio::time::timeout(limit, run).await {
             Ok(r) => r,
@@ -458,7 +439,7 @@ async fn attempt_blocking(
                 let mut f = Firing::new(
                     &tokens, &slots, &mut out, n_outputs, step, &name, &run, branch, &caps, info,
                 );
-                catch_unwind(AssertUnwindSafe(|| op.run(&mut f)))
+                catch_panic(|| op.run(&mut f))
             };
             caught_panic(result).map(|()| out)
         });
@@ -481,19 +462,4 @@ async fn attempt_blocking(
     }
     emitted.extend(result?);
     Ok(())
-}
-
-/// Catches a panic of the wrapped future, as an [`OpError`].
-struct CatchUnwind<F>(F);
-
-impl<F: Future<Output = Result<(), OpError>> + Unpin> Future for CatchUnwind<F> {
-    type Output = Result<(), OpError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.0;
-        match catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
-            Ok(p) => p,
-            Err(panic) => Poll::Ready(caught_panic(Err(panic))),
-        }
-    }
 }

@@ -40,7 +40,7 @@
 //!
 //! A run is started on a fresh engine ([`Journal::start`]); every operator must then be
 //! journalable — stateless, or with a serde form of its state (a hand-written operator whose
-//! [`save_state`](crate::Operator::save_state) returns [`OpState::new`](crate::OpState::new) is
+//! [`save_state`](crate::Operator::save_state) returns [`OpState::new`](crate::operator::OpState::new) is
 //! refused, named) — and the net must load back from its canonical `.cm` text with this
 //! program's catalogue, since that is what [`Journal::resume`] rebuilds it from. A value that
 //! serde cannot write is an error at the firing that emitted it: the step is undone and the

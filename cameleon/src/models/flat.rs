@@ -27,7 +27,7 @@ use crate::operator::capability::{CapFuture, CapabilityError, Memory, MemoryHit,
 /// little-endian `f32`s ([`vector_to_bytes`] / [`vector_from_bytes`]).
 ///
 /// ```
-/// use cameleon::capability::MemoryItem;
+/// use cameleon::operator::capability::MemoryItem;
 /// use cameleon::models::FlatMemory;
 ///
 /// let m = FlatMemory::new();
@@ -37,7 +37,7 @@ use crate::operator::capability::{CapFuture, CapabilityError, Memory, MemoryHit,
 /// ])?;
 /// let hits = m.nearest(&[0.2, 0.9], 1)?;
 /// assert_eq!(hits[0].item.text, "north");
-/// # Ok::<(), cameleon::capability::CapabilityError>(())
+/// # Ok::<(), cameleon::operator::capability::CapabilityError>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct FlatMemory {

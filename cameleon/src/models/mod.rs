@@ -1,18 +1,18 @@
 //! Model providers: the chat models, embedders and memories (vector stores) behind the
 //! provider kinds of a capabilities file, which the `std-ai` operators
 //! ([`ops::Llm`](crate::ops::Llm) and friends) call through the run's
-//! [capabilities](crate::capability).
+//! [capabilities](crate::operator::capability).
 //!
 //! | kind | what | network |
 //! |---|---|---|
-//! | chat `openai` ([`OpenAiChat`]) | any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, llama.cpp's server | yes |
+//! | chat `openai` (`OpenAiChat`, feature `openai`) | any OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, llama.cpp's server | yes |
 //! | chat `extractive` ([`Extractive`]) | quotes the context sentences that best match the question (BM25); **not generative**: refuses structured output and tools | no |
-//! | embedder `openai` ([`OpenAiEmbedder`]) | the endpoint's `/embeddings` | yes |
+//! | embedder `openai` (`OpenAiEmbedder`, feature `openai`) | the endpoint's `/embeddings` | yes |
 //! | embedder `hash` ([`HashEmbedder`]) | signed feature hashing of words and word pairs, L2-normalised | no |
 //! | memory `flat` ([`FlatMemory`]) | exact cosine top-k, in process | no |
 //!
-//! Each implements a trait of the operator contract ([`ChatModel`](crate::capability::ChatModel),
-//! [`Embedder`](crate::capability::Embedder), [`Memory`](crate::capability::Memory)) and is
+//! Each implements a trait of the operator contract ([`ChatModel`](crate::operator::capability::ChatModel),
+//! [`Embedder`](crate::operator::capability::Embedder), [`Memory`](crate::operator::capability::Memory)) and is
 //! registered as a provider kind (see [`capabilities::kinds`](crate::capabilities::kinds)), so a
 //! `cameleon.yaml` names it by its `kind`. The offline kinds are deterministic and are the
 //! defaults: with nothing configured, the chat model `default` is `extractive`, the embedder
@@ -24,6 +24,7 @@
 //! file, docs/capabilities.md):
 //!
 //! ```no_run
+//! # #[cfg(feature = "openai")] {
 //! use std::sync::Arc;
 //! use cameleon::capabilities::{CodeSource, Runtime};
 //! use cameleon::models::{OpenAiChat, OpenAiConfig};
@@ -36,16 +37,19 @@
 //!         Ok(())
 //!     }))
 //!     .build()?;
+//! # }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 mod extractive;
 mod flat;
 mod hash;
+#[cfg(feature = "openai")]
 mod openai;
 pub mod text;
 
 pub use extractive::{CONFIGURE_GENERATIVE, Extractive, ExtractiveConfig};
 pub use flat::{FlatConfig, FlatMemory, vector_from_bytes, vector_to_bytes};
 pub use hash::{HashConfig, HashEmbedder};
+#[cfg(feature = "openai")]
 pub use openai::{OpenAiChat, OpenAiConfig, OpenAiEmbedder, StructuredOutput};

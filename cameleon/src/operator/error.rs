@@ -26,6 +26,13 @@ impl OpError {
         }
     }
 
+    /// The error of a firing whose `run` panicked: `panicked: MESSAGE`, as the engine and a
+    /// satellite report it.
+    #[cold]
+    pub fn panicked(panic: &crate::runtime::Panic) -> Self {
+        OpError::new(format!("panicked: {}", panic.message()))
+    }
+
     /// The message.
     pub fn message(&self) -> &str {
         &self.message

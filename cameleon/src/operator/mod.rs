@@ -63,7 +63,7 @@ pub trait Operator: StdAny + Send {
         Params::new()
     }
 
-    /// The firing rule of an operator whose policy is [`Policy::Custom`](crate::Policy::Custom)
+    /// The firing rule of an operator whose policy is [`Policy::Custom`](crate::policy::Policy::Custom)
     /// (docs/semantics.md §3.1). May read the operator's own internal state.
     ///
     /// The engine and the verifier evaluate a built-in policy (`Any`, `All`, `AnyNoGuard`,

@@ -17,7 +17,7 @@ use crate::connection::ConnState;
 /// restores it. `#[operator]` generates the serde form for its internal-state fields.
 ///
 /// ```
-/// use cameleon::OpState;
+/// use cameleon::operator::OpState;
 ///
 /// let s = OpState::serde(vec![1, 2, 3]);
 /// let json = s.to_json().unwrap();

@@ -3,12 +3,8 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
-use std::future::Future;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
@@ -19,6 +15,7 @@ use crate::net::ToolPolicy;
 use crate::operator::capability::{
     CapFuture, ToolAccess, ToolCall, ToolManifest, ToolMeta, ToolResult, ToolStatus,
 };
+use crate::runtime::{CatchPanic, Panic, block_on, catch_panic};
 
 /// A human's answer to a tool call under `approve:`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -169,25 +166,16 @@ impl ToolGate {
         }
         let cx = self.context(&call);
         let limit = self.limit(reg);
-        let outcome = match catch_unwind(AssertUnwindSafe(|| reg.tool.call(&cx, call.args))) {
-            Err(panic) => Err(panicked(&*panic)),
+        let outcome = match catch_panic(|| reg.tool.call(&cx, call.args)) {
+            Err(panic) => Err(panicked(&panic)),
             Ok(ToolOutput::Ready(r)) => late(r, t0, limit),
-            Ok(ToolOutput::Pending(f)) => {
-                let f = CatchUnwind(f);
-                match limit {
-                    Some(limit) => match tokio::time::timeout(limit, f).await {
-                        Ok(r) => r,
-                        Err(_) => Err(timed_out(limit)),
-                    },
-                    None => f.await,
-                }
-            }
+            Ok(ToolOutput::Pending(f)) => pending(f, limit).await,
         };
         self.result(&call.tool, reg, outcome, t0, cx.origin.get())
     }
 
     /// Calls a tool from synchronous code: a sync tool runs on this thread; an async one on
-    /// Caméléon's runtime ([`block_on`](crate::block_on)).
+    /// Caméléon's runtime ([`block_on`](crate::runtime::block_on)).
     pub fn call_blocking(&self, call: ToolCall) -> ToolResult {
         let t0 = Instant::now();
         let (reg, admit) = match self.admit(&call) {
@@ -199,7 +187,7 @@ impl ToolGate {
         {
             match &self.approver {
                 Some(a) => {
-                    if let Approval::Refused(why) = crate::block_on(a.approve(&call)) {
+                    if let Approval::Refused(why) = block_on(a.approve(&call)) {
                         return finished(refused(&call.tool, &why), t0);
                     }
                 }
@@ -208,19 +196,10 @@ impl ToolGate {
         }
         let cx = self.context(&call);
         let limit = self.limit(reg);
-        let outcome = match catch_unwind(AssertUnwindSafe(|| reg.tool.call(&cx, call.args))) {
-            Err(panic) => Err(panicked(&*panic)),
+        let outcome = match catch_panic(|| reg.tool.call(&cx, call.args)) {
+            Err(panic) => Err(panicked(&panic)),
             Ok(ToolOutput::Ready(r)) => late(r, t0, limit),
-            Ok(ToolOutput::Pending(f)) => crate::block_on(async move {
-                let f = CatchUnwind(f);
-                match limit {
-                    Some(limit) => match tokio::time::timeout(limit, f).await {
-                        Ok(r) => r,
-                        Err(_) => Err(timed_out(limit)),
-                    },
-                    None => f.await,
-                }
-            }),
+            Ok(ToolOutput::Pending(f)) => block_on(pending(f, limit)),
         };
         self.result(&call.tool, reg, outcome, t0, cx.origin.get())
     }
@@ -275,20 +254,8 @@ impl ToolGate {
                 0,
             ));
         };
-        match reg.validator() {
-            Ok(v) => {
-                if let Some(e) = v.iter_errors(&call.args).next() {
-                    return Err(ToolResult::failed(
-                        ToolStatus::Error,
-                        name,
-                        invalid_args(name, &e),
-                        0,
-                    ));
-                }
-            }
-            Err(why) => {
-                return Err(ToolResult::failed(ToolStatus::Error, name, why.clone(), 0));
-            }
+        if let Err(why) = reg.check_args(&call.args) {
+            return Err(ToolResult::failed(ToolStatus::Error, name, why, 0));
         }
         Ok((reg, admit))
     }
@@ -405,71 +372,25 @@ fn late(
 }
 
 #[cold]
-fn panicked(p: &(dyn std::any::Any + Send)) -> ToolError {
-    let msg = if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(no message)".to_owned()
-    };
-    ToolError::new(format!("the tool panicked: {msg}"))
+fn panicked(p: &Panic) -> ToolError {
+    ToolError::new(format!("the tool panicked: {}", p.message()))
 }
 
-/// Why arguments do not fit the schema: where in the arguments, which schema keyword, and
-/// what it wants — never the value itself (it may be a secret or a file's content).
-fn invalid_args(tool: &str, e: &jsonschema::ValidationError<'_>) -> String {
-    use jsonschema::error::{TypeKind, ValidationErrorKind as K};
-    let what = match e.kind() {
-        K::Type {
-            kind: TypeKind::Single(t),
-        } => format!("expected {t}"),
-        K::Type { .. } => "not of an allowed type".to_owned(),
-        K::Required { property } => format!("missing required property {property}"),
-        K::AdditionalProperties { unexpected } => format!(
-            "unexpected propert{} {}",
-            if unexpected.len() == 1 { "y" } else { "ies" },
-            unexpected
-                .iter()
-                .map(|u| format!("`{u}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-        K::Enum { .. } | K::Constant { .. } => "not one of the allowed values".to_owned(),
-        K::Minimum { limit } => format!("less than the minimum {limit}"),
-        K::Maximum { limit } => format!("more than the maximum {limit}"),
-        K::MinLength { limit } => format!("shorter than {limit} characters"),
-        K::MaxLength { limit } => format!("longer than {limit} characters"),
-        _ => {
-            let keyword = e
-                .schema_path()
-                .as_str()
-                .rsplit('/')
-                .next()
-                .unwrap_or_default()
-                .to_owned();
-            format!("does not satisfy `{keyword}`")
-        }
+/// An async tool's call awaited: its panic caught, cut short at `limit`.
+async fn pending(
+    f: CapFuture<'_, Result<Json, ToolError>>,
+    limit: Option<Duration>,
+) -> Result<Json, ToolError> {
+    let f = async {
+        CatchPanic::new(f)
+            .await
+            .unwrap_or_else(|p| Err(panicked(&p)))
     };
-    let at = e.instance_path().as_str();
-    let at = if at.is_empty() { "/" } else { at };
-    format!(
-        "invalid arguments for `{tool}`: {what} at `{at}` (schema path `{}`); `cameleon tools --json` shows the tool's input schema",
-        e.schema_path().as_str()
-    )
-}
-
-/// Catches a panic of the wrapped future, as a [`ToolError`].
-struct CatchUnwind<F>(F);
-
-impl<F: Future<Output = Result<Json, ToolError>> + Unpin> Future for CatchUnwind<F> {
-    type Output = Result<Json, ToolError>;
-
-    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let inner = &mut self.0;
-        match catch_unwind(AssertUnwindSafe(|| Pin::new(inner).poll(cx))) {
-            Ok(p) => p,
-            Err(panic) => Poll::Ready(Err(panicked(&*panic))),
-        }
+    match limit {
+        Some(limit) => match tokio::time::timeout(limit, f).await {
+            Ok(r) => r,
+            Err(_) => Err(timed_out(limit)),
+        },
+        None => f.await,
     }
 }

@@ -18,7 +18,7 @@
 //!   the `.cm` file's), `calc` (arithmetic) and `json_query` (JSON Pointer).
 //!
 //! ```
-//! use cameleon::capability::{ToolCall, ToolStatus};
+//! use cameleon::operator::capability::{ToolCall, ToolStatus};
 //! use cameleon::net::ToolPolicy;
 //! use cameleon::tools::{ToolGate, ToolRegistry};
 //! use serde_json::json;
@@ -43,6 +43,7 @@ mod error;
 mod fs;
 mod gate;
 mod registry;
+mod schema;
 mod std_tools;
 
 pub use crate::operator::capability::{
@@ -52,4 +53,5 @@ pub use calc::{CalcError, eval as calc_eval};
 pub use error::{ToolError, ToolErrorKind};
 pub use gate::{Approval, Approver, ToolGate};
 pub use registry::{DuplicateTool, Tool, ToolContext, ToolEntry, ToolFn, ToolOutput, ToolRegistry};
+pub use schema::{SCHEMAS, Schema};
 pub use std_tools::{CalcArgs, JsonQueryArgs, PathArgs, WriteArgs};

@@ -1,5 +1,5 @@
 //! The tools of a generation: the [`Tool`] trait, the static [`ToolEntry`] that `#[tool]`
-//! submits, and [`ToolRegistry`], tools by name with their compiled argument validators.
+//! submits, and [`ToolRegistry`], tools by name with their compiled argument schemas.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value as Json;
 
 use super::ToolError;
+use super::schema::{SCHEMAS, Schema};
 use crate::operator::capability::{CapFuture, ToolManifest};
 
 /// What a running tool knows of its call: the base folder file tools are confined to, who
@@ -204,24 +205,42 @@ pub struct DuplicateTool {
     pub name: String,
 }
 
-/// A tool and its compiled argument validator.
+/// A tool and its compiled argument schema.
 pub(super) struct Registered {
     pub(super) tool: Arc<dyn Tool>,
-    validator: OnceLock<Result<jsonschema::Validator, String>>,
+    schema: OnceLock<Result<Schema, String>>,
 }
 
 impl Registered {
-    /// The validator of the input schema, compiled on first use. `Err`: the schema itself is
-    /// invalid (a bug of the tool's declaration), with why.
-    pub(super) fn validator(&self) -> &Result<jsonschema::Validator, String> {
-        self.validator.get_or_init(|| {
-            jsonschema::validator_for(&self.tool.manifest().input_schema).map_err(|e| {
+    fn new(tool: Arc<dyn Tool>) -> Self {
+        Registered {
+            tool,
+            schema: OnceLock::new(),
+        }
+    }
+
+    /// Checks a call's arguments against the tool's input schema (compiled on first use).
+    /// `Err`: why they break it, or why the schema itself is invalid (a bug of the tool's
+    /// declaration). Without the `json-schema` feature, nothing is checked here: the tool
+    /// reads its arguments itself (a `#[tool]` through serde) and refuses what it cannot read.
+    pub(super) fn check_args(&self, args: &Json) -> Result<(), String> {
+        if !SCHEMAS {
+            return Ok(());
+        }
+        let schema = self.schema.get_or_init(|| {
+            Schema::compile(&self.tool.manifest().input_schema).map_err(|e| {
                 format!(
                     "the input schema of tool `{}` is not a valid JSON Schema: {e}",
                     self.tool.manifest().name
                 )
             })
-        })
+        });
+        match schema {
+            Ok(s) => s
+                .args_problem(&self.tool.manifest().name, args)
+                .map_or(Ok(()), Err),
+            Err(why) => Err(why.clone()),
+        }
     }
 }
 
@@ -282,39 +301,22 @@ impl ToolRegistry {
         if self.tools.contains_key(&name) {
             return Err(DuplicateTool { name });
         }
-        self.tools.insert(
-            name,
-            Registered {
-                tool,
-                validator: OnceLock::new(),
-            },
-        );
+        self.tools.insert(name, Registered::new(tool));
         Ok(())
     }
 
     /// Adds a tool, replacing one of the same name.
     pub fn replace(&mut self, tool: Arc<dyn Tool>) {
         let name = tool.manifest().name.clone();
-        self.tools.insert(
-            name,
-            Registered {
-                tool,
-                validator: OnceLock::new(),
-            },
-        );
+        self.tools.insert(name, Registered::new(tool));
     }
 
     /// Copies the tools of `other` in (a name present in both keeps this registry's tool).
     pub fn extend_from(&mut self, other: &ToolRegistry) {
         for (name, r) in &other.tools {
             if !self.tools.contains_key(name) {
-                self.tools.insert(
-                    name.clone(),
-                    Registered {
-                        tool: Arc::clone(&r.tool),
-                        validator: OnceLock::new(),
-                    },
-                );
+                self.tools
+                    .insert(name.clone(), Registered::new(Arc::clone(&r.tool)));
             }
         }
     }

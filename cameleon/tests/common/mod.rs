@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use cameleon::operator::OpState;
 use cameleon::prelude::*;
-use cameleon::{InputSet, OpState, Params};
+use cameleon::{InputSet, Params};
 
 /// Emits a configured `DataBool` once.
 #[derive(Debug)]

@@ -6,7 +6,8 @@ use cameleon::ops::{
     Accumulator, Barrier, Cancel, Const, Counter, Fork, Gate, Guard, Join, Merge, Milestone, Mutex,
     Predicate, Sink, Source, Terminate, Test, Transform, Trigger,
 };
-use cameleon::{Any, Net, NetBuilder};
+use cameleon::types::Any;
+use cameleon::{Net, NetBuilder};
 use proptest::prelude::*;
 use serde_json::json;
 

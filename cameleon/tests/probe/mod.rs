@@ -6,8 +6,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use cameleon::connection::ConnId;
+use cameleon::operator::{OpFuture, OpState};
+use cameleon::policy::Policy;
 use cameleon::prelude::*;
-use cameleon::{ConnId, OpFuture, OpSettings, OpState, Params, Policy};
+use cameleon::{OpSettings, Params};
 
 /// A configurable behavioral test operator. Each firing counts a call, optionally fails or
 /// panics, waits, bumps its internal state, and emits on every output a string naming itself,
@@ -133,7 +136,7 @@ impl Operator for Probe {
             s = s.output(format!("out_{i}"), TypeRef::of::<DataString>());
         }
         if self.catching {
-            s = s.output("error", TypeRef::of::<cameleon::DataError>());
+            s = s.output("error", TypeRef::of::<cameleon::types::DataError>());
         }
         s
     }

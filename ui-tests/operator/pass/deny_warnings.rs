@@ -5,7 +5,8 @@
 //! A user crate.
 
 use cameleon::catalogue::BuildContext;
-use cameleon::{DataChunk, DataString, Firing, In, OpError, Out, Run, operator};
+use cameleon::{Firing, In, OpError, Out, Run, operator};
+use cameleon::types::{DataChunk, DataString};
 
 /// Splits a text into fixed-size chunks.
 #[operator(id = "my_chunker", label = "Chunker", family = behavioral)]

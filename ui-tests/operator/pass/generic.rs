@@ -4,7 +4,7 @@
 // them with `Any` (type variables).
 use cameleon::catalogue::Catalogue;
 use cameleon::prelude::*;
-use cameleon::AnyInPort;
+use cameleon::operator::AnyInPort;
 
 /// Copies its input to `n` outputs.
 #[operator(id = "dup", label = "Dup", family = structural)]

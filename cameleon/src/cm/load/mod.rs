@@ -149,11 +149,10 @@ impl<'c> Loader<'c> {
             .clone()
             .unwrap_or_else(|| path.display().to_string());
         let text = read_text(path, &name)?;
-        let base = self.base_dir.clone().unwrap_or_else(|| {
-            path.parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-        });
+        let base = self
+            .base_dir
+            .clone()
+            .unwrap_or_else(|| super::folder_of(path));
         let mut files = self.files.clone();
         files.push(path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
         Loader {

@@ -177,16 +177,16 @@ impl OpenAiConfig {
 /// parsed from their JSON text), its `usage`.
 ///
 /// ```no_run
-/// use cameleon::capability::{ChatModel, ChatRequest};
+/// use cameleon::operator::capability::{ChatModel, ChatRequest};
 /// use cameleon::models::{OpenAiChat, OpenAiConfig};
 ///
 /// let model = OpenAiChat::new(
 ///     &OpenAiConfig::new("http://127.0.0.1:11434/v1", "llama3.2"),
 ///     "chat model `default`",
 /// )?;
-/// let reply = cameleon::block_on(model.chat(&ChatRequest::prompt("Say hello.")))?;
+/// let reply = cameleon::runtime::block_on(model.chat(&ChatRequest::prompt("Say hello.")))?;
 /// println!("{}", reply.text);
-/// # Ok::<(), cameleon::capability::CapabilityError>(())
+/// # Ok::<(), cameleon::operator::capability::CapabilityError>(())
 /// ```
 #[derive(Debug)]
 pub struct OpenAiChat {

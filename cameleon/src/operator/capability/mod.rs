@@ -24,8 +24,8 @@
 //!         let text = cx.get(Self::in_text)?.0.clone();
 //!         // A missing model is an error naming it, the generation, and where to configure it.
 //!         let model = cx.capabilities().chat("default")?;
-//!         let request = cameleon::capability::ChatRequest::prompt(format!("Summarise: {text}"));
-//!         let reply = cameleon::block_on(model.chat(&request)).map_err(OpError::from_err)?;
+//!         let request = cameleon::operator::capability::ChatRequest::prompt(format!("Summarise: {text}"));
+//!         let reply = cameleon::runtime::block_on(model.chat(&request)).map_err(OpError::from_err)?;
 //!         cx.emit(Self::out_text, DataString(reply.text));
 //!         Ok(())
 //!     }

@@ -34,7 +34,7 @@ impl Named {
 /// An operator crate declares its own with [`submit_capability_param!`](crate::submit_capability_param):
 ///
 /// ```
-/// use cameleon::capability::{CapabilityParam, Named};
+/// use cameleon::operator::capability::{CapabilityParam, Named};
 ///
 /// cameleon::submit_capability_param!(CapabilityParam {
 ///     op_type: "doc_summarise",
@@ -42,7 +42,7 @@ impl Named {
 ///     names: Named::Chat,
 /// });
 ///
-/// assert!(cameleon::capability::capability_params()
+/// assert!(cameleon::operator::capability::capability_params()
 ///     .any(|p| p.op_type == "doc_summarise" && p.names == Named::Chat));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

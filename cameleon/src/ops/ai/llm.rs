@@ -6,6 +6,7 @@ use super::{FiringLog, ModelCall, ModelLog, call_error, require_generative};
 use crate::operator;
 use crate::operator::capability::{ChatMessage, ChatRequest, Role};
 use crate::operator::{Firing, In, OpError, Out, ParamError, RunAsync};
+use crate::tools::{SCHEMAS, Schema};
 use crate::types::{DataChunk, DataJSON, DataString};
 
 /// Asks a chat model: the prompt on `in_prompt` (with the passages on `in_context`, if
@@ -217,8 +218,8 @@ impl LlmJson {
         &self.log
     }
 
-    fn validator(&self) -> Result<jsonschema::Validator, String> {
-        jsonschema::validator_for(&self.schema).map_err(|e| e.to_string())
+    fn validator(&self) -> Result<Schema, String> {
+        Schema::compile(&self.schema)
     }
 }
 
@@ -231,22 +232,6 @@ fn json_in(text: &str) -> Result<Json, String> {
         .and_then(|r| r.trim_end().strip_suffix("```"))
         .unwrap_or(t);
     serde_json::from_str(inner.trim()).map_err(|e| format!("the answer is not JSON ({e})"))
-}
-
-/// Why `v` breaks the schema, one line per problem (at most 5).
-fn problems(validator: &jsonschema::Validator, v: &Json) -> Vec<String> {
-    validator
-        .iter_errors(v)
-        .take(5)
-        .map(|e| {
-            let at = e.instance_path().to_string();
-            if at.is_empty() {
-                e.to_string()
-            } else {
-                format!("at `{at}`: {e}")
-            }
-        })
-        .collect()
 }
 
 /// At most 300 characters of `text`, for a message.
@@ -294,7 +279,7 @@ impl RunAsync for LlmJson {
             });
             let wrong = match json_in(&text) {
                 Ok(v) => {
-                    let p = problems(&validator, &v);
+                    let p = validator.problems(&v, 5);
                     if p.is_empty() {
                         self.log.set(log);
                         cx.emit(Self::out_data, DataJSON(v));
@@ -330,6 +315,11 @@ impl RunAsync for LlmJson {
 
     fn validate(&self) -> Result<(), ParamError> {
         check_temperature(self.temperature)?;
+        // Without the `json-schema` feature the net still loads, verifies and draws; its
+        // firings fail, naming the feature.
+        if !SCHEMAS {
+            return Ok(());
+        }
         self.validator().map(drop).map_err(|e| {
             ParamError::new("schema".to_owned(), format!("not a valid JSON Schema: {e}"))
         })
@@ -355,16 +345,19 @@ mod tests {
     }
 
     #[test]
-    fn schema_problems_name_the_place() {
-        let v = jsonschema::validator_for(&json!({
-            "type": "object",
-            "properties": {"n": {"type": "integer"}},
-            "required": ["n"]
-        }))
-        .unwrap();
-        assert_eq!(problems(&v, &json!({"n": 3})), Vec::<String>::new());
-        let p = problems(&v, &json!({"n": "three"}));
-        assert!(p[0].starts_with("at `/n`:"), "{p:?}");
-        assert!(problems(&v, &json!({}))[0].contains("\"n\""));
+    #[cfg(not(feature = "json-schema"))]
+    fn without_json_schema_the_net_loads_and_its_firing_names_the_feature() {
+        use crate::engine::{Cvm, EndState};
+        let net = crate::net::Net::from_cm(
+            "operators:\n  - {id: q, type: source, params: {value: hi}}\n  - {id: f, type: llm_json, params: {schema: {type: object}}}\n  - {id: out, type: sink}\nconnections:\n  - {from: q.out_data, to: f.in_prompt}\n  - {from: f.out_data, to: out.in_data}\n",
+        )
+        .expect("a net with llm_json loads without the feature");
+        match Cvm::new(net).run().unwrap() {
+            EndState::Error { op, error } => {
+                assert_eq!(op, "f");
+                assert!(error.contains("`json-schema` feature"), "{error}");
+            }
+            other => panic!("expected the firing to fail: {other:?}"),
+        }
     }
 }

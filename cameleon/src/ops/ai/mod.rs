@@ -20,7 +20,7 @@
 //! backward step restores the previous record. `index` also undoes its writes to the memory on
 //! a backward step and redoes them on a replay, so the memory always holds what the applied
 //! history indexed; it reaches the memory through the capabilities the engine holds while it
-//! applies the step ([`Emitted::capabilities`](crate::Emitted::capabilities)), and a resumed
+//! applies the step ([`Emitted::capabilities`](crate::operator::Emitted::capabilities)), and a resumed
 //! journaled run gets its index back the same way (docs/semantics.md §5.8).
 
 mod agent;
@@ -164,7 +164,7 @@ impl FiringLog {
 }
 
 /// The tokens a firing used, from the internal state its operator saved after it
-/// ([`History::state_after`](crate::History::state_after)): `Some` for a firing of a `std-ai`
+/// ([`History::state_after`](crate::history::History::state_after)): `Some` for a firing of a `std-ai`
 /// operator whose provider reported usage.
 ///
 /// ```

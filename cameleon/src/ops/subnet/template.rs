@@ -488,11 +488,7 @@ fn load_template(path: &Path, shown: &str, cx: &BuildContext) -> Result<Template
     let mut files = cx.files.clone();
     files.push(path.canonicalize().unwrap_or_else(|_| path.to_path_buf()));
     let inner = BuildContext {
-        base_dir: Some(
-            path.parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
-        ),
+        base_dir: Some(crate::cm::folder_of(path)),
         allow_outside: cx.allow_outside,
         files,
         depth: cx.depth + 1,

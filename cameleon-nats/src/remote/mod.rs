@@ -1,19 +1,25 @@
 //! The run's side: [`Remote`], a connection to the satellites of a prefix; the proxy operator
 //! that fires a `placement: remote` instance on one; [`RemoteTool`], a tool reached the same way.
 
+mod registry;
+
+pub use registry::{MISSED_HEARTBEATS, Registry, Seen};
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_nats::client::RequestErrorKind;
 use async_nats::{Client, HeaderMap};
-use cameleon::capability::ToolManifest;
+use cameleon::connection::{ConnState, OpId};
 use cameleon::net::Placement;
+use cameleon::operator::capability::ToolManifest;
 use cameleon::operator::{
     FiniteControl, Firing, OpFuture, OpSettings, OpSpec, OpState, Params, Question,
 };
+use cameleon::policy::Enabling;
 use cameleon::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use cameleon::types::{TypedValue, Value};
-use cameleon::{ConnState, Enabling, Execution, InputSet, Net, OpError, OpId, Operator};
+use cameleon::{Execution, InputSet, Net, OpError, Operator};
 use futures_util::StreamExt;
 use serde_json::Value as Json;
 
@@ -41,7 +47,7 @@ impl Remote {
     /// caller's).
     pub fn connect(options: &NatsOptions) -> Result<Remote, NatsError> {
         let o = options.clone();
-        cameleon::block_on(async move {
+        cameleon::runtime::block_on(async move {
             match cameleon::runtime::spawn(async move { Remote::connect_async(&o).await }).await {
                 Ok(r) => r,
                 Err(e) => Err(NatsError::Nats(format!("the connection task failed: {e}"))),
@@ -350,67 +356,6 @@ enum Failure {
     Other(String),
 }
 
-/// A satellite seen by [`Registry`].
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct Seen {
-    /// Its name.
-    pub name: String,
-    /// The operator types it hosts.
-    pub ops: Vec<String>,
-    /// The tools it hosts.
-    pub tools: Vec<String>,
-    /// Milliseconds since its last heartbeat.
-    pub last_seen_ms: u64,
-    /// Its heartbeat period.
-    #[serde(skip)]
-    pub heartbeat_ms: u64,
-    /// Calls it runs now (as of its last heartbeat).
-    #[serde(skip)]
-    pub in_flight: usize,
-}
-
-/// The satellites known from their heartbeats. A satellite unseen for 3 of its heartbeat
-/// periods is gone.
-#[derive(Debug, Default)]
-pub struct Registry {
-    seen: std::collections::BTreeMap<String, (Heartbeat, Instant)>,
-}
-
-/// How many heartbeat periods without one a satellite is gone after.
-pub const MISSED_HEARTBEATS: u32 = 3;
-
-impl Registry {
-    /// Records a heartbeat received at `at`.
-    pub fn seen(&mut self, h: Heartbeat, at: Instant) {
-        self.seen.insert(h.name.clone(), (h, at));
-    }
-
-    /// The satellites live at `now` (seen within 3 of their heartbeat periods), sorted by name;
-    /// the others are forgotten.
-    pub fn live_at(&mut self, now: Instant) -> Vec<Seen> {
-        self.seen.retain(|_, (h, at)| {
-            let period = Duration::from_millis(h.heartbeat_ms.max(1));
-            now.saturating_duration_since(*at) < period * MISSED_HEARTBEATS
-        });
-        self.seen
-            .values()
-            .map(|(h, at)| Seen {
-                name: h.name.clone(),
-                ops: h.ops.clone(),
-                tools: h.tools.clone(),
-                last_seen_ms: now.saturating_duration_since(*at).as_millis() as u64,
-                heartbeat_ms: h.heartbeat_ms,
-                in_flight: h.in_flight,
-            })
-            .collect()
-    }
-
-    /// The time satellite `name` was last seen.
-    pub fn last_seen(&self, name: &str) -> Option<Instant> {
-        self.seen.get(name).map(|(_, at)| *at)
-    }
-}
-
 /// The proxy of a `placement: remote` instance: fires on a satellite, answers everything
 /// else with the local instance.
 struct RemoteOp {
@@ -515,7 +460,7 @@ impl Operator for RemoteOp {
         let req = self.request(cx)?;
         let remote = self.remote.clone();
         let limit = self.limit;
-        let reply = cameleon::block_on(async move { remote.fire(&req, limit).await })?;
+        let reply = cameleon::runtime::block_on(async move { remote.fire(&req, limit).await })?;
         self.apply(reply, cx)
     }
 

@@ -4,35 +4,34 @@
 //! It registers with the NATS services API (service `cameleon-satellite`, one endpoint per
 //! operator type and per tool it hosts, all in one queue group, so load spreads and
 //! `$SRV.STATS` counts requests), publishes a [`Heartbeat`] every period, answers
-//! `<prefix>.discover`, and keeps recent successful replies by idempotency key.
+//! `<prefix>.discover`, and keeps recent successful replies by idempotency key. What it answers
+//! to a firing request or a tool call is in `answer.rs`.
+
+mod answer;
 
 use std::collections::HashMap;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::service::ServiceExt;
-use async_nats::{Client, HeaderMap, Message};
+use async_nats::{Client, HeaderMap};
 use bytes::Bytes;
 use cameleon::capabilities::{Generation, Runtime};
-use cameleon::capability::Capabilities;
-use cameleon::catalogue::{BuildContext, Catalogue};
-use cameleon::operator::DetachedInputs;
-use cameleon::tools::{ToolCall, ToolGate, ToolRegistry, ToolStatus};
-use cameleon::types::{TypedValue, Value};
-use cameleon::{ConnState, Execution, OpError, ToolPolicy};
+use cameleon::catalogue::Catalogue;
+use cameleon::tools::ToolRegistry;
 use futures_util::StreamExt;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::cache::{Answer, Cache};
+use crate::cache::Cache;
 use crate::wire::{
-    ErrorKind, Heartbeat, OpReply, OpRequest, SERVICE_NAME, Subjects, ToolReply, ToolRequest,
-    VERSION_HEADER, WIRE_VERSION, WireEmission, is_subject_token,
+    Heartbeat, OpReply, SERVICE_NAME, Subjects, ToolReply, VERSION_HEADER, WIRE_VERSION,
+    is_subject_token,
 };
 use crate::{NatsError, NatsOptions};
+use answer::{handle_op, handle_tool};
 
 /// How a satellite is set up.
 #[derive(Clone, Debug)]
@@ -411,286 +410,5 @@ async fn heartbeat(shared: Arc<Shared>) {
                 encode(&shared.heartbeat()),
             )
             .await;
-    }
-}
-
-/// The wire version a message says it speaks (header first, else assumed current).
-fn version_of(m: &Message) -> Option<u32> {
-    m.headers
-        .as_ref()
-        .and_then(|h| h.get(VERSION_HEADER))
-        .and_then(|v| v.as_str().parse().ok())
-}
-
-fn version_error(v: u32) -> String {
-    format!(
-        "wire version mismatch: the request speaks version {v}, this satellite version {WIRE_VERSION} (run a satellite built with the same Caméléon version as the run; docs/wire.md)"
-    )
-}
-
-/// Answers one firing request.
-async fn handle_op(shared: &Arc<Shared>, m: &Message) -> OpReply {
-    let name = &shared.name;
-    if let Some(v) = version_of(m).filter(|v| *v != WIRE_VERSION) {
-        return OpReply::failed(name, ErrorKind::Version, version_error(v));
-    }
-    let req: OpRequest = match serde_json::from_slice(&m.payload) {
-        Ok(r) => r,
-        Err(e) => {
-            return OpReply::failed(
-                name,
-                ErrorKind::BadRequest,
-                format!("satellite `{name}` cannot read the firing request: {e}"),
-            );
-        }
-    };
-    if req.v != WIRE_VERSION {
-        return OpReply::failed(name, ErrorKind::Version, version_error(req.v));
-    }
-    if !shared.ops.contains(&req.ty) {
-        return OpReply::failed(
-            name,
-            ErrorKind::Unknown,
-            format!(
-                "satellite `{name}` does not host operator type `{}`",
-                req.ty
-            ),
-        );
-    }
-    let key = format!("op:{}", req.key);
-    let s = Arc::clone(shared);
-    match shared
-        .op_cache
-        .answer(&key, |r| r.ok, async move { run_op(&s, req).await })
-        .await
-    {
-        Answer::Ran(r) => r,
-        Answer::Cached(mut r) => {
-            r.cached = true;
-            r
-        }
-    }
-}
-
-/// Builds the operator, restores its state, fires it once.
-async fn run_op(shared: &Arc<Shared>, req: OpRequest) -> OpReply {
-    shared.executions.fetch_add(1, Ordering::SeqCst);
-    let name = shared.name.clone();
-    let bad = |msg: String| OpReply::failed(&name, ErrorKind::BadRequest, msg);
-    let cx = BuildContext {
-        base_dir: Some(shared.config.base_dir.clone()),
-        ..BuildContext::default()
-    };
-    let mut op = match Catalogue::global().build(&req.ty, &req.params, &cx) {
-        Ok(op) => op,
-        Err(e) => return bad(format!("`{}` ({}): {e}", req.instance, req.ty)),
-    };
-    if let Some(json) = req.state {
-        let restored = op
-            .save_state()
-            .ok_or_else(|| format!("operator type `{}` has no internal state", req.ty))
-            .and_then(|model| model.from_json_like(json).map_err(|e| e.to_string()));
-        match restored {
-            Ok(s) => op.restore_state(&s),
-            Err(e) => {
-                return bad(format!(
-                    "the internal state sent for `{}` cannot be read back: {e}",
-                    req.instance
-                ));
-            }
-        }
-    }
-    let ty = req.ty.clone();
-    let inputs: Vec<(ConnState, Option<Value>)> = req
-        .inputs
-        .into_iter()
-        .map(|i| (i.state.into(), i.value.map(|t| t.0)))
-        .collect();
-    let detached = DetachedInputs::new(
-        inputs,
-        u16::try_from(req.outputs.len()).unwrap_or(u16::MAX),
-        &req.outputs,
-        req.step,
-        req.instance,
-        req.run,
-        req.branch,
-        req.parallel,
-    );
-    let policy = req.tools.map(|p| ToolPolicy {
-        allow: p.allow,
-        approve: p.approve,
-    });
-    let caps: Arc<dyn Capabilities> = shared
-        .generation
-        .for_run(policy.as_ref(), shared.config.base_dir.clone());
-    let (op, emitted, result) = match op.execution() {
-        Execution::Async => {
-            let mut emitted = Vec::new();
-            let result = {
-                let mut cx = detached.firing(&mut emitted, &caps);
-                CatchUnwind(op.run_async(&mut cx)).await
-            };
-            (op, emitted, result)
-        }
-        _ => {
-            let joined = tokio::task::spawn_blocking(move || {
-                let mut emitted = Vec::new();
-                let result = {
-                    let mut cx = detached.firing(&mut emitted, &caps);
-                    catch_unwind(AssertUnwindSafe(|| op.run(&mut cx)))
-                        .unwrap_or_else(|p| Err(panicked(&*p)))
-                };
-                (op, emitted, result)
-            })
-            .await;
-            match joined {
-                Ok(x) => x,
-                Err(e) => {
-                    return OpReply::failed(&name, ErrorKind::Failed, format!("panicked: {e}"));
-                }
-            }
-        }
-    };
-    if let Err(e) = result {
-        return OpReply::failed(&name, ErrorKind::Failed, e.message().to_owned());
-    }
-    let state = match op.save_state().map(|s| s.to_json()).transpose() {
-        Ok(s) => s,
-        Err(e) => {
-            return OpReply::failed(
-                &name,
-                ErrorKind::Failed,
-                format!(
-                    "the internal state of an operator of type `{ty}` cannot be sent back: {e}"
-                ),
-            );
-        }
-    };
-    OpReply {
-        v: WIRE_VERSION,
-        satellite: name,
-        ok: true,
-        emitted: emitted
-            .into_iter()
-            .map(|(port, v)| WireEmission {
-                port,
-                value: TypedValue(v),
-            })
-            .collect(),
-        state,
-        error: None,
-        kind: None,
-        cached: false,
-    }
-}
-
-/// The message of a panic, as the engine words it for a local firing.
-fn panicked(p: &(dyn std::any::Any + Send)) -> OpError {
-    let msg = if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(no message)".to_owned()
-    };
-    OpError::new(format!("panicked: {msg}"))
-}
-
-/// Catches a panic of an async firing.
-struct CatchUnwind<F>(F);
-
-impl<F: std::future::Future<Output = Result<(), OpError>> + Unpin> std::future::Future
-    for CatchUnwind<F>
-{
-    type Output = Result<(), OpError>;
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        let inner = &mut self.0;
-        match catch_unwind(AssertUnwindSafe(|| std::pin::Pin::new(inner).poll(cx))) {
-            Ok(p) => p,
-            Err(panic) => std::task::Poll::Ready(Err(panicked(&*panic))),
-        }
-    }
-}
-
-/// Answers one tool call: the gate on the satellite, the tool alone allowed (the caller's gate
-/// applied the run's policy), `meta.origin` naming the satellite.
-async fn handle_tool(shared: &Arc<Shared>, m: &Message) -> ToolReply {
-    let name = shared.name.clone();
-    let failed = |tool: &str, msg: String| ToolReply {
-        v: WIRE_VERSION,
-        satellite: name.clone(),
-        result: cameleon::tools::ToolResult::failed(ToolStatus::Error, tool, msg, 0),
-        cached: false,
-    };
-    if let Some(v) = version_of(m).filter(|v| *v != WIRE_VERSION) {
-        return failed("?", version_error(v));
-    }
-    let req: ToolRequest = match serde_json::from_slice(&m.payload) {
-        Ok(r) => r,
-        Err(e) => {
-            return failed(
-                "?",
-                format!("satellite `{name}` cannot read the tool call: {e}"),
-            );
-        }
-    };
-    if req.v != WIRE_VERSION {
-        return failed(&req.tool, version_error(req.v));
-    }
-    if !shared.tools.contains(&req.tool) {
-        return failed(
-            &req.tool,
-            format!("satellite `{name}` does not host tool `{}`", req.tool),
-        );
-    }
-    let run = {
-        let s = Arc::clone(shared);
-        let req = req.clone();
-        async move {
-            s.executions.fetch_add(1, Ordering::SeqCst);
-            let gate = ToolGate::allow_only(
-                Arc::clone(ToolRegistry::global()),
-                req.tool.clone(),
-                s.config.base_dir.clone(),
-            );
-            let mut result = gate
-                .call(ToolCall {
-                    tool: req.tool.clone(),
-                    args: req.args,
-                    principal: req.principal,
-                    idempotency_key: req.key,
-                    // The run's gate decided (an approval included); this gate allows the tool.
-                    approved_by: None,
-                })
-                .await;
-            result.meta.origin = format!("satellite:{}", s.name);
-            ToolReply {
-                v: WIRE_VERSION,
-                satellite: s.name.clone(),
-                result,
-                cached: false,
-            }
-        }
-    };
-    match &req.key {
-        Some(key) => {
-            let key = format!("tool:{}:{key}", req.tool);
-            match shared
-                .tool_cache
-                .answer(&key, |r| r.result.status == ToolStatus::Ok, run)
-                .await
-            {
-                Answer::Ran(r) => r,
-                Answer::Cached(mut r) => {
-                    r.cached = true;
-                    r
-                }
-            }
-        }
-        None => run.await,
     }
 }

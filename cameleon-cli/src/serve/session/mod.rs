@@ -1,0 +1,253 @@
+//! The served net and its engine: what the page shows (state, history, source, problems) and
+//! what its buttons do, independent of HTTP routing. Its refusals are [`ApiError`]s of a kind
+//! (`error.rs` maps kinds to statuses).
+//!
+//! | file | holds |
+//! |---|---|
+//! | `mod.rs` | the [`Session`]: loading, checking and saving the text, a fresh engine per valid version |
+//! | `actions.rs` | what the buttons do: step, back, re-fire, reset, go to a step, answer an `ask` |
+//! | `running.rs` | a run in progress: started, paused and ended by the session's own methods, driven in slices |
+//! | `views.rs` | the state and the history as the page reads them ([`StateView`](super::view::StateView), [`HistoryView`](super::view::HistoryView)) |
+
+mod actions;
+mod running;
+mod views;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cameleon::capabilities::Runtime;
+use cameleon::catalogue::Catalogue;
+use cameleon::cm::{Loader, folder_of, leading_comments};
+use cameleon::engine::{Cvm, EndState, Event};
+use cameleon::export::Diagram;
+use cameleon::journal::{Journal, RunOptions};
+use cameleon::net::Net;
+
+use super::error::ApiError;
+use super::view::{ProblemView, SourceView};
+use running::RunState;
+
+/// Engine events not yet sent to the page, filled by the engine's observer.
+pub(crate) type Outbox = Arc<Mutex<Vec<Event>>>;
+
+/// The served file, its text, and its engine when the text is a valid net.
+pub(crate) struct Session {
+    /// The served `.cm` file: the only file the server writes.
+    path: PathBuf,
+    /// The file's text as last loaded or saved.
+    text: String,
+    /// The problems of `text`, when it is not a valid net.
+    problems: Vec<ProblemView>,
+    /// The engine of the last valid version of the net.
+    cvm: Option<Cvm>,
+    /// How the last step or run ended, while nothing changed since.
+    last_end: Option<EndState>,
+    outbox: Outbox,
+    allow_outside: bool,
+    /// Whether a run is in progress, and whether it was asked to pause.
+    run: RunState,
+    /// Bumped by every change: the page keeps the newest state it received.
+    version: u64,
+    /// The capabilities every engine of the session pins (`cameleon.yaml` beside the file).
+    runtime: Runtime,
+    /// `--journal DB`: every engine of the session is a journaled run in this file.
+    journal: Option<PathBuf>,
+    /// The id of the journaled run the engine is (with `--journal`).
+    run_id: Option<String>,
+}
+
+/// What `GET /api/svg` draws.
+pub(crate) enum Drawing {
+    /// The served net (as `export --svg`).
+    Net(String),
+    /// What could be read of a text that is not a valid net yet.
+    Sketch(String),
+}
+
+impl Session {
+    /// Loads `path`; an invalid file gives a session with its problems and no engine. With
+    /// `journal`, the engine is a run journaled into that file; a net that cannot be journaled
+    /// is an error.
+    pub(crate) fn open(
+        path: PathBuf,
+        allow_outside: bool,
+        outbox: Outbox,
+        runtime: Runtime,
+        journal: Option<PathBuf>,
+    ) -> Result<Self, String> {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        let mut s = Session {
+            path,
+            text: String::new(),
+            problems: Vec::new(),
+            cvm: None,
+            last_end: None,
+            outbox,
+            allow_outside,
+            run: RunState::default(),
+            version: 0,
+            runtime,
+            journal,
+            run_id: None,
+        };
+        s.load(text)?;
+        Ok(s)
+    }
+
+    /// The id of the journaled run the engine is (with `--journal`).
+    pub(crate) fn run_id(&self) -> Option<&str> {
+        self.run_id.as_deref()
+    }
+
+    /// The problems of the served text (empty: a valid net).
+    pub(crate) fn problems(&self) -> &[ProblemView] {
+        &self.problems
+    }
+
+    /// `GET /api/source`: the file, its text and its problems.
+    pub(crate) fn source(&self) -> SourceView<'_> {
+        SourceView {
+            file: self.path.display().to_string(),
+            text: &self.text,
+            problems: &self.problems,
+        }
+    }
+
+    /// `GET /api/svg`: the net, or — when the text is not a valid net — what can be drawn of
+    /// it (`None`: not even readable as a `.cm` file).
+    pub(crate) fn drawing(&self) -> Option<Drawing> {
+        if let Some(cvm) = &self.cvm {
+            return Some(Drawing::Net(cameleon::export::svg(cvm.net())));
+        }
+        let file = self.loader().parse_str(&self.text).ok()?;
+        Some(Drawing::Sketch(
+            Diagram::sketch(&file, Catalogue::global()).svg(),
+        ))
+    }
+
+    fn loader(&self) -> Loader<'static> {
+        let mut l = Loader::new()
+            .allow_outside(self.allow_outside)
+            .base_dir(folder_of(&self.path));
+        if let Some(name) = self.path.file_name() {
+            l = l.file_name(name.to_string_lossy());
+        }
+        l
+    }
+
+    /// Takes `text` as the net: a new engine when it is valid, else its problems (the engine
+    /// of the last valid version stays, so the page still shows it). `Err`: the net is valid
+    /// but its journaled run could not start.
+    fn load(&mut self, text: String) -> Result<(), String> {
+        let r = match self.loader().load_str(&text) {
+            Ok(net) => {
+                self.problems.clear();
+                self.engine(net).map(|cvm| self.install(cvm))
+            }
+            Err(e) => {
+                self.problems = ProblemView::all(&e);
+                Ok(())
+            }
+        };
+        self.text = text;
+        r
+    }
+
+    /// A fresh engine for `net`, with the session's capabilities pinned; with `--journal`, a
+    /// new journaled run (its id becomes the session's). `Err`: why the run cannot be
+    /// journaled.
+    fn engine(&mut self, net: Net) -> Result<Cvm, String> {
+        let base = folder_of(&self.path);
+        let name = if net.name().is_empty() {
+            self.path
+                .file_stem()
+                .map_or_else(|| "net".to_owned(), |s| s.to_string_lossy().into_owned())
+        } else {
+            net.name().to_owned()
+        };
+        let mut cvm = self.runtime.cvm(net, base.clone()).build();
+        if let Some(db) = &self.journal {
+            let opts = RunOptions {
+                name: Some(name),
+                base_dir: Some(base),
+                allow_outside: self.allow_outside,
+                generation: Some(cvm.generation()),
+                ..RunOptions::default()
+            };
+            let id = Journal::create(db)
+                .and_then(|j| j.start(&mut cvm, &opts))
+                .map_err(|e| e.to_string())?;
+            self.run_id = Some(id);
+        }
+        Ok(cvm)
+    }
+
+    /// Marks a change: the next state has a higher version.
+    fn touch(&mut self) {
+        self.version += 1;
+    }
+
+    fn install(&mut self, mut cvm: Cvm) {
+        self.touch();
+        let outbox = Arc::clone(&self.outbox);
+        cvm.on_event(move |e| {
+            outbox
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(e.clone());
+        });
+        self.cvm = Some(cvm);
+        self.last_end = None;
+    }
+
+    /// Checks `text` as the served file: its problems (empty: valid).
+    pub(crate) fn check(&self, text: &str) -> Vec<ProblemView> {
+        match self.loader().load_str(text) {
+            Ok(_) => Vec::new(),
+            Err(e) => ProblemView::all(&e),
+        }
+    }
+
+    /// Writes the canonical form of `text` to the served file (its leading comment block
+    /// kept, as `fmt` does) and serves it. Refused while a run is in progress, and for a text
+    /// that is not a valid net (with its problems); nothing is written then.
+    pub(crate) fn save(&mut self, text: &str) -> Result<String, ApiError> {
+        self.idle()?;
+        let net = match self.loader().load_str(text) {
+            Ok(net) => net,
+            Err(e) => {
+                let n = e.problems().len();
+                return Err(ApiError::invalid(format!(
+                    "not saved: the text is not a valid net ({n} problem{})",
+                    if n == 1 { "" } else { "s" }
+                ))
+                .with_problems(ProblemView::all(&e)));
+            }
+        };
+        let canonical = format!("{}{}", leading_comments(text), net.to_cm());
+        // With `--journal`, the saved net is a new run: started before anything is written.
+        let cvm = self
+            .engine(net)
+            .map_err(|e| ApiError::conflict(format!("not saved: {e}")).with_problems(Vec::new()))?;
+        std::fs::write(&self.path, &canonical).map_err(|e| {
+            ApiError::internal(format!("cannot write `{}`: {e}", self.path.display()))
+                .with_problems(Vec::new())
+        })?;
+        self.problems.clear();
+        self.text = canonical.clone();
+        self.install(cvm);
+        Ok(canonical)
+    }
+
+    fn cvm(&mut self) -> Result<&mut Cvm, ApiError> {
+        self.cvm.as_mut().ok_or_else(not_a_net)
+    }
+}
+
+/// The refusal of anything that needs an engine while the served text has never been a valid
+/// net.
+fn not_a_net() -> ApiError {
+    ApiError::conflict("the served file is not a valid net: fix it in the Code view")
+}

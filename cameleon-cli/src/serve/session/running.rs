@@ -1,0 +1,167 @@
+//! A run in progress (the page's Run and Pause). The session alone starts, pauses and ends it:
+//! the driver (`Shared::run_to_end`) only asks for slices, so the page and other requests get
+//! the engine between them.
+
+use std::time::{Duration, Instant};
+
+use super::{Session, not_a_net};
+use crate::serve::error::ApiError;
+
+/// Whether a run is in progress, and whether it was asked to pause.
+#[derive(Debug, Default)]
+pub(super) struct RunState {
+    running: bool,
+    pause: bool,
+}
+
+impl Session {
+    /// A run is in progress (the page shows Pause).
+    pub(crate) fn is_running(&self) -> bool {
+        self.run.running
+    }
+
+    /// Starts a run. Refused while one is in progress, and when the served text has never been
+    /// a valid net.
+    pub(crate) fn start_run(&mut self) -> Result<(), ApiError> {
+        if self.run.running {
+            return Err(ApiError::conflict("a run is already in progress"));
+        }
+        if self.cvm.is_none() {
+            return Err(not_a_net());
+        }
+        self.run = RunState {
+            running: true,
+            pause: false,
+        };
+        self.touch();
+        Ok(())
+    }
+
+    /// Asks the run in progress, if any, to stop after its current slice.
+    pub(crate) fn pause(&mut self) {
+        if self.run.running {
+            self.run.pause = true;
+        }
+    }
+
+    /// Runs for about `slice` (batches of `batch` steps, at least one): `Ok(true)` when the run
+    /// is over — it reached an end state, or was paused — and no longer in progress. A refusal
+    /// ends the run too.
+    pub(crate) fn run_slice(&mut self, slice: Duration, batch: usize) -> Result<bool, ApiError> {
+        let started = Instant::now();
+        let r = loop {
+            match self.run_some(batch) {
+                Ok(false) if started.elapsed() < slice => {}
+                other => break other,
+            }
+        };
+        let over = !matches!(r, Ok(false)) || self.run.pause;
+        if over {
+            self.end_run();
+        }
+        r.map(|_| over)
+    }
+
+    /// Ends the run in progress, if any (also when its driver failed).
+    pub(crate) fn end_run(&mut self) {
+        if self.run.running {
+            self.run = RunState::default();
+            self.touch();
+        }
+    }
+
+    /// Runs up to `n` steps; whether the run reached an end state.
+    fn run_some(&mut self, n: usize) -> Result<bool, ApiError> {
+        for _ in 0..n {
+            let r = self.cvm()?.step();
+            self.after_step(r)?;
+            if self.last_end.is_some() {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use super::Session;
+    use crate::serve::error::ErrorKind;
+
+    /// A session of `counter.cm`-like net that loops for ever (a merge fed back to itself
+    /// through a counter), so a run only stops when paused.
+    fn endless() -> (tempdir::Dir, Session) {
+        let dir = tempdir::Dir::new();
+        let path = dir.0.join("endless.cm");
+        std::fs::write(
+            &path,
+            "config:\n  max_loop_iterations: 1000000\noperators:\n  - {id: zero, type: const, params: {value: 0}}\n  - {id: loop, type: merge}\n  - {id: inc, type: counter}\nconnections:\n  - {from: zero.out_data, to: loop.in_a}\n  - {from: loop.out_data, to: inc.in_data}\n  - {from: inc.out_data, to: loop.in_b}\n",
+        )
+        .unwrap();
+        let runtime = cameleon::capabilities::Runtime::builder().build().unwrap();
+        let s = Session::open(path, false, Arc::default(), runtime, None).unwrap();
+        assert!(s.problems().is_empty(), "{:?}", s.problems());
+        (dir, s)
+    }
+
+    mod tempdir {
+        /// A fresh folder under the system's temporary directory, removed on drop.
+        pub(super) struct Dir(pub(super) std::path::PathBuf);
+        impl Dir {
+            pub(super) fn new() -> Self {
+                let p = std::env::temp_dir().join(format!(
+                    "cameleon-serve-{}-{:?}",
+                    std::process::id(),
+                    std::thread::current().id()
+                ));
+                std::fs::create_dir_all(&p).unwrap();
+                Dir(p)
+            }
+        }
+        impl Drop for Dir {
+            fn drop(&mut self) {
+                let _ = std::fs::remove_dir_all(&self.0);
+            }
+        }
+    }
+
+    #[test]
+    fn a_run_is_started_paused_and_ended_by_the_session_alone() {
+        let (_dir, mut s) = endless();
+        assert!(!s.is_running());
+        s.start_run().unwrap();
+        assert!(s.is_running());
+        assert!(s.state().running, "the page sees the run");
+        // While it runs, a second run and the buttons are refused as conflicts.
+        assert_eq!(s.start_run().unwrap_err().kind(), ErrorKind::Conflict);
+        assert_eq!(s.step().unwrap_err().kind(), ErrorKind::Conflict);
+        assert_eq!(s.save("name: x\n").unwrap_err().kind(), ErrorKind::Conflict);
+        // An endless net: a slice ends without an end state, and the run goes on…
+        assert!(!s.run_slice(Duration::ZERO, 5).unwrap());
+        assert!(s.is_running());
+        let depth = s.state().step;
+        assert!(depth >= 5, "one batch at least: {depth}");
+        // …until it is paused: the next slice is its last.
+        s.pause();
+        assert!(s.run_slice(Duration::ZERO, 5).unwrap());
+        assert!(!s.is_running());
+        assert!(!s.state().running);
+        s.step().unwrap();
+    }
+
+    #[test]
+    fn pausing_without_a_run_is_forgotten_by_the_next_run() {
+        let (_dir, mut s) = endless();
+        s.pause();
+        let version = s.state().version;
+        s.end_run();
+        assert_eq!(s.state().version, version, "nothing to end: no change");
+        s.start_run().unwrap();
+        assert!(!s.run_slice(Duration::ZERO, 1).unwrap(), "not paused");
+        s.end_run();
+        assert!(!s.is_running());
+    }
+}

@@ -1,0 +1,130 @@
+//! The state and the history of the served engine, as the page reads them.
+
+use cameleon::connection::{ConnId, ConnState};
+use cameleon::engine::EndState;
+use cameleon::history::Entry;
+
+use super::Session;
+use crate::serve::view::{BranchView, EntryView, HistoryView, Ordered, StateView, WaitingView};
+
+/// Longest value text sent for a connection's tooltip.
+const MAX_VALUE_CHARS: usize = 2000;
+
+impl Session {
+    /// The end state the net is in: where the last step or run stopped, or the terminal
+    /// state of the marking.
+    fn end(&self) -> Option<EndState> {
+        let cvm = self.cvm.as_ref()?;
+        cvm.terminal_state().or_else(|| self.last_end.clone())
+    }
+
+    /// `GET /api/state`.
+    pub(crate) fn state(&self) -> StateView {
+        let mut view = StateView {
+            version: self.version,
+            step: 0,
+            end: None,
+            fireable: Vec::new(),
+            connections: Ordered::default(),
+            waiting: Vec::new(),
+            values: Ordered::default(),
+            end_detail: None,
+            redo: 0,
+            branches: 0,
+            valid: self.problems.is_empty(),
+            running: self.is_running(),
+            engine: false,
+            run_id: None,
+            sent_ms: None,
+        };
+        let Some(cvm) = self.cvm.as_ref() else {
+            view.valid = false;
+            return view;
+        };
+        let end = self.end();
+        view.step = cvm.depth();
+        view.end = end.as_ref().map(EndState::name);
+        view.fireable = cvm.fireable().into_iter().map(str::to_owned).collect();
+        for (i, c) in cvm.net().connections().iter().enumerate() {
+            let conn = cvm.conn(ConnId(i as u32));
+            let state = match conn.state {
+                ConnState::Empty => "EMPTY",
+                ConnState::New => "NEW",
+                ConnState::Old => "OLD",
+            };
+            view.connections.0.push((c.name.clone(), state));
+            if let Some(v) = conn.value() {
+                view.values
+                    .0
+                    .push((c.name.clone(), shorten(&v.to_json().to_string())));
+            }
+        }
+        view.waiting = cvm
+            .waiting()
+            .into_iter()
+            .map(|w| WaitingView {
+                context: crate::answers::context_of(cvm, &w.op),
+                op: w.op,
+                prompt: w.prompt,
+                ty: w.ty.name,
+            })
+            .collect();
+        view.end_detail = end.map(|e| e.to_string());
+        view.redo = cvm.history().redo_len();
+        view.branches = cvm.branches().len();
+        view.engine = true;
+        view.run_id = self.run_id.clone();
+        view
+    }
+
+    /// `GET /api/history`: the last `limit` applied entries, what a step would replay, and the
+    /// branches.
+    pub(crate) fn history(&self, limit: usize) -> HistoryView {
+        let Some(cvm) = self.cvm.as_ref() else {
+            return HistoryView {
+                entries: Vec::new(),
+                redo: Vec::new(),
+                branches: Vec::new(),
+                depth: 0,
+            };
+        };
+        let net = cvm.net();
+        let h = cvm.history();
+        let entry = |e: &Entry| EntryView {
+            step: e.step,
+            ops: e
+                .firings
+                .iter()
+                .map(|f| net.op(f.op).name.clone())
+                .collect(),
+        };
+        let entries = h.entries();
+        let skip = entries.len().saturating_sub(limit);
+        HistoryView {
+            entries: entries[skip..].iter().map(entry).collect(),
+            redo: h.redo_entries().iter().take(limit).map(entry).collect(),
+            branches: cvm
+                .branches()
+                .iter()
+                .enumerate()
+                .map(|(index, b)| BranchView {
+                    index,
+                    depth: b.depth,
+                    current: b.current,
+                })
+                .collect(),
+            depth: cvm.depth(),
+        }
+    }
+}
+
+/// `s`, cut at [`MAX_VALUE_CHARS`] characters (an ellipsis says so).
+fn shorten(s: &str) -> String {
+    if s.chars().count() <= MAX_VALUE_CHARS {
+        s.to_owned()
+    } else {
+        let mut t: String = s.chars().take(MAX_VALUE_CHARS).collect();
+        t.push('…');
+        t
+    }
+}
