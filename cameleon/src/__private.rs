@@ -15,6 +15,7 @@ pub use crate::net::{Mode, Net, NetBuilder, NetConfig};
 // For `#[operator]`.
 pub use crate::catalogue::{
     BuildContext, CatalogueEntry, Catalogued, FromContext, ParamInfo, ParamReader, ParamType,
+    PortDoc,
 };
 pub use crate::connection::ConnState;
 pub use crate::operator::{

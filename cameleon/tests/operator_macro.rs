@@ -138,6 +138,11 @@ fn declared_operator_is_in_the_catalogue_with_docs_params_and_policy() {
     );
     assert_eq!(e.params[0].doc, "how many copies");
     assert_eq!(Repeat::ENTRY.id, "test_repeat");
+    // A port's doc comment is its catalogue doc; a port without one has none.
+    assert_eq!(e.port_doc("in_text"), Some("The text to repeat."));
+    assert_eq!(e.port_doc("out_text"), None);
+    let port = e.ports.iter().find(|d| d.name == "in_text").unwrap();
+    assert!(!port.group);
 
     let relay = Catalogue::global().get("test_relay").expect("registered");
     assert_eq!(relay.policy, Policy::Custom);

@@ -28,6 +28,8 @@ pub struct CatalogueEntry {
     pub doc: &'static str,
     /// Declared parameters.
     pub params: &'static [ParamInfo],
+    /// What each port is for (the port fields' doc comments), for the catalogue exports.
+    pub ports: &'static [PortDoc],
     /// The spec of an instance built with default params (ports, types, emission sets).
     pub spec: fn() -> OpSpec,
     /// Builds an instance from `.cm` params.
@@ -53,7 +55,44 @@ impl fmt::Debug for CatalogueEntry {
 
 inventory::collect!(CatalogueEntry);
 
+/// The documentation of one port (or of a variadic group of ports) of an operator type.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PortDoc {
+    /// The port's name (`in_data`); for a variadic group, its first port (`in_b` of `in_b`,
+    /// `in_c`, …).
+    pub name: &'static str,
+    /// Whether `name` starts a variadic group: the doc is also that of the ports of the same
+    /// prefix with a later letter.
+    pub group: bool,
+    /// What the port carries and when to connect it, in a sentence or two.
+    pub doc: &'static str,
+}
+
+impl PortDoc {
+    /// Whether this documents the port `port`: the same name, or a later letter of the group.
+    pub fn documents(&self, port: &str) -> bool {
+        if port == self.name {
+            return true;
+        }
+        let split = |n: &'static str| n.rsplit_once('_').filter(|(_, l)| l.len() == 1);
+        match (self.group, split(self.name), port.rsplit_once('_')) {
+            (true, Some((prefix, first)), Some((p, letter))) => {
+                p == prefix
+                    && letter.len() == 1
+                    && letter.bytes().all(|b| b.is_ascii_lowercase())
+                    && letter > first
+            }
+            _ => false,
+        }
+    }
+}
+
 impl CatalogueEntry {
+    /// The documentation of port `port`, if its declaration has one.
+    pub fn port_doc(&self, port: &str) -> Option<&'static str> {
+        self.ports.iter().find(|d| d.documents(port)).map(|d| d.doc)
+    }
+
     /// The first paragraph of [`doc`](Self::doc), on one line: what the catalogue exports show.
     pub fn summary(&self) -> String {
         self.doc

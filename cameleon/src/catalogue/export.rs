@@ -33,7 +33,9 @@ Rules:
 - A connection's source and target have the same data type. An input of type `Any` (on a behavioral operator) accepts every type. `T0`, `T1`… are type variables of a structural operator: every port of one instance with the same variable carries the same type, fixed by its connections.
 - Params not listed for an operator are errors; params without a default are required. Operators whose ports are `in_a, in_b, …` or `out_a, out_b, …` take an `arity` param (default 2) that adds ports `in_c`/`out_c`, `in_d`/`out_d`, … in order.
 - A `test` param is a one-key map evaluated on the JSON value of a token (a DataString compares as a string): `{lt: 10}`, `{le: 10}`, `{gt: 0}`, `{ge: 0}`, `{eq: "stop"}`, `{ne: 3}`, `{contains: "x"}`, `{not: {…}}`, `{all: […]}`, `{any: […]}`.
-- A loop goes through a `merge` (its entry; it fires with an EMPTY input) and leaves through a `guard` or a `gate`.
+- A firing policy says when an operator fires from the states of its inputs (NEW: a value not yet consumed; OLD: consumed; EMPTY: nothing yet): `any` is the usual one; `all` waits for every input; structural operators (`fork`, `join`, `merge`, `gate`, `guard`, …) route tokens, behavioral ones compute values. Each operator's ports below say what they carry and when to connect the optional ones.
+- A loop goes through a `merge` (its entry; it fires with an EMPTY input) and leaves through a `guard` or a `gate`: `merge.out_data` → the loop's body → `guard.in_data`; `guard.out_continue` → `merge.in_b` (the back edge); `guard.out_exit` → what follows the loop. A loop runs at most `config: max_loop_iterations` times per operator (LOOP_LIMIT after).
+- Files: `text_file`, `json_file` and `file_loader` read `path` relative to the `.cm` file's folder; a path that leaves it (absolute, or through `..`) is refused unless the command is given `--allow-outside`.
 - Tools (`cameleon tools --json` lists each with the JSON Schema of its arguments) are called by a `tool` operator (param `name`) whose `in_args` receives the arguments as a JSON object, e.g. from a `const`. A net may call only the tools its top-level `tools:` key allows: `tools: {allow: [calc, read_file], approve: [write_file]}` (after `config:`, before `operators:`); without that key every tool call is denied.
 - Models: `llm`, `llm_json`, `agent`, `embed`, `index` and `retrieve` use a chat model, an embedder or a memory by name (params `model` and `memory`, `default` unless set), defined in a capabilities file (`cameleon.yaml` beside the `.cm` file, or `--capabilities FILE`). With nothing configured, the offline defaults are the chat model `extractive` — **not generative**: it answers by quoting the context sentences that best match the prompt, and `llm_json` and an `agent` offered tools refuse it — the embedder `hash` (feature hashing of words, 384 dimensions) and the memory `flat` (in process). `model: extractive` and `model: hash` name the offline ones whatever `default` is. `cameleon check` reports a name the capabilities do not define."#;
 
@@ -99,8 +101,8 @@ impl Catalogue {
                 let a: Vec<String> = e.aliases.iter().map(|a| format!("`{a}`")).collect();
                 let _ = writeln!(md, "- aliases: {}", a.join(", "));
             }
-            let _ = writeln!(md, "- inputs: {}", ports_md(&spec.inputs));
-            let _ = writeln!(md, "- outputs: {}", ports_md(&spec.outputs));
+            ports_md(&mut md, "inputs", e, &spec.inputs);
+            ports_md(&mut md, "outputs", e, &spec.outputs);
             if !spec.emits.is_empty() {
                 let sets: Vec<String> = emits_names(&spec)
                     .into_iter()
@@ -146,18 +148,22 @@ fn settings_md(s: &OpSettings) -> String {
     out
 }
 
-fn ports_md(ports: &[PortSpec]) -> String {
+/// `- inputs:` and one line per port, with what it is for: `` - `in_data: Any` (optional): … ``.
+fn ports_md(md: &mut String, what: &str, e: &CatalogueEntry, ports: &[PortSpec]) {
+    use std::fmt::Write as _;
     if ports.is_empty() {
-        return "none".to_owned();
+        let _ = writeln!(md, "- {what}: none");
+        return;
     }
-    let v: Vec<String> = ports
-        .iter()
-        .map(|p| {
-            let opt = if p.optional { " (optional)" } else { "" };
-            format!("`{}: {}`{opt}", p.name, p.ty.display_name())
-        })
-        .collect();
-    v.join(", ")
+    let _ = writeln!(md, "- {what}:");
+    for p in ports {
+        let opt = if p.optional { " (optional)" } else { "" };
+        let doc = e
+            .port_doc(&p.name)
+            .map(|d| format!(": {d}"))
+            .unwrap_or_default();
+        let _ = writeln!(md, "  - `{}: {}`{opt}{doc}", p.name, p.ty.display_name());
+    }
 }
 
 fn emits_names(spec: &OpSpec) -> Vec<Vec<&str>> {
@@ -173,8 +179,14 @@ fn emits_names(spec: &OpSpec) -> Vec<Vec<&str>> {
 
 fn entry_json(e: &CatalogueEntry) -> Json {
     let spec = (e.spec)();
-    let port =
-        |p: &PortSpec| json!({"name": p.name, "type": p.ty.display_name(), "optional": p.optional});
+    let port = |p: &PortSpec| {
+        json!({
+            "name": p.name,
+            "type": p.ty.display_name(),
+            "optional": p.optional,
+            "doc": e.port_doc(&p.name),
+        })
+    };
     let params: Vec<Json> = e
         .params
         .iter()

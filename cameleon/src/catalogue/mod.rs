@@ -45,7 +45,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::OnceLock;
 
-pub use entry::{BuildFn, CatalogueEntry, Catalogued};
+pub use entry::{BuildFn, CatalogueEntry, Catalogued, PortDoc};
 pub use params::{ParamInfo, ParamReader, ParamType};
 pub(crate) use params::{list_param, option_param};
 

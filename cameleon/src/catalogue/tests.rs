@@ -423,7 +423,7 @@ fn json_export_lists_ports_types_policies_and_params_of_every_operator() {
     assert_eq!(chunker["family"], "behavioral");
     assert_eq!(
         chunker["inputs"],
-        json!([{"name": "in_data", "type": "DataString", "optional": false}])
+        json!([{"name": "in_data", "type": "DataString", "optional": false, "doc": "the text to split"}])
     );
     assert_eq!(chunker["params"][0]["name"], "size");
     assert_eq!(chunker["params"][0]["type"], "usize");
@@ -453,10 +453,63 @@ fn markdown_export_has_a_section_per_operator_with_its_ports_and_params() {
         );
         assert!(md.contains(&e.summary()));
     }
-    assert!(md.contains("- inputs: `in_data: DataString`"));
+    assert!(md.contains("- inputs:\n  - `in_data: DataString`: the text to split\n"));
+    assert!(md.contains(
+        "  - `in_after: Any` (optional): optional, any type: connect the index's output so retrieval waits for indexing\n"
+    ));
+    // A variadic group's doc names every port of the group.
+    assert!(md.contains("  - `in_b: T1`: another branch to wait for"));
     assert!(md.contains("  - `size` (usize, default `512`): characters per chunk (≥ 1)"));
     assert!(md.contains("  - `continue_if` (test, required): "));
     assert!(md.contains("- aliases: `switch`"));
     assert!(md.contains("- exec: `async`\n"), "delay's execution kind");
     assert!(md.contains("emits one of: {`out_true`} or {`out_false`}"));
+}
+
+/// An LLM writes `.cm` files from the catalogue alone: every port and every param of every
+/// operator type says what it is for.
+#[test]
+fn every_port_and_param_of_every_operator_says_what_it_is_for() {
+    let cat = Catalogue::global();
+    let mut missing = Vec::new();
+    for e in cat.iter() {
+        let spec = (e.spec)();
+        for p in spec.inputs.iter().chain(&spec.outputs) {
+            if e.port_doc(&p.name).is_none_or(|d| d.trim().is_empty()) {
+                missing.push(format!("{}.{}", e.id, p.name));
+            }
+        }
+        for p in e.params {
+            if p.doc.trim().is_empty() {
+                missing.push(format!("{} param {}", e.id, p.name));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "undocumented: {}", missing.join(", "));
+}
+
+#[test]
+fn a_variadic_groups_doc_covers_its_later_letters_only() {
+    let group = PortDoc {
+        name: "in_b",
+        group: true,
+        doc: "another branch",
+    };
+    assert!(group.documents("in_b"));
+    assert!(group.documents("in_c") && group.documents("in_z"));
+    assert!(
+        !group.documents("in_a"),
+        "a letter before the group's first"
+    );
+    assert!(!group.documents("out_c") && !group.documents("in_data") && !group.documents("in_cc"));
+    let single = PortDoc {
+        name: "in_b",
+        group: false,
+        doc: "one port",
+    };
+    assert!(single.documents("in_b") && !single.documents("in_c"));
+    // On a real operator: `mutex` documents `in_done` apart from its group `in_a`, `in_b`, ….
+    let mutex = Catalogue::global().get("mutex").unwrap();
+    assert_ne!(mutex.port_doc("in_done"), mutex.port_doc("in_c"));
+    assert_eq!(mutex.port_doc("in_a"), mutex.port_doc("in_c"));
 }

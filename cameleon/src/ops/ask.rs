@@ -3,7 +3,7 @@
 //!
 //! Written by hand rather than with `#[operator]`: the type of `out_data` is a param.
 
-use crate::catalogue::{BuildContext, CatalogueEntry, ParamError, ParamInfo, ParamReader};
+use crate::catalogue::{BuildContext, CatalogueEntry, ParamError, ParamInfo, ParamReader, PortDoc};
 use crate::connection::ConnState;
 use crate::operator::{
     Execution, FiniteControl, Firing, OpError, OpSettings, OpSpec, OpState, Operator, Params,
@@ -95,6 +95,18 @@ impl Ask {
         policy: Policy::Custom,
         doc: DOC,
         params: PARAMS,
+        ports: &[
+            PortDoc {
+                name: "in_context",
+                group: false,
+                doc: "optional: a value shown with the question (and, when connected, a token here asks again)",
+            },
+            PortDoc {
+                name: "out_data",
+                group: false,
+                doc: "the answer, of the data type `type` names",
+            },
+        ],
         spec: default_spec,
         build,
         execution: Execution::Inline,

@@ -22,8 +22,10 @@ pub struct Delay<T: PortType = Any> {
     /// milliseconds to wait
     #[param(default = 100)]
     pub ms: u64,
+    /// the value to pass on after the wait
     #[input]
     in_data: In<T>,
+    /// the same value, `ms` milliseconds later
     #[output]
     out_data: Out<T>,
 }

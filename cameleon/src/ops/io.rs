@@ -14,6 +14,7 @@ pub struct Source {
     /// the string emitted
     #[param]
     pub value: String,
+    /// `value`, once, when the run starts
     #[output]
     out_data: Out<DataString>,
 }
@@ -41,6 +42,7 @@ pub struct Const {
     /// the value emitted (any YAML value)
     #[param]
     pub value: serde_json::Value,
+    /// `value`, once, when the run starts
     #[output]
     out_data: Out<DataJSON>,
 }
@@ -65,6 +67,7 @@ impl Run for Const {
 #[operator(id = "sink", label = "Sink", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Sink {
+    /// any value: what the run produced (`cameleon run` prints it)
     #[input]
     in_data: In<Any>,
 }
@@ -163,6 +166,7 @@ pub struct FileLoader {
     /// Where the file may be read from.
     #[context]
     pub access: FileAccess,
+    /// the file's bytes, once, when the run starts
     #[output]
     out_data: Out<Binary>,
 }
@@ -201,6 +205,7 @@ pub struct TextFile {
     /// Where the file may be read from.
     #[context]
     pub access: FileAccess,
+    /// the file's text, once, when the run starts
     #[output]
     out_data: Out<DataString>,
 }
@@ -241,6 +246,7 @@ pub struct JsonFile {
     /// Where the file may be read from.
     #[context]
     pub access: FileAccess,
+    /// the file's parsed JSON value, once, when the run starts
     #[output]
     out_data: Out<DataJSON>,
 }

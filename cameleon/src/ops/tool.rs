@@ -31,10 +31,13 @@ pub struct CallTool {
     pub name: String,
     /// A person's answer to the approval question, until the firing that uses it.
     approval: Option<bool>,
+    /// the tool's arguments as a JSON object (e.g. from a `const`); `cameleon tools --json` gives each tool's schema
     #[input]
     in_args: In<DataJSON>,
+    /// the tool's result (its `content`: text or JSON)
     #[output]
     out_result: Out<DataJSON>,
+    /// optional to connect: a denied, failed or timed-out call goes here as a DataError instead of failing the run
     #[output]
     error: Out<DataError>,
 }

@@ -11,7 +11,7 @@ use super::decl::{execution_tokens, family_tokens, label, policy_tokens, setting
 use super::operator_impl::user_fn;
 use super::spec::count_params;
 use super::{bounded_generics, private};
-use crate::operator::ast::Operator;
+use crate::operator::ast::{Operator, unraw};
 use crate::operator::check::default_json;
 
 /// The type the catalogue builds: every type parameter `Any`.
@@ -51,6 +51,17 @@ pub fn catalogue(op: &Operator) -> TokenStream {
         quote! {
             #p::ParamInfo { name: #name, ty: #ty_name, default: #default, doc: #pdoc }
         }
+    });
+
+    let port_docs = op.ports().filter(|port| !port.doc.is_empty()).map(|port| {
+        let doc = port
+            .doc
+            .join(" ")
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let (name, group) = (unraw(&port.name), port.variadic.is_some());
+        quote!(#p::PortDoc { name: #name, group: #group, doc: #doc })
     });
 
     let count_defaults = count_params(op).into_iter().map(|c| {
@@ -130,6 +141,7 @@ pub fn catalogue(op: &Operator) -> TokenStream {
                 policy: #policy,
                 doc: #doc,
                 params: __CAMELEON_PARAMS,
+                ports: &[#(#port_docs),*],
                 spec: __cameleon_catalogue_spec,
                 build: __cameleon_build,
                 execution: #execution,

@@ -49,10 +49,13 @@ pub struct Agent {
     /// most tokens per answer (the model's default if unset)
     #[param]
     pub max_tokens: Option<u32>,
+    /// the task for the agent (the first user message)
     #[input]
     in_prompt: In<DataString>,
+    /// optional: passages (e.g. from `retrieve`) added to the conversation for the model to use
     #[input(optional)]
     in_context: In<DataChunk>,
+    /// the model's final answer, once it stops calling tools
     #[output]
     out_text: Out<DataString>,
     log: ModelLog,

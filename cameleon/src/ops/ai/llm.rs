@@ -33,10 +33,13 @@ pub struct Llm {
     /// most tokens in the answer (the model's default if unset)
     #[param]
     pub max_tokens: Option<u32>,
+    /// the question or instruction sent to the model
     #[input]
     in_prompt: In<DataString>,
+    /// optional: passages (e.g. from `retrieve`) the model answers from; the offline `extractive` model quotes them
     #[input(optional)]
     in_context: In<DataChunk>,
+    /// the model's answer (with the offline `extractive` model, a quotation of the context)
     #[output]
     out_text: Out<DataString>,
     log: ModelLog,
@@ -178,10 +181,13 @@ pub struct LlmJson {
     /// how many times an invalid answer is sent back before the firing fails
     #[param(default = 2)]
     pub retries: u32,
+    /// the instruction sent to the model, e.g. the text to extract fields from
     #[input]
     in_prompt: In<DataString>,
+    /// optional: passages (e.g. from `retrieve`) the model answers from
     #[input(optional)]
     in_context: In<DataChunk>,
+    /// the model's answer as JSON, validated against `schema`
     #[output]
     out_data: Out<DataJSON>,
     log: ModelLog,

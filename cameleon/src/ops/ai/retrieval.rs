@@ -22,8 +22,10 @@ pub struct Embed {
     /// the embedder's name
     #[param(default = "default")]
     pub model: String,
+    /// the texts to embed, e.g. from `chunker` or `passages`
     #[input]
     in_data: In<DataChunk>,
+    /// each text with its vector; connect it to `index`
     #[output]
     out_data: Out<DataEmbeddings>,
     log: ModelLog,
@@ -110,8 +112,10 @@ pub struct Index {
     /// the memory's name
     #[param(default = "default")]
     pub memory: String,
+    /// texts with their vectors, from `embed`
     #[input]
     in_data: In<DataEmbeddings>,
+    /// `{"count": n}` once stored; connect it to `retrieve.in_after` so retrieval waits for indexing
     #[output]
     out_data: Out<DataJSON>,
     changed: IndexLog,
@@ -228,10 +232,13 @@ pub struct Retrieve {
     /// the embedder of the question (the memory's)
     #[param(default = "default")]
     pub model: String,
+    /// the question to find passages for
     #[input]
     in_query: In<DataString>,
+    /// optional, any type: connect the index's output so retrieval waits for indexing
     #[input(optional)]
     in_after: In<Any>,
+    /// the `k` closest passages, best first; connect it to `llm.in_context`
     #[output]
     out_data: Out<DataChunk>,
     log: ModelLog,

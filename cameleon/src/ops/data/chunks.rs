@@ -16,8 +16,10 @@ pub struct Chunker {
     /// characters shared with the previous chunk (< size)
     #[param(default = 0)]
     pub overlap: usize,
+    /// the text to split
     #[input]
     in_data: In<DataString>,
+    /// the chunks, in order
     #[output]
     out_data: Out<DataChunk>,
 }
@@ -87,8 +89,10 @@ pub struct Passages {
     /// what a passage is made of: `sentences` or `paragraphs`
     #[param(default = "sentences")]
     pub unit: String,
+    /// the text to split into passages
     #[input]
     in_data: In<DataString>,
+    /// the passages, in order; connect it to `embed` or `llm.in_context`
     #[output]
     out_data: Out<DataChunk>,
 }

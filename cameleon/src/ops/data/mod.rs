@@ -32,8 +32,10 @@ pub fn text_of(v: &Value) -> String {
 #[operator(id = "transform", label = "Transform", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Transform {
+    /// any value
     #[input]
     in_data: In<Any>,
+    /// the value as text
     #[output]
     out_data: Out<DataString>,
 }
@@ -57,8 +59,10 @@ impl Run for Transform {
 #[operator(id = "json_parse", label = "JSON parse", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct JsonParse {
+    /// a JSON text
     #[input]
     in_data: In<DataString>,
+    /// the parsed value (the firing fails on text that is not JSON)
     #[output]
     out_data: Out<DataJSON>,
 }
@@ -84,8 +88,10 @@ impl Run for JsonParse {
 #[operator(id = "binary_to_string", label = "Binary to string", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct BinaryToString {
+    /// bytes, e.g. from `file_loader`
     #[input]
     in_data: In<Binary>,
+    /// the bytes as UTF-8 text (invalid sequences become U+FFFD)
     #[output]
     out_data: Out<DataString>,
 }
@@ -109,8 +115,10 @@ impl Run for BinaryToString {
 #[operator(id = "counter", label = "Counter", family = behavioral, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Counter {
+    /// a JSON number
     #[input]
     in_data: In<DataJSON>,
+    /// that number plus one
     #[output]
     out_data: Out<DataJSON>,
 }
@@ -162,8 +170,10 @@ pub struct JsonStringify {
     /// indent the text
     #[param(default = false)]
     pub pretty: bool,
+    /// any JSON value
     #[input]
     in_data: In<DataJSON>,
+    /// its JSON text
     #[output]
     out_data: Out<DataString>,
 }
@@ -190,8 +200,10 @@ pub struct JsonGet {
     /// dotted path, e.g. `user.emails.0`
     #[param]
     pub path: String,
+    /// the JSON value to read from
     #[input]
     in_data: In<DataJSON>,
+    /// the value at `path` (the firing fails when there is none)
     #[output]
     out_data: Out<DataJSON>,
 }
@@ -241,8 +253,10 @@ pub struct Predicate {
     /// test on the value: {lt: 10}, {eq: "stop"}, {contains: "x"}, {not: {…}}, …
     #[param]
     pub test: Test,
+    /// the value to test (any type; a DataString is tested as a string)
     #[input]
     in_data: In<Any>,
+    /// whether `test` holds; connect it to `gate.in_condition` to route on it
     #[output]
     out_data: Out<DataBool>,
 }
@@ -270,10 +284,13 @@ pub struct Format {
     /// put between the two strings
     #[param(default = " ")]
     pub separator: String,
+    /// the first string
     #[input]
     in_main: In<DataString>,
+    /// the second string (both must arrive before it fires)
     #[input]
     in_meta: In<DataString>,
+    /// `in_main`, `separator`, `in_meta`
     #[output]
     out_data: Out<DataString>,
 }
@@ -303,10 +320,13 @@ impl Run for Format {
 #[operator(id = "template", label = "Template", family = behavioral, firing = all, exec = inline)]
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Template {
+    /// the text with `{{key}}` placeholders
     #[input]
     in_template: In<DataString>,
+    /// the JSON object the placeholders are filled from
     #[input]
     in_data: In<DataJSON>,
+    /// the filled text
     #[output]
     out_data: Out<DataString>,
 }

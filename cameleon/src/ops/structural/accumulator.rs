@@ -25,10 +25,13 @@ pub struct Accumulator {
     pub n: usize,
     /// The values collected so far (internal state).
     items: Vec<serde_json::Value>,
+    /// a value to collect (any type)
     #[input]
     in_data: In<Any>,
+    /// optional: a token here ends the list being collected and emits it
     #[input(optional)]
     in_done: In<Any>,
+    /// the collected values as a JSON list
     #[output]
     out_data: Out<DataJSON>,
 }

@@ -31,10 +31,13 @@ pub struct Join<T: PortType = Any> {
     cancel: Vec<String>,
     /// Partial join: the inputs counted in the current round (bit per input).
     seen: u64,
+    /// the branch whose value is passed on (its type is the output's)
     #[input]
     in_a: In<T>,
+    /// another branch to wait for (any type; `arity` adds `in_c`, `in_d`, …)
     #[input(variadic = arity)]
     in_b: In<Any>,
+    /// `in_a`'s value, once the inputs have arrived
     #[output]
     out_data: Out<T>,
 }

@@ -62,8 +62,10 @@ pub struct Fork<T: PortType = Any> {
     /// number of n-ary ports (2..=26); extra ports are named in_c/out_c, in_d/out_d, …
     #[param(default = 2)]
     arity: usize,
+    /// the value to copy
     #[input]
     in_data: In<T>,
+    /// a copy of the value, one per output (`arity` adds `out_c`, `out_d`, …)
     #[output(variadic = arity)]
     out_a: Out<T>,
 }
@@ -113,8 +115,10 @@ pub struct Merge<T: PortType = Any> {
     /// number of n-ary ports (2..=26); extra ports are named in_c/out_c, in_d/out_d, …
     #[param(default = 2)]
     arity: usize,
+    /// a branch (or a loop's entry and back edge); whichever is NEW goes on (`arity` adds `in_c`, …)
     #[input(variadic = arity)]
     in_a: In<T>,
+    /// the value of the input that fired
     #[output]
     out_data: Out<T>,
 }
@@ -168,12 +172,16 @@ impl<T: PortType> Run for Merge<T> {
 )]
 #[derive(Clone, Debug)]
 pub struct Gate<T: PortType = Any> {
+    /// the value to route
     #[input]
     in_data: In<T>,
+    /// where to route it: true to `out_true`, false to `out_false` (e.g. from `predicate`)
     #[input]
     in_condition: In<DataBool>,
+    /// the value, when the condition is true
     #[output]
     out_true: Out<T>,
+    /// the value, when the condition is false
     #[output]
     out_false: Out<T>,
 }
@@ -226,16 +234,22 @@ pub struct Barrier<A: PortType = Any, B: PortType = Any> {
     /// number of n-ary ports (2..=26); extra ports are named in_c/out_c, in_d/out_d, …
     #[param(default = 2)]
     arity: usize,
+    /// a value to synchronise; passed to `out_a`
     #[input]
     in_a: In<A>,
+    /// a value to synchronise; passed to `out_b`
     #[input]
     in_b: In<B>,
+    /// more values to synchronise (`arity` adds `in_c`, `in_d`, …), each passed to the output of its letter
     #[input(variadic = arity)]
     in_c: In<Any>,
+    /// `in_a`'s value, once every input has arrived
     #[output]
     out_a: Out<A>,
+    /// `in_b`'s value, once every input has arrived
     #[output]
     out_b: Out<B>,
+    /// the value of the input of the same letter
     #[output(variadic = arity)]
     out_c: Out<Any>,
 }
@@ -284,10 +298,13 @@ pub struct Guard<T: PortType = Any> {
     /// test on the value: {lt: 10}, {eq: "stop"}, {not: {…}}, {all: […]}, {any: […]}, …
     #[param]
     pub continue_if: Test,
+    /// the value to test (typically the loop's current value)
     #[input]
     in_data: In<T>,
+    /// the value, while `continue_if` holds: connect it back into the loop
     #[output]
     out_continue: Out<T>,
+    /// the value, once `continue_if` fails: the loop's exit
     #[output]
     out_exit: Out<T>,
 }

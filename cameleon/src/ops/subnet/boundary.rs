@@ -54,6 +54,7 @@ pub struct SubnetInput<T: PortType = Any> {
     value: Option<serde_json::Value>,
     /// The value its parent passes in for the current run.
     given: Option<TypedValue>,
+    /// the value the parent passes in on `in_NAME` (or `value` when the net runs on its own)
     #[output]
     out_data: Out<T>,
 }
@@ -140,6 +141,7 @@ pub struct SubnetOutput<T: PortType = Any> {
     /// the data type (a type name), when what the output receives does not fix it
     #[param(name = "type")]
     ty: Option<String>,
+    /// the value the parent receives on `out_NAME`
     #[input]
     in_data: In<T>,
 }

@@ -10,7 +10,7 @@ use serde_json::{Value as Json, json};
 use super::runs::{Batch, InnerRun, Runs};
 use super::subnet::SubnetError;
 use super::template::{Source, Template, load};
-use crate::catalogue::{BuildContext, CatalogueEntry, ParamError, ParamInfo, ParamReader};
+use crate::catalogue::{BuildContext, CatalogueEntry, ParamError, ParamInfo, ParamReader, PortDoc};
 use crate::dsl::{HasPorts, InputDecl};
 use crate::net::Net;
 use crate::operator::{
@@ -606,6 +606,23 @@ crate::submit_operator!(CatalogueEntry {
     policy: Policy::Any,
     doc: "Runs the net of file `net` once per item of the JSON array on `in_items` and emits the results, in item order, on `out_results`; a connected `error` receives the failed items.\n\nIn parallel mode up to `concurrency` items run at once. With `quorum`, the results stop at that many successful items.",
     params: PARAMS,
+    ports: &[
+        PortDoc {
+            name: "in_items",
+            group: false,
+            doc: "a JSON array: the net of `net` runs once per item, the item on that net's one `input`",
+        },
+        PortDoc {
+            name: "out_results",
+            group: false,
+            doc: "the JSON array of the items' results (each the value of the inner net's `output`), in item order",
+        },
+        PortDoc {
+            name: "error",
+            group: false,
+            doc: "connect it to catch failed items (their index and message) instead of failing the firing",
+        },
+    ],
     spec,
     build,
     execution: Execution::Async,

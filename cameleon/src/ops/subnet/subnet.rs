@@ -428,6 +428,8 @@ crate::submit_operator!(CatalogueEntry {
     policy: Policy::All,
     doc: "Runs the net of file `net` to its end on each firing: its ports are `in_NAME` per `input` and `out_NAME` per `output` of that net, typed from its connections.\n\nA firing that ends otherwise than COMPLETED fails. The inner runs are kept: `back` undoes them, replay never runs them again. A net that includes itself needs `max_depth`.",
     params: PARAMS,
+    // Its ports come from the file's `input`/`output` operators, documented there.
+    ports: &[],
     spec: catalogue_spec,
     build,
     execution: Execution::Blocking,

@@ -33,8 +33,10 @@ pub struct SplitText {
     /// Whether empty pieces are left out (default: `false`, every piece is kept).
     #[param(default = false)]
     pub skip_empty: bool,
+    /// the text to split
     #[input]
     in_data: In<DataString>,
+    /// the pieces, as a JSON list of strings
     #[output]
     out_data: Out<DataJSON>,
 }
@@ -124,8 +126,10 @@ pub struct JoinText {
     /// What goes between two items (default: a line break, `"\n"`; `""` for nothing).
     #[param(default = "\n")]
     pub separator: String,
+    /// a JSON list (e.g. from `split_text`)
     #[input]
     in_data: In<DataJSON>,
+    /// the items joined into one text
     #[output]
     out_data: Out<DataString>,
 }
@@ -199,8 +203,10 @@ pub struct RegexExtract {
     /// Whether every match is extracted, as a list (default: `false`, the first match only).
     #[param(default = false)]
     pub all: bool,
+    /// the text to search
     #[input]
     in_data: In<DataString>,
+    /// the named groups as a JSON object (a list with `all: true`; `null` without a match)
     #[output]
     out_data: Out<DataJSON>,
 }

@@ -104,8 +104,10 @@ pub struct Replace {
     /// Whether every match is replaced (default: `true`); `false` replaces the first only.
     #[param(default = true)]
     pub all: bool,
+    /// the text to change
     #[input]
     in_data: In<DataString>,
+    /// the text with the matches replaced
     #[output]
     out_data: Out<DataString>,
 }
@@ -181,8 +183,10 @@ pub struct Case {
     /// The case to convert to: `lower`, `upper` or `title` (default `lower`).
     #[param(default = "lower")]
     pub to: String,
+    /// the text to convert
     #[input]
     in_data: In<DataString>,
+    /// the text in the case `to` names
     #[output]
     out_data: Out<DataString>,
 }
@@ -271,8 +275,10 @@ pub struct Trim {
     /// Which ends: `both` (default), `start` or `end`.
     #[param(default = "both")]
     pub side: String,
+    /// the text to trim
     #[input]
     in_data: In<DataString>,
+    /// the text without the removed characters at its ends
     #[output]
     out_data: Out<DataString>,
 }
@@ -344,8 +350,10 @@ pub struct Truncate {
     /// than `max`.
     #[param(default = "")]
     pub ellipsis: String,
+    /// the text to cut
     #[input]
     in_data: In<DataString>,
+    /// at most `max` characters of it
     #[output]
     out_data: Out<DataString>,
 }

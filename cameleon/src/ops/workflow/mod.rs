@@ -46,8 +46,10 @@ pub struct Cancel<T: PortType = Any> {
     /// the operators whose waiting tokens a firing withdraws (instance names)
     #[param]
     region: Vec<String>,
+    /// the value whose arrival cancels the region
     #[input]
     in_data: In<T>,
+    /// the same value, passed on
     #[output]
     out_data: Out<T>,
 }
@@ -89,6 +91,7 @@ impl<T: PortType> Run for Cancel<T> {
 #[operator(id = "terminate", label = "Terminate", family = structural)]
 #[derive(Clone, Debug)]
 pub struct Terminate<T: PortType = Any> {
+    /// a token here ends the whole case
     #[input]
     in_data: In<T>,
 }
@@ -143,8 +146,10 @@ pub struct Mutex<T: PortType = Any> {
     /// the end of the section that holds the mutex
     #[input]
     in_done: In<Any>,
+    /// a request to enter a section (`arity` adds `in_c`, …); granted requests go to the output of the same letter
     #[input(variadic = arity)]
     in_a: In<T>,
+    /// the start of the section of the same letter, when the mutex grants it
     #[output(variadic = arity)]
     out_a: Out<T>,
 }
@@ -283,10 +288,13 @@ pub struct Milestone<T: PortType = Any, M: PortType = Any> {
     /// the milestone is passed: no request goes through after
     #[input]
     in_expire: In<Any>,
+    /// the request, let through while the milestone holds
     #[output]
     out_data: Out<T>,
+    /// the milestone token, once `in_expire` passes it
     #[output]
     out_passed: Out<M>,
+    /// a request that came after the milestone was passed
     #[output]
     out_late: Out<T>,
 }
@@ -382,8 +390,10 @@ pub struct Trigger<T: PortType = Any, S: PortType = Any> {
     /// the trigger
     #[input]
     in_trigger: In<S>,
+    /// the waiting thread, released by the trigger
     #[output]
     out_data: Out<T>,
+    /// a trigger that found no thread waiting (may stay unconnected)
     #[output]
     out_lost: Out<S>,
 }

@@ -29,8 +29,10 @@ pub struct ThreadSplit<T: PortType = Any> {
     k: usize,
     /// The value being split.
     value: Option<TypedValue>,
+    /// the value to split into `n` threads
     #[input]
     in_data: In<T>,
+    /// the value, `n` times, one thread after another
     #[output]
     out_data: Out<T>,
 }
@@ -134,8 +136,10 @@ pub struct ThreadMerge<T: PortType = Any> {
     n: usize,
     /// Threads taken so far in this round (its control state).
     k: usize,
+    /// the threads to merge, one after another
     #[input]
     in_data: In<T>,
+    /// one thread, once `n` have arrived
     #[output]
     out_data: Out<T>,
 }
