@@ -264,27 +264,7 @@ impl Value {
     /// assert_eq!((small.preview(16, false).text.as_str(), small.preview(16, false).truncated), ("\"hi\"", false));
     /// ```
     pub fn preview(&self, max_bytes: usize, pretty: bool) -> Preview {
-        let mut out = Capped {
-            buf: Vec::with_capacity(max_bytes.min(4096)),
-            max: max_bytes,
-            full: false,
-        };
-        let r = self.0.write_json_to(&mut out, pretty);
-        if r.is_err() && !out.full {
-            // A `Serialize` that fails shows as `null`, as in traces.
-            return Preview {
-                text: "null".to_owned(),
-                truncated: false,
-            };
-        }
-        let mut buf = out.buf;
-        if let Err(e) = std::str::from_utf8(&buf) {
-            buf.truncate(e.valid_up_to()); // a character cut by the bound
-        }
-        Preview {
-            text: String::from_utf8(buf).unwrap_or_default(),
-            truncated: out.full,
-        }
+        Preview::write(max_bytes, |out| self.0.write_json_to(out, pretty))
     }
 
     /// Whether two values are the same shared allocation (not merely equal).
@@ -320,6 +300,54 @@ pub struct Preview {
     pub text: String,
     /// Whether the value's JSON text goes on past `text`.
     pub truncated: bool,
+}
+
+impl Preview {
+    /// The start of the JSON text of any serde value (a `serde_json::Value`, a record), as
+    /// [`Value::preview`] does for a token's value.
+    ///
+    /// ```
+    /// use cameleon::types::Preview;
+    ///
+    /// let p = Preview::of(&serde_json::json!({"answer": "a long story"}), 14, false);
+    /// assert_eq!((p.text.as_str(), p.truncated), ("{\"answer\":\"a ", true));
+    /// ```
+    pub fn of<T: Serialize + ?Sized>(v: &T, max_bytes: usize, pretty: bool) -> Preview {
+        Preview::write(max_bytes, |out| {
+            if pretty {
+                serde_json::to_writer_pretty(out, v)
+            } else {
+                serde_json::to_writer(out, v)
+            }
+        })
+    }
+
+    /// What `write` writes, kept to `max` bytes (cut at a character boundary). A serialiser
+    /// that fails for another reason than the bound gives `null`, as traces show it.
+    fn write(
+        max: usize,
+        write: impl FnOnce(&mut dyn io::Write) -> Result<(), serde_json::Error>,
+    ) -> Preview {
+        let mut out = Capped {
+            buf: Vec::with_capacity(max.min(4096)),
+            max,
+            full: false,
+        };
+        if write(&mut out).is_err() && !out.full {
+            return Preview {
+                text: "null".to_owned(),
+                truncated: false,
+            };
+        }
+        let mut buf = out.buf;
+        if let Err(e) = std::str::from_utf8(&buf) {
+            buf.truncate(e.valid_up_to()); // a character cut by the bound
+        }
+        Preview {
+            text: String::from_utf8(buf).unwrap_or_default(),
+            truncated: out.full,
+        }
+    }
 }
 
 /// A writer that keeps its first `max` bytes and then refuses, so a serialiser stops.
