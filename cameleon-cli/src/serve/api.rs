@@ -29,6 +29,7 @@ use super::view::{
 
 const PAGE: &str = include_str!("page.html");
 const SCRIPT: &str = include_str!("page.js");
+const RESULTS: &str = include_str!("results.js");
 const STYLE: &str = include_str!("page.css");
 
 /// Steps a run does per batch, between looks at the clock.
@@ -45,6 +46,7 @@ pub(crate) fn router(shared: App, g: Arc<Guard>) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/page.js", get(script))
+        .route("/results.js", get(results_script))
         .route("/page.css", get(style))
         .route("/api/state", get(state))
         .route("/api/svg", get(svg))
@@ -115,6 +117,10 @@ async fn page() -> Response {
 
 async fn script() -> Response {
     text("text/javascript; charset=utf-8", SCRIPT)
+}
+
+async fn results_script() -> Response {
+    text("text/javascript; charset=utf-8", RESULTS)
 }
 
 async fn style() -> Response {
@@ -323,7 +329,9 @@ async fn check(
     JsonBody(t): JsonBody<Text>,
 ) -> Result<Json<CheckView>, ApiError> {
     // Checking reads the catalogue and the file's folder only, never the engine.
-    let problems = s.blocking(move |shared| shared.served.check(&t.text)).await?;
+    let problems = s
+        .blocking(move |shared| shared.served.check(&t.text))
+        .await?;
     Ok(Json(CheckView {
         valid: problems.is_empty(),
         problems,

@@ -129,12 +129,16 @@ pub(crate) async fn require_own_host(
     req: Request,
     next: Next,
 ) -> Response {
-    let authority = req.uri().authority().map(|a| a.as_str().to_owned()).or_else(|| {
-        req.headers()
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-    });
+    let authority = req
+        .uri()
+        .authority()
+        .map(|a| a.as_str().to_owned())
+        .or_else(|| {
+            req.headers()
+                .get(header::HOST)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        });
     let own = authority
         .as_deref()
         .and_then(|a| Authority::from_str(a).ok())
@@ -300,7 +304,12 @@ mod tests {
     #[test]
     fn loopback_names_with_the_port_are_the_servers_own_and_other_names_are_not() {
         let g = guard("127.0.0.1", &[]);
-        for h in ["127.0.0.1:7878", "localhost:7878", "LOCALHOST.:7878", "[::1]:7878"] {
+        for h in [
+            "127.0.0.1:7878",
+            "localhost:7878",
+            "LOCALHOST.:7878",
+            "[::1]:7878",
+        ] {
             assert!(host_ok(&g, h), "{h}");
         }
         for h in [
@@ -321,10 +330,16 @@ mod tests {
         let g = guard("192.168.1.5", &["cam.example.org", "Box.Lan:9000"]);
         assert!(host_ok(&g, "192.168.1.5:7878"));
         assert!(!host_ok(&g, "192.168.1.6:7878"));
-        assert!(host_ok(&g, "cam.example.org"), "any port: a proxy's default");
+        assert!(
+            host_ok(&g, "cam.example.org"),
+            "any port: a proxy's default"
+        );
         assert!(host_ok(&g, "CAM.example.org:8443"));
         assert!(host_ok(&g, "box.lan:9000"));
-        assert!(!host_ok(&g, "box.lan:7878"), "the port given is the only one");
+        assert!(
+            !host_ok(&g, "box.lan:7878"),
+            "the port given is the only one"
+        );
         assert!(!host_ok(&g, "example.org:7878"));
         // On 0.0.0.0, any address of the machine; still no foreign name.
         let any = guard("0.0.0.0", &[]);

@@ -126,8 +126,7 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         allow_outside: a.allow_outside,
     };
     let wires = Wires::default();
-    let session = match Session::open(served.clone(), runtime, a.journal.clone(), wires.clone())
-    {
+    let session = match Session::open(served.clone(), runtime, a.journal.clone(), wires.clone()) {
         Ok(s) => s,
         Err(e) => {
             writeln!(io.stderr, "error: {e}")?;

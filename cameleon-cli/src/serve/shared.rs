@@ -33,7 +33,9 @@ pub(crate) struct Shared {
     pause: Arc<AtomicBool>,
     pub(super) tx: broadcast::Sender<Arc<Vec<Message>>>,
     /// Something changed since the last flush: send the state.
-    pub(super) dirty: AtomicBool,
+    pub(super) dirty: Arc<AtomicBool>,
+    /// The operators firing now.
+    firing: Arc<Mutex<Vec<String>>>,
     /// Changes under way in the engine (the state's `busy`).
     busy: AtomicUsize,
     /// Messages sent so far.
@@ -56,7 +58,11 @@ impl Shared {
             outbox: wires.outbox,
             pause: wires.pause,
             tx,
-            dirty: AtomicBool::new(true),
+            dirty: {
+                wires.dirty.store(true, Ordering::SeqCst);
+                wires.dirty
+            },
+            firing: wires.firing,
             busy: AtomicUsize::new(0),
             sent: AtomicU64::new(0),
         }
@@ -76,10 +82,16 @@ impl Shared {
             .clone()
     }
 
-    /// The last published state, saying whether a change is under way.
+    /// The last published state, saying what is firing now and whether a change is under
+    /// way.
     pub(crate) fn state_now(&self) -> StateView {
         let mut state = (*self.published().state).clone();
-        state.busy = self.busy.load(Ordering::SeqCst) > 0;
+        state.firing = self
+            .firing
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        state.busy = self.busy.load(Ordering::SeqCst) > 0 || !state.firing.is_empty();
         state
     }
 
@@ -89,7 +101,10 @@ impl Shared {
         session.hand_off();
         let state = Arc::new(session.state());
         {
-            let mut p = self.published.lock().unwrap_or_else(PoisonError::into_inner);
+            let mut p = self
+                .published
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
             p.state = Arc::clone(&state);
             p.source = session.source();
             p.drawing = session.drawing();

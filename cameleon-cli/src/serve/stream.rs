@@ -14,9 +14,9 @@ use tokio::sync::broadcast::error::RecvError;
 
 use cameleon::engine::Event;
 
+use super::MAX_EVENTS_PER_FLUSH;
 use super::shared::Shared;
 use super::view::{CoalescedView, StateView};
-use super::MAX_EVENTS_PER_FLUSH;
 
 /// One message of the event stream: an engine event (unnamed SSE event, its JSON) or the
 /// state (`event: state`).

@@ -39,9 +39,11 @@ pub(crate) struct StateView {
     pub(crate) valid: bool,
     /// A run is in progress (the page shows Pause).
     pub(crate) running: bool,
-    /// A step or another change is under way in the engine (a slow firing, say): the state
-    /// is the one before it.
+    /// A step or another change is under way in the engine (a slow firing, say): the rest of
+    /// the state is from before it.
     pub(crate) busy: bool,
+    /// The operators whose firing is under way.
+    pub(crate) firing: Vec<String>,
     /// There is an engine (a valid version of the net was loaded).
     pub(crate) engine: bool,
     /// The id of the journaled run (`serve --journal`).
@@ -167,11 +169,7 @@ pub(crate) struct CoalescedView {
 /// The start of `v`'s compact JSON text, at most `max` bytes, with an ellipsis when cut.
 pub(crate) fn shortened(v: &Value, max: usize) -> String {
     let p = v.preview(max, false);
-    if p.truncated {
-        p.text + "…"
-    } else {
-        p.text
-    }
+    if p.truncated { p.text + "…" } else { p.text }
 }
 
 /// A value as the Outputs panel and the inspector show it: its type and the start of its

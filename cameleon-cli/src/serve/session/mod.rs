@@ -64,14 +64,18 @@ impl Served {
     }
 }
 
-/// What connects a session to the server: where engine events go, and the Pause flag the
-/// server sets without waiting for the engine.
+/// What connects a session to the server without the session's lock: where engine events go,
+/// the Pause flag, and what is firing now.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Wires {
     /// Engine events for the event stream.
     pub(crate) outbox: Outbox,
     /// Set by Pause; a run stops at its next step.
     pub(crate) pause: Arc<AtomicBool>,
+    /// The operators firing now (the state's `firing`), kept by the engine's observer.
+    pub(crate) firing: Arc<Mutex<Vec<String>>>,
+    /// Set when something the page shows changed: the next flush sends the state.
+    pub(crate) dirty: Arc<AtomicBool>,
 }
 
 /// The served file, its text, and its engine when the text is a valid net.
@@ -263,7 +267,15 @@ impl Session {
         self.touch();
         let (outbox, pending) = (Arc::clone(&self.wires.outbox), Arc::clone(&self.pending));
         let batching = Arc::clone(&self.batching);
+        let (firing, dirty) = (
+            Arc::clone(&self.wires.firing),
+            Arc::clone(&self.wires.dirty),
+        );
         cvm.on_event(move |e| {
+            note_firing(&firing, e);
+            if matches!(e, Event::FiringStarted { .. }) {
+                dirty.store(true, Ordering::SeqCst);
+            }
             let to = if batching.load(Ordering::Relaxed) {
                 &pending
             } else {
@@ -276,7 +288,6 @@ impl Session {
         self.cvm = Some(cvm);
         self.last_end = None;
     }
-
 
     /// Writes the canonical form of `text` to the served file (its leading comment block
     /// kept, as `fmt` does) and serves it. Refused while a run is in progress, and for a text
@@ -306,6 +317,20 @@ impl Session {
 
     fn cvm(&mut self) -> Result<&mut Cvm, ApiError> {
         self.cvm.as_mut().ok_or_else(not_a_net)
+    }
+}
+
+/// Keeps `firing` — the operators whose firing started and has not finished — up to date
+/// with engine event `e`.
+fn note_firing(firing: &Mutex<Vec<String>>, e: &Event) {
+    let mut f = firing.lock().unwrap_or_else(PoisonError::into_inner);
+    match e {
+        Event::FiringStarted { op, .. } => f.push(op.clone()),
+        Event::FiringFinished { op, .. } => f.retain(|o| o != op),
+        Event::StepCommitted { .. } | Event::StepDiscarded { .. } | Event::Ended { .. } => {
+            f.clear()
+        }
+        _ => {}
     }
 }
 

@@ -148,7 +148,9 @@ mod tests {
 
     /// What the server's Pause does: set the flag, without the engine.
     fn pause(s: &Session) {
-        s.wires.pause.store(true, std::sync::atomic::Ordering::SeqCst);
+        s.wires
+            .pause
+            .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
     #[test]

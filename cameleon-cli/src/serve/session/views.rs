@@ -40,6 +40,7 @@ impl Session {
             valid: self.problems.is_empty(),
             running: self.is_running(),
             busy: false,
+            firing: Vec::new(),
             engine: false,
             run_id: None,
             sent_ms: None,
@@ -61,7 +62,9 @@ impl Session {
             };
             view.connections.0.push((c.name.clone(), state));
             if let Some(v) = conn.value() {
-                view.values.0.push((c.name.clone(), shortened(v, TIP_BYTES)));
+                view.values
+                    .0
+                    .push((c.name.clone(), shortened(v, TIP_BYTES)));
             }
         }
         view.waiting = cvm
