@@ -309,7 +309,7 @@ impl Preview {
     /// ```
     /// use cameleon::types::Preview;
     ///
-    /// let p = Preview::of(&serde_json::json!({"answer": "a long story"}), 14, false);
+    /// let p = Preview::of(&serde_json::json!({"answer": "a long story"}), 13, false);
     /// assert_eq!((p.text.as_str(), p.truncated), ("{\"answer\":\"a ", true));
     /// ```
     pub fn of<T: Serialize + ?Sized>(v: &T, max_bytes: usize, pretty: bool) -> Preview {
