@@ -45,15 +45,25 @@ impl FromStr for PublicHost {
                 "`{s}` is not a host name: give NAME or NAME:PORT (a name, an IPv4 address, or [IPv6])"
             )
         };
-        let a = Authority::from_str(s).map_err(|_| bad())?;
-        if a.as_str().contains('@') || a.host().is_empty() {
-            return Err(bad());
-        }
+        let (host, port) = host_and_port(s).ok_or_else(bad)?;
         Ok(PublicHost {
-            name: normal(a.host()),
-            port: a.port_u16(),
+            name: normal(&host),
+            port,
         })
     }
+}
+
+/// The host and the port of `HOST[:PORT]` (`[V6]:PORT`), or `None` when it is not that: a
+/// user part, a port that is not a number, an empty host.
+fn host_and_port(s: &str) -> Option<(String, Option<u16>)> {
+    let a = Authority::from_str(s).ok()?;
+    let host = a.host();
+    let port = a.port_u16();
+    let exact = match port {
+        Some(p) => format!("{host}:{p}"),
+        None => host.to_owned(),
+    };
+    (!host.is_empty() && a.as_str() == exact).then(|| (host.to_owned(), port))
 }
 
 /// Who this server is: what a request's `Host` and `Origin` may name, and its token.
@@ -141,8 +151,8 @@ pub(crate) async fn require_own_host(
         });
     let own = authority
         .as_deref()
-        .and_then(|a| Authority::from_str(a).ok())
-        .is_some_and(|a| g.is_own(a.host(), a.port_u16(), 80));
+        .and_then(host_and_port)
+        .is_some_and(|(host, port)| g.is_own(&host, port, 80));
     if !own {
         let host = authority.unwrap_or_else(|| "(none)".to_owned());
         return ApiError::new(
@@ -190,10 +200,7 @@ fn origin_is_own(g: &Guard, origin: &str) -> bool {
         "https" => 443, // behind a TLS-terminating proxy (`--public-host`)
         _ => return false,
     };
-    Authority::from_str(rest)
-        .ok()
-        .filter(|a| !a.as_str().contains('@'))
-        .is_some_and(|a| g.is_own(a.host(), a.port_u16(), default_port))
+    host_and_port(rest).is_some_and(|(host, port)| g.is_own(&host, port, default_port))
 }
 
 /// Refuses (401) a request without the server's token (when it has one). The cookie and
@@ -297,8 +304,8 @@ mod tests {
     }
 
     fn host_ok(g: &Guard, host: &str) -> bool {
-        let a = Authority::from_str(host).unwrap();
-        g.is_own(a.host(), a.port_u16(), 80)
+        let (host, port) = host_and_port(host).unwrap();
+        g.is_own(&host, port, 80)
     }
 
     #[test]
@@ -381,7 +388,7 @@ mod tests {
                 port: Some(8080)
             }
         );
-        for bad in ["", "a b", "http://x", "user@host", "x:notaport"] {
+        for bad in ["", "a b", "http://x", "user@host", "x:notaport", "x:99999", "x/"] {
             assert!(bad.parse::<PublicHost>().is_err(), "{bad}");
         }
     }
