@@ -388,7 +388,15 @@ mod tests {
                 port: Some(8080)
             }
         );
-        for bad in ["", "a b", "http://x", "user@host", "x:notaport", "x:99999", "x/"] {
+        for bad in [
+            "",
+            "a b",
+            "http://x",
+            "user@host",
+            "x:notaport",
+            "x:99999",
+            "x/",
+        ] {
             assert!(bad.parse::<PublicHost>().is_err(), "{bad}");
         }
     }
