@@ -155,15 +155,20 @@ pub(crate) fn prompt(
 }
 
 /// The value on the first input of operator `op` (an `ask`'s `in_context`), as JSON text.
-pub(crate) fn context_of(cvm: &Cvm, op: &str) -> Option<String> {
+fn context_of(cvm: &Cvm, op: &str) -> Option<String> {
+    context_value(cvm, op).map(|v| v.to_json().to_string())
+}
+
+/// The value on the first input of operator `op` (an `ask`'s `in_context`).
+pub(crate) fn context_value<'a>(cvm: &'a Cvm, op: &str) -> Option<&'a cameleon::Value> {
     let id = cvm.net().op_id(op)?;
     let conn = cvm
         .net()
         .connections()
         .iter()
         .position(|c| c.to.op == id && c.to.port == 0)?;
-    let view = cvm.conn(cameleon::connection::ConnId(conn as u32));
-    view.value().map(|v| v.to_json().to_string())
+    let token = cvm.conn(cameleon::connection::ConnId(conn as u32)).token;
+    token.map(|t| &t.value)
 }
 
 /// One line of `r` without its line ending; `None` at the end of input.

@@ -42,7 +42,7 @@
 //! | `tools [--json]` | 0 |
 //! | `call TOOL 'ARGS' [--json] [--base DIR]` | 0 the result is `ok`, 2 the arguments are not JSON, 5 any other status |
 //! | `export FILE.cm --dot\|--mermaid\|--svg\|--pnml` | 0, 2 invalid |
-//! | `serve FILE.cm [--port P] [--bind ADDR --token T]` | 0 when interrupted, 2 invalid arguments or the port is taken |
+//! | `serve FILE.cm [--port P] [--token T \| --no-token] [--bind ADDR] [--public-host NAME]…` | 0 when interrupted, 2 invalid arguments or the port is taken |
 //! | `satellite --nats URL [--name NAME] [--concurrency N] [--heartbeat-ms MS]` | 0 stopped (SIGTERM, Ctrl-C), 2 invalid arguments, 5 NATS unreachable |
 //! | `satellites --nats URL [--json]` | 0, 2 invalid arguments, 5 NATS unreachable |
 //! | `schema` | 0 |
@@ -249,19 +249,27 @@ Examples:
   cameleon history runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11
   cameleon history runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11 --json")]
     History(HistoryArgs),
-    /// Serve a local web page to watch, step and answer a net, and edit its .cm text.
+    /// Serve a local web page to watch, step and answer a net, see its results, and edit its .cm text.
     #[command(after_help = "\
-The page has three views: Visual (the net, coloured by data type, connection states and values
-live), Code (the .cm text, problems shown at their lines as you type; Save writes the canonical
-form to FILE) and Split. Controls: Step, Back, Run, Pause, Reset, Refire; a timeline of the
-history with its branches. It listens on 127.0.0.1 unless --bind says otherwise (then --token is
-required). JSON API: GET /api/state, POST /api/step|back|run|reset, POST /api/provide/OP with
-{\"value\": …}, GET /api/events (server-sent events); docs/cli.md has the rest.
+The page has three views: Visual (the net fitted to the window, coloured by data type,
+connection states live; click a connection or an operator to inspect its value, or a model
+firing's prompt, answer and tokens), Code (the .cm text, problems shown at their lines as you
+type; Save writes the canonical form to FILE) and Split. An Outputs panel shows every sink's
+values as they arrive. Controls: Step, Back, Run, Pause, Reset, Refire; a timeline of the history
+with its branches.
+
+It listens on 127.0.0.1 and prints the page's address with a token made at start
+(http://127.0.0.1:7878/?token=…): open it, and the page trades the token for a cookie. Scripts
+send `Authorization: Bearer T`. Requests for another host name (DNS rebinding) or from another
+site's page are refused. --bind beyond loopback requires --token; --no-token is for loopback
+only. JSON API: GET /api/state, POST /api/step|back|run|reset, POST /api/provide/OP with
+{\"value\": …}, GET /api/events (server-sent events), GET /api/outputs, GET /api/inspect;
+docs/cli.md has the rest, docs/security.md who can reach it.
 
 Examples:
   cameleon serve examples/fork_join.cm
   cameleon serve examples/ask.cm --port 8080
-  cameleon serve examples/digest.cm --bind 0.0.0.0 --token s3cret")]
+  cameleon serve examples/digest.cm --bind 0.0.0.0 --token s3cret --public-host box.lan")]
     Serve(ServeArgs),
     /// Serve this program's operator types and tools to runs elsewhere, over NATS.
     #[command(after_help = "\

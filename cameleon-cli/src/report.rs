@@ -263,7 +263,7 @@ fn quoted_of(cvm: &Cvm) -> Vec<(u32, String, String, String)> {
 
 /// The token usage each firing of the applied path recorded (the `std-ai` operators keep it in
 /// their saved state), in history order.
-fn usage_of(cvm: &Cvm) -> Vec<(u32, String, Usage)> {
+pub(crate) fn usage_of(cvm: &Cvm) -> Vec<(u32, String, Usage)> {
     let history = cvm.history();
     let mut out = Vec::new();
     for entry in history.entries() {

@@ -1,144 +1,25 @@
 //! `cameleon serve` in a real browser: Debian's `chromium` driven through `chromedriver` by
-//! fantoccini. Steps and goes back on a fork/join net and checks every connection's
-//! `data-state` against `Cvm::state_of`; edits the Code view and sees the problem at its
-//! line; answers an `ask` through the page; measures page readiness on a 200-operator net and
-//! the event-to-screen latency of a 10 000-step run (printed, not asserted), and checks that
-//! run's flushes: never more than 256 engine events each, the rest summed up.
+//! fantoccini ([`browser`]). Every page is opened at the address the server printed, token
+//! included: the page trades it for its cookie. Steps and goes back on a fork/join net and
+//! checks every connection's `data-state` against `Cvm::state_of`; loads, streams and steps
+//! with a token of `+ / = % &`; edits the Code view and sees the problem at its line; answers
+//! an `ask` through the page; measures page readiness on a 200-operator net and the
+//! event-to-screen latency of a 10 000-step run (printed, not asserted), and checks that run's
+//! flushes: never more than 256 engine events each, the rest summed up.
 //!
 //! A missing browser fails the test with the command that installs it.
 
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+mod browser;
 
-use fantoccini::{Client, ClientBuilder, Locator};
+use fantoccini::Locator;
 use serde_json::{Value, json};
-use test_support::{Bin, Cmd, Proc, Serve, TempDir, WAIT_TIMEOUT};
+use test_support::{Bin, Serve, TempDir};
+
+use browser::{
+    browser, click, examples, js, page_states, screenshot, server_state, settled, until,
+};
 
 const CAMELEON: Bin = Bin::new(env!("CARGO_BIN_EXE_cameleon"));
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
-const INSTALL: &str = "apt-get update && apt-get install -y chromium chromium-driver (or run scripts/test, which installs them)";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
-
-fn examples() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples")
-}
-
-/// Where screenshots go: under the target folder.
-fn screenshot_dir() -> PathBuf {
-    let d = Path::new(env!("CARGO_TARGET_TMPDIR")).join("serve-screenshots");
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// chromedriver on a free loopback port, and a headless Chromium session with a fresh
-/// profile and the flags this machine's closed network needs.
-async fn browser(tag: &str) -> (Proc, TempDir, Client) {
-    for (bin, what) in [(CHROMIUM, "chromium"), (CHROMEDRIVER, "chromedriver")] {
-        assert!(
-            Path::new(bin).exists(),
-            "{what} is missing ({bin}): install it with `{INSTALL}`"
-        );
-    }
-    let port = free_port();
-    let driver = Cmd::new(CHROMEDRIVER).arg(format!("--port={port}")).spawn();
-    test_support::wait_until(
-        &format!("chromedriver listening on port {port} (is it installed? `{INSTALL}`)"),
-        WAIT_TIMEOUT,
-        || TcpStream::connect(("127.0.0.1", port)).is_ok(),
-    );
-    let profile = TempDir::new(&format!("serve-browser-profile-{tag}"));
-    let caps = json!({
-        "goog:chromeOptions": {
-            "binary": CHROMIUM,
-            "args": [
-                "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                "--disable-dev-shm-usage", "--window-size=1400,900",
-                format!("--user-data-dir={}", profile.display()),
-            ]
-        }
-    });
-    let mut b = ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new());
-    b.capabilities(caps.as_object().unwrap().clone());
-    let client = b
-        .connect(&format!("http://127.0.0.1:{port}"))
-        .await
-        .unwrap_or_else(|e| panic!("no browser session ({e}); is chromium installed? `{INSTALL}`"));
-    (driver, profile, client)
-}
-
-/// Evaluates `js` (a function body) in the page.
-async fn js(c: &Client, body: &str) -> Value {
-    c.execute(body, vec![]).await.expect("script runs")
-}
-
-/// Waits until `js` returns true (the page polls itself; no duration is asserted).
-async fn until(c: &Client, what: &str, cond: &str) {
-    for _ in 0..600 {
-        if js(c, &format!("return !!({cond});")).await == json!(true) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the page never showed: {what} ({cond})");
-}
-
-/// The server's state, fetched by the page itself.
-async fn server_state(c: &Client) -> Value {
-    c.execute_async(
-        "const done = arguments[arguments.length - 1]; fetch('/api/state').then(r => r.json()).then(done);",
-        vec![],
-    )
-    .await
-    .expect("GET /api/state from the page")
-}
-
-/// Waits until the page shows the server's current state (its version).
-async fn settled(c: &Client) -> Value {
-    let s = server_state(c).await;
-    let v = s["version"].as_u64().unwrap();
-    until(
-        c,
-        &format!("state version {v}"),
-        &format!("Number(document.body.dataset.version) >= {v}"),
-    )
-    .await;
-    s
-}
-
-async fn click(c: &Client, css: &str) {
-    c.find(Locator::Css(css))
-        .await
-        .unwrap_or_else(|e| panic!("no `{css}` on the page: {e}"))
-        .click()
-        .await
-        .unwrap_or_else(|e| panic!("cannot click `{css}`: {e}"));
-}
-
-async fn screenshot(c: &Client, name: &str) -> PathBuf {
-    let png = c.screenshot().await.expect("a screenshot");
-    let path = screenshot_dir().join(name);
-    std::fs::write(&path, png).unwrap();
-    path
-}
-
-/// Every connection's `data-state` as the page shows it.
-async fn page_states(c: &Client) -> Value {
-    js(
-        c,
-        "const m = {}; for (const p of document.querySelectorAll('#visual path[data-conn]')) m[p.getAttribute('data-conn')] = p.getAttribute('data-state'); return m;",
-    )
-    .await
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_steps_and_goes_back_in_step_with_the_engine() {
@@ -269,6 +150,67 @@ async fn the_page_steps_and_goes_back_in_step_with_the_engine() {
     screenshot(&c, "fork_join_code_problem.png").await;
     // Nothing was written: only Save writes, and only a valid net.
     assert_eq!(std::fs::read_to_string(&file).unwrap(), text);
+    c.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_of_reserved_characters_opens_the_page_which_streams_and_steps() {
+    let dir = TempDir::new("serve-browser-token");
+    let file = dir.join("fork_join.cm");
+    std::fs::copy(examples().join("fork_join.cm"), &file).unwrap();
+    let server = Serve::start(CAMELEON, &file, &["--token", "a+b/c=d%e&f"]);
+    let url = server.url().to_owned();
+    assert!(url.ends_with("/?token=a%2Bb%2Fc%3Dd%25e%26f"), "{url}");
+    let (_driver, _profile, c) = browser("token").await;
+    c.goto(&url).await.unwrap();
+    // The page loaded: its script and style came with the cookie the address was traded for.
+    until(&c, "the page ready", "document.body.dataset.ready === '1'").await;
+    assert_eq!(
+        js(&c, "return location.pathname + location.search;").await,
+        "/",
+        "the token left the address bar"
+    );
+    assert_eq!(
+        js(
+            &c,
+            "return getComputedStyle(document.querySelector('header')).display;"
+        )
+        .await,
+        "flex",
+        "page.css applied"
+    );
+    assert_eq!(
+        js(&c, "return document.cookie;").await,
+        "",
+        "the cookie is HttpOnly: the page's scripts never see the token"
+    );
+    // The event stream runs: the state comes through it, then a step's events and state.
+    until(
+        &c,
+        "a state from the stream",
+        "window.cameleon.streamVersion >= 0",
+    )
+    .await;
+    click(&c, "#step").await;
+    until(&c, "step 1", "document.body.dataset.step === '1'").await;
+    let v = settled(&c).await["version"].as_u64().unwrap();
+    until(
+        &c,
+        "step 1 through the stream",
+        &format!("window.cameleon.streamVersion >= {v} && window.cameleon.events >= 4"),
+    )
+    .await;
+    assert_eq!(server_state(&c).await["step"], 1);
+    // A second page load with the cookie alone, no token in the address.
+    c.goto(&format!("http://{}/", server.addr())).await.unwrap();
+    until(
+        &c,
+        "the page ready again",
+        "document.body.dataset.ready === '1'",
+    )
+    .await;
+    assert_eq!(js(&c, "return document.body.dataset.step;").await, "1");
+    screenshot(&c, "token_reserved_characters.png").await;
     c.close().await.unwrap();
 }
 
@@ -496,8 +438,9 @@ async fn performance_figures_of_the_page() {
     let flushes = js(&c, "return window.flushes;").await;
     // Bursts are coalesced, whatever the machine's speed: every flush sends at most 256 engine
     // events — past them, the oldest are summed up in one `coalesced` message first, and then
-    // exactly the newest 256 follow — and a run holds the engine for at least 200 steps (of 4
-    // events) between two flushes, so some flush of the run is coalesced.
+    // exactly the newest 256 follow — and a run hands its events to the stream a slice at a
+    // time, each slice at least 200 steps (of 4 events) unless it is the last, so the flush
+    // after the first slice is coalesced. No clock is read.
     let batches = flushes["batches"].as_array().unwrap();
     assert!(!batches.is_empty(), "{flushes}");
     let mut coalesced = 0;

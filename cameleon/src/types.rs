@@ -20,6 +20,7 @@
 
 use std::any::Any as StdAny;
 use std::fmt;
+use std::io;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -178,6 +179,8 @@ trait DynData: Send + Sync + fmt::Debug + 'static {
     fn as_any(&self) -> &dyn StdAny;
     fn to_json(&self) -> serde_json::Value;
     fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error>;
+    fn write_json_to(&self, out: &mut dyn io::Write, pretty: bool)
+    -> Result<(), serde_json::Error>;
 }
 
 impl<T: DataType> DynData for T {
@@ -194,6 +197,17 @@ impl<T: DataType> DynData for T {
     }
     fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         serde_json::to_writer(out, self)
+    }
+    fn write_json_to(
+        &self,
+        out: &mut dyn io::Write,
+        pretty: bool,
+    ) -> Result<(), serde_json::Error> {
+        if pretty {
+            serde_json::to_writer_pretty(out, self)
+        } else {
+            serde_json::to_writer(out, self)
+        }
     }
 }
 
@@ -235,6 +249,24 @@ impl Value {
         self.0.write_json(out)
     }
 
+    /// The start of the value's JSON text, at most `max_bytes` long (cut at a character
+    /// boundary), with `pretty` indentation or compact. Serialisation stops as soon as the
+    /// bound is reached, so a look at a 50 MiB value costs `max_bytes`, not the value: what a
+    /// viewer (`cameleon serve`) shows of a token, however large.
+    ///
+    /// ```
+    /// use cameleon::prelude::*;
+    ///
+    /// let big = Value::new(Binary(vec![7; 50 << 20]));
+    /// let p = big.preview(16, false);
+    /// assert_eq!((p.text.as_str(), p.truncated), ("[7,7,7,7,7,7,7,7", true));
+    /// let small = Value::new(DataString("hi".into()));
+    /// assert_eq!((small.preview(16, false).text.as_str(), small.preview(16, false).truncated), ("\"hi\"", false));
+    /// ```
+    pub fn preview(&self, max_bytes: usize, pretty: bool) -> Preview {
+        Preview::write(max_bytes, |out| self.0.write_json_to(out, pretty))
+    }
+
     /// Whether two values are the same shared allocation (not merely equal).
     pub fn ptr_eq(a: &Value, b: &Value) -> bool {
         Arc::ptr_eq(&a.0, &b.0)
@@ -258,6 +290,87 @@ impl fmt::Debug for Value {
 impl Serialize for Value {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.to_json().serialize(s)
+    }
+}
+
+/// The start of a value's JSON text ([`Value::preview`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preview {
+    /// The text, at most the bound long.
+    pub text: String,
+    /// Whether the value's JSON text goes on past `text`.
+    pub truncated: bool,
+}
+
+impl Preview {
+    /// The start of the JSON text of any serde value (a `serde_json::Value`, a record), as
+    /// [`Value::preview`] does for a token's value.
+    ///
+    /// ```
+    /// use cameleon::types::Preview;
+    ///
+    /// let p = Preview::of(&serde_json::json!({"answer": "a long story"}), 13, false);
+    /// assert_eq!((p.text.as_str(), p.truncated), ("{\"answer\":\"a ", true));
+    /// ```
+    pub fn of<T: Serialize + ?Sized>(v: &T, max_bytes: usize, pretty: bool) -> Preview {
+        Preview::write(max_bytes, |out| {
+            if pretty {
+                serde_json::to_writer_pretty(out, v)
+            } else {
+                serde_json::to_writer(out, v)
+            }
+        })
+    }
+
+    /// What `write` writes, kept to `max` bytes (cut at a character boundary). A serialiser
+    /// that fails for another reason than the bound gives `null`, as traces show it.
+    fn write(
+        max: usize,
+        write: impl FnOnce(&mut dyn io::Write) -> Result<(), serde_json::Error>,
+    ) -> Preview {
+        let mut out = Capped {
+            buf: Vec::with_capacity(max.min(4096)),
+            max,
+            full: false,
+        };
+        if write(&mut out).is_err() && !out.full {
+            return Preview {
+                text: "null".to_owned(),
+                truncated: false,
+            };
+        }
+        let mut buf = out.buf;
+        if let Err(e) = std::str::from_utf8(&buf) {
+            buf.truncate(e.valid_up_to()); // a character cut by the bound
+        }
+        Preview {
+            text: String::from_utf8(buf).unwrap_or_default(),
+            truncated: out.full,
+        }
+    }
+}
+
+/// A writer that keeps its first `max` bytes and then refuses, so a serialiser stops.
+struct Capped {
+    buf: Vec<u8>,
+    max: usize,
+    full: bool,
+}
+
+impl io::Write for Capped {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        let room = self.max - self.buf.len();
+        if data.len() > room {
+            self.buf.extend_from_slice(&data[..room]);
+            self.full = true;
+            return Err(io::Error::other("preview bound reached"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
     }
 }
 
@@ -483,6 +596,52 @@ mod tests {
         let back = (t.from_json)(v.to_json()).unwrap();
         assert_eq!(back, v);
         assert!(!Value::ptr_eq(&back, &v));
+    }
+
+    /// A data type that counts the elements serialised, to see how much of a value a preview
+    /// touches.
+    #[derive(Clone, Debug, Deserialize)]
+    struct Counted(Vec<u8>);
+    data_type!(Counted);
+    static SERIALISED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    impl Serialize for Counted {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeSeq;
+            let mut seq = s.serialize_seq(Some(self.0.len()))?;
+            for b in &self.0 {
+                SERIALISED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                seq.serialize_element(b)?;
+            }
+            seq.end()
+        }
+    }
+
+    #[test]
+    fn a_preview_of_a_huge_value_serialises_only_what_it_shows() {
+        let v = Value::new(Counted(vec![200; 50 << 20]));
+        let p = v.preview(1000, false);
+        assert!(p.truncated);
+        assert_eq!(p.text.len(), 1000);
+        assert!(p.text.starts_with("[200,200,"), "{}", p.text);
+        let touched = SERIALISED.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(
+            touched <= 1000 / 4 + 1,
+            "{touched} elements serialised for a 1000-byte preview of 50 MiB"
+        );
+        let pretty = v.preview(64, true);
+        assert!(pretty.text.starts_with("[\n  200,\n"), "{}", pretty.text);
+        assert!(pretty.truncated);
+    }
+
+    #[test]
+    fn a_preview_cuts_at_a_character_boundary_and_says_when_it_cut() {
+        let v = Value::new(DataString("ééé".into()));
+        // `"ééé"` is 8 bytes: a bound of 4 falls inside the second `é`.
+        let p = v.preview(4, false);
+        assert_eq!((p.text.as_str(), p.truncated), ("\"é", true));
+        let whole = v.preview(8, false);
+        assert_eq!((whole.text.as_str(), whole.truncated), ("\"ééé\"", false));
+        assert_eq!(v.preview(0, false).text, "");
     }
 
     #[test]

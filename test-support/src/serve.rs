@@ -1,6 +1,8 @@
 //! `cameleon serve` in tests: [`Serve::start`] starts it on a free port, reads the address it
-//! prints (with its `?token=` when there is one), waits until it answers, and kills it when
-//! dropped; [`request`] and [`Events`] talk HTTP to it, every read and write with a timeout.
+//! prints (with its `?token=`: the server makes one unless told `--no-token`), waits until it
+//! answers, and kills it when dropped; [`Serve::get`], [`Serve::post`] and [`Serve::events`]
+//! carry the token, [`Serve::cookie`] trades it for the page's cookie as a browser does;
+//! [`request`] and [`Events`] talk HTTP to it, every read and write with a timeout.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -98,6 +100,30 @@ impl Serve {
         self.proc.stderr_line(n, WAIT_TIMEOUT)
     }
 
+    /// `GET /?token=T` as a browser opens the printed address: the server answers 303 to `/`
+    /// with the cookie; the cookie (`name=value`, for a `Cookie` header) and the whole
+    /// `Set-Cookie` line. Fails the test if the server answers anything else.
+    pub fn cookie(&self) -> (String, String) {
+        let path = self.url.find("/?").map_or("/", |i| &self.url[i..]);
+        let (status, headers, body) = request_raw(&self.addr, "GET", path, &[], "");
+        assert_eq!(status, 303, "GET {path}: {headers:?} {body}");
+        let set = headers
+            .iter()
+            .find_map(|h| {
+                h.split_once(':')
+                    .filter(|(k, _)| k.eq_ignore_ascii_case("set-cookie"))
+                    .map(|(_, v)| v.trim().to_owned())
+            })
+            .unwrap_or_else(|| panic!("GET {path} set no cookie: {headers:?}"));
+        let pair = set.split(';').next().unwrap_or_default().trim().to_owned();
+        (pair, set)
+    }
+
+    /// The process id (to read `/proc/PID/status`).
+    pub fn pid(&self) -> u32 {
+        self.proc.pid()
+    }
+
     /// The headers that carry the token, if the server has one.
     fn auth(&self) -> Vec<(&str, String)> {
         self.token
@@ -168,8 +194,9 @@ fn connect(addr: &str) -> TcpStream {
     s
 }
 
-/// One HTTP/1.1 request to `addr` (`host:port`); the status and the body (parsed as JSON
-/// when it is, else a JSON string). Fails the test past [`HTTP_TIMEOUT`].
+/// One HTTP/1.1 request to `addr` (`host:port`), with `Host: addr` unless `headers` has a
+/// `Host` of its own; the status and the body (parsed as JSON when it is, else a JSON string).
+/// Fails the test past [`HTTP_TIMEOUT`].
 pub fn request(
     addr: &str,
     method: &str,
@@ -194,9 +221,12 @@ pub fn request_raw(
 ) -> (u16, Vec<String>, String) {
     let mut s = connect(addr);
     let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
         body.len()
     );
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {addr}\r\n"));
+    }
     for (k, v) in headers {
         req.push_str(&format!("{k}: {v}\r\n"));
     }

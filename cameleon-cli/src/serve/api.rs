@@ -1,10 +1,11 @@
 //! The HTTP side of `serve`: the routes, and a handler per route — a small async function of
-//! extractors that returns a view or an [`ApiError`]. What every request goes through (the
-//! token, the content type of a POST, the response headers) is a layer of [`router`], not code
-//! in the handlers.
+//! extractors that returns a view or an [`ApiError`]. What every request goes through (Host,
+//! Origin, the token, the content type of a POST, the response headers) is a layer of
+//! [`router`], not code in the handlers. A handler never waits for the engine on a server
+//! worker: it reads what was published, or hands the work to the blocking pool.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::extract::{Path, Request, State};
 use axum::http::{HeaderName, HeaderValue, header};
@@ -18,12 +19,17 @@ use tower_http::set_header::SetResponseHeaderLayer;
 
 use super::error::{ApiError, ErrorKind};
 use super::extract::{BodyShape, JsonBody, NoBody, Query};
+use super::guard::{self, Guard};
 use super::session::{Drawing, Session};
-use super::view::{CheckView, HistoryView, SavedView, StateView};
-use super::{FLUSH_MS, Shared, guard, stream};
+use super::shared::Shared;
+use super::stream;
+use super::view::{
+    CheckView, HistoryView, InspectView, OutputsView, SavedView, SourceView, StateView,
+};
 
 const PAGE: &str = include_str!("page.html");
 const SCRIPT: &str = include_str!("page.js");
+const RESULTS: &str = include_str!("results.js");
 const STYLE: &str = include_str!("page.css");
 
 /// Steps a run does per batch, between looks at the clock.
@@ -35,16 +41,19 @@ const RUN_SLICE: Duration = Duration::from_millis(15);
 type App = Arc<Shared>;
 
 /// Every route of the server, under the layers every request goes through (the outermost
-/// first: response headers, the token, the content type of a POST).
-pub(crate) fn router(shared: App) -> Router {
+/// first: response headers, Host, Origin, the token, the content type of a POST).
+pub(crate) fn router(shared: App, g: Arc<Guard>) -> Router {
     Router::new()
         .route("/", get(page))
         .route("/page.js", get(script))
+        .route("/results.js", get(results_script))
         .route("/page.css", get(style))
         .route("/api/state", get(state))
         .route("/api/svg", get(svg))
         .route("/api/history", get(history))
         .route("/api/source", get(source))
+        .route("/api/outputs", get(outputs))
+        .route("/api/inspect", get(inspect))
         .route("/api/events", get(stream::events))
         .route("/api/step", post(step))
         .route("/api/back", post(back))
@@ -59,8 +68,17 @@ pub(crate) fn router(shared: App) -> Router {
         .fallback(not_found)
         .layer(middleware::from_fn(guard::require_json_post))
         .layer(middleware::from_fn_with_state(
-            Arc::clone(&shared),
+            Arc::clone(&g),
             guard::require_token,
+        ))
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&g),
+            guard::require_own_origin,
+        ))
+        .layer(middleware::from_fn_with_state(g, guard::require_own_host))
+        .layer(SetResponseHeaderLayer::overriding(
+            header::REFERRER_POLICY,
+            HeaderValue::from_static("no-referrer"),
         ))
         .layer(SetResponseHeaderLayer::overriding(
             header::X_CONTENT_TYPE_OPTIONS,
@@ -101,22 +119,26 @@ async fn script() -> Response {
     text("text/javascript; charset=utf-8", SCRIPT)
 }
 
+async fn results_script() -> Response {
+    text("text/javascript; charset=utf-8", RESULTS)
+}
+
 async fn style() -> Response {
     text("text/css; charset=utf-8", STYLE)
 }
 
 async fn state(State(s): State<App>) -> Json<StateView> {
-    Json(s.lock().state())
+    Json(s.state_now())
 }
 
 async fn svg(State(s): State<App>) -> Result<Response, ApiError> {
     let svg = (header::CONTENT_TYPE, "image/svg+xml");
-    match s.lock().drawing() {
-        Some(Drawing::Net(drawing)) => Ok(([svg], drawing).into_response()),
+    match &*s.published().drawing {
+        Some(Drawing::Net(drawing)) => Ok(([svg], drawing.clone()).into_response()),
         // Not a valid net yet: what could be read of it, marked as a sketch.
         Some(Drawing::Sketch(drawing)) => Ok((
             [svg, (HeaderName::from_static("x-cameleon-sketch"), "1")],
-            drawing,
+            drawing.clone(),
         )
             .into_response()),
         None => Err(ApiError::conflict(
@@ -131,12 +153,37 @@ struct HistoryQuery {
     limit: Option<usize>,
 }
 
-async fn history(State(s): State<App>, Query(q): Query<HistoryQuery>) -> Json<HistoryView> {
-    Json(s.lock().history(q.limit.unwrap_or(500)))
+async fn history(
+    State(s): State<App>,
+    Query(q): Query<HistoryQuery>,
+) -> Result<Json<HistoryView>, ApiError> {
+    let limit = q.limit.unwrap_or(500);
+    Ok(Json(s.read(move |session| session.history(limit)).await?))
 }
 
-async fn source(State(s): State<App>) -> Response {
-    Json(s.lock().source()).into_response()
+async fn source(State(s): State<App>) -> Json<Arc<SourceView>> {
+    Json(s.published().source)
+}
+
+async fn outputs(State(s): State<App>) -> Result<Json<OutputsView>, ApiError> {
+    Ok(Json(s.read(Session::outputs).await?))
+}
+
+/// The query of `GET /api/inspect`.
+#[derive(Deserialize)]
+struct InspectQuery {
+    conn: Option<String>,
+    op: Option<String>,
+}
+
+async fn inspect(
+    State(s): State<App>,
+    Query(q): Query<InspectQuery>,
+) -> Result<Json<InspectView>, ApiError> {
+    let view = s
+        .read(move |session| session.inspect(q.conn.as_deref(), q.op.as_deref()))
+        .await??;
+    Ok(Json(view))
 }
 
 /// Runs `f` on the session in tokio's blocking pool (an operator may take its time), then
@@ -144,68 +191,70 @@ async fn source(State(s): State<App>) -> Response {
 async fn with_session(
     s: App,
     f: impl FnOnce(&mut Session) -> Result<(), ApiError> + Send + 'static,
-) -> Result<Json<StateView>, ApiError> {
-    s.blocking(move |shared| {
-        let mut session = shared.lock();
-        let r = f(&mut session);
-        shared.mark_dirty();
-        r.map(|()| Json(session.state()))
-    })
-    .await?
+) -> Result<Json<Arc<StateView>>, ApiError> {
+    s.change(f).await.map(Json)
 }
 
-async fn step(State(s): State<App>, _: NoBody) -> Result<Json<StateView>, ApiError> {
+async fn step(State(s): State<App>, _: NoBody) -> Result<Json<Arc<StateView>>, ApiError> {
     with_session(s, Session::step).await
 }
 
-async fn back(State(s): State<App>, _: NoBody) -> Result<Json<StateView>, ApiError> {
+async fn back(State(s): State<App>, _: NoBody) -> Result<Json<Arc<StateView>>, ApiError> {
     with_session(s, Session::back).await
 }
 
-async fn refire(State(s): State<App>, _: NoBody) -> Result<Json<StateView>, ApiError> {
+async fn refire(State(s): State<App>, _: NoBody) -> Result<Json<Arc<StateView>>, ApiError> {
     with_session(s, Session::refire).await
 }
 
-async fn reset(State(s): State<App>, _: NoBody) -> Result<Json<StateView>, ApiError> {
-    s.lock().pause();
-    // Wait for a run in progress to see the pause.
-    for _ in 0..200 {
-        if !s.lock().is_running() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    with_session(s, Session::reset).await
+/// Pauses a run in progress first, and waits for it to stop (its step in flight ends first).
+async fn reset(State(s): State<App>, _: NoBody) -> Result<Json<Arc<StateView>>, ApiError> {
+    let state = s
+        .blocking(|shared| {
+            let _busy = shared.busy();
+            loop {
+                shared.pause();
+                let mut session = shared.lock();
+                if !session.is_running() {
+                    let r = session.reset();
+                    let state = shared.publish(&session);
+                    return r.map(|()| state);
+                }
+                drop(session);
+                // The run takes the engine back for one more step at most, then sees the pause.
+                std::thread::sleep(Duration::from_millis(1));
+            }
+        })
+        .await??;
+    Ok(Json(state))
 }
 
+/// Asks the run in progress to stop before its next step, at once (the state it answers with
+/// may still say `running`: the stream says when it stopped).
 async fn pause(State(s): State<App>, _: NoBody) -> Json<StateView> {
-    let mut session = s.lock();
-    session.pause();
-    Json(session.state())
+    s.pause();
+    Json(s.state_now())
 }
 
-/// Runs to an end state (or until Pause), in slices so the page and other requests get the
-/// engine between them; answers with the state where it stopped.
-async fn run(State(s): State<App>, _: NoBody) -> Result<Json<StateView>, ApiError> {
-    s.lock().start_run()?;
-    s.mark_dirty();
+/// Runs to an end state (or until Pause), in slices so other requests get the engine between
+/// them; answers with the state where it stopped.
+async fn run(State(s): State<App>, _: NoBody) -> Result<Json<Arc<StateView>>, ApiError> {
     s.blocking(|shared| {
+        let mut session = shared.lock();
+        session.start_run()?;
+        shared.publish(&session);
+        drop(session);
         let _driver = RunDriver(shared);
-        let mut flushed = Instant::now();
         loop {
             let mut session = shared.lock();
             let over = session.run_slice(RUN_SLICE, RUN_BATCH);
+            let state = shared.publish(&session);
             if !matches!(over, Ok(false)) {
-                shared.mark_dirty();
-                return over.map(|_| Json(session.state()));
-            }
-            if flushed.elapsed() >= Duration::from_millis(FLUSH_MS) {
-                shared.flush_with(&session);
-                flushed = Instant::now();
+                return over.map(|_| Json(state));
             }
             drop(session);
-            // Let the page's requests and the flusher have the engine between slices (a
-            // mutex is not fair: without a pause the run would take it straight back).
+            // Let the other requests have the engine between slices (a mutex is not fair:
+            // without a pause the run would take it straight back).
             std::thread::sleep(Duration::from_millis(1));
         }
     })
@@ -218,7 +267,11 @@ struct RunDriver<'a>(&'a Shared);
 
 impl Drop for RunDriver<'_> {
     fn drop(&mut self) {
-        self.0.lock().end_run();
+        let mut session = self.0.lock();
+        if session.is_running() {
+            session.end_run();
+            self.0.publish(&session);
+        }
     }
 }
 
@@ -237,7 +290,7 @@ impl BodyShape for Goto {
 async fn goto(
     State(s): State<App>,
     JsonBody(g): JsonBody<Goto>,
-) -> Result<Json<StateView>, ApiError> {
+) -> Result<Json<Arc<StateView>>, ApiError> {
     with_session(s, move |session| session.goto(g.branch, g.step)).await
 }
 
@@ -256,7 +309,7 @@ async fn provide(
     State(s): State<App>,
     Path(op): Path<String>,
     JsonBody(p): JsonBody<Provide>,
-) -> Result<Json<StateView>, ApiError> {
+) -> Result<Json<Arc<StateView>>, ApiError> {
     with_session(s, move |session| session.provide(&op, p.value)).await
 }
 
@@ -275,9 +328,9 @@ async fn check(
     State(s): State<App>,
     JsonBody(t): JsonBody<Text>,
 ) -> Result<Json<CheckView>, ApiError> {
-    // Checking reads the catalogue and the file's folder only, not the engine.
+    // Checking reads the catalogue and the file's folder only, never the engine.
     let problems = s
-        .blocking(move |shared| shared.lock().check(&t.text))
+        .blocking(move |shared| shared.served.check(&t.text))
         .await?;
     Ok(Json(CheckView {
         valid: problems.is_empty(),
@@ -290,14 +343,14 @@ async fn save(
     JsonBody(t): JsonBody<Text>,
 ) -> Result<Json<SavedView>, ApiError> {
     s.blocking(move |shared| {
+        let _busy = shared.busy();
         let mut session = shared.lock();
         let saved = session.save(&t.text);
-        shared.mark_dirty();
-        let text = saved?;
+        let state = shared.publish(&session);
         Ok(Json(SavedView {
             saved: true,
-            text,
-            state: session.state(),
+            text: saved?,
+            state,
         }))
     })
     .await?

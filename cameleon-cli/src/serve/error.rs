@@ -21,6 +21,10 @@ pub(crate) enum ErrorKind {
     Conflict,
     /// The token is missing or wrong: 401.
     Unauthorized,
+    /// The `Host` does not name this server (a DNS-rebinding page's request): 421.
+    MisdirectedHost,
+    /// The `Origin` is another site's page: 403.
+    ForeignOrigin,
     /// A POST that does not say its body is JSON: 415.
     NotJson,
     /// No such route: 404.
@@ -85,6 +89,8 @@ impl ApiError {
             ErrorKind::Malformed | ErrorKind::Invalid => StatusCode::BAD_REQUEST,
             ErrorKind::Conflict => StatusCode::CONFLICT,
             ErrorKind::Unauthorized => StatusCode::UNAUTHORIZED,
+            ErrorKind::MisdirectedHost => StatusCode::MISDIRECTED_REQUEST,
+            ErrorKind::ForeignOrigin => StatusCode::FORBIDDEN,
             ErrorKind::NotJson => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ErrorKind::NotFound => StatusCode::NOT_FOUND,
             ErrorKind::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -114,6 +120,8 @@ mod tests {
             (ErrorKind::Invalid, 400),
             (ErrorKind::Conflict, 409),
             (ErrorKind::Unauthorized, 401),
+            (ErrorKind::MisdirectedHost, 421),
+            (ErrorKind::ForeignOrigin, 403),
             (ErrorKind::NotJson, 415),
             (ErrorKind::NotFound, 404),
             (ErrorKind::Internal, 500),

@@ -1,53 +1,56 @@
 //! `cameleon serve`: a local web page to watch a net run, step it by hand, answer its `ask`
-//! operators and edit its `.cm` text (docs/cli.md, "serve").
+//! operators, see what it produced and edit its `.cm` text (docs/cli.md, "serve").
 //!
 //! One page (HTML, CSS and JS embedded in the binary: no build step, works offline) over a
-//! JSON API and a server-sent event stream. The engine lives in one [`Session`] behind a mutex;
-//! handlers that change it run on tokio's blocking pool. Engine events go to an outbox that a
-//! flusher drains every [`FLUSH_MS`] ms: it sends them (at most [`MAX_EVENTS_PER_FLUSH`], the
-//! older ones of a burst summed up in one `coalesced` event), then one `state` event with the
-//! new state, to every subscriber — so a 10 000-step run costs the page one redraw per flush,
-//! not one per step.
+//! JSON API and a server-sent event stream. The engine lives in one session behind a mutex
+//! that only tokio's blocking pool locks; the async side reads what was last published of it
+//! ([`shared`]), so a slow firing never holds a server worker. Engine events go to an outbox
+//! that a flusher drains every [`FLUSH_MS`] ms: it sends them (at most
+//! [`MAX_EVENTS_PER_FLUSH`], the older ones of a burst summed up in one `coalesced` event),
+//! then the state, to every subscriber — so a 10 000-step run costs the page one redraw per
+//! flush, not one per step. Values reach the page as previews of bounded size.
 //!
-//! Security: the server listens on 127.0.0.1 unless `--bind` says otherwise, and then requires
-//! `--token`, checked on every request (header `Authorization: Bearer T`, or `?token=T` for the
-//! page and its event stream) in constant time. Every POST must say `Content-Type:
-//! application/json` (a cross-site form cannot), and a malformed request gets a 400 with a JSON
-//! error. The only file written is the served `.cm` (Save).
-
+//! Security (docs/security.md, "serve"): the server listens on 127.0.0.1 unless `--bind` says
+//! otherwise; it answers only requests whose `Host` names it and whose `Origin`, if any, is its
+//! own page; every request carries its token (one is made unless `--token T` gives one, and
+//! `--no-token` is for loopback only), compared in constant time; every POST says
+//! `Content-Type: application/json`. The only file written is the served `.cm` (Save).
 //!
 //! | file | holds |
 //! |---|---|
-//! | `mod.rs` | the arguments, what the handlers share, starting and stopping the server |
+//! | `mod.rs` | the arguments, starting and stopping the server |
+//! | `shared.rs` | what the handlers share: the session (blocking pool only) and what was published of it |
 //! | `api.rs` | the routes, their layers, a handler per route |
-//! | `guard.rs` | the layers every request goes through: the token, a JSON content type on POSTs |
+//! | `guard.rs` | the layers every request goes through: Host, Origin, the token, a JSON content type on POSTs |
+//! | `token.rs` | the token: made or given, where a request carries it, compared in constant time |
 //! | `extract.rs` | the extractors: a JSON body of a known shape, an empty body, a query |
 //! | `error.rs` | `ApiError`: every refusal, and the one mapping of its kinds to HTTP statuses |
 //! | `view.rs` | every JSON shape the page reads (the contract with `page.js`) |
 //! | `stream.rs` | the event stream and the flusher's batches |
-//! | `session/` | the served file and its engine: load, check, save, the buttons, a run in progress |
+//! | `session/` | the served file and its engine: load, check, save, the buttons, a run in progress, results |
 
 mod api;
 mod error;
 mod extract;
 mod guard;
 mod session;
+mod shared;
 mod stream;
+mod token;
 mod view;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
-use tokio::sync::broadcast;
 
 use super::{Io, exit};
-use error::ApiError;
-use session::{Outbox, Session};
-use stream::Message;
+use guard::{Guard, PublicHost};
+use session::{Served, Session, Wires};
+use shared::Shared;
+use token::Token;
 
 /// How often engine events and the state go out to the page, in milliseconds.
 pub const FLUSH_MS: u64 = 40;
@@ -67,10 +70,18 @@ pub struct ServeArgs {
     /// The address to listen on. Anything but a loopback address requires --token.
     #[arg(long, value_name = "ADDR", default_value = "127.0.0.1")]
     pub bind: IpAddr,
-    /// A secret every request must carry (`Authorization: Bearer T`, or `?token=T` in the
-    /// page's address).
-    #[arg(long, value_name = "T")]
+    /// The secret every request must carry (default: a random one, in the printed address).
+    /// The page trades `?token=T` for a cookie; scripts send `Authorization: Bearer T`.
+    #[arg(long, value_name = "T", conflicts_with = "no_token")]
     pub token: Option<String>,
+    /// Serve without a token (loopback only): every program and user of this machine can
+    /// then drive the server.
+    #[arg(long)]
+    pub no_token: bool,
+    /// Another name this server is reached by (a reverse proxy's, the machine's): requests
+    /// whose Host or Origin names it are answered. NAME alone takes any port. Repeatable.
+    #[arg(long = "public-host", value_name = "NAME[:PORT]")]
+    pub public_host: Vec<String>,
     /// Journal the served run into this SQLite file (created if missing): every step, back,
     /// re-fire and checkout is recorded, and `cameleon resume DB RUN_ID` continues the run
     /// later. Reset and Save start a new run. The run id is on stderr and in `/api/state`.
@@ -84,50 +95,21 @@ pub struct ServeArgs {
     pub allow_outside: bool,
 }
 
-/// What the handlers share.
-pub(crate) struct Shared {
-    session: Mutex<Session>,
-    outbox: Outbox,
-    tx: broadcast::Sender<Arc<Vec<Message>>>,
-    /// Something changed since the last flush: send the state.
-    dirty: AtomicBool,
-    token: Option<String>,
-    /// Messages sent so far (for tests and the page's counters).
-    sent: AtomicU64,
-}
-
-impl Shared {
-    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, Session> {
-        self.session.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Something changed: the next flush sends the state.
-    pub(crate) fn mark_dirty(&self) {
-        self.dirty.store(true, Ordering::SeqCst);
-    }
-
-    /// Runs `f` in tokio's blocking pool (the engine may take its time: an operator runs
-    /// there, not on the server's async workers). `Err`: the task died.
-    pub(crate) async fn blocking<T: Send + 'static>(
-        self: &Arc<Self>,
-        f: impl FnOnce(&Shared) -> T + Send + 'static,
-    ) -> Result<T, ApiError> {
-        let shared = Arc::clone(self);
-        tokio::task::spawn_blocking(move || f(&shared))
-            .await
-            .map_err(|e| ApiError::internal(format!("the engine task failed: {e}")))
-    }
-}
-
 /// Runs `cameleon serve` until the process is interrupted.
 pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
-    if !a.bind.is_loopback() && a.token.as_deref().is_none_or(str::is_empty) {
+    let (token, public) = match checked(a) {
+        Ok(t) => t,
+        Err(e) => {
+            writeln!(io.stderr, "error: {e}")?;
+            return Ok(exit::INVALID);
+        }
+    };
+    if a.no_token {
         writeln!(
             io.stderr,
-            "error: --bind {} listens beyond this machine: give a secret with --token T (every request must then carry it)",
-            a.bind
+            "warning: --no-token: every program and user of this machine can drive this server — read and replace `{}`, run its net with its capabilities (docs/security.md)",
+            a.file.display()
         )?;
-        return Ok(exit::INVALID);
     }
     let runtime = match cameleon::capabilities::Runtime::builder()
         .for_cm_file(&a.file, a.capabilities.as_deref())
@@ -139,14 +121,12 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             return Ok(exit::INVALID);
         }
     };
-    let outbox: Outbox = Arc::default();
-    let session = match Session::open(
-        a.file.clone(),
-        a.allow_outside,
-        Arc::clone(&outbox),
-        runtime,
-        a.journal.clone(),
-    ) {
+    let served = Served {
+        path: a.file.clone(),
+        allow_outside: a.allow_outside,
+    };
+    let wires = Wires::default();
+    let session = match Session::open(served.clone(), runtime, a.journal.clone(), wires.clone()) {
         Ok(s) => s,
         Err(e) => {
             writeln!(io.stderr, "error: {e}")?;
@@ -166,15 +146,7 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             session.problems().len()
         )?;
     }
-    let (tx, _) = broadcast::channel(1024);
-    let shared = Arc::new(Shared {
-        session: Mutex::new(session),
-        outbox,
-        tx,
-        dirty: AtomicBool::new(true),
-        token: a.token.clone().filter(|t| !t.is_empty()),
-        sent: AtomicU64::new(0),
-    });
+    let shared = Arc::new(Shared::new(session, served, wires));
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -188,10 +160,9 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         }
     };
     let local = listener.local_addr()?;
-    let query = shared
-        .token
+    let query = token
         .as_ref()
-        .map(|t| format!("?token={t}"))
+        .map(|t| format!("?token={}", t.encoded()))
         .unwrap_or_default();
     writeln!(
         io.stdout,
@@ -199,7 +170,8 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         a.file.display()
     )?;
     io.stdout.flush()?;
-    let app = api::router(Arc::clone(&shared));
+    let guard = Arc::new(Guard::new(a.bind, local.port(), public, token));
+    let app = api::router(Arc::clone(&shared), guard);
     let flusher = Arc::clone(&shared);
     let interrupt = io.interrupt.clone();
     rt.block_on(async move {
@@ -227,7 +199,43 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             () = stop => Ok(()),
         }
     })?;
-    // Open event streams would keep the runtime busy: drop it without waiting for them.
+    // Open event streams and engine tasks would keep the runtime busy: drop it without waiting
+    // for them.
     rt.shutdown_timeout(Duration::from_millis(100));
     Ok(exit::OK)
+}
+
+/// The token the server requires (`None`: `--no-token`) and the `--public-host` names, or why
+/// the arguments are refused.
+fn checked(a: &ServeArgs) -> Result<(Option<Token>, Vec<PublicHost>), String> {
+    let public = a
+        .public_host
+        .iter()
+        .map(|h| h.parse().map_err(|e| format!("--public-host: {e}")))
+        .collect::<Result<Vec<PublicHost>, String>>()?;
+    if a.no_token {
+        if !a.bind.is_loopback() {
+            return Err(format!(
+                "--no-token is for loopback only: --bind {} listens beyond this machine, so every request must carry a secret (give --token T)",
+                a.bind
+            ));
+        }
+        return Ok((None, public));
+    }
+    let token = match &a.token {
+        Some(t) if t.is_empty() => {
+            return Err(
+                "--token is empty: give a secret, or leave --token out and serve makes one".into(),
+            );
+        }
+        Some(t) => Token::given(t.clone()),
+        None if !a.bind.is_loopback() => {
+            return Err(format!(
+                "--bind {} listens beyond this machine: give a secret with --token T (every request must then carry it)",
+                a.bind
+            ));
+        }
+        None => Token::generate().map_err(|e| e.to_string())?,
+    };
+    Ok((Some(token), public))
 }

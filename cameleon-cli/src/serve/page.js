@@ -1,8 +1,9 @@
-// The `cameleon serve` page: draws the net, follows the engine through the event stream, and
-// sends the buttons' requests. No framework, no build step.
+// The `cameleon serve` page: draws the net, follows the engine through the event stream, shows
+// what the net produced, and sends the buttons' requests. No framework, no build step. The
+// token is in an HttpOnly cookie the server set when the page was opened: every request of the
+// page (and its event stream) carries it without this script ever seeing it.
 "use strict";
 
-const token = new URLSearchParams(location.search).get("token");
 const $ = (id) => document.getElementById(id);
 
 // What tests and the curious can read: when the page was first ready, event-to-screen latency.
@@ -21,20 +22,16 @@ let typesOfConn = {}; // connection name -> data type (from the SVG)
 
 async function api(method, path, body) {
   const headers = {};
-  if (token) headers["Authorization"] = "Bearer " + token;
   if (method === "POST") headers["Content-Type"] = "application/json";
   const r = await fetch(path, {
     method,
     headers,
+    credentials: "same-origin",
     body: method === "POST" ? JSON.stringify(body || {}) : undefined,
   });
   const ct = r.headers.get("Content-Type") || "";
   const data = ct.includes("json") ? await r.json() : await r.text();
   return { ok: r.ok, status: r.status, data, headers: r.headers };
-}
-
-function withToken(path) {
-  return token ? path + (path.includes("?") ? "&" : "?") + "token=" + encodeURIComponent(token) : path;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -57,6 +54,7 @@ function render() {
   drawStatus(s);
   drawWaiting(s);
   scheduleTimeline(s);
+  scheduleResults();
   if (s.sent_ms) {
     const l = Math.max(0, Date.now() - s.sent_ms);
     const L = stats.latency;
@@ -90,6 +88,8 @@ function drawStatus(s) {
   let text = "step " + s.step;
   if (s.end) text += " · " + s.end;
   else if (s.running) text += " · running";
+  if (s.firing && s.firing.length) text += " · firing " + s.firing.join(", ") + "…";
+  else if (s.busy && !s.running) text += " · working…";
   if (s.redo) text += " · " + s.redo + " to replay";
   if (s.branches > 1) text += " · " + s.branches + " branches";
   st.textContent = text;
@@ -305,9 +305,21 @@ async function loadSvg() {
     $("legend").appendChild(span);
   }
   const legendStates = document.createElement("span");
-  legendStates.textContent = "dashed: EMPTY · thick: NEW · plain: OLD · green: enabled · orange: waiting";
+  legendStates.textContent =
+    "dashed: EMPTY · thick: NEW · plain: OLD · green: enabled · orange: waiting · click a connection or an operator to inspect it";
   $("legend").appendChild(legendStates);
+  // A wide, invisible stroke under each connection, so a click need not hit a 2-pixel line.
+  for (const p of box.querySelectorAll("path[data-conn]")) {
+    const hit = p.cloneNode(false);
+    hit.removeAttribute("data-conn");
+    hit.removeAttribute("marker-end");
+    hit.setAttribute("data-hit", p.getAttribute("data-conn"));
+    hit.setAttribute("stroke", "transparent");
+    hit.setAttribute("stroke-width", "14");
+    p.parentNode.insertBefore(hit, p);
+  }
   shownVersion = -1;
+  markSelection();
   return true;
 }
 
@@ -317,13 +329,17 @@ $("fit").addEventListener("click", () => {
 });
 
 const tip = $("tooltip");
+function connOf(target) {
+  const p = target.closest && target.closest("path[data-conn], path[data-hit]");
+  return p ? p.getAttribute("data-conn") || p.getAttribute("data-hit") : null;
+}
+
 $("visual").addEventListener("mousemove", (e) => {
-  const p = e.target.closest && e.target.closest("path[data-conn]");
-  if (!p || !latest) {
+  const name = connOf(e.target);
+  if (!name || !latest) {
     tip.hidden = true;
     return;
   }
-  const name = p.getAttribute("data-conn");
   const value = latest.values && latest.values[name];
   tip.textContent =
     name + "\n" + (typesOfConn[name] || "") + " · " + (latest.connections[name] || "") +
@@ -333,6 +349,12 @@ $("visual").addEventListener("mousemove", (e) => {
   tip.hidden = false;
 });
 $("visual").addEventListener("mouseleave", () => (tip.hidden = true));
+$("visual").addEventListener("click", (e) => {
+  const conn = connOf(e.target);
+  const g = e.target.closest && e.target.closest("g[data-op]");
+  if (conn) select({ conn });
+  else if (g) select({ op: g.getAttribute("data-op") });
+});
 
 // ---------------------------------------------------------------------------------------------
 // Code view: problems at their lines as you type; Save writes the canonical form.
@@ -449,7 +471,7 @@ function logLine(text) {
 let pendingLog = [];
 let logTimer = 0;
 function connect() {
-  const es = new EventSource(withToken("/api/events"));
+  const es = new EventSource("/api/events");
   es.onmessage = (m) => {
     stats.events++;
     pendingLog.push(m.data);

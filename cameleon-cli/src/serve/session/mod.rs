@@ -8,17 +8,20 @@
 //! | `actions.rs` | what the buttons do: step, back, re-fire, reset, go to a step, answer an `ask` |
 //! | `running.rs` | a run in progress: started, paused and ended by the session's own methods, driven in slices |
 //! | `views.rs` | the state and the history as the page reads them ([`StateView`](super::view::StateView), [`HistoryView`](super::view::HistoryView)) |
+//! | `results.rs` | what the net produced: every sink's values, and a look at one connection or operator |
 
 mod actions;
+mod results;
 mod running;
 mod views;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use cameleon::capabilities::Runtime;
 use cameleon::catalogue::Catalogue;
-use cameleon::cm::{Loader, folder_of, leading_comments};
+use cameleon::cm::{CmError, Loader, folder_of, leading_comments};
 use cameleon::engine::{Cvm, EndState, Event};
 use cameleon::export::Diagram;
 use cameleon::journal::{Journal, RunOptions};
@@ -28,24 +31,75 @@ use super::error::ApiError;
 use super::view::{ProblemView, SourceView};
 use running::RunState;
 
-/// Engine events not yet sent to the page, filled by the engine's observer.
+/// Engine events not yet sent to the page.
 pub(crate) type Outbox = Arc<Mutex<Vec<Event>>>;
+
+/// The served file and how it is read: what checking a text needs, without the engine.
+#[derive(Clone, Debug)]
+pub(crate) struct Served {
+    /// The served `.cm` file: the only file the server writes.
+    pub(crate) path: PathBuf,
+    /// `--allow-outside`.
+    pub(crate) allow_outside: bool,
+}
+
+impl Served {
+    /// The loader of texts of the served file (its folder, its name).
+    pub(crate) fn loader(&self) -> Loader<'static> {
+        let mut l = Loader::new()
+            .allow_outside(self.allow_outside)
+            .base_dir(folder_of(&self.path));
+        if let Some(name) = self.path.file_name() {
+            l = l.file_name(name.to_string_lossy());
+        }
+        l
+    }
+
+    /// Checks `text` as the served file: its problems (empty: valid).
+    pub(crate) fn check(&self, text: &str) -> Vec<ProblemView> {
+        match self.loader().load_str(text) {
+            Ok(_) => Vec::new(),
+            Err(e) => ProblemView::all(&e),
+        }
+    }
+}
+
+/// What connects a session to the server without the session's lock: where engine events go,
+/// the Pause flag, and what is firing now.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Wires {
+    /// Engine events for the event stream.
+    pub(crate) outbox: Outbox,
+    /// Set by Pause; a run stops at its next step.
+    pub(crate) pause: Arc<AtomicBool>,
+    /// The operators firing now (the state's `firing`), kept by the engine's observer.
+    pub(crate) firing: Arc<Mutex<Vec<String>>>,
+    /// Set when something the page shows changed: the next flush sends the state.
+    pub(crate) dirty: Arc<AtomicBool>,
+}
 
 /// The served file, its text, and its engine when the text is a valid net.
 pub(crate) struct Session {
-    /// The served `.cm` file: the only file the server writes.
-    path: PathBuf,
+    served: Served,
     /// The file's text as last loaded or saved.
     text: String,
     /// The problems of `text`, when it is not a valid net.
     problems: Vec<ProblemView>,
+    /// `GET /api/source`, kept while the text does not change.
+    source: Arc<SourceView>,
+    /// `GET /api/svg`, kept while the net does not change.
+    drawing: Arc<Option<Drawing>>,
     /// The engine of the last valid version of the net.
     cvm: Option<Cvm>,
     /// How the last step or run ended, while nothing changed since.
     last_end: Option<EndState>,
-    outbox: Outbox,
-    allow_outside: bool,
-    /// Whether a run is in progress, and whether it was asked to pause.
+    wires: Wires,
+    /// Events of a run's current slice, handed to the outbox when it ends, so the stream gets
+    /// a run in whole slices (a single step's go straight to the outbox).
+    pending: Outbox,
+    /// A run is in progress: the engine's events go to `pending`.
+    batching: Arc<AtomicBool>,
+    /// Whether a run is in progress.
     run: RunState,
     /// Bumped by every change: the page keeps the newest state it received.
     version: u64,
@@ -58,6 +112,7 @@ pub(crate) struct Session {
 }
 
 /// What `GET /api/svg` draws.
+#[derive(Debug)]
 pub(crate) enum Drawing {
     /// The served net (as `export --svg`).
     Net(String),
@@ -70,23 +125,25 @@ impl Session {
     /// `journal`, the engine is a run journaled into that file; a net that cannot be journaled
     /// is an error.
     pub(crate) fn open(
-        path: PathBuf,
-        allow_outside: bool,
-        outbox: Outbox,
+        served: Served,
         runtime: Runtime,
         journal: Option<PathBuf>,
+        wires: Wires,
     ) -> Result<Self, String> {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
+        let text = std::fs::read_to_string(&served.path)
+            .map_err(|e| format!("cannot read `{}`: {e}", served.path.display()))?;
         let mut s = Session {
-            path,
+            served,
             text: String::new(),
             problems: Vec::new(),
+            source: Arc::new(SourceView::default()),
+            drawing: Arc::new(None),
             cvm: None,
             last_end: None,
-            outbox,
-            allow_outside,
-            run: RunState::default(),
+            run: RunState::new(Arc::clone(&wires.pause)),
+            wires,
+            pending: Outbox::default(),
+            batching: Arc::default(),
             version: 0,
             runtime,
             journal,
@@ -107,34 +164,49 @@ impl Session {
     }
 
     /// `GET /api/source`: the file, its text and its problems.
-    pub(crate) fn source(&self) -> SourceView<'_> {
-        SourceView {
-            file: self.path.display().to_string(),
-            text: &self.text,
-            problems: &self.problems,
-        }
+    pub(crate) fn source(&self) -> Arc<SourceView> {
+        Arc::clone(&self.source)
     }
 
     /// `GET /api/svg`: the net, or — when the text is not a valid net — what can be drawn of
     /// it (`None`: not even readable as a `.cm` file).
-    pub(crate) fn drawing(&self) -> Option<Drawing> {
-        if let Some(cvm) = &self.cvm {
-            return Some(Drawing::Net(cameleon::export::svg(cvm.net())));
-        }
-        let file = self.loader().parse_str(&self.text).ok()?;
-        Some(Drawing::Sketch(
-            Diagram::sketch(&file, Catalogue::global()).svg(),
-        ))
+    pub(crate) fn drawing(&self) -> Arc<Option<Drawing>> {
+        Arc::clone(&self.drawing)
+    }
+
+    /// Draws the net again, and takes the text's view again: after a change of either.
+    fn redraw(&mut self) {
+        self.source = Arc::new(SourceView {
+            file: self.served.path.display().to_string(),
+            text: self.text.clone(),
+            problems: self.problems.clone(),
+        });
+        let drawing = match &self.cvm {
+            Some(cvm) => Some(Drawing::Net(cameleon::export::svg(cvm.net()))),
+            None => self
+                .loader()
+                .parse_str(&self.text)
+                .ok()
+                .map(|file| Drawing::Sketch(Diagram::sketch(&file, Catalogue::global()).svg())),
+        };
+        self.drawing = Arc::new(drawing);
     }
 
     fn loader(&self) -> Loader<'static> {
-        let mut l = Loader::new()
-            .allow_outside(self.allow_outside)
-            .base_dir(folder_of(&self.path));
-        if let Some(name) = self.path.file_name() {
-            l = l.file_name(name.to_string_lossy());
+        self.served.loader()
+    }
+
+    /// Moves the events of a run's slice to the outbox (the stream sends them at its next
+    /// flush).
+    pub(crate) fn hand_off(&self) {
+        let mut pending = self.pending.lock().unwrap_or_else(PoisonError::into_inner);
+        if !pending.is_empty() {
+            self.wires
+                .outbox
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .append(&mut pending);
         }
-        l
     }
 
     /// Takes `text` as the net: a new engine when it is valid, else its problems (the engine
@@ -152,6 +224,7 @@ impl Session {
             }
         };
         self.text = text;
+        self.redraw();
         r
     }
 
@@ -159,9 +232,10 @@ impl Session {
     /// new journaled run (its id becomes the session's). `Err`: why the run cannot be
     /// journaled.
     fn engine(&mut self, net: Net) -> Result<Cvm, String> {
-        let base = folder_of(&self.path);
+        let base = folder_of(&self.served.path);
         let name = if net.name().is_empty() {
-            self.path
+            self.served
+                .path
                 .file_stem()
                 .map_or_else(|| "net".to_owned(), |s| s.to_string_lossy().into_owned())
         } else {
@@ -172,7 +246,7 @@ impl Session {
             let opts = RunOptions {
                 name: Some(name),
                 base_dir: Some(base),
-                allow_outside: self.allow_outside,
+                allow_outside: self.served.allow_outside,
                 generation: Some(cvm.generation()),
                 ..RunOptions::default()
             };
@@ -191,23 +265,28 @@ impl Session {
 
     fn install(&mut self, mut cvm: Cvm) {
         self.touch();
-        let outbox = Arc::clone(&self.outbox);
+        let (outbox, pending) = (Arc::clone(&self.wires.outbox), Arc::clone(&self.pending));
+        let batching = Arc::clone(&self.batching);
+        let (firing, dirty) = (
+            Arc::clone(&self.wires.firing),
+            Arc::clone(&self.wires.dirty),
+        );
         cvm.on_event(move |e| {
-            outbox
-                .lock()
+            note_firing(&firing, e);
+            if matches!(e, Event::FiringStarted { .. }) {
+                dirty.store(true, Ordering::SeqCst);
+            }
+            let to = if batching.load(Ordering::Relaxed) {
+                &pending
+            } else {
+                &outbox
+            };
+            to.lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .push(e.clone());
         });
         self.cvm = Some(cvm);
         self.last_end = None;
-    }
-
-    /// Checks `text` as the served file: its problems (empty: valid).
-    pub(crate) fn check(&self, text: &str) -> Vec<ProblemView> {
-        match self.loader().load_str(text) {
-            Ok(_) => Vec::new(),
-            Err(e) => ProblemView::all(&e),
-        }
     }
 
     /// Writes the canonical form of `text` to the served file (its leading comment block
@@ -217,33 +296,52 @@ impl Session {
         self.idle()?;
         let net = match self.loader().load_str(text) {
             Ok(net) => net,
-            Err(e) => {
-                let n = e.problems().len();
-                return Err(ApiError::invalid(format!(
-                    "not saved: the text is not a valid net ({n} problem{})",
-                    if n == 1 { "" } else { "s" }
-                ))
-                .with_problems(ProblemView::all(&e)));
-            }
+            Err(e) => return Err(not_saved(&e)),
         };
         let canonical = format!("{}{}", leading_comments(text), net.to_cm());
         // With `--journal`, the saved net is a new run: started before anything is written.
         let cvm = self
             .engine(net)
             .map_err(|e| ApiError::conflict(format!("not saved: {e}")).with_problems(Vec::new()))?;
-        std::fs::write(&self.path, &canonical).map_err(|e| {
-            ApiError::internal(format!("cannot write `{}`: {e}", self.path.display()))
+        let path = &self.served.path;
+        std::fs::write(path, &canonical).map_err(|e| {
+            ApiError::internal(format!("cannot write `{}`: {e}", path.display()))
                 .with_problems(Vec::new())
         })?;
         self.problems.clear();
         self.text = canonical.clone();
         self.install(cvm);
+        self.redraw();
         Ok(canonical)
     }
 
     fn cvm(&mut self) -> Result<&mut Cvm, ApiError> {
         self.cvm.as_mut().ok_or_else(not_a_net)
     }
+}
+
+/// Keeps `firing` — the operators whose firing started and has not finished — up to date
+/// with engine event `e`.
+fn note_firing(firing: &Mutex<Vec<String>>, e: &Event) {
+    let mut f = firing.lock().unwrap_or_else(PoisonError::into_inner);
+    match e {
+        Event::FiringStarted { op, .. } => f.push(op.clone()),
+        Event::FiringFinished { op, .. } => f.retain(|o| o != op),
+        Event::StepCommitted { .. } | Event::StepDiscarded { .. } | Event::Ended { .. } => {
+            f.clear()
+        }
+        _ => {}
+    }
+}
+
+/// Save's refusal of a text that is not a valid net, with its problems.
+fn not_saved(e: &CmError) -> ApiError {
+    let n = e.problems().len();
+    ApiError::invalid(format!(
+        "not saved: the text is not a valid net ({n} problem{})",
+        if n == 1 { "" } else { "s" }
+    ))
+    .with_problems(ProblemView::all(e))
 }
 
 /// The refusal of anything that needs an engine while the served text has never been a valid

@@ -1,17 +1,34 @@
-//! A run in progress (the page's Run and Pause). The session alone starts, pauses and ends it:
-//! the driver (`Shared::run_to_end`) only asks for slices, so the page and other requests get
-//! the engine between them.
+//! A run in progress (the page's Run and Pause). The session alone starts and ends it; the
+//! driver (the `run` handler) only asks for slices, so other requests get the engine between
+//! them. Pause is a flag the server sets without the engine ([`Wires::pause`](super::Wires)):
+//! the run stops before its next step.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use super::{Session, not_a_net};
 use crate::serve::error::ApiError;
 
-/// Whether a run is in progress, and whether it was asked to pause.
-#[derive(Debug, Default)]
+/// Whether a run is in progress, and the flag that asks it to pause.
+#[derive(Debug)]
 pub(super) struct RunState {
     running: bool,
-    pause: bool,
+    pause: Arc<AtomicBool>,
+}
+
+impl RunState {
+    /// No run, paused by `pause`.
+    pub(super) fn new(pause: Arc<AtomicBool>) -> Self {
+        RunState {
+            running: false,
+            pause,
+        }
+    }
+
+    fn pausing(&self) -> bool {
+        self.pause.load(Ordering::SeqCst)
+    }
 }
 
 impl Session {
@@ -29,50 +46,48 @@ impl Session {
         if self.cvm.is_none() {
             return Err(not_a_net());
         }
-        self.run = RunState {
-            running: true,
-            pause: false,
-        };
+        self.run.pause.store(false, Ordering::SeqCst);
+        self.run.running = true;
+        self.batching.store(true, Ordering::SeqCst);
         self.touch();
         Ok(())
     }
 
-    /// Asks the run in progress, if any, to stop after its current slice.
-    pub(crate) fn pause(&mut self) {
-        if self.run.running {
-            self.run.pause = true;
-        }
-    }
-
-    /// Runs for about `slice` (batches of `batch` steps, at least one): `Ok(true)` when the run
-    /// is over — it reached an end state, or was paused — and no longer in progress. A refusal
-    /// ends the run too.
+    /// Runs for about `slice` (batches of `batch` steps, at least one unless paused):
+    /// `Ok(true)` when the run is over — it reached an end state, or was paused — and no
+    /// longer in progress. A refusal ends the run too.
     pub(crate) fn run_slice(&mut self, slice: Duration, batch: usize) -> Result<bool, ApiError> {
         let started = Instant::now();
         let r = loop {
             match self.run_some(batch) {
-                Ok(false) if started.elapsed() < slice => {}
+                Ok(false) if started.elapsed() < slice && !self.run.pausing() => {}
                 other => break other,
             }
         };
-        let over = !matches!(r, Ok(false)) || self.run.pause;
+        let over = !matches!(r, Ok(false)) || self.run.pausing();
         if over {
             self.end_run();
         }
         r.map(|_| over)
     }
 
-    /// Ends the run in progress, if any (also when its driver failed).
+    /// Ends the run in progress, if any (also when its driver failed); its last events go to
+    /// the outbox.
     pub(crate) fn end_run(&mut self) {
         if self.run.running {
-            self.run = RunState::default();
+            self.run.running = false;
+            self.batching.store(false, Ordering::SeqCst);
+            self.hand_off();
             self.touch();
         }
     }
 
-    /// Runs up to `n` steps; whether the run reached an end state.
+    /// Runs up to `n` steps, fewer if paused; whether the run reached an end state.
     fn run_some(&mut self, n: usize) -> Result<bool, ApiError> {
         for _ in 0..n {
+            if self.run.pausing() {
+                return Ok(false);
+            }
             let r = self.cvm()?.step();
             self.after_step(r)?;
             if self.last_end.is_some() {
@@ -85,7 +100,6 @@ impl Session {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
     use std::time::Duration;
 
     use super::Session;
@@ -102,7 +116,11 @@ mod tests {
         )
         .unwrap();
         let runtime = cameleon::capabilities::Runtime::builder().build().unwrap();
-        let s = Session::open(path, false, Arc::default(), runtime, None).unwrap();
+        let served = super::super::Served {
+            path,
+            allow_outside: false,
+        };
+        let s = Session::open(served, runtime, None, super::super::Wires::default()).unwrap();
         assert!(s.problems().is_empty(), "{:?}", s.problems());
         (dir, s)
     }
@@ -128,6 +146,13 @@ mod tests {
         }
     }
 
+    /// What the server's Pause does: set the flag, without the engine.
+    fn pause(s: &Session) {
+        s.wires
+            .pause
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
     #[test]
     fn a_run_is_started_paused_and_ended_by_the_session_alone() {
         let (_dir, mut s) = endless();
@@ -144,9 +169,10 @@ mod tests {
         assert!(s.is_running());
         let depth = s.state().step;
         assert!(depth >= 5, "one batch at least: {depth}");
-        // …until it is paused: the next slice is its last.
-        s.pause();
+        // …until it is paused: the next slice is its last, and fires nothing.
+        pause(&s);
         assert!(s.run_slice(Duration::ZERO, 5).unwrap());
+        assert_eq!(s.state().step, depth, "paused before its next step");
         assert!(!s.is_running());
         assert!(!s.state().running);
         s.step().unwrap();
@@ -155,7 +181,7 @@ mod tests {
     #[test]
     fn pausing_without_a_run_is_forgotten_by_the_next_run() {
         let (_dir, mut s) = endless();
-        s.pause();
+        pause(&s);
         let version = s.state().version;
         s.end_run();
         assert_eq!(s.state().version, version, "nothing to end: no change");

@@ -5,10 +5,16 @@ use cameleon::engine::EndState;
 use cameleon::history::Entry;
 
 use super::Session;
-use crate::serve::view::{BranchView, EntryView, HistoryView, Ordered, StateView, WaitingView};
+use crate::serve::view::{
+    BranchView, EntryView, HistoryView, Ordered, StateView, WaitingView, shortened,
+};
 
-/// Longest value text sent for a connection's tooltip.
-const MAX_VALUE_CHARS: usize = 2000;
+/// Most bytes of a value's JSON text the state sends per connection (the tooltip): the state
+/// goes out at every flush, so its size must not grow with the values.
+pub(crate) const TIP_BYTES: usize = 512;
+
+/// Most bytes of an `ask`'s context the state sends.
+const CONTEXT_BYTES: usize = 4096;
 
 impl Session {
     /// The end state the net is in: where the last step or run stopped, or the terminal
@@ -33,6 +39,8 @@ impl Session {
             branches: 0,
             valid: self.problems.is_empty(),
             running: self.is_running(),
+            busy: false,
+            firing: Vec::new(),
             engine: false,
             run_id: None,
             sent_ms: None,
@@ -56,14 +64,15 @@ impl Session {
             if let Some(v) = conn.value() {
                 view.values
                     .0
-                    .push((c.name.clone(), shorten(&v.to_json().to_string())));
+                    .push((c.name.clone(), shortened(v, TIP_BYTES)));
             }
         }
         view.waiting = cvm
             .waiting()
             .into_iter()
             .map(|w| WaitingView {
-                context: crate::answers::context_of(cvm, &w.op),
+                context: crate::answers::context_value(cvm, &w.op)
+                    .map(|v| shortened(v, CONTEXT_BYTES)),
                 op: w.op,
                 prompt: w.prompt,
                 ty: w.ty.name,
@@ -115,16 +124,5 @@ impl Session {
                 .collect(),
             depth: cvm.depth(),
         }
-    }
-}
-
-/// `s`, cut at [`MAX_VALUE_CHARS`] characters (an ellipsis says so).
-fn shorten(s: &str) -> String {
-    if s.chars().count() <= MAX_VALUE_CHARS {
-        s.to_owned()
-    } else {
-        let mut t: String = s.chars().take(MAX_VALUE_CHARS).collect();
-        t.push('…');
-        t
     }
 }
