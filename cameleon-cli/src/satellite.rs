@@ -9,7 +9,7 @@ use std::time::Duration;
 use cameleon::capabilities::CodeSource;
 use cameleon::net::Net;
 use cameleon::tools::{Tool, ToolRegistry};
-use cameleon_nats::{NatsOptions, Remote, Satellite, SatelliteConfig};
+use cameleon_nats::{NatsOptions, OpsToHost, Remote, Satellite, SatelliteConfig};
 use clap::Args;
 
 use crate::{Io, exit};
@@ -62,9 +62,31 @@ pub struct SatelliteArgs {
     /// Its heartbeat period; a satellite unseen for 3 periods is gone.
     #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub heartbeat_ms: u64,
-    /// The folder file tools and file-reading operators are confined to.
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    pub base: PathBuf,
+    /// The operator types it hosts, comma-separated (`--ops counter,llm`). A satellite hosts
+    /// only what it is told.
+    #[arg(long, value_name = "TYPES", value_delimiter = ',')]
+    pub ops: Vec<String>,
+    /// Host every operator type of this program (the file-reading ones only with `--base`).
+    #[arg(long, conflicts_with = "ops")]
+    pub all_ops: bool,
+    /// The tools it hosts, comma-separated (`--tools calc,json_query`).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub tools: Vec<String>,
+    /// The folder its file tools and file-reading operators are confined to; without it, it
+    /// hosts none of them.
+    #[arg(long, value_name = "DIR")]
+    pub base: Option<PathBuf>,
+    /// The longest a call may run; past it the call is abandoned and answered `timeout`
+    /// (0: no ceiling).
+    #[arg(long, value_name = "MS", default_value_t = 600_000)]
+    pub max_call_ms: u64,
+    /// The largest request it reads, in bytes; a larger one is answered `bad_request`.
+    #[arg(long, value_name = "BYTES", default_value_t = cameleon_nats::DEFAULT_MAX_REQUEST_BYTES as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_request_bytes: u64,
+    /// On SIGTERM or Ctrl-C: how long it waits for its calls in flight and for NATS before it
+    /// exits anyway.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub drain_ms: u64,
 }
 
 /// `cameleon satellites`.
@@ -114,8 +136,25 @@ fn default_name() -> String {
     format!("{host}-{}", std::process::id())
 }
 
+fn listed(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
 /// `cameleon satellite`: serves until SIGTERM or Ctrl-C, then finishes the calls it runs.
 pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
+    if !a.all_ops && a.ops.is_empty() && a.tools.is_empty() {
+        let (ops, tools) = cameleon_nats::could_host();
+        writeln!(
+            io.stderr,
+            "error: {}",
+            cameleon_nats::nothing_to_host(&ops, &tools)
+        )?;
+        return Ok(exit::INVALID);
+    }
     let url = match url(&a.conn, io)? {
         Ok(u) => u,
         Err(code) => return Ok(code),
@@ -125,6 +164,17 @@ pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i
     config.concurrency = a.concurrency as usize;
     config.heartbeat = Duration::from_millis(a.heartbeat_ms);
     config.base_dir = a.base.clone();
+    config.ops = if a.all_ops {
+        OpsToHost::All
+    } else if a.ops.is_empty() {
+        OpsToHost::None
+    } else {
+        OpsToHost::Listed(a.ops.clone())
+    };
+    config.tools = a.tools.clone();
+    config.max_call = (a.max_call_ms > 0).then(|| Duration::from_millis(a.max_call_ms));
+    config.max_request_bytes = usize::try_from(a.max_request_bytes).unwrap_or(usize::MAX);
+    config.drain_timeout = Duration::from_millis(a.drain_ms);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -157,6 +207,16 @@ pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i
             options.prefix,
             h.concurrency
         )?;
+        writeln!(
+            io.stderr,
+            "  operator types: {}\n  tools: {}\n  files: {}",
+            listed(&h.ops),
+            listed(&h.tools),
+            a.base.as_ref().map_or_else(
+                || "none (no --base)".to_owned(),
+                |b| format!("confined to {}", b.display())
+            )
+        )?;
         io.stderr.flush()?;
         stopped().await;
         writeln!(
@@ -166,8 +226,15 @@ pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i
             sat.in_flight()
         )?;
         io.stderr.flush()?;
-        sat.shutdown().await;
-        writeln!(io.stderr, "satellite {}: stopped", h.name)?;
+        if sat.shutdown().await {
+            writeln!(io.stderr, "satellite {}: stopped", h.name)?;
+        } else {
+            writeln!(
+                io.stderr,
+                "satellite {}: stopped after its drain timeout ({} ms): calls still running or replies not delivered (is the NATS server reachable?) are left to the runs, which send them again",
+                h.name, a.drain_ms
+            )?;
+        }
         Ok(exit::OK)
     })
 }

@@ -78,9 +78,9 @@ fn satellites(c: &mut Criterion) {
         .unwrap();
     let options = NatsOptions::new(nats.url());
     let (_a, _b, remote) = rt.block_on(async {
-        let mut ca = SatelliteConfig::new("bench-a");
+        let mut ca = SatelliteConfig::new("bench-a").all_ops();
         ca.concurrency = 8;
-        let mut cb = SatelliteConfig::new("bench-b");
+        let mut cb = SatelliteConfig::new("bench-b").all_ops();
         cb.concurrency = 8;
         let a = Satellite::start(&options, ca).await.unwrap();
         let b = Satellite::start(&options, cb).await.unwrap();

@@ -73,6 +73,17 @@ impl Subjects {
     pub fn queue_group(&self) -> String {
         format!("{}-satellites", self.prefix)
     }
+
+    /// Satellite `name`'s own subject for firings of operator type `ty`, outside the queue
+    /// group: `<prefix>.sat.<name>.op.<type>`.
+    pub fn direct_op(&self, name: &str, ty: &str) -> String {
+        format!("{}.sat.{name}.op.{ty}", self.prefix)
+    }
+
+    /// Satellite `name`'s own subject for calls of tool `tool`: `<prefix>.sat.<name>.tool.<tool>`.
+    pub fn direct_tool(&self, name: &str, tool: &str) -> String {
+        format!("{}.sat.{name}.tool.{tool}", self.prefix)
+    }
 }
 
 /// Whether `s` can be a token of a NATS subject: not empty; no whitespace, `.`, `*` or `>`.
@@ -194,6 +205,14 @@ pub enum ErrorKind {
     BadRequest,
     /// The request's wire version is not the satellite's.
     Version,
+    /// The satellite runs as many calls as it may (`--concurrency`): it took nothing. Not a
+    /// failure of the call: the run sends it again, to whichever satellite is free.
+    Busy,
+    /// The call ran past the satellite's ceiling (`--max-call-ms`) and was abandoned.
+    Timeout,
+    /// A kind this program does not know (a newer satellite's): a failure.
+    #[serde(other)]
+    Other,
 }
 
 /// A satellite's answer to an [`OpRequest`].
@@ -269,6 +288,44 @@ pub struct ToolReply {
     /// Whether the answer came from the idempotency cache.
     #[serde(default)]
     pub cached: bool,
+    /// When the satellite did not run the tool for a reason of its own (`busy`, `bad_request`,
+    /// `unknown`, `version`, `timeout`): which. Absent when the tool ran (whatever its result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ErrorKind>,
+}
+
+/// Side effects a tool has on the world (docs/wire.md, docs/tools.md): `none`; `read` (reads
+/// local files); `write` (writes local files); `external` (acts on the outside world). A
+/// manifest without `effects` counts as `external`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effects {
+    /// No side effect.
+    None,
+    /// Reads local files.
+    Read,
+    /// Writes local files.
+    Write,
+    /// Acts on the outside world (sends, posts, pays, deletes remotely).
+    External,
+}
+
+/// A tool as a satellite advertises it: its manifest and its effects.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireTool {
+    /// Name, description, input and output schemas.
+    #[serde(flatten)]
+    pub manifest: cameleon::operator::capability::ToolManifest,
+    /// Its side effects; absent: `external`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effects: Option<Effects>,
+}
+
+impl WireTool {
+    /// Its effects, `external` when the satellite did not say.
+    pub fn effects(&self) -> Effects {
+        self.effects.unwrap_or(Effects::External)
+    }
 }
 
 /// What a satellite says of itself, every heartbeat (subject [`Subjects::heartbeat`]) and
@@ -289,8 +346,8 @@ pub struct Heartbeat {
     pub concurrency: usize,
     /// How many it runs now.
     pub in_flight: usize,
-    /// The manifests of its tools: in answers to `<prefix>.discover` only (heartbeats stay
-    /// small).
+    /// The manifests of its tools, with their effects: in answers to `<prefix>.discover` only
+    /// (heartbeats stay small).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub manifests: Vec<cameleon::operator::capability::ToolManifest>,
+    pub manifests: Vec<WireTool>,
 }

@@ -89,7 +89,9 @@ fn server() -> NatsServer {
 }
 
 async fn satellite(url: &str, name: &str, heartbeat_ms: u64) -> Satellite {
-    let mut c = SatelliteConfig::new(name);
+    let mut c = SatelliteConfig::new(name)
+        .all_ops()
+        .tools(["st_shout", "calc"]);
     c.heartbeat = Duration::from_millis(heartbeat_ms);
     Satellite::start(&NatsOptions::new(url), c)
         .await
@@ -329,7 +331,7 @@ async fn a_firing_retried_while_its_first_attempt_runs_waits_for_it_instead_of_r
 async fn no_satellite_for_a_type_is_an_error_naming_it() {
     let nats = server();
     // A satellite under another prefix (another tenant) does not count.
-    let mut c = SatelliteConfig::new("other-tenant");
+    let mut c = SatelliteConfig::new("other-tenant").all_ops();
     c.heartbeat = Duration::from_millis(1000);
     let _other = Satellite::start(&NatsOptions::new(nats.url()).prefix("tenant-b"), c)
         .await
@@ -426,7 +428,19 @@ async fn a_remote_tool_goes_through_the_gate_and_names_its_satellite() {
         .tool_manifests(Duration::from_millis(300))
         .await
         .unwrap();
-    assert!(manifests.iter().any(|m| m.name == "st_shout"));
+    let shout = manifests
+        .iter()
+        .find(|m| m.manifest.name == "st_shout")
+        .expect("st_shout advertised");
+    // A tool of no declared effects counts as acting on the outside world; calc has none.
+    assert_eq!(shout.effects(), cameleon_nats::wire::Effects::External);
+    assert_eq!(
+        manifests
+            .iter()
+            .find(|m| m.manifest.name == "calc")
+            .map(|m| m.effects()),
+        Some(cameleon_nats::wire::Effects::None)
+    );
     // The caller has no local tools: every one comes from the satellite.
     let mut reg = ToolRegistry::new();
     for t in remote.remote_tools(manifests, &ToolRegistry::new()) {
@@ -586,7 +600,7 @@ async fn a_token_passes_through_and_its_absence_is_a_clear_error() {
     let nats = NatsServer::start_with(&["--auth", "s3cret"]).unwrap_or_else(|e| panic!("{e}"));
     let mut with = NatsOptions::new(nats.url());
     with.token = Some("s3cret".into());
-    let mut c = SatelliteConfig::new("secure");
+    let mut c = SatelliteConfig::new("secure").ops(["counter"]);
     c.heartbeat = Duration::from_millis(1000);
     let _a = Satellite::start(&with, c).await.unwrap();
     let remote = Remote::connect_async(&with).await.unwrap();

@@ -21,11 +21,12 @@ use cameleon::tools::{Tool, ToolContext, ToolError, ToolOutput};
 use cameleon::types::{TypedValue, Value};
 use cameleon::{Execution, InputSet, Net, OpError, Operator};
 use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
 use serde_json::Value as Json;
 
 use crate::wire::{
-    ErrorKind, Heartbeat, KEY_HEADER, OpReply, OpRequest, Subjects, ToolReply, ToolRequest,
-    VERSION_HEADER, WIRE_VERSION, WireInput, WirePolicy,
+    Effects, ErrorKind, Heartbeat, KEY_HEADER, OpReply, OpRequest, Subjects, ToolReply,
+    ToolRequest, VERSION_HEADER, WIRE_VERSION, WireInput, WirePolicy, WireTool,
 };
 use crate::{NatsError, NatsOptions};
 
@@ -128,38 +129,23 @@ impl Remote {
     }
 
     /// Sends one firing and waits for its reply, re-sending while no satellite answers (none
-    /// hosts the type yet), until `limit`.
+    /// hosts the type yet) or every one that answers is busy, until `limit`.
     pub async fn fire(&self, req: &OpRequest, limit: Duration) -> Result<OpReply, OpError> {
         let subject = self.subjects.op(&req.ty);
         let body = serde_json::to_vec(req)
             .map_err(|e| OpError::new(format!("cannot encode the firing request: {e}")))?;
-        let bytes = self
-            .request(&subject, body, Some(&req.key), limit)
+        let what = format!("operator type `{}` (instance `{}`)", req.ty, req.instance);
+        let reply: OpReply = self
+            .exchange(&subject, body, Some(&req.key), limit, |r: &OpReply| {
+                r.kind == Some(ErrorKind::Busy)
+            })
             .await
-            .map_err(|e| {
-                self.explain(
-                    e,
-                    &subject,
-                    &format!("operator type `{}` (instance `{}`)", req.ty, req.instance),
-                    limit,
-                )
-            })?;
-        let reply: OpReply = serde_json::from_slice(&bytes).map_err(|e| {
-            OpError::new(format!(
-                "the reply to `{}` ({}) is not a firing reply: {e}",
-                req.instance, req.ty
-            ))
-        })?;
-        if reply.v != WIRE_VERSION {
-            return Err(OpError::new(format!(
-                "wire version mismatch: satellite `{}` answered in version {}, this program speaks {WIRE_VERSION} (run satellites built with the same Caméléon version; docs/wire.md)",
-                reply.satellite, reply.v
-            )));
-        }
+            .map_err(|e| self.explain(e, &subject, &what, limit))?;
         Ok(reply)
     }
 
-    /// Calls a tool on a satellite.
+    /// Calls a tool on a satellite, re-sending while none answers or all are busy, until
+    /// `limit`.
     pub async fn call_tool(
         &self,
         req: &ToolRequest,
@@ -168,36 +154,29 @@ impl Remote {
         let subject = self.subjects.tool(&req.tool);
         let body = serde_json::to_vec(req)
             .map_err(|e| ToolError::new(format!("cannot encode the tool call: {e}")))?;
-        let bytes = self
-            .request(&subject, body, req.key.as_deref(), limit)
-            .await
-            .map_err(|e| {
-                let e = self.explain(e, &subject, &format!("tool `{}`", req.tool), limit);
-                ToolError::new(e.message().to_owned())
-            })?;
-        let reply: ToolReply = serde_json::from_slice(&bytes).map_err(|e| {
-            ToolError::new(format!(
-                "the reply to tool `{}` is not a tool reply: {e}",
-                req.tool
-            ))
-        })?;
-        if reply.v != WIRE_VERSION {
-            return Err(ToolError::new(format!(
-                "wire version mismatch: satellite `{}` answered in version {}, this program speaks {WIRE_VERSION} (docs/wire.md)",
-                reply.satellite, reply.v
-            )));
-        }
-        Ok(reply)
+        let what = format!("tool `{}`", req.tool);
+        self.exchange(
+            &subject,
+            body,
+            req.key.as_deref(),
+            limit,
+            |r: &ToolReply| r.kind == Some(ErrorKind::Busy),
+        )
+        .await
+        .map_err(|e| ToolError::new(self.explain(e, &subject, &what, limit).message().to_owned()))
     }
 
-    /// One request: re-sent while nobody listens, until `limit`.
-    async fn request(
+    /// One call: sent, its reply read and its version checked; sent again while nobody listens
+    /// or the reply says `busy` (a busy satellite took nothing: not a failed attempt), with a
+    /// pause growing from 1 to 100 ms, until `limit`.
+    async fn exchange<R: DeserializeOwned + Versioned>(
         &self,
         subject: &str,
         body: Vec<u8>,
         key: Option<&str>,
         limit: Duration,
-    ) -> Result<bytes::Bytes, Failure> {
+        busy: fn(&R) -> bool,
+    ) -> Result<R, Failure> {
         let t0 = Instant::now();
         let mut headers = HeaderMap::new();
         headers.insert(VERSION_HEADER, WIRE_VERSION.to_string().as_str());
@@ -205,11 +184,12 @@ impl Remote {
             headers.insert(KEY_HEADER, k);
         }
         let body = bytes::Bytes::from(body);
-        let mut pause = Duration::from_millis(5);
+        let mut pause = Duration::from_millis(1);
+        let mut last_busy = None;
         loop {
             let left = limit.saturating_sub(t0.elapsed());
             if left.is_zero() {
-                return Err(Failure::NoResponders);
+                return Err(last_busy.map_or(Failure::NoResponders, Failure::Busy));
             }
             let r = self
                 .client
@@ -222,16 +202,30 @@ impl Remote {
                 )
                 .await;
             match r {
-                Ok(m) => return Ok(m.payload),
-                Err(e) => match e.kind() {
-                    RequestErrorKind::NoResponders => {
-                        tokio::time::sleep(pause.min(left)).await;
-                        pause = (pause * 2).min(Duration::from_millis(200));
+                Ok(m) => {
+                    let reply: R = serde_json::from_slice(&m.payload).map_err(|e| {
+                        Failure::Other(format!("the reply on `{subject}` cannot be read: {e}"))
+                    })?;
+                    if reply.version() != WIRE_VERSION {
+                        return Err(Failure::Other(format!(
+                            "wire version mismatch: satellite `{}` answered in version {}, this program speaks {WIRE_VERSION} (run satellites built with the same Caméléon version; docs/wire.md)",
+                            reply.satellite(),
+                            reply.version()
+                        )));
                     }
+                    if !busy(&reply) {
+                        return Ok(reply);
+                    }
+                    last_busy = Some(reply.satellite().to_owned());
+                }
+                Err(e) => match e.kind() {
+                    RequestErrorKind::NoResponders => {}
                     RequestErrorKind::TimedOut => return Err(Failure::TimedOut),
                     _ => return Err(Failure::Other(e.to_string())),
                 },
             }
+            tokio::time::sleep(pause.min(left)).await;
+            pause = (pause * 2).min(Duration::from_millis(100));
         }
     }
 
@@ -244,6 +238,9 @@ impl Remote {
             ),
             Failure::TimedOut => format!(
                 "the satellite running {what} did not answer within {ms} ms (it may have died or be overloaded); set the instance's `timeout_ms:` and `retry:` to retry on another"
+            ),
+            Failure::Busy(last) => format!(
+                "every satellite hosting {what} was busy for {ms} ms (the last to answer: `{last}`); start more satellites, raise their `--concurrency`, or give the instance a longer `timeout_ms:`"
             ),
             Failure::Other(e) => format!("NATS request on `{subject}` failed: {e}"),
         })
@@ -259,12 +256,13 @@ impl Remote {
         Ok(registry.live_at(Instant::now()))
     }
 
-    /// The manifests of the tools the satellites host, one per name, sorted by name.
-    pub async fn tool_manifests(&self, wait: Duration) -> Result<Vec<ToolManifest>, NatsError> {
+    /// The manifests (with effects) of the tools the satellites host, one per name, sorted by
+    /// name.
+    pub async fn tool_manifests(&self, wait: Duration) -> Result<Vec<WireTool>, NatsError> {
         let mut by_name = std::collections::BTreeMap::new();
         for (h, _) in self.gather(wait).await? {
             for m in h.manifests {
-                by_name.entry(m.name.clone()).or_insert(m);
+                by_name.entry(m.manifest.name.clone()).or_insert(m);
             }
         }
         Ok(by_name.into_values().collect())
@@ -334,18 +332,13 @@ impl Remote {
     /// satellites' discovery; each call goes to whichever satellite of the queue group takes it.
     pub fn remote_tools(
         &self,
-        manifests: Vec<ToolManifest>,
+        manifests: Vec<WireTool>,
         local: &cameleon::tools::ToolRegistry,
     ) -> Vec<Arc<dyn Tool>> {
         manifests
             .into_iter()
-            .filter(|m| local.get(&m.name).is_none())
-            .map(|m| {
-                Arc::new(RemoteTool {
-                    manifest: m,
-                    remote: self.clone(),
-                }) as Arc<dyn Tool>
-            })
+            .filter(|m| local.get(&m.manifest.name).is_none())
+            .map(|m| Arc::new(RemoteTool::new(m, self.clone())) as Arc<dyn Tool>)
             .collect()
     }
 }
@@ -353,7 +346,33 @@ impl Remote {
 enum Failure {
     NoResponders,
     TimedOut,
+    /// Every answer was `busy`; the last satellite that said so.
+    Busy(String),
     Other(String),
+}
+
+/// A reply: its wire version and who sent it.
+trait Versioned {
+    fn version(&self) -> u32;
+    fn satellite(&self) -> &str;
+}
+
+impl Versioned for OpReply {
+    fn version(&self) -> u32 {
+        self.v
+    }
+    fn satellite(&self) -> &str {
+        &self.satellite
+    }
+}
+
+impl Versioned for ToolReply {
+    fn version(&self) -> u32 {
+        self.v
+    }
+    fn satellite(&self) -> &str {
+        &self.satellite
+    }
 }
 
 /// The proxy of a `placement: remote` instance: fires on a satellite, answers everything
@@ -514,13 +533,23 @@ impl Operator for RemoteOp {
 #[derive(Debug)]
 pub struct RemoteTool {
     manifest: ToolManifest,
+    effects: Effects,
     remote: Remote,
 }
 
 impl RemoteTool {
-    /// The tool of `manifest`, reached through `remote`.
-    pub fn new(manifest: ToolManifest, remote: Remote) -> Self {
-        RemoteTool { manifest, remote }
+    /// The tool of `tool` (its manifest and effects), reached through `remote`.
+    pub fn new(tool: WireTool, remote: Remote) -> Self {
+        RemoteTool {
+            effects: tool.effects(),
+            manifest: tool.manifest,
+            remote,
+        }
+    }
+
+    /// Its side effects, as its satellite advertised them (`external` when it did not say).
+    pub fn effects(&self) -> Effects {
+        self.effects
     }
 }
 
