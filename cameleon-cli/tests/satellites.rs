@@ -24,13 +24,19 @@ struct Sat {
 }
 
 impl Sat {
-    /// Starts one and waits for its "serving" line.
+    /// Starts one hosting every operator type and `calc`, and waits for its "serving" line.
     fn start(url: &str, name: &str, heartbeat_ms: u64) -> Sat {
+        Sat::start_with(url, name, heartbeat_ms, &["--all-ops", "--tools", "calc"])
+    }
+
+    /// Starts one with `args` (what it hosts, credentials…), and waits for its "serving" line.
+    fn start_with(url: &str, name: &str, heartbeat_ms: u64, args: &[&str]) -> Sat {
         let proc = CAMELEON
             .cmd()
             .args(["satellite", "--nats", url, "--name", name])
             .args(["--heartbeat-ms", &heartbeat_ms.to_string()])
             .args(["--log", "cameleon_nats=info"])
+            .args(args)
             .env("NO_COLOR", "1")
             .spawn();
         let serving = format!("satellite {name}: serving");
@@ -273,7 +279,15 @@ fn run_nats_without_a_satellite_ends_in_error_naming_the_type() {
 
 #[test]
 fn bad_satellite_arguments_and_an_unreachable_server_are_reported() {
-    let o = CAMELEON.run(&["satellite", "--nats", "nats://127.0.0.1:1", "--name", "a.b"]);
+    let o = CAMELEON.run(&[
+        "satellite",
+        "--nats",
+        "nats://127.0.0.1:1",
+        "--name",
+        "a.b",
+        "--ops",
+        "counter",
+    ]);
     assert_eq!(code(&o), 2, "{}", text(&o.stderr));
     assert!(
         text(&o.stderr).contains("satellite name `a.b`"),
@@ -290,4 +304,224 @@ fn bad_satellite_arguments_and_an_unreachable_server_are_reported() {
     let o = CAMELEON.run(&["satellites"]);
     assert_eq!(code(&o), 2);
     assert!(text(&o.stderr).contains("--nats URL is required"));
+}
+
+#[test]
+fn a_satellite_told_nothing_to_host_says_what_it_could_and_exits_2() {
+    // No NATS needed: it refuses before connecting.
+    let o = CAMELEON.run(&["satellite", "--nats", "nats://127.0.0.1:1"]);
+    assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("nothing to host"), "{err}");
+    assert!(
+        err.contains("--ops TYPE") && err.contains("--tools NAME"),
+        "{err}"
+    );
+    assert!(
+        err.contains("counter") && err.contains("write_file"),
+        "{err}"
+    );
+    // A file reader or a file tool without `--base`: refused, naming the flag.
+    for args in [["--ops", "text_file"], ["--tools", "write_file"]] {
+        let o = CAMELEON.run(&[&["satellite", "--nats", "nats://127.0.0.1:1"][..], &args].concat());
+        assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("--base DIR"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    // A type this program lacks.
+    let o = CAMELEON.run(&[
+        "satellite",
+        "--nats",
+        "nats://127.0.0.1:1",
+        "--ops",
+        "countr",
+    ]);
+    assert_eq!(code(&o), 2);
+    assert!(
+        text(&o.stderr).contains("did you mean `counter`"),
+        "{}",
+        text(&o.stderr)
+    );
+}
+
+/// A one-instance net: `counter` on a satellite.
+const ONE_COUNTER: &str = "cameleon: 1\nname: one\noperators:\n  - id: zero\n    type: const\n    params:\n      value: 0\n  - id: inc\n    type: counter\n    placement: remote\n  - id: out\n    type: sink\nconnections:\n  - from: zero.out_data\n    to: inc.in_data\n  - from: inc.out_data\n    to: out.in_data\n";
+
+#[test]
+fn credentials_files_let_runs_and_satellites_in_and_an_unpermitted_user_gets_no_call_answered() {
+    use test_support::nats::{Authority, Permissions};
+    let dir = TempDir::new("cli-sat-creds");
+    let auth = Authority::new();
+    let conf = dir.join("nats-server.conf");
+    std::fs::write(&conf, auth.server_conf()).unwrap();
+    let nats =
+        NatsServer::start_with(&["-c", conf.to_str().unwrap()]).unwrap_or_else(|e| panic!("{e}"));
+    let url = nats.url();
+    let creds = |name: &str, p: Permissions| {
+        let f = dir.join(format!("{name}.creds"));
+        std::fs::write(&f, auth.user_creds(name, &p)).unwrap();
+        f.to_str().unwrap().to_owned()
+    };
+    let sat = creds(
+        "satellite",
+        Permissions::new(
+            &["cameleon.heartbeat.>"],
+            &[
+                "cameleon.op.>",
+                "cameleon.tool.>",
+                "cameleon.sat.>",
+                "cameleon.discover",
+                "$SRV.>",
+            ],
+        )
+        .answering(2),
+    );
+    let run = creds(
+        "run",
+        Permissions::new(
+            &[
+                "cameleon.op.>",
+                "cameleon.tool.>",
+                "cameleon.sat.>",
+                "cameleon.discover",
+            ],
+            &["_INBOX.>", "cameleon.heartbeat.>"],
+        ),
+    );
+    let watcher = creds(
+        "watcher",
+        Permissions::new(
+            &["cameleon.discover"],
+            &["_INBOX.>", "cameleon.heartbeat.>"],
+        ),
+    );
+    let mut a = Sat::start_with(
+        &url,
+        "creds-a",
+        1000,
+        &["--ops", "counter", "--nats-creds", &sat],
+    );
+    let file = dir.join("one.cm");
+    std::fs::write(&file, ONE_COUNTER).unwrap();
+    let file = file.to_str().unwrap();
+    // Without credentials: no connection at all.
+    let o = CAMELEON.run(&["run", file, "--nats", &url]);
+    assert_eq!(code(&o), 5, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("cannot connect to NATS"),
+        "{}",
+        text(&o.stderr)
+    );
+    // The run's credentials: answered.
+    let o = CAMELEON.run(&["run", file, "--nats", &url, "--nats-creds", &run, "--json"]);
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+    a.wait_for("call taken");
+    // A watcher lists the satellite but its call is refused by the server: nothing answers.
+    let o = CAMELEON.run(&[
+        "satellites",
+        "--nats",
+        &url,
+        "--nats-creds",
+        &watcher,
+        "--json",
+    ]);
+    assert!(text(&o.stdout).contains("creds-a"), "{}", text(&o.stdout));
+    let o = CAMELEON.run(&[
+        "run",
+        file,
+        "--nats",
+        &url,
+        "--nats-creds",
+        &watcher,
+        "--nats-timeout-ms",
+        "300",
+    ]);
+    assert_eq!(code(&o), 5, "{}{}", text(&o.stdout), text(&o.stderr));
+    // The satellite took one call only: the run's.
+    let log = a.proc.stderr_text();
+    assert_eq!(log.matches("call taken").count(), 1, "{log}");
+}
+
+#[test]
+fn a_token_and_a_password_in_the_url_are_exercised_from_the_command_line() {
+    let nats = NatsServer::start_with(&["--auth", "s3cret"]).unwrap_or_else(|e| panic!("{e}"));
+    let url = nats.url();
+    let _a = Sat::start_with(
+        &url,
+        "token-a",
+        1000,
+        &["--ops", "counter", "--nats-token", "s3cret"],
+    );
+    let dir = TempDir::new("cli-sat-token");
+    let file = dir.join("one.cm");
+    std::fs::write(&file, ONE_COUNTER).unwrap();
+    let file = file.to_str().unwrap();
+    let o = CAMELEON.run(&["run", file, "--nats", &url, "--nats-token", "s3cret"]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    let o = CAMELEON.run(&["run", file, "--nats", &url, "--nats-token", "wrong"]);
+    assert_eq!(code(&o), 5, "{}", text(&o.stderr));
+    assert!(
+        !text(&o.stderr).contains("wrong"),
+        "the token is not echoed"
+    );
+    // The same token in the URL's user part.
+    let in_url = url.replace("nats://", "nats://s3cret@");
+    let o = CAMELEON.run(&["run", file, "--nats", &in_url]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    // A user and password: the documented configuration's `run` user.
+    drop(nats);
+    let conf_dir = TempDir::new("cli-sat-pw");
+    let doc = std::fs::read_to_string(test_support::root().join("docs/wire.md")).unwrap();
+    let start = doc.find("```conf\n").unwrap() + 8;
+    let end = start + doc[start..].find("```").unwrap();
+    let conf = doc[start..end]
+        .replace("$RUN_PASSWORD", "run-pw")
+        .replace("$SATELLITE_PASSWORD", "sat-pw")
+        .replace("$WATCHER_PASSWORD", "watch-pw");
+    let conf_file = conf_dir.join("nats-server.conf");
+    std::fs::write(&conf_file, conf).unwrap();
+    let nats = NatsServer::start_with(&["-c", conf_file.to_str().unwrap()])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let as_user = |u: &str| nats.url().replace("nats://", &format!("nats://{u}@"));
+    let _b = Sat::start_with(
+        &as_user("satellite:sat-pw"),
+        "pw-b",
+        1000,
+        &["--ops", "counter"],
+    );
+    let o = CAMELEON.run(&["run", file, "--nats", &as_user("run:run-pw")]);
+    assert_eq!(code(&o), 0, "{}", text(&o.stderr));
+    assert!(!text(&o.stderr).contains("run-pw"));
+    let o = CAMELEON.run(&["run", file, "--nats", &as_user("run:nope")]);
+    assert_eq!(code(&o), 5, "{}", text(&o.stderr));
+    assert!(
+        !text(&o.stderr).contains("nope"),
+        "the password is not echoed: {}",
+        text(&o.stderr)
+    );
+}
+
+#[test]
+fn a_satellite_whose_nats_server_is_gone_still_stops_on_sigterm() {
+    let nats = server();
+    let mut a = Sat::start_with(
+        &nats.url(),
+        "orphan",
+        100,
+        &["--ops", "counter", "--drain-ms", "300"],
+    );
+    drop(nats);
+    // It notices and reconnects meanwhile; SIGTERM must still stop it.
+    a.proc.signal(Signal::Term);
+    a.wait_for("stopping");
+    let status = a.proc.wait(WAIT_TIMEOUT);
+    assert_eq!(status.code(), Some(0), "{}", a.proc.stderr_text());
+    assert!(
+        a.proc.stderr_text().contains("satellite orphan: stopped"),
+        "{}",
+        a.proc.stderr_text()
+    );
 }
