@@ -19,6 +19,19 @@ pub const VERSION_HEADER: &str = "Cameleon-Wire";
 /// show it.
 pub const KEY_HEADER: &str = "Cameleon-Key";
 
+/// The header of a request asking to be acknowledged (value `1`). A caller that only reads one
+/// answer (a plain NATS request) leaves it out and gets the reply alone.
+pub const WANT_ACK_HEADER: &str = "Cameleon-Want-Ack";
+
+/// The header of a satellite's acknowledgement: its name. A satellite that takes a call whose
+/// request has [`WANT_ACK_HEADER`] first sends an empty message with this header (and
+/// [`HEARTBEAT_HEADER`]) to the call's reply subject, then the reply; the run then knows who
+/// holds the call.
+pub const ACK_HEADER: &str = "Cameleon-Ack";
+
+/// The header of an acknowledgement giving the satellite's heartbeat period, in milliseconds.
+pub const HEARTBEAT_HEADER: &str = "Cameleon-Heartbeat-Ms";
+
 /// The default subject prefix.
 pub const DEFAULT_PREFIX: &str = "cameleon";
 

@@ -621,3 +621,59 @@ async fn a_token_passes_through_and_its_absence_is_a_clear_error() {
         "{e}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lost_satellite_is_noticed_in_three_heartbeats_and_its_call_goes_to_a_live_one() {
+    let nats = server();
+    let hb = 100;
+    let a = satellite(&nats.url(), "fo-a", hb).await;
+    let b = satellite(&nats.url(), "fo-b", hb).await;
+    let remote = Remote::connect_async(&NatsOptions::new(nats.url()))
+        .await
+        .unwrap();
+    // Wait until the run has heard both: the failover needs a live one to go to.
+    let r = remote.clone();
+    tokio::time::timeout(test_support::WAIT_TIMEOUT, async move {
+        while r.live().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("both satellites heard");
+    // No `retry:` and a long `timeout_ms`: only the heartbeats can save this firing.
+    let text = effect_net(
+        "failover",
+        "      hang_first: true",
+        "    timeout_ms: 600000",
+    );
+    let probe = remote.clone();
+    let run = tokio::spawn(async move { run_cm(&text, Some(probe)).await });
+    for _ in 0..1000 {
+        if count(&STARTED, "failover") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(count(&STARTED, "failover"), 1, "the firing started");
+    let (held, live) = if a.in_flight() == 1 { (a, b) } else { (b, a) };
+    let lost = held.name().to_owned();
+    held.kill().await;
+    let (end, cvm) = run.await.unwrap();
+    assert_eq!(end, EndState::Completed, "{:?}", cvm.history());
+    assert_eq!(cvm.received("out")[0].to_json(), json!(42));
+    assert_eq!(live.executions(), 1, "the live satellite ran it");
+    let f = remote.failovers();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].from, lost);
+    assert_eq!(f[0].to.as_deref(), Some(live.name()));
+    // Counted in heartbeats: the lost one was silent 3 of its periods (never fewer), and the
+    // run heard about 3 heartbeats of the live one meanwhile.
+    assert!(f[0].silent >= f[0].period * 3, "{f:?}");
+    assert!((2..=4).contains(&f[0].heartbeats_of_the_next), "{f:?}");
+    eprintln!(
+        "failover after {} ms of silence (heartbeat {} ms; limit 3 × heartbeat + 100 ms = {} ms)",
+        f[0].silent.as_millis(),
+        hb,
+        3 * hb + 100
+    );
+}

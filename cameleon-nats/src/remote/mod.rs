@@ -1,46 +1,74 @@
 //! The run's side: [`Remote`], a connection to the satellites of a prefix; the proxy operator
 //! that fires a `placement: remote` instance on one; [`RemoteTool`], a tool reached the same way.
 
+mod call;
+mod proxy;
 mod registry;
 
+pub use proxy::RemoteTool;
 pub use registry::{MISSED_HEARTBEATS, Registry, Seen};
 
-use std::sync::Arc;
+use proxy::RemoteOp;
+
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_nats::client::RequestErrorKind;
-use async_nats::{Client, HeaderMap};
-use cameleon::connection::{ConnState, OpId};
+use async_nats::Client;
+use cameleon::Net;
+use cameleon::connection::OpId;
 use cameleon::net::Placement;
-use cameleon::operator::capability::ToolManifest;
-use cameleon::operator::{
-    FiniteControl, Firing, OpFuture, OpSettings, OpSpec, OpState, Params, Question,
-};
-use cameleon::policy::Enabling;
-use cameleon::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use cameleon::types::{TypedValue, Value};
-use cameleon::{Execution, InputSet, Net, OpError, Operator};
+use cameleon::tools::Tool;
 use futures_util::StreamExt;
-use serde::de::DeserializeOwned;
-use serde_json::Value as Json;
 
-use crate::wire::{
-    Effects, ErrorKind, Heartbeat, KEY_HEADER, OpReply, OpRequest, Subjects, ToolReply,
-    ToolRequest, VERSION_HEADER, WIRE_VERSION, WireInput, WirePolicy, WireTool,
-};
+use crate::wire::{Heartbeat, Subjects, WirePolicy, WireTool};
 use crate::{NatsError, NatsOptions};
 
 /// The default time a call may take, all tries included, when its instance sets no
 /// `timeout_ms`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A run's connection to the satellites of one prefix.
+/// A run's connection to the satellites of one prefix. It follows their heartbeats from the
+/// moment it connects, so a call whose satellite is lost goes to a live one.
 #[derive(Clone, Debug)]
 pub struct Remote {
     client: Client,
     subjects: Subjects,
     url: Arc<str>,
     timeout: Duration,
+    follow: Arc<Follow>,
+}
+
+/// A call sent again because the satellite holding it was lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failover {
+    /// The satellite lost.
+    pub from: String,
+    /// The live satellite the call went to (`None`: none was known, the queue group took it).
+    pub to: Option<String>,
+    /// How long `from` had been silent (no heartbeat, no acknowledgement) when the call was
+    /// sent again: at least 3 of its heartbeat periods.
+    pub silent: Duration,
+    /// `from`'s heartbeat period.
+    pub period: Duration,
+    /// How many heartbeats of `to` the run received while `from` was silent: the failover time
+    /// counted in heartbeats.
+    pub heartbeats_of_the_next: usize,
+}
+
+/// What a [`Remote`] follows: the satellites' heartbeats, and the failovers so far.
+#[derive(Debug, Default)]
+struct Follow {
+    registry: Mutex<Registry>,
+    failovers: Mutex<Vec<Failover>>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        if let Ok(Some(t)) = self.task.get_mut().map(Option::take) {
+            t.abort();
+        }
+    }
 }
 
 impl Remote {
@@ -59,12 +87,51 @@ impl Remote {
     /// Connects, from async code (the connection's task runs on the caller's runtime).
     pub async fn connect_async(options: &NatsOptions) -> Result<Remote, NatsError> {
         let client = options.connect_here(None).await?;
+        let subjects = options.subjects();
+        let follow = Arc::new(Follow::default());
+        let mut beats = client
+            .subscribe(subjects.heartbeats())
+            .await
+            .map_err(|e| NatsError::Nats(format!("cannot subscribe: {e}")))?;
+        let weak = Arc::downgrade(&follow);
+        let task = tokio::spawn(async move {
+            while let Some(m) = beats.next().await {
+                let Some(follow) = weak.upgrade() else { return };
+                if let Ok(h) = serde_json::from_slice::<Heartbeat>(&m.payload)
+                    && let Ok(mut r) = follow.registry.lock()
+                {
+                    r.seen(h, Instant::now());
+                }
+            }
+        });
+        if let Ok(mut t) = follow.task.lock() {
+            *t = Some(task);
+        }
         Ok(Remote {
             client,
-            subjects: options.subjects(),
+            subjects,
             url: Arc::from(options.url.as_str()),
             timeout: DEFAULT_TIMEOUT,
+            follow,
         })
+    }
+
+    /// The calls sent again so far because their satellite was lost, oldest first.
+    pub fn failovers(&self) -> Vec<Failover> {
+        self.follow
+            .failovers
+            .lock()
+            .map(|f| f.clone())
+            .unwrap_or_default()
+    }
+
+    /// The satellites this connection has heard from and that are live now, sorted by name.
+    pub fn live(&self) -> Vec<Seen> {
+        self.follow
+            .registry
+            .lock()
+            .map(|mut r| r.live_at(Instant::now()))
+            .unwrap_or_default()
     }
 
     /// Bounds each call of an instance without `timeout_ms` to `limit` (default
@@ -126,124 +193,6 @@ impl Remote {
             });
         }
         remote.len()
-    }
-
-    /// Sends one firing and waits for its reply, re-sending while no satellite answers (none
-    /// hosts the type yet) or every one that answers is busy, until `limit`.
-    pub async fn fire(&self, req: &OpRequest, limit: Duration) -> Result<OpReply, OpError> {
-        let subject = self.subjects.op(&req.ty);
-        let body = serde_json::to_vec(req)
-            .map_err(|e| OpError::new(format!("cannot encode the firing request: {e}")))?;
-        let what = format!("operator type `{}` (instance `{}`)", req.ty, req.instance);
-        let reply: OpReply = self
-            .exchange(&subject, body, Some(&req.key), limit, |r: &OpReply| {
-                r.kind == Some(ErrorKind::Busy)
-            })
-            .await
-            .map_err(|e| self.explain(e, &subject, &what, limit))?;
-        Ok(reply)
-    }
-
-    /// Calls a tool on a satellite, re-sending while none answers or all are busy, until
-    /// `limit`.
-    pub async fn call_tool(
-        &self,
-        req: &ToolRequest,
-        limit: Duration,
-    ) -> Result<ToolReply, ToolError> {
-        let subject = self.subjects.tool(&req.tool);
-        let body = serde_json::to_vec(req)
-            .map_err(|e| ToolError::new(format!("cannot encode the tool call: {e}")))?;
-        let what = format!("tool `{}`", req.tool);
-        self.exchange(
-            &subject,
-            body,
-            req.key.as_deref(),
-            limit,
-            |r: &ToolReply| r.kind == Some(ErrorKind::Busy),
-        )
-        .await
-        .map_err(|e| ToolError::new(self.explain(e, &subject, &what, limit).message().to_owned()))
-    }
-
-    /// One call: sent, its reply read and its version checked; sent again while nobody listens
-    /// or the reply says `busy` (a busy satellite took nothing: not a failed attempt), with a
-    /// pause growing from 1 to 100 ms, until `limit`.
-    async fn exchange<R: DeserializeOwned + Versioned>(
-        &self,
-        subject: &str,
-        body: Vec<u8>,
-        key: Option<&str>,
-        limit: Duration,
-        busy: fn(&R) -> bool,
-    ) -> Result<R, Failure> {
-        let t0 = Instant::now();
-        let mut headers = HeaderMap::new();
-        headers.insert(VERSION_HEADER, WIRE_VERSION.to_string().as_str());
-        if let Some(k) = key {
-            headers.insert(KEY_HEADER, k);
-        }
-        let body = bytes::Bytes::from(body);
-        let mut pause = Duration::from_millis(1);
-        let mut last_busy = None;
-        loop {
-            let left = limit.saturating_sub(t0.elapsed());
-            if left.is_zero() {
-                return Err(last_busy.map_or(Failure::NoResponders, Failure::Busy));
-            }
-            let r = self
-                .client
-                .send_request(
-                    subject.to_owned(),
-                    async_nats::Request::new()
-                        .payload(body.clone())
-                        .headers(headers.clone())
-                        .timeout(Some(left)),
-                )
-                .await;
-            match r {
-                Ok(m) => {
-                    let reply: R = serde_json::from_slice(&m.payload).map_err(|e| {
-                        Failure::Other(format!("the reply on `{subject}` cannot be read: {e}"))
-                    })?;
-                    if reply.version() != WIRE_VERSION {
-                        return Err(Failure::Other(format!(
-                            "wire version mismatch: satellite `{}` answered in version {}, this program speaks {WIRE_VERSION} (run satellites built with the same Caméléon version; docs/wire.md)",
-                            reply.satellite(),
-                            reply.version()
-                        )));
-                    }
-                    if !busy(&reply) {
-                        return Ok(reply);
-                    }
-                    last_busy = Some(reply.satellite().to_owned());
-                }
-                Err(e) => match e.kind() {
-                    RequestErrorKind::NoResponders => {}
-                    RequestErrorKind::TimedOut => return Err(Failure::TimedOut),
-                    _ => return Err(Failure::Other(e.to_string())),
-                },
-            }
-            tokio::time::sleep(pause.min(left)).await;
-            pause = (pause * 2).min(Duration::from_millis(100));
-        }
-    }
-
-    fn explain(&self, f: Failure, subject: &str, what: &str, limit: Duration) -> OpError {
-        let ms = limit.as_millis();
-        OpError::new(match f {
-            Failure::NoResponders => format!(
-                "no satellite hosts {what}: nothing answered on `{subject}` at {} within {ms} ms; start one with `cameleon satellite --nats {}` from a program that links it",
-                self.url, self.url
-            ),
-            Failure::TimedOut => format!(
-                "the satellite running {what} did not answer within {ms} ms (it may have died or be overloaded); set the instance's `timeout_ms:` and `retry:` to retry on another"
-            ),
-            Failure::Busy(last) => format!(
-                "every satellite hosting {what} was busy for {ms} ms (the last to answer: `{last}`); start more satellites, raise their `--concurrency`, or give the instance a longer `timeout_ms:`"
-            ),
-            Failure::Other(e) => format!("NATS request on `{subject}` failed: {e}"),
-        })
     }
 
     /// The satellites that answer a discovery request (or heartbeat) within `wait`, sorted by
@@ -340,246 +289,5 @@ impl Remote {
             .filter(|m| local.get(&m.manifest.name).is_none())
             .map(|m| Arc::new(RemoteTool::new(m, self.clone())) as Arc<dyn Tool>)
             .collect()
-    }
-}
-
-enum Failure {
-    NoResponders,
-    TimedOut,
-    /// Every answer was `busy`; the last satellite that said so.
-    Busy(String),
-    Other(String),
-}
-
-/// A reply: its wire version and who sent it.
-trait Versioned {
-    fn version(&self) -> u32;
-    fn satellite(&self) -> &str;
-}
-
-impl Versioned for OpReply {
-    fn version(&self) -> u32 {
-        self.v
-    }
-    fn satellite(&self) -> &str {
-        &self.satellite
-    }
-}
-
-impl Versioned for ToolReply {
-    fn version(&self) -> u32 {
-        self.v
-    }
-    fn satellite(&self) -> &str {
-        &self.satellite
-    }
-}
-
-/// The proxy of a `placement: remote` instance: fires on a satellite, answers everything
-/// else with the local instance.
-struct RemoteOp {
-    inner: Box<dyn Operator>,
-    remote: Remote,
-    ty: String,
-    instance: String,
-    policy: Option<WirePolicy>,
-    limit: Duration,
-}
-
-impl RemoteOp {
-    fn request(&self, cx: &Firing<'_>) -> Result<OpRequest, OpError> {
-        let state = match self.inner.save_state() {
-            None => None,
-            Some(s) => Some(s.to_json().map_err(|e| {
-                OpError::new(format!(
-                    "`{}` cannot run on a satellite: {e}",
-                    self.instance
-                ))
-            })?),
-        };
-        Ok(OpRequest {
-            v: WIRE_VERSION,
-            run: cx.run_id().to_owned(),
-            branch: cx.branch(),
-            step: cx.step(),
-            instance: cx.instance().to_owned(),
-            key: cx.idempotency_key(),
-            ty: self.ty.clone(),
-            params: self.inner.params(),
-            inputs: (0..cx.input_count())
-                .map(|i| WireInput {
-                    state: cx.state_at(i).into(),
-                    value: match cx.state_at(i) {
-                        ConnState::Empty => None,
-                        _ => cx.value_at(i).map(|v| TypedValue(v.clone())),
-                    },
-                })
-                .collect(),
-            outputs: (0..cx.output_count())
-                .map(|p| cx.output_connected(p))
-                .collect(),
-            parallel: cx.parallel(),
-            state,
-            tools: self.policy.clone(),
-        })
-    }
-
-    fn apply(&mut self, reply: OpReply, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        if !reply.ok {
-            let why = reply.error.unwrap_or_else(|| "no reason given".to_owned());
-            return Err(OpError::new(match reply.kind {
-                Some(ErrorKind::Failed) | None => why,
-                Some(_) => format!("satellite `{}`: {why}", reply.satellite),
-            }));
-        }
-        if let Some(json) = reply.state {
-            let model = self.inner.save_state().ok_or_else(|| {
-                OpError::new(format!(
-                    "satellite `{}` sent an internal state for `{}`, whose type has none",
-                    reply.satellite, self.instance
-                ))
-            })?;
-            let s = model.from_json_like(json).map_err(|e| {
-                OpError::new(format!(
-                    "the internal state of `{}` sent by satellite `{}` cannot be read: {e}",
-                    self.instance, reply.satellite
-                ))
-            })?;
-            self.inner.restore_state(&s);
-        }
-        for e in reply.emitted {
-            cx.emit_at(e.port as usize, e.value.0);
-        }
-        Ok(())
-    }
-}
-
-impl Operator for RemoteOp {
-    fn spec(&self) -> OpSpec {
-        self.inner.spec()
-    }
-
-    fn params(&self) -> Params {
-        self.inner.params()
-    }
-
-    fn can_fire(&self, e: &Enabling<'_>) -> bool {
-        self.inner.can_fire(e)
-    }
-
-    fn consumes(&self, inputs: &[ConnState]) -> InputSet {
-        self.inner.consumes(inputs)
-    }
-
-    fn control(&self) -> Option<&dyn FiniteControl> {
-        self.inner.control()
-    }
-
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let req = self.request(cx)?;
-        let remote = self.remote.clone();
-        let limit = self.limit;
-        let reply = cameleon::runtime::block_on(async move { remote.fire(&req, limit).await })?;
-        self.apply(reply, cx)
-    }
-
-    fn execution(&self) -> Execution {
-        Execution::Async
-    }
-
-    fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
-        Box::pin(async move {
-            let req = self.request(cx)?;
-            let reply = self.remote.fire(&req, self.limit).await?;
-            self.apply(reply, cx)
-        })
-    }
-
-    fn question(&self) -> Option<Question> {
-        self.inner.question()
-    }
-
-    fn has_answer(&self) -> bool {
-        self.inner.has_answer()
-    }
-
-    fn answer(&mut self, value: Value) {
-        self.inner.answer(value);
-    }
-
-    fn settings(&self) -> OpSettings {
-        self.inner.settings()
-    }
-
-    fn save_state(&self) -> Option<OpState> {
-        self.inner.save_state()
-    }
-
-    fn restore_state(&mut self, state: &OpState) {
-        self.inner.restore_state(state);
-    }
-
-    fn rollback(&mut self, before: Option<&OpState>, emitted: &[(u16, Value)]) {
-        self.inner.rollback(before, emitted);
-    }
-
-    fn replay(&mut self, after: Option<&OpState>, emitted: &[(u16, Value)]) {
-        self.inner.replay(after, emitted);
-    }
-}
-
-/// A tool that runs on a satellite: called through the run's gate like any other (policy and
-/// argument check there), answered with the satellite's result, `meta.origin` naming it.
-#[derive(Debug)]
-pub struct RemoteTool {
-    manifest: ToolManifest,
-    effects: Effects,
-    remote: Remote,
-}
-
-impl RemoteTool {
-    /// The tool of `tool` (its manifest and effects), reached through `remote`.
-    pub fn new(tool: WireTool, remote: Remote) -> Self {
-        RemoteTool {
-            effects: tool.effects(),
-            manifest: tool.manifest,
-            remote,
-        }
-    }
-
-    /// Its side effects, as its satellite advertised them (`external` when it did not say).
-    pub fn effects(&self) -> Effects {
-        self.effects
-    }
-}
-
-impl Tool for RemoteTool {
-    fn manifest(&self) -> &ToolManifest {
-        &self.manifest
-    }
-
-    fn origin(&self) -> &str {
-        "satellite"
-    }
-
-    fn call<'a>(&'a self, cx: &'a ToolContext, args: Json) -> ToolOutput<'a> {
-        let req = ToolRequest {
-            v: WIRE_VERSION,
-            tool: self.manifest.name.clone(),
-            args,
-            principal: cx.principal.clone(),
-            key: cx.idempotency_key.clone(),
-        };
-        ToolOutput::Pending(Box::pin(async move {
-            let reply = self.remote.call_tool(&req, self.remote.timeout).await?;
-            cx.report_origin(reply.result.meta.origin.clone());
-            match reply.result.status {
-                cameleon::tools::ToolStatus::Ok => Ok(reply.result.content),
-                cameleon::tools::ToolStatus::Timeout => {
-                    Err(ToolError::timeout(reply.result.error.unwrap_or_default()))
-                }
-                _ => Err(ToolError::new(reply.result.error.unwrap_or_default())),
-            }
-        }))
     }
 }

@@ -13,7 +13,10 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::answer::{handle_op, handle_tool};
 use super::{Shared, lock};
-use crate::wire::{ErrorKind, KEY_HEADER, OpReply, ToolReply, WIRE_VERSION};
+use crate::wire::{
+    ACK_HEADER, ErrorKind, HEARTBEAT_HEADER, KEY_HEADER, OpReply, ToolReply, WANT_ACK_HEADER,
+    WIRE_VERSION,
+};
 
 /// What a subject serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,18 +27,49 @@ pub(super) enum Kind {
     Tool,
 }
 
-/// A request taken from an endpoint, with what answers it.
+/// A request taken from an endpoint or from the satellite's own subjects.
 pub(super) struct Call {
     pub(super) message: Message,
-    request: async_nats::service::Request,
+    /// The services API's request (it counts the reply in `$SRV.STATS`), or none for a call
+    /// on the satellite's own subjects.
+    request: Option<async_nats::service::Request>,
 }
 
 impl Call {
     async fn respond(&self, shared: &Shared, body: Bytes) {
-        let _ = self
-            .request
-            .respond_with_headers(Ok(body), shared.headers())
-            .await;
+        match (&self.request, &self.message.reply) {
+            (Some(r), _) => {
+                let _ = r.respond_with_headers(Ok(body), shared.headers()).await;
+            }
+            (None, Some(reply)) => {
+                let _ = shared
+                    .client
+                    .publish_with_headers(reply.clone(), shared.headers(), body)
+                    .await;
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// Tells the caller this satellite holds the call (its name and heartbeat period).
+    async fn acknowledge(&self, shared: &Shared) {
+        let wanted = self
+            .message
+            .headers
+            .as_ref()
+            .is_some_and(|h| h.get(WANT_ACK_HEADER).is_some());
+        if let (true, Some(reply)) = (wanted, &self.message.reply) {
+            let mut h = shared.headers();
+            h.insert(ACK_HEADER, shared.name.as_str());
+            h.insert(
+                HEARTBEAT_HEADER,
+                shared.config.heartbeat.as_millis().to_string().as_str(),
+            );
+            let _ = shared
+                .client
+                .publish_with_headers(reply.clone(), h, Bytes::new())
+                .await;
+        }
     }
 }
 
@@ -48,9 +82,40 @@ pub(super) async fn serve(
     while let Some(request) = endpoint.next().await {
         let call = Call {
             message: request.message.clone(),
-            request,
+            request: Some(request),
         };
         take(&shared, kind, call).await;
+    }
+}
+
+/// Takes the calls sent to this satellite alone: `<prefix>.sat.<name>.op.<type>` and
+/// `<prefix>.sat.<name>.tool.<tool>` (a run re-sending a call whose satellite was lost).
+pub(super) async fn serve_direct(shared: Arc<Shared>, mut sub: async_nats::Subscriber) {
+    let head = format!("{}.sat.{}.", shared.subjects.prefix(), shared.name);
+    let mut stop = shared.stop.subscribe();
+    loop {
+        let message = tokio::select! {
+            m = sub.next() => m,
+            _ = stop.wait_for(|s| *s) => None,
+        };
+        let Some(message) = message else { return };
+        let tail = message.subject.as_str().strip_prefix(&head).unwrap_or("");
+        let kind = if tail.starts_with("op.") {
+            Kind::Op
+        } else if tail.starts_with("tool.") {
+            Kind::Tool
+        } else {
+            continue;
+        };
+        take(
+            &shared,
+            kind,
+            Call {
+                message,
+                request: None,
+            },
+        )
+        .await;
     }
 }
 
@@ -85,6 +150,7 @@ async fn take(shared: &Arc<Shared>, kind: Kind, call: Call) {
 
 /// Runs one call on its task and sends the reply.
 async fn run(shared: Arc<Shared>, kind: Kind, call: Call, permit: OwnedSemaphorePermit) {
+    call.acknowledge(&shared).await;
     tracing::info!(
         satellite = %shared.name,
         subject = %call.message.subject,

@@ -34,7 +34,7 @@ use crate::wire::{
     is_subject_token,
 };
 use crate::{NatsError, NatsOptions};
-use intake::{Kind, encode, serve};
+use intake::{Kind, encode, serve, serve_direct};
 
 /// The largest request a satellite reads by default (1 MiB, NATS's own default `max_payload`).
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1 << 20;
@@ -133,6 +133,8 @@ pub(crate) struct Shared {
     tool_cache: Cache<ToolReply>,
     generation: Arc<Generation>,
     tasks: Mutex<JoinSet<()>>,
+    /// Set when the satellite stops: its own subjects' loop ends then.
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 /// A running satellite. [`shutdown`](Self::shutdown) stops it gracefully; dropping it without
@@ -205,6 +207,7 @@ impl Satellite {
             tool_cache: Cache::new(config.cache_capacity),
             generation: runtime.current(),
             tasks: Mutex::new(JoinSet::new()),
+            stop: tokio::sync::watch::Sender::new(false),
             config,
         });
         let mut loops = JoinSet::new();
@@ -223,6 +226,11 @@ impl Satellite {
                 loops.spawn(serve(Arc::clone(&shared), kind, endpoint));
             }
         }
+        let direct = client
+            .subscribe(format!("{}.sat.{}.>", subjects.prefix(), shared.name))
+            .await
+            .map_err(|e| NatsError::Nats(format!("cannot subscribe: {e}")))?;
+        loops.spawn(serve_direct(Arc::clone(&shared), direct));
         let discover = client
             .subscribe(subjects.discover())
             .await
@@ -283,6 +291,7 @@ impl Satellite {
         if let Some(service) = self.service.take() {
             let _ = service.stop().await;
         }
+        self.shared.stop.send_replace(true);
         let shared = Arc::clone(&self.shared);
         let mut loops = std::mem::take(&mut self.loops);
         let drained = tokio::time::timeout_at(deadline, async move {
