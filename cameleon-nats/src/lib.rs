@@ -33,7 +33,9 @@ mod satellite;
 mod server;
 pub mod wire;
 
-pub use remote::{DEFAULT_TIMEOUT, MISSED_HEARTBEATS, Registry, Remote, RemoteTool, Seen};
+pub use remote::{
+    DEFAULT_TIMEOUT, Failover, MISSED_HEARTBEATS, Registry, Remote, RemoteTool, Seen,
+};
 pub use satellite::{
     DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CALL, DEFAULT_MAX_REQUEST_BYTES, FILE_READING_OPS,
     OpsToHost, Satellite, SatelliteConfig, could_host, nothing_to_host, tool_effects,
