@@ -170,6 +170,10 @@ pub struct CheckArgs {
     /// it configures is started or contacted.
     #[arg(long, value_name = "FILE")]
     pub capabilities: Option<PathBuf>,
+    /// NATS: with --nats URL, the tools the satellites host count as tools of this program
+    /// (docs/wire.md).
+    #[command(flatten)]
+    pub nats: NatsArgs,
 }
 
 /// `check --verify --reduce`: which state space is explored.

@@ -453,7 +453,23 @@ fn load(
     json: bool,
     io: &mut Io<'_>,
 ) -> std::io::Result<Result<Net, i32>> {
-    match Loader::new().allow_outside(allow_outside).load_file(path) {
+    load_with(path, allow_outside, json, None, io)
+}
+
+/// [`load`], the file's tool names resolved against `tools` (this program's and the
+/// satellites', with `--nats`) when given.
+fn load_with(
+    path: &Path,
+    allow_outside: bool,
+    json: bool,
+    tools: Option<std::sync::Arc<cameleon::tools::ToolRegistry>>,
+    io: &mut Io<'_>,
+) -> std::io::Result<Result<Net, i32>> {
+    let mut loader = Loader::new().allow_outside(allow_outside);
+    if let Some(t) = tools {
+        loader = loader.tools(t);
+    }
+    match loader.load_file(path) {
         Ok(net) => Ok(Ok(net)),
         Err(e) => {
             report_invalid(&e, json, io)?;

@@ -6,8 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cameleon::capabilities::CodeSource;
-use cameleon::net::Net;
+use cameleon::capabilities::{CapabilitiesBuilder, CapabilitiesError, CapabilityNames, Source};
 use cameleon::tools::{Tool, ToolRegistry};
 use cameleon_nats::{NatsOptions, OpsToHost, Remote, Satellite, SatelliteConfig};
 use clap::Args;
@@ -34,6 +33,10 @@ pub struct NatsArgs {
     /// satellite (no satellite hosting its type by then: ERROR naming the type).
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub nats_timeout_ms: u64,
+    /// `run`, `check`: how long to wait at start for the satellites' answers (the tools they
+    /// host, which a .cm file may then name).
+    #[arg(long, value_name = "MS", default_value_t = 300)]
+    pub nats_wait_ms: u64,
 }
 
 impl NatsArgs {
@@ -312,21 +315,70 @@ pub(super) fn satellites(a: &SatellitesArgs, io: &mut Io<'_>) -> std::io::Result
     Ok(exit::OK)
 }
 
-/// What `run --nats` sets up: its `placement: remote` instances become proxies, and the
-/// satellites' tools that this program lacks join the run's tools (a code source).
-pub(super) struct Placed {
-    /// The tools to add to the run's capabilities.
-    pub(super) tools: Option<CodeSource>,
+/// What `--nats` brings to a command before its file is loaded: the connection, and the tools
+/// the satellites host that this program lacks (their manifests, gathered at start within
+/// `--nats-wait-ms`).
+pub(super) struct Connected {
+    /// The connection to the satellites.
+    pub(super) remote: Remote,
+    /// The remote tools.
+    pub(super) tools: Vec<Arc<dyn Tool>>,
 }
 
-/// With `--nats`, connects and places the net's remote instances. `Err`: the exit code.
-pub(super) fn place(
+impl Connected {
+    /// Every tool a file may name: this program's and the satellites'.
+    pub(super) fn registry(&self) -> Arc<ToolRegistry> {
+        let mut r = ToolRegistry::new();
+        r.extend_from(ToolRegistry::global());
+        for t in &self.tools {
+            r.replace(Arc::clone(t));
+        }
+        Arc::new(r)
+    }
+
+    /// The satellites' tools as a capabilities source (they join the run's gate).
+    pub(super) fn source(&self) -> SatelliteTools {
+        SatelliteTools {
+            tools: self.tools.clone(),
+        }
+    }
+}
+
+/// The satellites' tools, as a source of capabilities: their names for `check`, the tools for
+/// a run's gate.
+#[derive(Debug)]
+pub(super) struct SatelliteTools {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl Source for SatelliteTools {
+    fn describe(&self) -> String {
+        "the satellites (`--nats`)".to_owned()
+    }
+
+    fn apply(&self, b: &mut CapabilitiesBuilder) -> Result<(), CapabilitiesError> {
+        for t in &self.tools {
+            b.tool(Arc::clone(t));
+        }
+        Ok(())
+    }
+
+    fn names(&self, names: &mut CapabilityNames) -> Result<(), CapabilitiesError> {
+        for t in &self.tools {
+            names.tool(&t.manifest().name);
+        }
+        Ok(())
+    }
+}
+
+/// With `--nats`, connects and gathers the satellites' tools. `Ok(None)`: no `--nats`.
+/// `Err`: the exit code, reported.
+pub(super) fn connect(
     conn: &NatsArgs,
-    net: &mut Net,
     io: &mut Io<'_>,
-) -> std::io::Result<Result<Placed, i32>> {
+) -> std::io::Result<Result<Option<Connected>, i32>> {
     let Some(url) = conn.nats.as_deref() else {
-        return Ok(Ok(Placed { tools: None }));
+        return Ok(Ok(None));
     };
     let options = conn.options(url);
     let remote = match Remote::connect(&options) {
@@ -340,30 +392,15 @@ pub(super) fn place(
             return Ok(Err(exit::ERROR));
         }
     };
-    remote.place(net);
-    // The satellites' tools this program lacks: asked only when the net may call tools.
-    let tools: Vec<Arc<dyn Tool>> = if net.tool_policy().is_some() {
-        let r = remote.clone();
-        let manifests = cameleon::runtime::block_on(async move {
-            cameleon::runtime::spawn(
-                async move { r.tool_manifests(Duration::from_millis(300)).await },
-            )
+    let r = remote.clone();
+    let wait = Duration::from_millis(conn.nats_wait_ms);
+    let manifests = cameleon::runtime::block_on(async move {
+        cameleon::runtime::spawn(async move { r.tool_manifests(wait).await })
             .await
             .ok()
             .and_then(Result::ok)
             .unwrap_or_default()
-        });
-        remote.remote_tools(manifests, ToolRegistry::global())
-    } else {
-        Vec::new()
-    };
-    let source = (!tools.is_empty()).then(|| {
-        CodeSource::new("satellites", move |b| {
-            for t in &tools {
-                b.tool(Arc::clone(t));
-            }
-            Ok(())
-        })
     });
-    Ok(Ok(Placed { tools: source }))
+    let tools = remote.remote_tools(manifests, ToolRegistry::global());
+    Ok(Ok(Some(Connected { remote, tools })))
 }

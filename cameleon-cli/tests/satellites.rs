@@ -2,7 +2,8 @@
 //! real NATS server (Debian's `nats-server`, started per test on a free loopback port; a
 //! missing binary fails the test with the install command).
 
-use cameleon_nats::NatsServer;
+use cameleon::prelude::*;
+use cameleon_nats::{NatsOptions, NatsServer, Satellite, SatelliteConfig};
 use serde_json::Value;
 use test_support::{Bin, Proc, Signal, TempDir, WAIT_TIMEOUT, code};
 
@@ -524,4 +525,55 @@ fn a_satellite_whose_nats_server_is_gone_still_stops_on_sigterm() {
         "{}",
         a.proc.stderr_text()
     );
+}
+
+/// The arguments of `cli_shout`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ShoutArgs {
+    /// What to shout.
+    pub text: String,
+}
+
+/// Upper-cases `text`: a tool of this test binary, which the `cameleon` binary does not have.
+#[tool(name = "cli_shout")]
+fn cli_shout(args: ShoutArgs) -> Result<String, ToolError> {
+    Ok(args.text.to_uppercase())
+}
+
+const REMOTE_TOOL: &str = "cameleon: 1\nname: remote-tool\ntools:\n  allow: [cli_shout]\noperators:\n  - id: args\n    type: const\n    params:\n      value: {text: hi}\n  - id: call\n    type: tool\n    params:\n      name: cli_shout\n  - id: out\n    type: sink\nconnections:\n  - from: args.out_data\n    to: call.in_args\n  - from: call.out_result\n    to: out.in_data\n";
+
+#[test]
+fn a_tool_only_a_satellite_hosts_can_be_named_in_a_cm_file_with_nats() {
+    let nats = server();
+    let url = nats.url();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _sat = rt
+        .block_on(Satellite::start(
+            &NatsOptions::new(url.clone()),
+            SatelliteConfig::new("shouter").tools(["cli_shout"]),
+        ))
+        .unwrap();
+    let dir = TempDir::new("cli-sat-tool");
+    let file = dir.join("remote_tool.cm");
+    std::fs::write(&file, REMOTE_TOOL).unwrap();
+    let file = file.to_str().unwrap();
+    // Without `--nats`: an unknown tool, and the hint says how to reach a satellite's.
+    let o = CAMELEON.run(&["check", file]);
+    assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(
+        err.contains("unknown tool `cli_shout` in `tools: allow:`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("a satellite may host it: with `--nats URL`"),
+        "{err}"
+    );
+    // With it: valid, and the run calls it on the satellite.
+    let o = CAMELEON.run(&["check", file, "--nats", &url]);
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+    let o = CAMELEON.run(&["run", file, "--nats", &url, "--json"]);
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["sinks"]["out"], serde_json::json!(["HI"]), "{v}");
 }
