@@ -119,6 +119,9 @@ pub struct ResumeArgs {
     /// Answers from a JSON file: `{"OP": VALUE, …}`, each value in its JSON form.
     #[arg(long, value_name = "FILE.json")]
     pub answers: Option<PathBuf>,
+    /// NATS: with --nats URL, `placement: remote` instances fire on satellites (docs/wire.md).
+    #[command(flatten)]
+    pub nats: NatsArgs,
 }
 
 /// `cameleon runs`.

@@ -577,3 +577,37 @@ fn a_tool_only_a_satellite_hosts_can_be_named_in_a_cm_file_with_nats() {
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["sinks"]["out"], serde_json::json!(["HI"]), "{v}");
 }
+
+#[test]
+fn a_journaled_run_with_remote_instances_resumes_with_them_remote() {
+    let nats = server();
+    let url = nats.url();
+    let mut a = Sat::start_with(&url, "resume-a", 1000, &["--ops", "counter,delay"]);
+    let dir = TempDir::new("cli-sat-resume");
+    let file = dir.join("ask.cm");
+    std::fs::write(
+        &file,
+        "cameleon: 1\nname: ask-between\noperators:\n  - id: zero\n    type: const\n    params:\n      value: 0\n  - id: inc\n    type: counter\n    placement: remote\n  - id: ask\n    type: ask\n    params:\n      prompt: go on?\n  - id: wait\n    type: delay\n    params:\n      ms: 1\n    placement: remote\n  - id: out\n    type: sink\nconnections:\n  - from: zero.out_data\n    to: inc.in_data\n  - from: inc.out_data\n    to: ask.in_context\n  - from: ask.out_data\n    to: wait.in_data\n  - from: wait.out_data\n    to: out.in_data\n",
+    )
+    .unwrap();
+    let db = dir.join("runs.db");
+    let (file, db) = (file.to_str().unwrap(), db.to_str().unwrap());
+    let o = CAMELEON.run(&["run", file, "--journal", db, "--nats", &url]);
+    assert_eq!(
+        code(&o),
+        6,
+        "WAITING: {}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    a.wait_for("cameleon.op.counter");
+    let o = CAMELEON.run(&[
+        "resume", db, "--nats", &url, "--answer", "ask=yes", "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["sinks"]["out"], serde_json::json!(["yes"]), "{v}");
+    // The resumed run fired `wait` on the satellite; `inc` was restored, not fired again.
+    a.wait_for("cameleon.op.delay");
+    assert_eq!(a.proc.stderr_text().matches("call taken").count(), 2);
+}
