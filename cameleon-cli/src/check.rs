@@ -17,10 +17,20 @@ pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let tools = connected
         .as_ref()
         .map(crate::satellite::Connected::registry);
-    let net = match load_with(&a.file, false, a.json, tools, io)? {
+    let catalogue = match connected.as_ref().map(|c| c.catalogue(io)).transpose()? {
+        Some(Err(code)) => return Ok(code),
+        Some(Ok(c)) => Some(c),
+        None => None,
+    };
+    let net = match load_with(&a.file, false, a.json, tools, catalogue.as_ref(), io)? {
         Ok(net) => net,
         Err(code) => return Ok(code),
     };
+    if let Some(c) = &connected
+        && let Err(code) = c.check_placement(&net, io)?
+    {
+        return Ok(code);
+    }
     let found = match names(&net, a, connected.as_ref(), io)? {
         Ok(found) => found,
         Err(code) => return Ok(code),

@@ -453,19 +453,23 @@ fn load(
     json: bool,
     io: &mut Io<'_>,
 ) -> std::io::Result<Result<Net, i32>> {
-    load_with(path, allow_outside, json, None, io)
+    load_with(path, allow_outside, json, None, None, io)
 }
 
-/// [`load`], the file's tool names resolved against `tools` (this program's and the
-/// satellites', with `--nats`) when given.
+/// [`load`], the file's tool names resolved against `tools` and its operator types against
+/// `catalogue` (this program's and the satellites', with `--nats`) when given.
 fn load_with(
     path: &Path,
     allow_outside: bool,
     json: bool,
     tools: Option<std::sync::Arc<cameleon::tools::ToolRegistry>>,
+    catalogue: Option<&cameleon::catalogue::Catalogue>,
     io: &mut Io<'_>,
 ) -> std::io::Result<Result<Net, i32>> {
     let mut loader = Loader::new().allow_outside(allow_outside);
+    if let Some(c) = catalogue {
+        loader = loader.catalogue(c);
+    }
     if let Some(t) = tools {
         loader = loader.tools(t);
     }

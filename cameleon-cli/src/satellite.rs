@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use cameleon::capabilities::{CapabilitiesBuilder, CapabilitiesError, CapabilityNames, Source};
+use cameleon::catalogue::Catalogue;
 use cameleon::tools::{Tool, ToolRegistry};
 use cameleon_nats::{NatsOptions, OpsToHost, Remote, Satellite, SatelliteConfig};
 use clap::Args;
@@ -323,6 +324,8 @@ pub(super) struct Connected {
     pub(super) remote: Remote,
     /// The remote tools.
     pub(super) tools: Vec<Arc<dyn Tool>>,
+    /// The descriptions of the operator types the satellites host.
+    pub(super) types: Vec<cameleon_nats::wire::WireOpType>,
 }
 
 impl Connected {
@@ -334,6 +337,47 @@ impl Connected {
             r.replace(Arc::clone(t));
         }
         Arc::new(r)
+    }
+
+    /// The catalogue a file is loaded with: this program's operator types and the satellites'
+    /// that it lacks (instances of those fire on satellites only). `Err`: a description that
+    /// cannot be used, reported.
+    pub(super) fn catalogue(&self, io: &mut Io<'_>) -> std::io::Result<Result<Catalogue, i32>> {
+        match cameleon_nats::types::catalogue_with(&self.types) {
+            Ok(c) => Ok(Ok(c)),
+            Err(e) => {
+                writeln!(io.stderr, "error: a satellite's operator types: {e}")?;
+                Ok(Err(exit::ERROR))
+            }
+        }
+    }
+
+    /// Every instance of a type only a satellite hosts must be placed remote. `Err`: the exit
+    /// code, the instances named.
+    pub(super) fn check_placement(
+        &self,
+        net: &cameleon::net::Net,
+        io: &mut Io<'_>,
+    ) -> std::io::Result<Result<(), i32>> {
+        let mut bad = Vec::new();
+        for o in net.operators() {
+            let ty = o.spec.type_id.to_string();
+            if Catalogue::global().get(&ty).is_none()
+                && o.placement != cameleon::net::Placement::Remote
+            {
+                bad.push(format!("`{}` ({ty})", o.name));
+            }
+        }
+        if bad.is_empty() {
+            return Ok(Ok(()));
+        }
+        writeln!(
+            io.stderr,
+            "error: {} of an operator type this program does not link, which a satellite hosts: give {} `placement: remote`",
+            bad.join(", "),
+            if bad.len() == 1 { "it" } else { "them" }
+        )?;
+        Ok(Err(exit::INVALID))
     }
 
     /// The satellites' tools as a capabilities source (they join the run's gate).
@@ -394,13 +438,17 @@ pub(super) fn connect(
     };
     let r = remote.clone();
     let wait = Duration::from_millis(conn.nats_wait_ms);
-    let manifests = cameleon::runtime::block_on(async move {
-        cameleon::runtime::spawn(async move { r.tool_manifests(wait).await })
+    let (manifests, types) = cameleon::runtime::block_on(async move {
+        cameleon::runtime::spawn(async move { r.hosted(wait).await })
             .await
             .ok()
             .and_then(Result::ok)
             .unwrap_or_default()
     });
     let tools = remote.remote_tools(manifests, ToolRegistry::global());
-    Ok(Ok(Some(Connected { remote, tools })))
+    Ok(Ok(Some(Connected {
+        remote,
+        tools,
+        types,
+    })))
 }

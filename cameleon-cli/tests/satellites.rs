@@ -3,6 +3,7 @@
 //! missing binary fails the test with the install command).
 
 use cameleon::prelude::*;
+use cameleon::types::{DataJSON, DataString};
 use cameleon_nats::{NatsOptions, NatsServer, Satellite, SatelliteConfig};
 use serde_json::Value;
 use test_support::{Bin, Proc, Signal, TempDir, WAIT_TIMEOUT, code};
@@ -610,4 +611,201 @@ fn a_journaled_run_with_remote_instances_resumes_with_them_remote() {
     // The resumed run fired `wait` on the satellite; `inc` was restored, not fired again.
     a.wait_for("cameleon.op.delay");
     assert_eq!(a.proc.stderr_text().matches("call taken").count(), 2);
+}
+
+/// Counts the words of `in_text` that have at least `min_len` letters, and keeps a running
+/// total: an operator type of this test binary, which the `cameleon` binary does not link
+/// (`examples/satellites/python/satellite.py` hosts its twin).
+#[operator(id = "word_tally", family = behavioral)]
+pub struct WordTally {
+    /// the shortest word counted
+    #[param(default = 1)]
+    min_len: u64,
+    #[input]
+    in_text: In<DataString>,
+    #[output]
+    out_count: Out<DataJSON>,
+    total: u64,
+}
+
+impl Run for WordTally {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let text = cx.get(Self::in_text)?.0.clone();
+        let n = text
+            .split_whitespace()
+            .filter(|w| w.chars().count() as u64 >= self.min_len)
+            .count() as u64;
+        self.total += n;
+        cx.emit(
+            Self::out_count,
+            DataJSON(serde_json::json!({"words": n, "total": self.total})),
+        );
+        Ok(())
+    }
+}
+
+/// The arguments of `reverse_text`.
+#[derive(Debug, serde::Deserialize, schemars::JsonSchema)]
+pub struct ReverseArgs {
+    /// The text to reverse.
+    pub text: String,
+}
+
+/// Reverses `text`, character by character.
+#[tool(name = "reverse_text")]
+fn reverse_text(args: ReverseArgs) -> Result<String, ToolError> {
+    Ok(args.text.chars().rev().collect())
+}
+
+/// A net using an operator type and a tool that only satellites host.
+const POLYGLOT: &str = "\
+cameleon: 1
+name: polyglot
+tools:
+  allow: [reverse_text]
+operators:
+  - id: first
+    type: source
+    params:
+      value: the quick brown fox
+  - id: second
+    type: source
+    params:
+      value: a lazy dog
+  - id: both
+    type: merge
+  - id: tally
+    type: word_tally
+    params:
+      min_len: 2
+    placement: remote
+  - id: counts
+    type: accumulator
+    params:
+      n: 2
+  - id: out
+    type: sink
+  - id: args
+    type: const
+    params:
+      value: {text: caméléon}
+  - id: rev
+    type: tool
+    params:
+      name: reverse_text
+  - id: reversed
+    type: sink
+connections:
+  - from: first.out_data
+    to: both.in_a
+  - from: second.out_data
+    to: both.in_b
+  - from: both.out_data
+    to: tally.in_text
+  - from: tally.out_count
+    to: counts.in_data
+  - from: counts.out_data
+    to: out.in_data
+  - from: args.out_data
+    to: rev.in_args
+  - from: rev.out_result
+    to: reversed.in_data
+";
+
+/// Runs POLYGLOT (in `dir`) with `--nats url`: the summary and the trace.
+fn run_polyglot(dir: &TempDir, url: &str, tag: &str) -> (Value, String) {
+    let file = dir.join("polyglot.cm");
+    std::fs::write(&file, POLYGLOT).unwrap();
+    let trace = dir.join(format!("{tag}.jsonl"));
+    let o = CAMELEON.run(&[
+        "run",
+        file.to_str().unwrap(),
+        "--nats",
+        url,
+        "--json",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(code(&o), 0, "{tag}: {}{}", text(&o.stdout), text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    (v, std::fs::read_to_string(trace).unwrap())
+}
+
+/// An in-process satellite of this test binary hosting `word_tally` and `reverse_text`.
+fn rust_twin(rt: &tokio::runtime::Runtime, url: &str) -> Satellite {
+    rt.block_on(Satellite::start(
+        &NatsOptions::new(url),
+        SatelliteConfig::new("rust-twin")
+            .ops(["word_tally"])
+            .tools(["reverse_text"]),
+    ))
+    .unwrap()
+}
+
+#[test]
+fn an_operator_type_only_a_satellite_hosts_is_checked_and_placed_from_its_description() {
+    let nats = server();
+    let url = nats.url();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _twin = rust_twin(&rt, &url);
+    let dir = TempDir::new("cli-sat-types");
+    let (v, _) = run_polyglot(&dir, &url, "rust");
+    assert_eq!(
+        v["sinks"]["out"],
+        serde_json::json!([[{"words": 4, "total": 4}, {"words": 2, "total": 6}]]),
+        "{v}"
+    );
+    assert_eq!(
+        v["sinks"]["reversed"],
+        serde_json::json!(["noélémac"]),
+        "{v}"
+    );
+    let file = dir.join("polyglot.cm");
+    let file = file.to_str().unwrap();
+    // Without `--nats`: an unknown type, whose hint says a satellite may host it.
+    let o = CAMELEON.run(&["check", file]);
+    assert_eq!(code(&o), 2);
+    let err = text(&o.stderr);
+    assert!(err.contains("unknown operator type `word_tally`"), "{err}");
+    assert!(err.contains("a satellite may host it"), "{err}");
+    // With it, `check` validates the params against the satellite's schema…
+    let o = CAMELEON.run(&["check", file, "--nats", &url]);
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+    let bad = dir.join("bad.cm");
+    std::fs::write(&bad, POLYGLOT.replace("min_len: 2", "min_len: two")).unwrap();
+    let o = CAMELEON.run(&["check", bad.to_str().unwrap(), "--nats", &url]);
+    assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("do not match the schema its satellite gives"),
+        "{}",
+        text(&o.stderr)
+    );
+    // …and its ports: a connection of the wrong type is refused as for a local type.
+    let wrong = dir.join("wrong.cm");
+    std::fs::write(
+        &wrong,
+        POLYGLOT.replace(
+            "from: both.out_data\n    to: tally.in_text",
+            "from: args.out_data\n    to: tally.in_text",
+        ),
+    )
+    .unwrap();
+    let o = CAMELEON.run(&["check", wrong.to_str().unwrap(), "--nats", &url]);
+    assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("DataJSON") && text(&o.stderr).contains("DataString"),
+        "{}",
+        text(&o.stderr)
+    );
+    // An instance of such a type must be placed remote.
+    let local = dir.join("local.cm");
+    std::fs::write(&local, POLYGLOT.replace("    placement: remote\n", "")).unwrap();
+    let o = CAMELEON.run(&["run", local.to_str().unwrap(), "--nats", &url]);
+    assert_eq!(code(&o), 2, "{}", text(&o.stderr));
+    assert!(
+        text(&o.stderr).contains("`tally` (word_tally)")
+            && text(&o.stderr).contains("placement: remote"),
+        "{}",
+        text(&o.stderr)
+    );
 }

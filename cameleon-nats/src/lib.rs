@@ -31,6 +31,7 @@ mod cache;
 mod remote;
 mod satellite;
 mod server;
+pub mod types;
 pub mod wire;
 
 pub use remote::{

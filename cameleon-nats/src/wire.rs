@@ -341,6 +341,49 @@ impl WireTool {
     }
 }
 
+/// A port of an operator type, on the wire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WirePort {
+    /// Its name (`in_data`, `out_data`).
+    pub name: String,
+    /// Its data type's name (`DataString`, `DataJSON`, `Any`), or a type variable `T0`…`T9`.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Whether the operator fires without it connected.
+    #[serde(default)]
+    pub optional: bool,
+}
+
+/// What a run needs to know of an operator type to place an instance of it on a satellite
+/// without linking it: its ports, firing policy, family, params (as a JSON Schema) and whether it
+/// keeps an internal state. Sent in answers to `<prefix>.discover`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireOpType {
+    /// The catalogue id (`.cm` `type:`).
+    pub id: String,
+    /// A human label.
+    #[serde(default)]
+    pub label: String,
+    /// What it does.
+    #[serde(default)]
+    pub doc: String,
+    /// `behavioral` (a remote type must be).
+    pub family: cameleon::policy::Family,
+    /// `any`, `all`, `any_no_guard` or `source`.
+    pub policy: cameleon::policy::Policy,
+    /// Input ports, in order.
+    pub inputs: Vec<WirePort>,
+    /// Output ports, in order.
+    pub outputs: Vec<WirePort>,
+    /// A JSON Schema of its `params:` object (`{}` or absent: any params).
+    #[serde(default)]
+    pub params: Json,
+    /// Whether it keeps an internal state between firings (then every firing request carries
+    /// the state its last reply gave, `null` before the first).
+    #[serde(default)]
+    pub stateful: bool,
+}
+
 /// What a satellite says of itself, every heartbeat (subject [`Subjects::heartbeat`]) and
 /// when asked ([`Subjects::discover`]).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -363,4 +406,8 @@ pub struct Heartbeat {
     /// (heartbeats stay small).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub manifests: Vec<WireTool>,
+    /// What a run needs to place each hosted operator type without linking it: in answers to
+    /// `<prefix>.discover` only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub types: Vec<WireOpType>,
 }

@@ -20,7 +20,7 @@ use cameleon::net::Placement;
 use cameleon::tools::Tool;
 use futures_util::StreamExt;
 
-use crate::wire::{Heartbeat, Subjects, WirePolicy, WireTool};
+use crate::wire::{Heartbeat, Subjects, WireOpType, WirePolicy, WireTool};
 use crate::{NatsError, NatsOptions};
 
 /// The default time a call may take, all tries included, when its instance sets no
@@ -208,13 +208,26 @@ impl Remote {
     /// The manifests (with effects) of the tools the satellites host, one per name, sorted by
     /// name.
     pub async fn tool_manifests(&self, wait: Duration) -> Result<Vec<WireTool>, NatsError> {
-        let mut by_name = std::collections::BTreeMap::new();
+        Ok(self.hosted(wait).await?.0)
+    }
+
+    /// What the satellites that answer within `wait` host: their tools (manifests and effects)
+    /// and the descriptions of their operator types, one per name, sorted by name.
+    pub async fn hosted(
+        &self,
+        wait: Duration,
+    ) -> Result<(Vec<WireTool>, Vec<WireOpType>), NatsError> {
+        let mut tools = std::collections::BTreeMap::new();
+        let mut types = std::collections::BTreeMap::new();
         for (h, _) in self.gather(wait).await? {
             for m in h.manifests {
-                by_name.entry(m.manifest.name.clone()).or_insert(m);
+                tools.entry(m.manifest.name.clone()).or_insert(m);
+            }
+            for t in h.types {
+                types.entry(t.id.clone()).or_insert(t);
             }
         }
-        Ok(by_name.into_values().collect())
+        Ok((tools.into_values().collect(), types.into_values().collect()))
     }
 
     /// The heartbeats and discovery answers received within `wait`.

@@ -124,6 +124,9 @@ pub(crate) struct Shared {
     subjects: Subjects,
     ops: Vec<String>,
     tools: Vec<String>,
+    /// What a run needs to place each hosted type without linking it (once per type, aliases
+    /// aside).
+    types: Vec<crate::wire::WireOpType>,
     /// The base folder, `.` when none was given (then nothing hosted reads files).
     base_dir: PathBuf,
     config: SatelliteConfig,
@@ -195,6 +198,16 @@ impl Satellite {
             name: config.name.clone(),
             client: client.clone(),
             subjects: subjects.clone(),
+            types: {
+                let mut seen = std::collections::BTreeMap::new();
+                for t in &ops {
+                    if let Some(e) = cameleon::catalogue::Catalogue::global().get(t) {
+                        seen.entry(e.id)
+                            .or_insert_with(|| crate::types::describe(e));
+                    }
+                }
+                seen.into_values().collect()
+            },
             ops,
             tools,
             base_dir: config
@@ -362,6 +375,7 @@ impl Shared {
             concurrency: self.config.concurrency.max(1),
             in_flight: self.in_flight(),
             manifests: Vec::new(),
+            types: Vec::new(),
         }
     }
 
@@ -388,6 +402,7 @@ impl Shared {
                     })
                 })
                 .collect(),
+            types: self.types.clone(),
             ..self.heartbeat()
         }
     }
