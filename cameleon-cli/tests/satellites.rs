@@ -658,64 +658,16 @@ fn reverse_text(args: ReverseArgs) -> Result<String, ToolError> {
 }
 
 /// A net using an operator type and a tool that only satellites host.
-const POLYGLOT: &str = "\
-cameleon: 1
-name: polyglot
-tools:
-  allow: [reverse_text]
-operators:
-  - id: first
-    type: source
-    params:
-      value: the quick brown fox
-  - id: second
-    type: source
-    params:
-      value: a lazy dog
-  - id: both
-    type: merge
-  - id: tally
-    type: word_tally
-    params:
-      min_len: 2
-    placement: remote
-  - id: counts
-    type: accumulator
-    params:
-      n: 2
-  - id: out
-    type: sink
-  - id: args
-    type: const
-    params:
-      value: {text: caméléon}
-  - id: rev
-    type: tool
-    params:
-      name: reverse_text
-  - id: reversed
-    type: sink
-connections:
-  - from: first.out_data
-    to: both.in_a
-  - from: second.out_data
-    to: both.in_b
-  - from: both.out_data
-    to: tally.in_text
-  - from: tally.out_count
-    to: counts.in_data
-  - from: counts.out_data
-    to: out.in_data
-  - from: args.out_data
-    to: rev.in_args
-  - from: rev.out_result
-    to: reversed.in_data
-";
+/// A net using an operator type and a tool that only satellites host.
+fn polyglot() -> String {
+    std::fs::read_to_string(test_support::root().join("examples/satellites/polyglot.cm"))
+        .expect("examples/satellites/polyglot.cm")
+}
 
 /// Runs POLYGLOT (in `dir`) with `--nats url`: the summary and the trace.
 fn run_polyglot(dir: &TempDir, url: &str, tag: &str) -> (Value, String) {
     let file = dir.join("polyglot.cm");
-    std::fs::write(&file, POLYGLOT).unwrap();
+    std::fs::write(&file, polyglot()).unwrap();
     let trace = dir.join(format!("{tag}.jsonl"));
     let o = CAMELEON.run(&[
         "run",
@@ -735,7 +687,7 @@ fn run_polyglot(dir: &TempDir, url: &str, tag: &str) -> (Value, String) {
 fn rust_twin(rt: &tokio::runtime::Runtime, url: &str) -> Satellite {
     rt.block_on(Satellite::start(
         &NatsOptions::new(url),
-        SatelliteConfig::new("rust-twin")
+        SatelliteConfig::new("twin")
             .ops(["word_tally"])
             .tools(["reverse_text"]),
     ))
@@ -772,7 +724,7 @@ fn an_operator_type_only_a_satellite_hosts_is_checked_and_placed_from_its_descri
     let o = CAMELEON.run(&["check", file, "--nats", &url]);
     assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
     let bad = dir.join("bad.cm");
-    std::fs::write(&bad, POLYGLOT.replace("min_len: 2", "min_len: two")).unwrap();
+    std::fs::write(&bad, polyglot().replace("min_len: 2", "min_len: two")).unwrap();
     let o = CAMELEON.run(&["check", bad.to_str().unwrap(), "--nats", &url]);
     assert_eq!(code(&o), 2, "{}", text(&o.stderr));
     assert!(
@@ -784,7 +736,7 @@ fn an_operator_type_only_a_satellite_hosts_is_checked_and_placed_from_its_descri
     let wrong = dir.join("wrong.cm");
     std::fs::write(
         &wrong,
-        POLYGLOT.replace(
+        polyglot().replace(
             "from: both.out_data\n    to: tally.in_text",
             "from: args.out_data\n    to: tally.in_text",
         ),
@@ -799,7 +751,7 @@ fn an_operator_type_only_a_satellite_hosts_is_checked_and_placed_from_its_descri
     );
     // An instance of such a type must be placed remote.
     let local = dir.join("local.cm");
-    std::fs::write(&local, POLYGLOT.replace("    placement: remote\n", "")).unwrap();
+    std::fs::write(&local, polyglot().replace("    placement: remote\n", "")).unwrap();
     let o = CAMELEON.run(&["run", local.to_str().unwrap(), "--nats", &url]);
     assert_eq!(code(&o), 2, "{}", text(&o.stderr));
     assert!(
@@ -808,4 +760,59 @@ fn an_operator_type_only_a_satellite_hosts_is_checked_and_placed_from_its_descri
         "{}",
         text(&o.stderr)
     );
+}
+
+/// The Python of the tests' environment, with nats-py (`scripts/packages` makes it).
+fn python() -> std::path::PathBuf {
+    let venv = std::env::var_os("CAMELEON_VENV")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| test_support::root().join("target/venv"));
+    let py = venv.join("bin/python");
+    let ok = py.is_file()
+        && std::process::Command::new(&py)
+            .args(["-c", "import nats"])
+            .status()
+            .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "the Python satellite needs Python with nats-py: run scripts/packages (it makes {} with nats-py from PyPI)",
+        venv.display()
+    );
+    py
+}
+
+#[test]
+fn a_python_satellite_written_from_the_wire_document_runs_a_net_as_its_rust_twin_does() {
+    let nats = server();
+    let url = nats.url();
+    let dir = TempDir::new("cli-sat-python");
+    // The net on the Rust twin, which then leaves.
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let twin = rust_twin(&rt, &url);
+    let (rust, rust_trace) = run_polyglot(&dir, &url, "rust");
+    rt.block_on(twin.shutdown());
+    // The same net on the Python satellite, under the same name.
+    let script = test_support::root().join("examples/satellites/python/satellite.py");
+    let mut py = test_support::Cmd::new(python())
+        .arg(&script)
+        .args(["--nats", &url, "--name", "twin", "--heartbeat-ms", "200"])
+        .spawn();
+    py.wait_stderr("the Python satellite serving", WAIT_TIMEOUT, |t| {
+        t.contains("satellite twin: serving")
+    });
+    let (python, python_trace) = run_polyglot(&dir, &url, "python");
+    assert_eq!(python["sinks"], rust["sinks"], "{python}");
+    assert_eq!(python_trace, rust_trace, "the traces differ");
+    assert_eq!(
+        python["sinks"]["reversed"],
+        serde_json::json!(["noélémac"])
+    );
+    // `cameleon satellites` lists it like any other.
+    let o = CAMELEON.run(&["satellites", "--nats", &url, "--json"]);
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v[0]["ops"], serde_json::json!(["word_tally"]), "{v}");
+    assert_eq!(v[0]["tools"], serde_json::json!(["reverse_text"]), "{v}");
+    py.signal(Signal::Term);
+    let status = py.wait(WAIT_TIMEOUT);
+    assert_eq!(status.code(), Some(0), "{}", py.stderr_text());
 }
