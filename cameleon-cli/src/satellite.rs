@@ -76,6 +76,10 @@ pub struct SatelliteArgs {
     /// The tools it hosts, comma-separated (`--tools calc,json_query`).
     #[arg(long, value_name = "NAMES", value_delimiter = ',')]
     pub tools: Vec<String>,
+    /// Hosted tools it runs only with a person's approval obtained by the run (the net lists
+    /// them under `tools: approve:`), comma-separated.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub approve: Vec<String>,
     /// The folder its file tools and file-reading operators are confined to; without it, it
     /// hosts none of them.
     #[arg(long, value_name = "DIR")]
@@ -176,6 +180,7 @@ pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i
         OpsToHost::Listed(a.ops.clone())
     };
     config.tools = a.tools.clone();
+    config.approve = a.approve.clone();
     config.max_call = (a.max_call_ms > 0).then(|| Duration::from_millis(a.max_call_ms));
     config.max_request_bytes = usize::try_from(a.max_request_bytes).unwrap_or(usize::MAX);
     config.drain_timeout = Duration::from_millis(a.drain_ms);

@@ -803,10 +803,7 @@ fn a_python_satellite_written_from_the_wire_document_runs_a_net_as_its_rust_twin
     let (python, python_trace) = run_polyglot(&dir, &url, "python");
     assert_eq!(python["sinks"], rust["sinks"], "{python}");
     assert_eq!(python_trace, rust_trace, "the traces differ");
-    assert_eq!(
-        python["sinks"]["reversed"],
-        serde_json::json!(["noélémac"])
-    );
+    assert_eq!(python["sinks"]["reversed"], serde_json::json!(["noélémac"]));
     // `cameleon satellites` lists it like any other.
     let o = CAMELEON.run(&["satellites", "--nats", &url, "--json"]);
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -815,4 +812,105 @@ fn a_python_satellite_written_from_the_wire_document_runs_a_net_as_its_rust_twin
     py.signal(Signal::Term);
     let status = py.wait(WAIT_TIMEOUT);
     assert_eq!(status.code(), Some(0), "{}", py.stderr_text());
+}
+
+#[test]
+fn an_approve_tool_of_a_remote_firing_is_asked_at_the_run_before_anything_is_sent() {
+    let nats = server();
+    let url = nats.url();
+    let mut a = Sat::start_with(
+        &url,
+        "approve-a",
+        1000,
+        &["--ops", "tool", "--tools", "calc"],
+    );
+    let dir = TempDir::new("cli-sat-approve");
+    let file = dir.join("approve.cm");
+    std::fs::write(
+        &file,
+        "cameleon: 1\nname: approve\ntools:\n  approve: [calc]\noperators:\n  - id: args\n    type: const\n    params:\n      value: {expr: 6 * 7}\n  - id: sum\n    type: tool\n    params:\n      name: calc\n    placement: remote\n  - id: out\n    type: sink\nconnections:\n  - from: args.out_data\n    to: sum.in_args\n  - from: sum.out_result\n    to: out.in_data\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    // Nobody answers: the run waits, and nothing was sent.
+    let o = CAMELEON.run(&["run", file, "--nats", &url, "--json"]);
+    assert_eq!(code(&o), 6, "{}{}", text(&o.stdout), text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("allow tool `calc`"),
+        "{}",
+        text(&o.stdout)
+    );
+    // Refused: the satellite is told so and runs nothing.
+    let o = CAMELEON.run(&["run", file, "--nats", &url, "--answer", "sum=false"]);
+    assert_eq!(code(&o), 5, "{}{}", text(&o.stdout), text(&o.stderr));
+    assert!(
+        text(&o.stdout).contains("a person denied the call"),
+        "{}",
+        text(&o.stdout)
+    );
+    // Approved at the run: the approval travels with the firing and the satellite runs it.
+    let o = CAMELEON.run(&[
+        "run", file, "--nats", &url, "--answer", "sum=true", "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["sinks"]["out"], serde_json::json!([42]), "{v}");
+    a.wait_for("call taken");
+    assert_eq!(
+        a.proc.stderr_text().matches("call taken").count(),
+        2,
+        "the refused firing and the approved one"
+    );
+}
+
+#[test]
+fn a_satellite_told_to_want_approval_runs_a_tool_only_with_the_one_the_run_obtained() {
+    let nats = server();
+    let url = nats.url();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _sat = rt
+        .block_on(Satellite::start(
+            &NatsOptions::new(url.clone()),
+            SatelliteConfig::new("careful")
+                .tools(["cli_shout"])
+                .approve(["cli_shout"]),
+        ))
+        .unwrap();
+    let dir = TempDir::new("cli-sat-wants-approval");
+    let file = dir.join("shout.cm");
+    // The net lets it run unasked: the satellite refuses, naming what it wants.
+    std::fs::write(&file, REMOTE_TOOL).unwrap();
+    let o = CAMELEON.run(&["run", file.to_str().unwrap(), "--nats", &url]);
+    assert_eq!(code(&o), 5, "{}{}", text(&o.stdout), text(&o.stderr));
+    let all = text(&o.stdout) + &text(&o.stderr);
+    assert!(
+        all.contains("runs it only with a person's approval obtained by the run"),
+        "{all}"
+    );
+    // Under `approve:`, asked at the run, approved: the approval travels and the tool runs.
+    std::fs::write(
+        &file,
+        REMOTE_TOOL.replace("allow: [cli_shout]", "approve: [cli_shout]"),
+    )
+    .unwrap();
+    let o = CAMELEON.run(&["run", file.to_str().unwrap(), "--nats", &url]);
+    assert_eq!(
+        code(&o),
+        6,
+        "asked first: {}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    let o = CAMELEON.run(&[
+        "run",
+        file.to_str().unwrap(),
+        "--nats",
+        &url,
+        "--answer",
+        "call=true",
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["sinks"]["out"], serde_json::json!(["HI"]), "{v}");
 }

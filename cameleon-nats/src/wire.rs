@@ -286,6 +286,11 @@ pub struct ToolRequest {
     /// The call's idempotency key, if any: a retried call with the same key does not run twice.
     #[serde(default)]
     pub key: Option<String>,
+    /// Who approved the call at the run, when it needed a person's approval (a tool under the
+    /// net's `approve:`): a satellite runs the tools it was told need one (`--approve`) only
+    /// with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
 }
 
 /// A satellite's answer to a [`ToolRequest`]: the tool gate's result on the satellite.

@@ -141,6 +141,24 @@ impl Operator for RemoteOp {
         })
     }
 
+    fn fresh(&self) -> Option<Box<dyn Operator>> {
+        let inner = self.inner.fresh()?;
+        Some(Box::new(RemoteOp {
+            inner,
+            remote: self.remote.clone(),
+            ty: self.ty.clone(),
+            instance: self.instance.clone(),
+            policy: self.policy.clone(),
+            limit: self.limit,
+        }))
+    }
+
+    // The engine asks a person before a firing that calls an `approve:` tool: so here too, at
+    // the run, before the firing (with the answer in its state) goes to a satellite.
+    fn calls_tool(&self) -> Option<&str> {
+        self.inner.calls_tool()
+    }
+
     fn question(&self) -> Option<Question> {
         self.inner.question()
     }
@@ -215,6 +233,7 @@ impl Tool for RemoteTool {
             args,
             principal: cx.principal.clone(),
             key: cx.idempotency_key.clone(),
+            approved_by: cx.approved_by.clone(),
         };
         ToolOutput::Pending(Box::pin(async move {
             let reply = self.remote.call_tool(&req, self.remote.timeout).await?;

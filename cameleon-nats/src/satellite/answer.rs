@@ -151,7 +151,12 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest, permit: OwnedSemaphorePerm
     let inner = shared
         .generation
         .for_run(policy.as_ref(), shared.base_dir.clone());
-    let caps: Arc<dyn Capabilities> = Arc::new(SatelliteCaps::new(inner, &name, &shared.tools));
+    let caps: Arc<dyn Capabilities> = Arc::new(SatelliteCaps::new(
+        inner,
+        &name,
+        &shared.tools,
+        &shared.config.approve,
+    ));
     let limit = shared.config.max_call;
     let (op, emitted, result) = match op.execution() {
         Execution::Async => {
@@ -273,6 +278,15 @@ pub(super) async fn handle_tool(
             format!("satellite `{name}` does not host tool `{}`", req.tool),
         );
     }
+    if req.approved_by.is_none() && shared.config.approve.contains(&req.tool) {
+        return ToolReply {
+            v: WIRE_VERSION,
+            satellite: name.clone(),
+            result: super::caps::needs_approval(&name, &req.tool),
+            cached: false,
+            kind: None,
+        };
+    }
     let run = {
         let s = Arc::clone(shared);
         let req = req.clone();
@@ -294,7 +308,7 @@ pub(super) async fn handle_tool(
                     principal: req.principal,
                     idempotency_key: req.key,
                     // The run's gate decided (an approval included); this gate allows the tool.
-                    approved_by: None,
+                    approved_by: req.approved_by,
                 })
                 .await;
             result.meta.origin = format!("satellite:{}", s.name);

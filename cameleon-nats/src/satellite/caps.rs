@@ -21,12 +21,18 @@ pub(super) struct SatelliteCaps {
 impl SatelliteCaps {
     /// `inner` (whose gate applies the request's policy), limited to `hosted` tools of
     /// satellite `satellite`.
-    pub(super) fn new(inner: Arc<RunCapabilities>, satellite: &str, hosted: &[String]) -> Self {
+    pub(super) fn new(
+        inner: Arc<RunCapabilities>,
+        satellite: &str,
+        hosted: &[String],
+        approve: &[String],
+    ) -> Self {
         SatelliteCaps {
             tools: HostedTools {
                 inner: Arc::clone(&inner),
                 satellite: satellite.to_owned(),
                 hosted: hosted.to_vec(),
+                approve: approve.to_vec(),
             },
             inner,
         }
@@ -74,6 +80,8 @@ struct HostedTools {
     inner: Arc<RunCapabilities>,
     satellite: String,
     hosted: Vec<String>,
+    /// Those run only with an approval obtained at the run.
+    approve: Vec<String>,
 }
 
 impl fmt::Debug for HostedTools {
@@ -85,6 +93,18 @@ impl fmt::Debug for HostedTools {
 impl HostedTools {
     fn hosts(&self, name: &str) -> bool {
         self.hosted.iter().any(|t| t == name)
+    }
+
+    /// A refusal, when the satellite will not run this call: a tool it does not host, or one it
+    /// runs only with an approval the call lacks.
+    fn refuse(&self, call: &ToolCall) -> Option<ToolResult> {
+        if !self.hosts(&call.tool) {
+            return Some(self.not_hosted(&call.tool));
+        }
+        if call.approved_by.is_none() && self.approve.contains(&call.tool) {
+            return Some(needs_approval(&self.satellite, &call.tool));
+        }
+        None
     }
 
     fn not_hosted(&self, name: &str) -> ToolResult {
@@ -117,17 +137,28 @@ impl ToolAccess for HostedTools {
     }
 
     fn call<'a>(&'a self, call: ToolCall) -> CapFuture<'a, ToolResult> {
-        if !self.hosts(&call.tool) {
-            let r = self.not_hosted(&call.tool);
+        if let Some(r) = self.refuse(&call) {
             return Box::pin(async move { r });
         }
         Box::pin(self.inner.gate().call(call))
     }
 
     fn call_blocking(&self, call: ToolCall) -> ToolResult {
-        if !self.hosts(&call.tool) {
-            return self.not_hosted(&call.tool);
+        if let Some(r) = self.refuse(&call) {
+            return r;
         }
         self.inner.gate().call_blocking(call)
     }
+}
+
+/// The refusal of a tool a satellite runs only with an approval obtained at the run.
+pub(super) fn needs_approval(satellite: &str, tool: &str) -> ToolResult {
+    let mut r = ToolResult::denied(
+        tool,
+        format!(
+            "tool `{tool}` is denied: satellite `{satellite}` runs it only with a person's approval obtained by the run (it was started with `--approve {tool}`); list it under the net's `tools: approve:`"
+        ),
+    );
+    r.meta.origin = format!("satellite:{satellite}");
+    r
 }

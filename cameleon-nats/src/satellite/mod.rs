@@ -64,6 +64,9 @@ pub struct SatelliteConfig {
     pub ops: OpsToHost,
     /// The tools it hosts, by name.
     pub tools: Vec<String>,
+    /// Hosted tools it runs only with a person's approval obtained by the run (carried by the
+    /// request): a call of one without it is `denied`.
+    pub approve: Vec<String>,
     /// The longest a call may run; past it the call is abandoned and answered `timeout`.
     /// `None`: no ceiling.
     pub max_call: Option<Duration>,
@@ -86,6 +89,7 @@ impl SatelliteConfig {
             base_dir: None,
             ops: OpsToHost::None,
             tools: Vec::new(),
+            approve: Vec::new(),
             max_call: Some(DEFAULT_MAX_CALL),
             max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
             drain_timeout: DEFAULT_DRAIN_TIMEOUT,
@@ -107,6 +111,12 @@ impl SatelliteConfig {
     /// Hosts these tools.
     pub fn tools<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
         self.tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Runs these hosted tools only with an approval obtained by the run.
+    pub fn approve<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.approve = tools.into_iter().map(Into::into).collect();
         self
     }
 
@@ -171,6 +181,11 @@ impl Satellite {
             )));
         }
         let (ops, tools) = hosting::resolve(&config.ops, &config.tools, config.base_dir.as_ref())?;
+        if let Some(t) = config.approve.iter().find(|t| !tools.contains(t)) {
+            return Err(NatsError::Config(format!(
+                "`--approve {t}`: this satellite does not host tool `{t}` (add it to `--tools`)"
+            )));
+        }
         let subjects = options.subjects();
         options.check_prefix()?;
         // Capabilities (models): the user's own (`CAMELEON_CAPABILITIES`), and a `cameleon.yaml`
