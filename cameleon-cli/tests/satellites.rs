@@ -914,3 +914,42 @@ fn a_satellite_told_to_want_approval_runs_a_tool_only_with_the_one_the_run_obtai
     let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["sinks"]["out"], serde_json::json!(["HI"]), "{v}");
 }
+
+#[test]
+fn serve_fires_remote_instances_on_satellites_and_its_history_says_where_each_ran() {
+    let nats = server();
+    let url = nats.url();
+    let _a = Sat::start_with(&url, "serve-a", 1000, &["--ops", "counter,accumulator"]);
+    let dir = TempDir::new("cli-sat-serve");
+    let file = dir.join("counter.cm");
+    std::fs::write(&file, COUNTER).unwrap();
+    let serve = test_support::Serve::start(CAMELEON, &file, &["--nats", &url]);
+    // Step until the net ends (each Step fires one step, remote instances on the satellite).
+    for _ in 0..100 {
+        let (code, v) = serve.post("/api/step", "{}");
+        assert_eq!(code, 200, "{v}");
+        let (_, s) = serve.get("/api/state");
+        if s["end"] == "COMPLETED" {
+            break;
+        }
+    }
+    let (_, s) = serve.get("/api/state");
+    assert_eq!(s["end"], "COMPLETED", "{s}");
+    let (_, h) = serve.get("/api/history");
+    let mut remote = 0;
+    for e in h["entries"].as_array().unwrap() {
+        let ops = e["ops"].as_array().unwrap();
+        let on = e["ran_on"].as_array().cloned().unwrap_or_default();
+        for (i, op) in ops.iter().enumerate() {
+            let where_ = on.get(i).cloned().unwrap_or(Value::Null);
+            match op.as_str().unwrap() {
+                "inc" | "collect" => {
+                    assert_eq!(where_, "serve-a", "{e}");
+                    remote += 1;
+                }
+                _ => assert!(where_.is_null(), "{e}"),
+            }
+        }
+    }
+    assert_eq!(remote, 10, "inc and collect fired 5 times each, on the satellite: {h}");
+}

@@ -73,16 +73,21 @@ impl Remote {
         let body = serde_json::to_vec(req)
             .map_err(|e| OpError::new(format!("cannot encode the firing request: {e}")))?;
         let what = format!("operator type `{}` (instance `{}`)", req.ty, req.instance);
-        self.exchange(
-            false,
-            &req.ty,
-            body.into(),
-            Some(&req.key),
-            limit,
-            |r: &OpReply| r.kind == Some(ErrorKind::Busy),
-        )
-        .await
-        .map_err(|e| self.explain(e, &self.subjects.op(&req.ty), &what, limit))
+        let reply = self
+            .exchange(
+                false,
+                &req.ty,
+                body.into(),
+                Some(&req.key),
+                limit,
+                |r: &OpReply| r.kind == Some(ErrorKind::Busy),
+            )
+            .await
+            .map_err(|e| self.explain(e, &self.subjects.op(&req.ty), &what, limit))?;
+        if reply.ok {
+            self.record_ran(req, &reply.satellite);
+        }
+        Ok(reply)
     }
 
     /// Calls a tool on a satellite, as [`fire`](Self::fire) sends a firing.

@@ -20,7 +20,7 @@ use cameleon::net::Placement;
 use cameleon::tools::Tool;
 use futures_util::StreamExt;
 
-use crate::wire::{Heartbeat, Subjects, WireOpType, WirePolicy, WireTool};
+use crate::wire::{Heartbeat, OpRequest, Subjects, WireOpType, WirePolicy, WireTool};
 use crate::{NatsError, NatsOptions};
 
 /// The default time a call may take, all tries included, when its instance sets no
@@ -55,12 +55,29 @@ pub struct Failover {
     pub heartbeats_of_the_next: usize,
 }
 
-/// What a [`Remote`] follows: the satellites' heartbeats, and the failovers so far.
+/// What a [`Remote`] follows: the satellites' heartbeats, the failovers so far, and which
+/// satellite answered the recent firings.
 #[derive(Debug, Default)]
 struct Follow {
     registry: Mutex<Registry>,
     failovers: Mutex<Vec<Failover>>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    ran: Mutex<Ran>,
+}
+
+/// The satellite that answered each of the last [`RAN_KEPT`] firings, by run, step and instance.
+#[derive(Debug, Default)]
+struct Ran {
+    by: std::collections::HashMap<String, String>,
+    order: std::collections::VecDeque<String>,
+}
+
+/// How many firings' satellites a [`Remote`] remembers.
+const RAN_KEPT: usize = 4096;
+
+/// A firing's place in a run, whatever its branch: `{run}/{step}/{instance}`.
+fn where_key(run: &str, step: u32, instance: &str) -> String {
+    format!("{run}/{step}/{instance}")
 }
 
 impl Drop for Follow {
@@ -114,6 +131,28 @@ impl Remote {
             timeout: DEFAULT_TIMEOUT,
             follow,
         })
+    }
+
+    /// The satellite that answered the firing of `instance` at `step` of run `run` (the latest,
+    /// if several branches fired it), if this connection sent it and still remembers.
+    pub fn ran_on(&self, run: &str, step: u32, instance: &str) -> Option<String> {
+        let ran = self.follow.ran.lock().ok()?;
+        ran.by.get(&where_key(run, step, instance)).cloned()
+    }
+
+    /// Remembers that `satellite` answered the firing of `req`.
+    pub(crate) fn record_ran(&self, req: &OpRequest, satellite: &str) {
+        if let Ok(mut ran) = self.follow.ran.lock() {
+            let k = where_key(&req.run, req.step, &req.instance);
+            if ran.by.insert(k.clone(), satellite.to_owned()).is_none() {
+                ran.order.push_back(k);
+            }
+            while ran.order.len() > RAN_KEPT {
+                if let Some(old) = ran.order.pop_front() {
+                    ran.by.remove(&old);
+                }
+            }
+        }
     }
 
     /// The calls sent again so far because their satellite was lost, oldest first.

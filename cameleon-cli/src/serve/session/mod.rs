@@ -55,6 +55,15 @@ pub(crate) struct Session {
     journal: Option<PathBuf>,
     /// The id of the journaled run the engine is (with `--journal`).
     run_id: Option<String>,
+    /// `--nats URL`: the satellites the engines' remote instances fire on.
+    satellites: Option<Satellites>,
+}
+
+/// The satellites of `serve --nats`: the connection and their tools, and the catalogue with
+/// their operator types.
+pub(crate) struct Satellites {
+    pub(crate) connected: crate::satellite::Connected,
+    pub(crate) catalogue: Catalogue,
 }
 
 /// What `GET /api/svg` draws.
@@ -75,6 +84,7 @@ impl Session {
         outbox: Outbox,
         runtime: Runtime,
         journal: Option<PathBuf>,
+        satellites: Option<Satellites>,
     ) -> Result<Self, String> {
         let text = std::fs::read_to_string(&path)
             .map_err(|e| format!("cannot read `{}`: {e}", path.display()))?;
@@ -91,6 +101,7 @@ impl Session {
             runtime,
             journal,
             run_id: None,
+            satellites,
         };
         s.load(text)?;
         Ok(s)
@@ -127,14 +138,25 @@ impl Session {
         ))
     }
 
-    fn loader(&self) -> Loader<'static> {
+    fn loader(&self) -> Loader<'_> {
         let mut l = Loader::new()
             .allow_outside(self.allow_outside)
             .base_dir(folder_of(&self.path));
+        if let Some(s) = &self.satellites {
+            l = l
+                .catalogue(&s.catalogue)
+                .tools(s.connected.registry());
+        }
         if let Some(name) = self.path.file_name() {
             l = l.file_name(name.to_string_lossy());
         }
         l
+    }
+
+    /// The satellite that ran the firing of `instance` at `step`, when it ran on one.
+    pub(crate) fn ran_on(&self, step: u32, instance: &str) -> Option<String> {
+        let (s, cvm) = (self.satellites.as_ref()?, self.cvm.as_ref()?);
+        s.connected.remote.ran_on(cvm.run_id(), step, instance)
     }
 
     /// Takes `text` as the net: a new engine when it is valid, else its problems (the engine
@@ -158,7 +180,10 @@ impl Session {
     /// A fresh engine for `net`, with the session's capabilities pinned; with `--journal`, a
     /// new journaled run (its id becomes the session's). `Err`: why the run cannot be
     /// journaled.
-    fn engine(&mut self, net: Net) -> Result<Cvm, String> {
+    fn engine(&mut self, mut net: Net) -> Result<Cvm, String> {
+        if let Some(s) = &self.satellites {
+            s.connected.remote.place(&mut net);
+        }
         let base = folder_of(&self.path);
         let name = if net.name().is_empty() {
             self.path
