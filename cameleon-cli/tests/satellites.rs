@@ -951,5 +951,8 @@ fn serve_fires_remote_instances_on_satellites_and_its_history_says_where_each_ra
             }
         }
     }
-    assert_eq!(remote, 10, "inc and collect fired 5 times each, on the satellite: {h}");
+    assert_eq!(
+        remote, 10,
+        "inc and collect fired 5 times each, on the satellite: {h}"
+    );
 }

@@ -11,7 +11,6 @@ use async_nats::HeaderMap;
 use bytes::Bytes;
 use cameleon::OpError;
 use cameleon::tools::ToolError;
-use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 
 use super::{Failover, Remote};
@@ -131,12 +130,8 @@ impl Remote {
         if let Some(k) = key {
             headers.insert(KEY_HEADER, k);
         }
-        let inbox = self.client.new_inbox();
-        let mut replies = self
-            .client
-            .subscribe(inbox.clone())
-            .await
-            .map_err(|e| Failure::Other(format!("cannot subscribe: {e}")))?;
+        // One subject per call, under the connection's one reply subscription.
+        let (inbox, mut replies) = self.follow.mux.register();
         let mut deadline = Instant::now() + limit;
         let mut subject = queue.clone();
         let mut pause = Duration::from_millis(1);
@@ -167,7 +162,7 @@ impl Remote {
                     None => deadline,
                 };
                 let message = tokio::select! {
-                    m = replies.next() => m,
+                    m = replies.recv() => m,
                     () = tokio::time::sleep_until(wake.into()) => {
                         if let Some(h) = &holder
                             && let Some(to) = self.lost(h, tool, name, &lost)

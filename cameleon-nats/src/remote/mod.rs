@@ -2,6 +2,7 @@
 //! that fires a `placement: remote` instance on one; [`RemoteTool`], a tool reached the same way.
 
 mod call;
+mod mux;
 mod proxy;
 mod registry;
 
@@ -57,12 +58,13 @@ pub struct Failover {
 
 /// What a [`Remote`] follows: the satellites' heartbeats, the failovers so far, and which
 /// satellite answered the recent firings.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Follow {
     registry: Mutex<Registry>,
     failovers: Mutex<Vec<Failover>>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     ran: Mutex<Ran>,
+    mux: mux::Mux,
 }
 
 /// The satellite that answered each of the last [`RAN_KEPT`] firings, by run, step and instance.
@@ -85,6 +87,7 @@ impl Drop for Follow {
         if let Ok(Some(t)) = self.task.get_mut().map(Option::take) {
             t.abort();
         }
+        self.mux.stop();
     }
 }
 
@@ -105,7 +108,13 @@ impl Remote {
     pub async fn connect_async(options: &NatsOptions) -> Result<Remote, NatsError> {
         let client = options.connect_here(None).await?;
         let subjects = options.subjects();
-        let follow = Arc::new(Follow::default());
+        let follow = Arc::new(Follow {
+            mux: mux::Mux::start(&client).await?,
+            registry: Mutex::default(),
+            failovers: Mutex::default(),
+            task: Mutex::default(),
+            ran: Mutex::default(),
+        });
         let mut beats = client
             .subscribe(subjects.heartbeats())
             .await

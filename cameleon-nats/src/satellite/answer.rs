@@ -182,6 +182,16 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest, permit: OwnedSemaphorePerm
             drop(permit);
             (op, emitted, result)
         }
+        Execution::Inline => {
+            // Quick by its declaration: run here, without a hand-over to another thread.
+            let mut emitted = Vec::new();
+            let result = {
+                let mut cx = detached.firing(&mut emitted, &caps);
+                catch_panic(|| op.run(&mut cx)).unwrap_or_else(|p| Err(OpError::panicked(&p)))
+            };
+            drop(permit);
+            (op, emitted, result)
+        }
         _ => {
             let handle = tokio::task::spawn_blocking(move || {
                 let _place = permit;

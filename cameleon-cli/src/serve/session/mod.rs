@@ -143,9 +143,7 @@ impl Session {
             .allow_outside(self.allow_outside)
             .base_dir(folder_of(&self.path));
         if let Some(s) = &self.satellites {
-            l = l
-                .catalogue(&s.catalogue)
-                .tools(s.connected.registry());
+            l = l.catalogue(&s.catalogue).tools(s.connected.registry());
         }
         if let Some(name) = self.path.file_name() {
             l = l.file_name(name.to_string_lossy());
