@@ -389,15 +389,17 @@ impl Connected {
     pub(super) fn source(&self) -> SatelliteTools {
         SatelliteTools {
             tools: self.tools.clone(),
+            remote: self.remote.clone(),
         }
     }
 }
 
 /// The satellites' tools, as a source of capabilities: their names for `check`, the tools for
-/// a run's gate.
+/// a run's gate; and the connection, which places the remote instances of inner nets.
 #[derive(Debug)]
 pub(super) struct SatelliteTools {
     tools: Vec<Arc<dyn Tool>>,
+    remote: Remote,
 }
 
 impl Source for SatelliteTools {
@@ -409,6 +411,7 @@ impl Source for SatelliteTools {
         for t in &self.tools {
             b.tool(Arc::clone(t));
         }
+        b.placer(Arc::new(self.remote.clone()));
         Ok(())
     }
 

@@ -956,3 +956,32 @@ fn serve_fires_remote_instances_on_satellites_and_its_history_says_where_each_ra
         "inc and collect fired 5 times each, on the satellite: {h}"
     );
 }
+
+#[test]
+fn remote_instances_inside_subnet_and_map_inner_nets_fire_on_satellites() {
+    let nats = server();
+    let url = nats.url();
+    let mut a = Sat::start_with(&url, "inner-a", 1000, &["--ops", "counter"]);
+    let dir = TempDir::new("cli-sat-inner");
+    std::fs::write(
+        dir.join("inc.cm"),
+        "cameleon: 1\nname: inc\noperators:\n  - id: n\n    type: input\n    params:\n      name: n\n  - id: inc\n    type: counter\n    placement: remote\n  - id: m\n    type: output\n    params:\n      name: m\nconnections:\n  - from: n.out_data\n    to: inc.in_data\n  - from: inc.out_data\n    to: m.in_data\n",
+    )
+    .unwrap();
+    let outer = dir.join("outer.cm");
+    std::fs::write(
+        &outer,
+        "cameleon: 1\nname: outer\noperators:\n  - id: one\n    type: const\n    params:\n      value: 1\n  - id: sub\n    type: subnet\n    params:\n      net: inc.cm\n  - id: single\n    type: sink\n  - id: items\n    type: const\n    params:\n      value: [1, 2, 3]\n  - id: each\n    type: map\n    params:\n      net: inc.cm\n  - id: all\n    type: sink\nconnections:\n  - from: one.out_data\n    to: sub.in_n\n  - from: sub.out_m\n    to: single.in_data\n  - from: items.out_data\n    to: each.in_items\n  - from: each.out_results\n    to: all.in_data\n",
+    )
+    .unwrap();
+    let o = CAMELEON.run(&["run", outer.to_str().unwrap(), "--nats", &url, "--json"]);
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["sinks"]["single"], serde_json::json!([2]), "{v}");
+    assert_eq!(v["sinks"]["all"], serde_json::json!([[2, 3, 4]]), "{v}");
+    // The sub-net's one firing and the map's three items: all on the satellite.
+    for _ in 0..4 {
+        a.wait_for("cameleon.op.counter");
+    }
+    assert_eq!(a.proc.stderr_text().matches("call taken").count(), 4);
+}

@@ -352,3 +352,11 @@ impl Remote {
             .collect()
     }
 }
+
+/// A run's capabilities carry the connection, so the inner nets of `subnet` and `map` fire their
+/// `placement: remote` instances on the satellites too.
+impl cameleon::net::Placer for Remote {
+    fn place(&self, net: &mut Net) -> usize {
+        Remote::place(self, net)
+    }
+}

@@ -148,6 +148,15 @@ impl fmt::Display for Placement {
     }
 }
 
+/// What fires `placement: remote` instances elsewhere: given a net before its engine is built,
+/// it replaces those instances by proxies (the `cameleon-nats` crate's `Remote` is one). A
+/// run's capabilities carry it ([`Capabilities::placer`](crate::operator::capability::Capabilities::placer)),
+/// so the inner nets of `subnet` and `map`, instantiated at each firing, are placed too.
+pub trait Placer: Send + Sync + fmt::Debug {
+    /// Places the remote instances of `net`; returns how many.
+    fn place(&self, net: &mut Net) -> usize;
+}
+
 /// What a net knows about an operator instance besides the operator itself. An [`OpNode`]
 /// dereferences to it, so `node.name` reads the instance name.
 #[derive(Debug)]

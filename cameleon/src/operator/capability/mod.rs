@@ -137,6 +137,12 @@ pub trait Capabilities: Send + Sync + fmt::Debug {
     /// The observer.
     fn observer(&self) -> &dyn Telemetry;
 
+    /// What fires the `placement: remote` instances of the nets this run starts inside its
+    /// operators (`subnet`, `map`), if the run has satellites. Default: none (they fire here).
+    fn placer(&self) -> Option<&dyn crate::net::Placer> {
+        None
+    }
+
     /// A handle on tool `name`, whose calls go through the gate. A tool the generation does not
     /// have is an error (did-you-mean included); a tool the net's policy does not allow is
     /// still handed out, and each call returns `denied` without running it.
