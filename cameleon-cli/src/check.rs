@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::{CheckArgs, Io, display_name, exit, load_with, report_invalid};
+use super::{CheckArgs, Io, display_name, exit, report_invalid};
 use cameleon::capabilities::{CapabilitiesError, NameCheck, Runtime, check_names};
 use cameleon::cm::CmProblem;
 use cameleon::net::Net;
@@ -14,23 +14,10 @@ pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let tools = connected
-        .as_ref()
-        .map(crate::satellite::Connected::registry);
-    let catalogue = match connected.as_ref().map(|c| c.catalogue(io)).transpose()? {
-        Some(Err(code)) => return Ok(code),
-        Some(Ok(c)) => Some(c),
-        None => None,
-    };
-    let net = match load_with(&a.file, false, a.json, tools, catalogue.as_ref(), io)? {
+    let net = match crate::satellite::load(&a.file, false, a.json, connected.as_ref(), io)? {
         Ok(net) => net,
         Err(code) => return Ok(code),
     };
-    if let Some(c) = &connected
-        && let Err(code) = c.check_placement(&net, io)?
-    {
-        return Ok(code);
-    }
     let found = match names(&net, a, connected.as_ref(), io)? {
         Ok(found) => found,
         Err(code) => return Ok(code),

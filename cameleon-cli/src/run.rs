@@ -8,7 +8,7 @@ use serde_json::{Value as Json, json};
 
 use super::answers::{self, Answers};
 use super::report::{RunReport, TraceLines, TraceSink};
-use super::{DurabilityArg, Io, RunArgs, display_name, exit, load_with, report_invalid};
+use super::{DurabilityArg, Io, RunArgs, display_name, exit, report_invalid};
 use cameleon::capabilities::{CapabilitiesError, Runtime};
 use cameleon::cm::folder_of;
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
@@ -116,32 +116,13 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     } else {
         None
     };
-    let tools = connected
-        .as_ref()
-        .map(crate::satellite::Connected::registry);
-    let catalogue = match connected.as_ref().map(|c| c.catalogue(io)).transpose()? {
-        Some(Err(code)) => return Ok(code),
-        Some(Ok(c)) => Some(c),
-        None => None,
-    };
-    let mut net = match load_with(
-        &a.file,
-        a.allow_outside,
-        a.json,
-        tools,
-        catalogue.as_ref(),
-        io,
-    )? {
-        Ok(net) => net,
-        Err(code) => return Ok(code),
-    };
+    let mut net =
+        match crate::satellite::load(&a.file, a.allow_outside, a.json, connected.as_ref(), io)? {
+            Ok(net) => net,
+            Err(code) => return Ok(code),
+        };
     if let Some(witness) = &a.follow {
         return follow(&net, witness, a.json, io);
-    }
-    if let Some(c) = &connected
-        && let Err(code) = c.check_placement(&net, io)?
-    {
-        return Ok(code);
     }
     let name = display_name(&net, &a.file);
     let mut builder = Runtime::builder().for_cm_file(&a.file, a.capabilities.as_deref());

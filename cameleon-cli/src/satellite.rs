@@ -423,6 +423,36 @@ impl Source for SatelliteTools {
     }
 }
 
+/// Loads `path` for a command with `connected`'s tools and operator types when it has
+/// satellites (as [`load`](crate::load) otherwise). `Err`: the exit code, reported.
+pub(super) fn load(
+    path: &std::path::Path,
+    allow_outside: bool,
+    json: bool,
+    connected: Option<&Connected>,
+    io: &mut Io<'_>,
+) -> std::io::Result<Result<cameleon::net::Net, i32>> {
+    let Some(c) = connected else {
+        return crate::load_with(path, allow_outside, json, None, None, io);
+    };
+    let catalogue = match c.catalogue(io)? {
+        Ok(cat) => cat,
+        Err(code) => return Ok(Err(code)),
+    };
+    let net = match crate::load_with(
+        path,
+        allow_outside,
+        json,
+        Some(c.registry()),
+        Some(&catalogue),
+        io,
+    )? {
+        Ok(net) => net,
+        Err(code) => return Ok(Err(code)),
+    };
+    c.check_placement(&net, io).map(|r| r.map(|()| net))
+}
+
 /// With `--nats`, connects and gathers the satellites' tools. `Ok(None)`: no `--nats`.
 /// `Err`: the exit code, reported.
 pub(super) fn connect(

@@ -14,6 +14,13 @@ fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Runs `cameleon ARGS… --json`, which must exit 0; the JSON it prints.
+fn run_json(args: &[&str]) -> Value {
+    let o = CAMELEON.run(&[args, &["--json"]].concat());
+    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
 fn server() -> NatsServer {
     NatsServer::start().unwrap_or_else(|e| panic!("{e}"))
 }
@@ -573,9 +580,7 @@ fn a_tool_only_a_satellite_hosts_can_be_named_in_a_cm_file_with_nats() {
     // With it: valid, and the run calls it on the satellite.
     let o = CAMELEON.run(&["check", file, "--nats", &url]);
     assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
-    let o = CAMELEON.run(&["run", file, "--nats", &url, "--json"]);
-    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = run_json(&["run", file, "--nats", &url]);
     assert_eq!(v["sinks"]["out"], serde_json::json!(["HI"]), "{v}");
 }
 
@@ -602,11 +607,7 @@ fn a_journaled_run_with_remote_instances_resumes_with_them_remote() {
         text(&o.stderr)
     );
     a.wait_for("cameleon.op.counter");
-    let o = CAMELEON.run(&[
-        "resume", db, "--nats", &url, "--answer", "ask=yes", "--json",
-    ]);
-    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = run_json(&["resume", db, "--nats", &url, "--answer", "ask=yes"]);
     assert_eq!(v["sinks"]["out"], serde_json::json!(["yes"]), "{v}");
     // The resumed run fired `wait` on the satellite; `inc` was restored, not fired again.
     a.wait_for("cameleon.op.delay");
@@ -849,11 +850,7 @@ fn an_approve_tool_of_a_remote_firing_is_asked_at_the_run_before_anything_is_sen
         text(&o.stdout)
     );
     // Approved at the run: the approval travels with the firing and the satellite runs it.
-    let o = CAMELEON.run(&[
-        "run", file, "--nats", &url, "--answer", "sum=true", "--json",
-    ]);
-    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = run_json(&["run", file, "--nats", &url, "--answer", "sum=true"]);
     assert_eq!(v["sinks"]["out"], serde_json::json!([42]), "{v}");
     a.wait_for("call taken");
     assert_eq!(
@@ -901,17 +898,14 @@ fn a_satellite_told_to_want_approval_runs_a_tool_only_with_the_one_the_run_obtai
         text(&o.stdout),
         text(&o.stderr)
     );
-    let o = CAMELEON.run(&[
+    let v = run_json(&[
         "run",
         file.to_str().unwrap(),
         "--nats",
         &url,
         "--answer",
         "call=true",
-        "--json",
     ]);
-    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["sinks"]["out"], serde_json::json!(["HI"]), "{v}");
 }
 
@@ -974,9 +968,7 @@ fn remote_instances_inside_subnet_and_map_inner_nets_fire_on_satellites() {
         "cameleon: 1\nname: outer\noperators:\n  - id: one\n    type: const\n    params:\n      value: 1\n  - id: sub\n    type: subnet\n    params:\n      net: inc.cm\n  - id: single\n    type: sink\n  - id: items\n    type: const\n    params:\n      value: [1, 2, 3]\n  - id: each\n    type: map\n    params:\n      net: inc.cm\n  - id: all\n    type: sink\nconnections:\n  - from: one.out_data\n    to: sub.in_n\n  - from: sub.out_m\n    to: single.in_data\n  - from: items.out_data\n    to: each.in_items\n  - from: each.out_results\n    to: all.in_data\n",
     )
     .unwrap();
-    let o = CAMELEON.run(&["run", outer.to_str().unwrap(), "--nats", &url, "--json"]);
-    assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let v = run_json(&["run", outer.to_str().unwrap(), "--nats", &url]);
     assert_eq!(v["sinks"]["single"], serde_json::json!([2]), "{v}");
     assert_eq!(v["sinks"]["all"], serde_json::json!([[2, 3, 4]]), "{v}");
     // The sub-net's one firing and the map's three items: all on the satellite.

@@ -57,6 +57,15 @@ impl Versioned for ToolReply {
     }
 }
 
+/// Waits `pause` (at most until `deadline`) and doubles it, up to 100 ms; whether time is left
+/// to send the call again.
+async fn wait_before_resending(pause: &mut Duration, deadline: Instant) -> bool {
+    let left = deadline.saturating_duration_since(Instant::now());
+    tokio::time::sleep((*pause).min(left)).await;
+    *pause = (*pause * 2).min(Duration::from_millis(100));
+    Instant::now() < deadline
+}
+
 /// The satellite holding a call: its name, heartbeat period, and when it acknowledged.
 struct Holder {
     name: String,
@@ -186,10 +195,7 @@ impl Remote {
                 if m.status == Some(async_nats::StatusCode::NO_RESPONDERS) {
                     // Nobody listens (yet): none hosts it, or the chosen one just left.
                     subject = queue.clone();
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    tokio::time::sleep(pause.min(left)).await;
-                    pause = (pause * 2).min(Duration::from_millis(100));
-                    if Instant::now() >= deadline {
+                    if !wait_before_resending(&mut pause, deadline).await {
                         return Err(last_busy.map_or(Failure::NoResponders, Failure::Busy));
                     }
                     continue 'send;
@@ -221,14 +227,12 @@ impl Remote {
                 if !busy(&reply) {
                     return Ok(reply);
                 }
-                last_busy = Some(reply.satellite().to_owned());
+                let satellite = reply.satellite().to_owned();
                 subject = queue.clone();
-                let left = deadline.saturating_duration_since(Instant::now());
-                tokio::time::sleep(pause.min(left)).await;
-                pause = (pause * 2).min(Duration::from_millis(100));
-                if Instant::now() >= deadline {
-                    return Err(last_busy.map_or(Failure::NoResponders, Failure::Busy));
+                if !wait_before_resending(&mut pause, deadline).await {
+                    return Err(Failure::Busy(satellite));
                 }
+                last_busy = Some(satellite);
                 continue 'send;
             }
         }
