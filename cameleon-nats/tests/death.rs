@@ -212,7 +212,7 @@ fn kill_in(phase: Phase) -> (usize, Vec<cameleon_nats::Failover>) {
         Phase::AfterEffectBeforeReply => "after",
         Phase::AfterReply => "none",
     };
-    let mut sats = vec![
+    let mut sats = [
         ("death-a", start_satellite(&nats.url(), "death-a", hold)),
         ("death-b", start_satellite(&nats.url(), "death-b", hold)),
     ];

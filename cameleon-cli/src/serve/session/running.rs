@@ -102,7 +102,7 @@ mod tests {
         )
         .unwrap();
         let runtime = cameleon::capabilities::Runtime::builder().build().unwrap();
-        let s = Session::open(path, false, Arc::default(), runtime, None).unwrap();
+        let s = Session::open(path, false, Arc::default(), runtime, None, None).unwrap();
         assert!(s.problems().is_empty(), "{:?}", s.problems());
         (dir, s)
     }
