@@ -81,7 +81,7 @@ pub struct CapabilitiesBuilder {
     tools: Vec<Arc<dyn Tool>>,
     observer: Option<Arc<dyn Telemetry>>,
     sources: Vec<String>,
-    placer: Option<Arc<dyn crate::net::Placer>>,
+    placer: Option<crate::net::Placing>,
 }
 
 impl fmt::Debug for CapabilitiesBuilder {
@@ -111,7 +111,7 @@ impl CapabilitiesBuilder {
     /// Fires the `placement: remote` instances of inner nets (`subnet`, `map`) with `placer`
     /// (a connection to satellites).
     pub fn placer(&mut self, placer: Arc<dyn crate::net::Placer>) -> &mut Self {
-        self.placer = Some(placer);
+        self.placer = Some(crate::net::Placing(placer));
         self
     }
 
@@ -242,7 +242,7 @@ pub struct Generation {
     tools: Arc<ToolRegistry>,
     observer: Arc<dyn Telemetry>,
     sources: Vec<String>,
-    placer: Option<Arc<dyn crate::net::Placer>>,
+    placer: Option<crate::net::Placing>,
 }
 
 impl fmt::Debug for Generation {
@@ -426,7 +426,10 @@ impl Capabilities for RunCapabilities {
         &*self.generation.observer
     }
 
-    fn placer(&self) -> Option<&dyn crate::net::Placer> {
-        self.generation.placer.as_deref()
+    fn placement(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        self.generation
+            .placer
+            .as_ref()
+            .map(|p| p as &(dyn std::any::Any + Send + Sync))
     }
 }

@@ -138,8 +138,9 @@ pub trait Capabilities: Send + Sync + fmt::Debug {
     fn observer(&self) -> &dyn Telemetry;
 
     /// What fires the `placement: remote` instances of the nets this run starts inside its
-    /// operators (`subnet`, `map`), if the run has satellites. Default: none (they fire here).
-    fn placer(&self) -> Option<&dyn crate::net::Placer> {
+    /// operators (`subnet`, `map`), if the run has satellites: a `net::Placing` (the net layer
+    /// defines it; this contract only carries it). Default: none (they fire here).
+    fn placement(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
         None
     }
 
