@@ -119,6 +119,9 @@ pub struct ResumeArgs {
     /// Answers from a JSON file: `{"OP": VALUE, …}`, each value in its JSON form.
     #[arg(long, value_name = "FILE.json")]
     pub answers: Option<PathBuf>,
+    /// NATS: with --nats URL, `placement: remote` instances fire on satellites (docs/wire.md).
+    #[command(flatten)]
+    pub nats: NatsArgs,
 }
 
 /// `cameleon runs`.
@@ -170,6 +173,10 @@ pub struct CheckArgs {
     /// it configures is started or contacted.
     #[arg(long, value_name = "FILE")]
     pub capabilities: Option<PathBuf>,
+    /// NATS: with --nats URL, the tools the satellites host count as tools of this program
+    /// (docs/wire.md).
+    #[command(flatten)]
+    pub nats: NatsArgs,
 }
 
 /// `check --verify --reduce`: which state space is explored.

@@ -3,18 +3,22 @@
 
 use serde_json::json;
 
-use super::{CheckArgs, Io, display_name, exit, load, report_invalid};
+use super::{CheckArgs, Io, display_name, exit, report_invalid};
 use cameleon::capabilities::{CapabilitiesError, NameCheck, Runtime, check_names};
 use cameleon::cm::CmProblem;
 use cameleon::net::Net;
 use cameleon::verify::{Progress, Verdict, VerifyOptions, verify_with};
 
 pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
-    let net = match load(&a.file, false, a.json, io)? {
+    let connected = match crate::satellite::connect(&a.nats, io)? {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
+    let net = match crate::satellite::load(&a.file, false, a.json, connected.as_ref(), io)? {
         Ok(net) => net,
         Err(code) => return Ok(code),
     };
-    let found = match names(&net, a, io)? {
+    let found = match names(&net, a, connected.as_ref(), io)? {
         Ok(found) => found,
         Err(code) => return Ok(code),
     };
@@ -67,11 +71,17 @@ pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
 /// The net's capability names resolved against the capabilities `run` would use (read, never
 /// built: nothing a capabilities file configures is started or contacted). `Err`: the exit
 /// code of a capabilities file with problems, reported like `run` reports it.
-fn names(net: &Net, a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<Result<NameCheck, i32>> {
-    let names = match Runtime::builder()
-        .for_cm_file(&a.file, a.capabilities.as_deref())
-        .names()
-    {
+fn names(
+    net: &Net,
+    a: &CheckArgs,
+    connected: Option<&crate::satellite::Connected>,
+    io: &mut Io<'_>,
+) -> std::io::Result<Result<NameCheck, i32>> {
+    let mut builder = Runtime::builder().for_cm_file(&a.file, a.capabilities.as_deref());
+    if let Some(c) = connected {
+        builder = builder.source(c.source());
+    }
+    let names = match builder.names() {
         Ok(n) => n,
         Err(CapabilitiesError::File(e)) => {
             report_invalid(&e, a.json, io)?;

@@ -14,17 +14,25 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     // the old generation is gone, and this one numbers its own from 1. They are pinned before
     // the entries are restored, so what a replay puts back into a memory (an `index` firing's
     // items) is there when the run goes on.
+    // With `--nats`, its `placement: remote` instances fire on satellites again.
+    let connected = match crate::satellite::connect(&a.nats, io)? {
+        Ok(c) => c,
+        Err(code) => return Ok(code),
+    };
     let mut failed = None;
-    let pin = |net: &cameleon::Net, base: &std::path::Path| match Runtime::builder()
-        .for_dir(base, a.capabilities.as_deref())
-        .build()
-    {
-        Ok(rt) => {
-            rt.pin(net, base) as std::sync::Arc<dyn cameleon::operator::capability::Capabilities>
+    let pin = |net: &mut cameleon::Net, base: &std::path::Path| {
+        let mut builder = Runtime::builder().for_dir(base, a.capabilities.as_deref());
+        if let Some(c) = &connected {
+            c.remote.place(net);
+            builder = builder.source(c.source());
         }
-        Err(e) => {
-            failed = Some(e);
-            <dyn cameleon::operator::capability::Capabilities>::none()
+        match builder.build() {
+            Ok(rt) => rt.pin(net, base)
+                as std::sync::Arc<dyn cameleon::operator::capability::Capabilities>,
+            Err(e) => {
+                failed = Some(e);
+                <dyn cameleon::operator::capability::Capabilities>::none()
+            }
         }
     };
     let resumed = Journal::open(&a.db).and_then(|j| j.resume_with(a.run_id.as_deref(), pin));

@@ -42,8 +42,8 @@
 //! | `tools [--json]` | 0 |
 //! | `call TOOL 'ARGS' [--json] [--base DIR]` | 0 the result is `ok`, 2 the arguments are not JSON, 5 any other status |
 //! | `export FILE.cm --dot\|--mermaid\|--svg\|--pnml` | 0, 2 invalid |
-//! | `serve FILE.cm [--port P] [--token T \| --no-token] [--bind ADDR] [--public-host NAME]…` | 0 when interrupted, 2 invalid arguments or the port is taken |
-//! | `satellite --nats URL [--name NAME] [--concurrency N] [--heartbeat-ms MS]` | 0 stopped (SIGTERM, Ctrl-C), 2 invalid arguments, 5 NATS unreachable |
+//! | `serve FILE.cm [--port P] [--token T \| --no-token] [--bind ADDR] [--public-host NAME]… [--nats URL]` | 0 when interrupted, 2 invalid arguments or the port is taken |
+//! | `satellite --nats URL (--ops TYPES \| --all-ops) [--tools NAMES] [--base DIR] [--name NAME] [--concurrency N] [--heartbeat-ms MS] [--max-call-ms MS] [--max-request-bytes N] [--drain-ms MS]` | 0 stopped (SIGTERM, Ctrl-C), 2 invalid arguments or nothing to host, 5 NATS unreachable |
 //! | `satellites --nats URL [--json]` | 0, 2 invalid arguments, 5 NATS unreachable |
 //! | `schema` | 0 |
 #![deny(missing_docs)]
@@ -273,18 +273,25 @@ Examples:
     Serve(ServeArgs),
     /// Serve this program's operator types and tools to runs elsewhere, over NATS.
     #[command(after_help = "\
-Hosts every operator type and tool linked into this program (a crate with its own operators
-gets them by calling `cameleon_cli::main()`). Runs with `--nats URL` fire their `placement:
-remote` instances here; calls spread over the satellites of a prefix. It heartbeats every
---heartbeat-ms; SIGTERM or Ctrl-C stops it after the calls it runs are answered. The wire
-format is in docs/wire.md.
+Hosts only what it is told: the operator types of --ops (or every one with --all-ops) and the
+tools of --tools, linked into this program (a crate with its own operators gets them by calling
+`cameleon_cli::main()`). File tools and file-reading operators need --base DIR, the folder they
+are confined to. Its hosting list is its policy: a run's `tools:` policy can narrow it, never
+widen it. At --concurrency calls it answers `busy` at once (the run sends the call again); a
+call past --max-call-ms is abandoned and answered `timeout`. Runs with `--nats URL` fire their
+`placement: remote` instances here; calls spread over the satellites of a prefix. It heartbeats
+every --heartbeat-ms; SIGTERM or Ctrl-C stops it after the calls it runs are answered (at most
+--drain-ms). Who may call it is NATS's own authorization: docs/wire.md gives a server
+configuration. The wire format is in docs/wire.md.
 
-Exit codes: 0 stopped, 2 invalid arguments (a name that is not a subject token), 5 NATS
-unreachable.
+Exit codes: 0 stopped, 2 invalid arguments (nothing to host — the message lists what could be —,
+a type or tool this program lacks, a file reader without --base, a name that is not a subject
+token), 5 NATS unreachable.
 
 Examples:
-  cameleon satellite --nats nats://127.0.0.1:4222 --name gpu-1 --concurrency 8
-  cameleon satellite --nats tls://nats.example.com:4222 --nats-creds me.creds --subject-prefix acme")]
+  cameleon satellite --nats nats://127.0.0.1:4222 --name gpu-1 --ops llm,embed --concurrency 8
+  cameleon satellite --nats nats://127.0.0.1:4222 --ops text_file --tools read_file --base /srv/docs
+  cameleon satellite --nats tls://nats.example.com:4222 --nats-creds me.creds --all-ops --subject-prefix acme")]
     Satellite(SatelliteArgs),
     /// List the live satellites of a NATS server: name, operator types, tools, last seen.
     #[command(after_help = "\
@@ -454,7 +461,27 @@ fn load(
     json: bool,
     io: &mut Io<'_>,
 ) -> std::io::Result<Result<Net, i32>> {
-    match Loader::new().allow_outside(allow_outside).load_file(path) {
+    load_with(path, allow_outside, json, None, None, io)
+}
+
+/// [`load`], the file's tool names resolved against `tools` and its operator types against
+/// `catalogue` (this program's and the satellites', with `--nats`) when given.
+fn load_with(
+    path: &Path,
+    allow_outside: bool,
+    json: bool,
+    tools: Option<std::sync::Arc<cameleon::tools::ToolRegistry>>,
+    catalogue: Option<&cameleon::catalogue::Catalogue>,
+    io: &mut Io<'_>,
+) -> std::io::Result<Result<Net, i32>> {
+    let mut loader = Loader::new().allow_outside(allow_outside);
+    if let Some(c) = catalogue {
+        loader = loader.catalogue(c);
+    }
+    if let Some(t) = tools {
+        loader = loader.tools(t);
+    }
+    match loader.load_file(path) {
         Ok(net) => Ok(Ok(net)),
         Err(e) => {
             report_invalid(&e, json, io)?;

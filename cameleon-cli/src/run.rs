@@ -8,7 +8,7 @@ use serde_json::{Value as Json, json};
 
 use super::answers::{self, Answers};
 use super::report::{RunReport, TraceLines, TraceSink};
-use super::{DurabilityArg, Io, RunArgs, display_name, exit, load, report_invalid};
+use super::{DurabilityArg, Io, RunArgs, display_name, exit, report_invalid};
 use cameleon::capabilities::{CapabilitiesError, Runtime};
 use cameleon::cm::folder_of;
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
@@ -107,21 +107,28 @@ fn running_message(running: &[String]) -> String {
 }
 
 pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
-    let mut net = match load(&a.file, a.allow_outside, a.json, io)? {
-        Ok(net) => net,
-        Err(code) => return Ok(code),
+    // With `--nats`, the satellites' tools are known before the file is read: it may name them.
+    let connected = if a.follow.is_none() {
+        match crate::satellite::connect(&a.nats, io)? {
+            Ok(c) => c,
+            Err(code) => return Ok(code),
+        }
+    } else {
+        None
     };
+    let mut net =
+        match crate::satellite::load(&a.file, a.allow_outside, a.json, connected.as_ref(), io)? {
+            Ok(net) => net,
+            Err(code) => return Ok(code),
+        };
     if let Some(witness) = &a.follow {
         return follow(&net, witness, a.json, io);
     }
     let name = display_name(&net, &a.file);
-    let placed = match crate::satellite::place(&a.nats, &mut net, io)? {
-        Ok(p) => p,
-        Err(code) => return Ok(code),
-    };
     let mut builder = Runtime::builder().for_cm_file(&a.file, a.capabilities.as_deref());
-    if let Some(tools) = placed.tools {
-        builder = builder.source(tools);
+    if let Some(c) = &connected {
+        c.remote.place(&mut net);
+        builder = builder.source(c.source());
     }
     let rt = match builder.build() {
         Ok(rt) => rt,

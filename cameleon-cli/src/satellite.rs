@@ -6,10 +6,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cameleon::capabilities::CodeSource;
-use cameleon::net::Net;
+use cameleon::capabilities::{CapabilitiesBuilder, CapabilitiesError, CapabilityNames, Source};
+use cameleon::catalogue::Catalogue;
 use cameleon::tools::{Tool, ToolRegistry};
-use cameleon_nats::{NatsOptions, Remote, Satellite, SatelliteConfig};
+use cameleon_nats::{NatsOptions, OpsToHost, Remote, Satellite, SatelliteConfig};
 use clap::Args;
 
 use crate::{Io, exit};
@@ -34,6 +34,10 @@ pub struct NatsArgs {
     /// satellite (no satellite hosting its type by then: ERROR naming the type).
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     pub nats_timeout_ms: u64,
+    /// `run`, `check`: how long to wait at start for the satellites' answers (the tools they
+    /// host, which a .cm file may then name).
+    #[arg(long, value_name = "MS", default_value_t = 300)]
+    pub nats_wait_ms: u64,
 }
 
 impl NatsArgs {
@@ -62,9 +66,35 @@ pub struct SatelliteArgs {
     /// Its heartbeat period; a satellite unseen for 3 periods is gone.
     #[arg(long, value_name = "MS", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..))]
     pub heartbeat_ms: u64,
-    /// The folder file tools and file-reading operators are confined to.
-    #[arg(long, value_name = "DIR", default_value = ".")]
-    pub base: PathBuf,
+    /// The operator types it hosts, comma-separated (`--ops counter,llm`). A satellite hosts
+    /// only what it is told.
+    #[arg(long, value_name = "TYPES", value_delimiter = ',')]
+    pub ops: Vec<String>,
+    /// Host every operator type of this program (the file-reading ones only with `--base`).
+    #[arg(long, conflicts_with = "ops")]
+    pub all_ops: bool,
+    /// The tools it hosts, comma-separated (`--tools calc,json_query`).
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub tools: Vec<String>,
+    /// Hosted tools it runs only with a person's approval obtained by the run (the net lists
+    /// them under `tools: approve:`), comma-separated.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    pub approve: Vec<String>,
+    /// The folder its file tools and file-reading operators are confined to; without it, it
+    /// hosts none of them.
+    #[arg(long, value_name = "DIR")]
+    pub base: Option<PathBuf>,
+    /// The longest a call may run; past it the call is abandoned and answered `timeout`
+    /// (0: no ceiling).
+    #[arg(long, value_name = "MS", default_value_t = 600_000)]
+    pub max_call_ms: u64,
+    /// The largest request it reads, in bytes; a larger one is answered `bad_request`.
+    #[arg(long, value_name = "BYTES", default_value_t = cameleon_nats::DEFAULT_MAX_REQUEST_BYTES as u64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_request_bytes: u64,
+    /// On SIGTERM or Ctrl-C: how long it waits for its calls in flight and for NATS before it
+    /// exits anyway.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub drain_ms: u64,
 }
 
 /// `cameleon satellites`.
@@ -114,8 +144,25 @@ fn default_name() -> String {
     format!("{host}-{}", std::process::id())
 }
 
+fn listed(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
+
 /// `cameleon satellite`: serves until SIGTERM or Ctrl-C, then finishes the calls it runs.
 pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
+    if !a.all_ops && a.ops.is_empty() && a.tools.is_empty() {
+        let (ops, tools) = cameleon_nats::could_host();
+        writeln!(
+            io.stderr,
+            "error: {}",
+            cameleon_nats::nothing_to_host(&ops, &tools)
+        )?;
+        return Ok(exit::INVALID);
+    }
     let url = match url(&a.conn, io)? {
         Ok(u) => u,
         Err(code) => return Ok(code),
@@ -125,6 +172,18 @@ pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i
     config.concurrency = a.concurrency as usize;
     config.heartbeat = Duration::from_millis(a.heartbeat_ms);
     config.base_dir = a.base.clone();
+    config.ops = if a.all_ops {
+        OpsToHost::All
+    } else if a.ops.is_empty() {
+        OpsToHost::None
+    } else {
+        OpsToHost::Listed(a.ops.clone())
+    };
+    config.tools = a.tools.clone();
+    config.approve = a.approve.clone();
+    config.max_call = (a.max_call_ms > 0).then(|| Duration::from_millis(a.max_call_ms));
+    config.max_request_bytes = usize::try_from(a.max_request_bytes).unwrap_or(usize::MAX);
+    config.drain_timeout = Duration::from_millis(a.drain_ms);
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -157,6 +216,16 @@ pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i
             options.prefix,
             h.concurrency
         )?;
+        writeln!(
+            io.stderr,
+            "  operator types: {}\n  tools: {}\n  files: {}",
+            listed(&h.ops),
+            listed(&h.tools),
+            a.base.as_ref().map_or_else(
+                || "none (no --base)".to_owned(),
+                |b| format!("confined to {}", b.display())
+            )
+        )?;
         io.stderr.flush()?;
         stopped().await;
         writeln!(
@@ -166,8 +235,15 @@ pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i
             sat.in_flight()
         )?;
         io.stderr.flush()?;
-        sat.shutdown().await;
-        writeln!(io.stderr, "satellite {}: stopped", h.name)?;
+        if sat.shutdown().await {
+            writeln!(io.stderr, "satellite {}: stopped", h.name)?;
+        } else {
+            writeln!(
+                io.stderr,
+                "satellite {}: stopped after its drain timeout ({} ms): calls still running or replies not delivered (is the NATS server reachable?) are left to the runs, which send them again",
+                h.name, a.drain_ms
+            )?;
+        }
         Ok(exit::OK)
     })
 }
@@ -245,21 +321,146 @@ pub(super) fn satellites(a: &SatellitesArgs, io: &mut Io<'_>) -> std::io::Result
     Ok(exit::OK)
 }
 
-/// What `run --nats` sets up: its `placement: remote` instances become proxies, and the
-/// satellites' tools that this program lacks join the run's tools (a code source).
-pub(super) struct Placed {
-    /// The tools to add to the run's capabilities.
-    pub(super) tools: Option<CodeSource>,
+/// What `--nats` brings to a command before its file is loaded: the connection, and the tools
+/// the satellites host that this program lacks (their manifests, gathered at start within
+/// `--nats-wait-ms`).
+pub(super) struct Connected {
+    /// The connection to the satellites.
+    pub(super) remote: Remote,
+    /// The remote tools.
+    pub(super) tools: Vec<Arc<dyn Tool>>,
+    /// The descriptions of the operator types the satellites host.
+    pub(super) types: Vec<cameleon_nats::wire::WireOpType>,
 }
 
-/// With `--nats`, connects and places the net's remote instances. `Err`: the exit code.
-pub(super) fn place(
-    conn: &NatsArgs,
-    net: &mut Net,
+impl Connected {
+    /// Every tool a file may name: this program's and the satellites'.
+    pub(super) fn registry(&self) -> Arc<ToolRegistry> {
+        let mut r = ToolRegistry::new();
+        r.extend_from(ToolRegistry::global());
+        for t in &self.tools {
+            r.replace(Arc::clone(t));
+        }
+        Arc::new(r)
+    }
+
+    /// The catalogue a file is loaded with: this program's operator types and the satellites'
+    /// that it lacks (instances of those fire on satellites only). `Err`: a description that
+    /// cannot be used, reported.
+    pub(super) fn catalogue(&self, io: &mut Io<'_>) -> std::io::Result<Result<Catalogue, i32>> {
+        match cameleon_nats::types::catalogue_with(&self.types) {
+            Ok(c) => Ok(Ok(c)),
+            Err(e) => {
+                writeln!(io.stderr, "error: a satellite's operator types: {e}")?;
+                Ok(Err(exit::ERROR))
+            }
+        }
+    }
+
+    /// Every instance of a type only a satellite hosts must be placed remote. `Err`: the exit
+    /// code, the instances named.
+    pub(super) fn check_placement(
+        &self,
+        net: &cameleon::net::Net,
+        io: &mut Io<'_>,
+    ) -> std::io::Result<Result<(), i32>> {
+        let mut bad = Vec::new();
+        for o in net.operators() {
+            let ty = o.spec.type_id.to_string();
+            if Catalogue::global().get(&ty).is_none()
+                && o.placement != cameleon::net::Placement::Remote
+            {
+                bad.push(format!("`{}` ({ty})", o.name));
+            }
+        }
+        if bad.is_empty() {
+            return Ok(Ok(()));
+        }
+        writeln!(
+            io.stderr,
+            "error: {} of an operator type this program does not link, which a satellite hosts: give {} `placement: remote`",
+            bad.join(", "),
+            if bad.len() == 1 { "it" } else { "them" }
+        )?;
+        Ok(Err(exit::INVALID))
+    }
+
+    /// The satellites' tools as a capabilities source (they join the run's gate).
+    pub(super) fn source(&self) -> SatelliteTools {
+        SatelliteTools {
+            tools: self.tools.clone(),
+            remote: self.remote.clone(),
+        }
+    }
+}
+
+/// The satellites' tools, as a source of capabilities: their names for `check`, the tools for
+/// a run's gate; and the connection, which places the remote instances of inner nets.
+#[derive(Debug)]
+pub(super) struct SatelliteTools {
+    tools: Vec<Arc<dyn Tool>>,
+    remote: Remote,
+}
+
+impl Source for SatelliteTools {
+    fn describe(&self) -> String {
+        "the satellites (`--nats`)".to_owned()
+    }
+
+    fn apply(&self, b: &mut CapabilitiesBuilder) -> Result<(), CapabilitiesError> {
+        for t in &self.tools {
+            b.tool(Arc::clone(t));
+        }
+        b.placer(Arc::new(self.remote.clone()));
+        Ok(())
+    }
+
+    fn names(&self, names: &mut CapabilityNames) -> Result<(), CapabilitiesError> {
+        for t in &self.tools {
+            names.tool(&t.manifest().name);
+        }
+        Ok(())
+    }
+}
+
+/// Loads `path` for a command with `connected`'s tools and operator types when it has
+/// satellites (as [`load`](crate::load) otherwise). `Err`: the exit code, reported.
+pub(super) fn load(
+    path: &std::path::Path,
+    allow_outside: bool,
+    json: bool,
+    connected: Option<&Connected>,
     io: &mut Io<'_>,
-) -> std::io::Result<Result<Placed, i32>> {
+) -> std::io::Result<Result<cameleon::net::Net, i32>> {
+    let Some(c) = connected else {
+        return crate::load_with(path, allow_outside, json, None, None, io);
+    };
+    let catalogue = match c.catalogue(io)? {
+        Ok(cat) => cat,
+        Err(code) => return Ok(Err(code)),
+    };
+    let net = match crate::load_with(
+        path,
+        allow_outside,
+        json,
+        Some(c.registry()),
+        Some(&catalogue),
+        io,
+    )? {
+        Ok(net) => net,
+        Err(code) => return Ok(Err(code)),
+    };
+    c.check_placement(&net, io).map(|r| r.map(|()| net))
+}
+
+/// With `--nats`, connects and gathers the satellites' tools. `Ok(None)`: no `--nats`.
+/// `Err`: the exit code, reported.
+pub(super) fn connect(
+    conn: &NatsArgs,
+    io: &mut Io<'_>,
+) -> std::io::Result<Result<Option<Connected>, i32>> {
     let Some(url) = conn.nats.as_deref() else {
-        return Ok(Ok(Placed { tools: None }));
+        return Ok(Ok(None));
     };
     let options = conn.options(url);
     let remote = match Remote::connect(&options) {
@@ -273,30 +474,19 @@ pub(super) fn place(
             return Ok(Err(exit::ERROR));
         }
     };
-    remote.place(net);
-    // The satellites' tools this program lacks: asked only when the net may call tools.
-    let tools: Vec<Arc<dyn Tool>> = if net.tool_policy().is_some() {
-        let r = remote.clone();
-        let manifests = cameleon::runtime::block_on(async move {
-            cameleon::runtime::spawn(
-                async move { r.tool_manifests(Duration::from_millis(300)).await },
-            )
+    let r = remote.clone();
+    let wait = Duration::from_millis(conn.nats_wait_ms);
+    let (manifests, types) = cameleon::runtime::block_on(async move {
+        cameleon::runtime::spawn(async move { r.hosted(wait).await })
             .await
             .ok()
             .and_then(Result::ok)
             .unwrap_or_default()
-        });
-        remote.remote_tools(manifests, ToolRegistry::global())
-    } else {
-        Vec::new()
-    };
-    let source = (!tools.is_empty()).then(|| {
-        CodeSource::new("satellites", move |b| {
-            for t in &tools {
-                b.tool(Arc::clone(t));
-            }
-            Ok(())
-        })
     });
-    Ok(Ok(Placed { tools: source }))
+    let tools = remote.remote_tools(manifests, ToolRegistry::global());
+    Ok(Ok(Some(Connected {
+        remote,
+        tools,
+        types,
+    })))
 }

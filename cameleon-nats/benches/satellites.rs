@@ -78,10 +78,12 @@ fn satellites(c: &mut Criterion) {
         .unwrap();
     let options = NatsOptions::new(nats.url());
     let (_a, _b, remote) = rt.block_on(async {
-        let mut ca = SatelliteConfig::new("bench-a");
-        ca.concurrency = 8;
-        let mut cb = SatelliteConfig::new("bench-b");
-        cb.concurrency = 8;
+        // Room for the 1 000 calls in flight of the throughput bench: past its concurrency a
+        // satellite answers `busy` (docs/wire.md, "Bounded intake").
+        let mut ca = SatelliteConfig::new("bench-a").all_ops();
+        ca.concurrency = 1024;
+        let mut cb = SatelliteConfig::new("bench-b").all_ops();
+        cb.concurrency = 1024;
         let a = Satellite::start(&options, ca).await.unwrap();
         let b = Satellite::start(&options, cb).await.unwrap();
         let r = Remote::connect_async(&options).await.unwrap();

@@ -19,6 +19,19 @@ pub const VERSION_HEADER: &str = "Cameleon-Wire";
 /// show it.
 pub const KEY_HEADER: &str = "Cameleon-Key";
 
+/// The header of a request asking to be acknowledged (value `1`). A caller that only reads one
+/// answer (a plain NATS request) leaves it out and gets the reply alone.
+pub const WANT_ACK_HEADER: &str = "Cameleon-Want-Ack";
+
+/// The header of a satellite's acknowledgement: its name. A satellite that takes a call whose
+/// request has [`WANT_ACK_HEADER`] first sends an empty message with this header (and
+/// [`HEARTBEAT_HEADER`]) to the call's reply subject, then the reply; the run then knows who
+/// holds the call.
+pub const ACK_HEADER: &str = "Cameleon-Ack";
+
+/// The header of an acknowledgement giving the satellite's heartbeat period, in milliseconds.
+pub const HEARTBEAT_HEADER: &str = "Cameleon-Heartbeat-Ms";
+
 /// The default subject prefix.
 pub const DEFAULT_PREFIX: &str = "cameleon";
 
@@ -72,6 +85,17 @@ impl Subjects {
     /// The queue group of the prefix's satellites (load spreads over its members).
     pub fn queue_group(&self) -> String {
         format!("{}-satellites", self.prefix)
+    }
+
+    /// Satellite `name`'s own subject for firings of operator type `ty`, outside the queue
+    /// group: `<prefix>.sat.<name>.op.<type>`.
+    pub fn direct_op(&self, name: &str, ty: &str) -> String {
+        format!("{}.sat.{name}.op.{ty}", self.prefix)
+    }
+
+    /// Satellite `name`'s own subject for calls of tool `tool`: `<prefix>.sat.<name>.tool.<tool>`.
+    pub fn direct_tool(&self, name: &str, tool: &str) -> String {
+        format!("{}.sat.{name}.tool.{tool}", self.prefix)
     }
 }
 
@@ -194,6 +218,14 @@ pub enum ErrorKind {
     BadRequest,
     /// The request's wire version is not the satellite's.
     Version,
+    /// The satellite runs as many calls as it may (`--concurrency`): it took nothing. Not a
+    /// failure of the call: the run sends it again, to whichever satellite is free.
+    Busy,
+    /// The call ran past the satellite's ceiling (`--max-call-ms`) and was abandoned.
+    Timeout,
+    /// A kind this program does not know (a newer satellite's): a failure.
+    #[serde(other)]
+    Other,
 }
 
 /// A satellite's answer to an [`OpRequest`].
@@ -254,6 +286,11 @@ pub struct ToolRequest {
     /// The call's idempotency key, if any: a retried call with the same key does not run twice.
     #[serde(default)]
     pub key: Option<String>,
+    /// Who approved the call at the run, when it needed a person's approval (a tool under the
+    /// net's `approve:`): a satellite runs the tools it was told need one (`--approve`) only
+    /// with it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approved_by: Option<String>,
 }
 
 /// A satellite's answer to a [`ToolRequest`]: the tool gate's result on the satellite.
@@ -269,6 +306,87 @@ pub struct ToolReply {
     /// Whether the answer came from the idempotency cache.
     #[serde(default)]
     pub cached: bool,
+    /// When the satellite did not run the tool for a reason of its own (`busy`, `bad_request`,
+    /// `unknown`, `version`, `timeout`): which. Absent when the tool ran (whatever its result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ErrorKind>,
+}
+
+/// Side effects a tool has on the world (docs/wire.md, docs/tools.md): `none`; `read` (reads
+/// local files); `write` (writes local files); `external` (acts on the outside world). A
+/// manifest without `effects` counts as `external`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effects {
+    /// No side effect.
+    None,
+    /// Reads local files.
+    Read,
+    /// Writes local files.
+    Write,
+    /// Acts on the outside world (sends, posts, pays, deletes remotely).
+    External,
+}
+
+/// A tool as a satellite advertises it: its manifest and its effects.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireTool {
+    /// Name, description, input and output schemas.
+    #[serde(flatten)]
+    pub manifest: cameleon::operator::capability::ToolManifest,
+    /// Its side effects; absent: `external`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effects: Option<Effects>,
+}
+
+impl WireTool {
+    /// Its effects, `external` when the satellite did not say.
+    pub fn effects(&self) -> Effects {
+        self.effects.unwrap_or(Effects::External)
+    }
+}
+
+/// A port of an operator type, on the wire.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WirePort {
+    /// Its name (`in_data`, `out_data`).
+    pub name: String,
+    /// Its data type's name (`DataString`, `DataJSON`, `Any`), or a type variable `T0`…`T9`.
+    #[serde(rename = "type")]
+    pub ty: String,
+    /// Whether the operator fires without it connected.
+    #[serde(default)]
+    pub optional: bool,
+}
+
+/// What a run needs to know of an operator type to place an instance of it on a satellite
+/// without linking it: its ports, firing policy, family, params (as a JSON Schema) and whether it
+/// keeps an internal state. Sent in answers to `<prefix>.discover`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WireOpType {
+    /// The catalogue id (`.cm` `type:`).
+    pub id: String,
+    /// A human label.
+    #[serde(default)]
+    pub label: String,
+    /// What it does.
+    #[serde(default)]
+    pub doc: String,
+    /// `behavioral` (a remote type must be).
+    pub family: cameleon::policy::Family,
+    /// `any`, `all`, `any_no_guard` or `source`.
+    pub policy: cameleon::policy::Policy,
+    /// Input ports, in order.
+    pub inputs: Vec<WirePort>,
+    /// Output ports, in order.
+    pub outputs: Vec<WirePort>,
+    /// A JSON Schema of its `params:` object (`{}` or absent: any params).
+    #[serde(default)]
+    pub params: Json,
+    /// Whether it keeps an internal state between firings (then every firing request carries
+    /// the state its last reply gave, `null` before the first).
+    #[serde(default)]
+    pub stateful: bool,
 }
 
 /// What a satellite says of itself, every heartbeat (subject [`Subjects::heartbeat`]) and
@@ -289,8 +407,12 @@ pub struct Heartbeat {
     pub concurrency: usize,
     /// How many it runs now.
     pub in_flight: usize,
-    /// The manifests of its tools: in answers to `<prefix>.discover` only (heartbeats stay
-    /// small).
+    /// The manifests of its tools, with their effects: in answers to `<prefix>.discover` only
+    /// (heartbeats stay small).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub manifests: Vec<cameleon::operator::capability::ToolManifest>,
+    pub manifests: Vec<WireTool>,
+    /// What a run needs to place each hosted operator type without linking it: in answers to
+    /// `<prefix>.discover` only.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub types: Vec<WireOpType>,
 }

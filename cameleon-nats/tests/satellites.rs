@@ -89,7 +89,9 @@ fn server() -> NatsServer {
 }
 
 async fn satellite(url: &str, name: &str, heartbeat_ms: u64) -> Satellite {
-    let mut c = SatelliteConfig::new(name);
+    let mut c = SatelliteConfig::new(name)
+        .all_ops()
+        .tools(["st_shout", "calc"]);
     c.heartbeat = Duration::from_millis(heartbeat_ms);
     Satellite::start(&NatsOptions::new(url), c)
         .await
@@ -329,7 +331,7 @@ async fn a_firing_retried_while_its_first_attempt_runs_waits_for_it_instead_of_r
 async fn no_satellite_for_a_type_is_an_error_naming_it() {
     let nats = server();
     // A satellite under another prefix (another tenant) does not count.
-    let mut c = SatelliteConfig::new("other-tenant");
+    let mut c = SatelliteConfig::new("other-tenant").all_ops();
     c.heartbeat = Duration::from_millis(1000);
     let _other = Satellite::start(&NatsOptions::new(nats.url()).prefix("tenant-b"), c)
         .await
@@ -426,7 +428,19 @@ async fn a_remote_tool_goes_through_the_gate_and_names_its_satellite() {
         .tool_manifests(Duration::from_millis(300))
         .await
         .unwrap();
-    assert!(manifests.iter().any(|m| m.name == "st_shout"));
+    let shout = manifests
+        .iter()
+        .find(|m| m.manifest.name == "st_shout")
+        .expect("st_shout advertised");
+    // A tool of no declared effects counts as acting on the outside world; calc has none.
+    assert_eq!(shout.effects(), cameleon_nats::wire::Effects::External);
+    assert_eq!(
+        manifests
+            .iter()
+            .find(|m| m.manifest.name == "calc")
+            .map(|m| m.effects()),
+        Some(cameleon_nats::wire::Effects::None)
+    );
     // The caller has no local tools: every one comes from the satellite.
     let mut reg = ToolRegistry::new();
     for t in remote.remote_tools(manifests, &ToolRegistry::new()) {
@@ -586,7 +600,7 @@ async fn a_token_passes_through_and_its_absence_is_a_clear_error() {
     let nats = NatsServer::start_with(&["--auth", "s3cret"]).unwrap_or_else(|e| panic!("{e}"));
     let mut with = NatsOptions::new(nats.url());
     with.token = Some("s3cret".into());
-    let mut c = SatelliteConfig::new("secure");
+    let mut c = SatelliteConfig::new("secure").ops(["counter"]);
     c.heartbeat = Duration::from_millis(1000);
     let _a = Satellite::start(&with, c).await.unwrap();
     let remote = Remote::connect_async(&with).await.unwrap();
@@ -605,5 +619,61 @@ async fn a_token_passes_through_and_its_absence_is_a_clear_error() {
         e.to_string()
             .contains(&format!("cannot connect to NATS at `{}`", nats.url())),
         "{e}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_lost_satellite_is_noticed_in_three_heartbeats_and_its_call_goes_to_a_live_one() {
+    let nats = server();
+    let hb = 100;
+    let a = satellite(&nats.url(), "fo-a", hb).await;
+    let b = satellite(&nats.url(), "fo-b", hb).await;
+    let remote = Remote::connect_async(&NatsOptions::new(nats.url()))
+        .await
+        .unwrap();
+    // Wait until the run has heard both: the failover needs a live one to go to.
+    let r = remote.clone();
+    tokio::time::timeout(test_support::WAIT_TIMEOUT, async move {
+        while r.live().len() < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await
+    .expect("both satellites heard");
+    // No `retry:` and a long `timeout_ms`: only the heartbeats can save this firing.
+    let text = effect_net(
+        "failover",
+        "      hang_first: true",
+        "    timeout_ms: 600000",
+    );
+    let probe = remote.clone();
+    let run = tokio::spawn(async move { run_cm(&text, Some(probe)).await });
+    for _ in 0..1000 {
+        if count(&STARTED, "failover") == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(count(&STARTED, "failover"), 1, "the firing started");
+    let (held, live) = if a.in_flight() == 1 { (a, b) } else { (b, a) };
+    let lost = held.name().to_owned();
+    held.kill().await;
+    let (end, cvm) = run.await.unwrap();
+    assert_eq!(end, EndState::Completed, "{:?}", cvm.history());
+    assert_eq!(cvm.received("out")[0].to_json(), json!(42));
+    assert_eq!(live.executions(), 1, "the live satellite ran it");
+    let f = remote.failovers();
+    assert_eq!(f.len(), 1, "{f:?}");
+    assert_eq!(f[0].from, lost);
+    assert_eq!(f[0].to.as_deref(), Some(live.name()));
+    // Counted in heartbeats: the lost one was silent 3 of its periods (never fewer), and the
+    // run heard about 3 heartbeats of the live one meanwhile.
+    assert!(f[0].silent >= f[0].period * 3, "{f:?}");
+    assert!((2..=4).contains(&f[0].heartbeats_of_the_next), "{f:?}");
+    eprintln!(
+        "failover after {} ms of silence (heartbeat {} ms; limit 3 × heartbeat + 100 ms = {} ms)",
+        f[0].silent.as_millis(),
+        hb,
+        3 * hb + 100
     );
 }

@@ -8,10 +8,12 @@
 //! - [`TempDir`]: a temporary folder removed on drop, kept when the test fails ([`temp`]);
 //! - [`wait_until`], [`wait_for`]: waits that fail instead of hanging ([`wait`]);
 //! - [`secrets`]: the forms a leaked secret could take, and the check that none appears;
-//! - [`openai`]: a small OpenAI-compatible server on 127.0.0.1, scripted by the test.
+//! - [`openai`]: a small OpenAI-compatible server on 127.0.0.1, scripted by the test;
+//! - [`nats`]: NATS credentials (operator, account, users with permissions) the test makes.
 //!
 //! No wait here measures anything: every timeout only turns a hang into a failure.
 
+pub mod nats;
 pub mod openai;
 pub mod process;
 pub mod rng;

@@ -93,6 +93,10 @@ pub struct ServeArgs {
     /// Let file-reading operators read outside the .cm file's folder.
     #[arg(long)]
     pub allow_outside: bool,
+    /// NATS: with --nats URL, `placement: remote` instances fire on satellites, and the file
+    /// may name their tools and types (docs/wire.md); the history shows where each ran.
+    #[command(flatten)]
+    pub nats: crate::satellite::NatsArgs,
 }
 
 /// Runs `cameleon serve` until the process is interrupted.
@@ -111,10 +115,23 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             a.file.display()
         )?;
     }
-    let runtime = match cameleon::capabilities::Runtime::builder()
-        .for_cm_file(&a.file, a.capabilities.as_deref())
-        .build()
-    {
+    let satellites = match crate::satellite::connect(&a.nats, io)? {
+        Ok(None) => None,
+        Ok(Some(c)) => match c.catalogue(io)? {
+            Ok(catalogue) => Some(session::Satellites {
+                connected: c,
+                catalogue,
+            }),
+            Err(code) => return Ok(code),
+        },
+        Err(code) => return Ok(code),
+    };
+    let mut builder =
+        cameleon::capabilities::Runtime::builder().for_cm_file(&a.file, a.capabilities.as_deref());
+    if let Some(s) = &satellites {
+        builder = builder.source(s.connected.source());
+    }
+    let runtime = match builder.build() {
         Ok(rt) => rt,
         Err(e) => {
             writeln!(io.stderr, "error: {e}")?;
@@ -124,6 +141,7 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let served = Served {
         path: a.file.clone(),
         allow_outside: a.allow_outside,
+        satellites: satellites.map(Arc::new),
     };
     let wires = Wires::default();
     let session = match Session::open(served.clone(), runtime, a.journal.clone(), wires.clone()) {

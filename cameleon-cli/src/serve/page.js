@@ -198,6 +198,12 @@ function scheduleTimeline(s) {
   }, 120);
 }
 
+// The operators of a history entry, each with the satellite it ran on (`serve --nats`).
+function ranOn(e) {
+  const on = e.ran_on || [];
+  return e.ops.map((op, i) => (on[i] ? op + " @ " + on[i] : op)).join(", ");
+}
+
 function drawTimeline(h) {
   const ol = $("timeline");
   ol.textContent = "";
@@ -211,7 +217,7 @@ function drawTimeline(h) {
     const li = document.createElement("li");
     li.className = "entry";
     li.dataset.step = String(e.step);
-    li.textContent = e.step + " · " + e.ops.join(", ");
+    li.textContent = e.step + " · " + ranOn(e);
     if (e.step === h.depth) li.classList.add("current");
     li.onclick = () => goto({ step: e.step });
     ol.appendChild(li);
@@ -220,7 +226,7 @@ function drawTimeline(h) {
     const li = document.createElement("li");
     li.className = "entry redo";
     li.dataset.step = String(e.step);
-    li.textContent = e.step + " · " + e.ops.join(", ") + " (recorded)";
+    li.textContent = e.step + " · " + ranOn(e) + " (recorded)";
     li.onclick = () => goto({ step: e.step });
     ol.appendChild(li);
   }

@@ -82,11 +82,14 @@ pub(crate) struct HistoryView {
     pub(crate) depth: usize,
 }
 
-/// One step of the history: its number and the operators that fired in it.
+/// One step of the history: its number and the operators that fired in it; with `--nats`,
+/// per operator the satellite it ran on (`null`: in the server's process).
 #[derive(Debug, Serialize)]
 pub(crate) struct EntryView {
     pub(crate) step: u32,
     pub(crate) ops: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub(crate) ran_on: Vec<Option<String>>,
 }
 
 /// A branch of the history (`POST /api/goto {"branch": index}` switches to it).

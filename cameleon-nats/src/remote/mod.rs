@@ -1,45 +1,94 @@
 //! The run's side: [`Remote`], a connection to the satellites of a prefix; the proxy operator
 //! that fires a `placement: remote` instance on one; [`RemoteTool`], a tool reached the same way.
 
+mod call;
+mod mux;
+mod proxy;
 mod registry;
 
+pub use proxy::RemoteTool;
 pub use registry::{MISSED_HEARTBEATS, Registry, Seen};
 
-use std::sync::Arc;
+use proxy::RemoteOp;
+
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use async_nats::client::RequestErrorKind;
-use async_nats::{Client, HeaderMap};
-use cameleon::connection::{ConnState, OpId};
+use async_nats::Client;
+use cameleon::Net;
+use cameleon::connection::OpId;
 use cameleon::net::Placement;
-use cameleon::operator::capability::ToolManifest;
-use cameleon::operator::{
-    FiniteControl, Firing, OpFuture, OpSettings, OpSpec, OpState, Params, Question,
-};
-use cameleon::policy::Enabling;
-use cameleon::tools::{Tool, ToolContext, ToolError, ToolOutput};
-use cameleon::types::{TypedValue, Value};
-use cameleon::{Execution, InputSet, Net, OpError, Operator};
+use cameleon::tools::Tool;
 use futures_util::StreamExt;
-use serde_json::Value as Json;
 
-use crate::wire::{
-    ErrorKind, Heartbeat, KEY_HEADER, OpReply, OpRequest, Subjects, ToolReply, ToolRequest,
-    VERSION_HEADER, WIRE_VERSION, WireInput, WirePolicy,
-};
+use crate::wire::{Heartbeat, OpRequest, Subjects, WireOpType, WirePolicy, WireTool};
 use crate::{NatsError, NatsOptions};
 
 /// The default time a call may take, all tries included, when its instance sets no
 /// `timeout_ms`.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A run's connection to the satellites of one prefix.
+/// A run's connection to the satellites of one prefix. It follows their heartbeats from the
+/// moment it connects, so a call whose satellite is lost goes to a live one.
 #[derive(Clone, Debug)]
 pub struct Remote {
     client: Client,
     subjects: Subjects,
     url: Arc<str>,
     timeout: Duration,
+    follow: Arc<Follow>,
+}
+
+/// A call sent again because the satellite holding it was lost.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failover {
+    /// The satellite lost.
+    pub from: String,
+    /// The live satellite the call went to (`None`: none was known, the queue group took it).
+    pub to: Option<String>,
+    /// How long `from` had been silent (no heartbeat, no acknowledgement) when the call was
+    /// sent again: at least 3 of its heartbeat periods.
+    pub silent: Duration,
+    /// `from`'s heartbeat period.
+    pub period: Duration,
+    /// How many heartbeats of `to` the run received while `from` was silent: the failover time
+    /// counted in heartbeats.
+    pub heartbeats_of_the_next: usize,
+}
+
+/// What a [`Remote`] follows: the satellites' heartbeats, the failovers so far, and which
+/// satellite answered the recent firings.
+#[derive(Debug)]
+struct Follow {
+    registry: Mutex<Registry>,
+    failovers: Mutex<Vec<Failover>>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    ran: Mutex<Ran>,
+    mux: mux::Mux,
+}
+
+/// The satellite that answered each of the last [`RAN_KEPT`] firings, by run, step and instance.
+#[derive(Debug, Default)]
+struct Ran {
+    by: std::collections::HashMap<String, String>,
+    order: std::collections::VecDeque<String>,
+}
+
+/// How many firings' satellites a [`Remote`] remembers.
+const RAN_KEPT: usize = 4096;
+
+/// A firing's place in a run, whatever its branch: `{run}/{step}/{instance}`.
+fn where_key(run: &str, step: u32, instance: &str) -> String {
+    format!("{run}/{step}/{instance}")
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        if let Ok(Some(t)) = self.task.get_mut().map(Option::take) {
+            t.abort();
+        }
+        self.mux.stop();
+    }
 }
 
 impl Remote {
@@ -58,12 +107,79 @@ impl Remote {
     /// Connects, from async code (the connection's task runs on the caller's runtime).
     pub async fn connect_async(options: &NatsOptions) -> Result<Remote, NatsError> {
         let client = options.connect_here(None).await?;
+        let subjects = options.subjects();
+        let follow = Arc::new(Follow {
+            mux: mux::Mux::start(&client).await?,
+            registry: Mutex::default(),
+            failovers: Mutex::default(),
+            task: Mutex::default(),
+            ran: Mutex::default(),
+        });
+        let mut beats = client
+            .subscribe(subjects.heartbeats())
+            .await
+            .map_err(|e| NatsError::Nats(format!("cannot subscribe: {e}")))?;
+        let weak = Arc::downgrade(&follow);
+        let task = tokio::spawn(async move {
+            while let Some(m) = beats.next().await {
+                let Some(follow) = weak.upgrade() else { return };
+                if let Ok(h) = serde_json::from_slice::<Heartbeat>(&m.payload)
+                    && let Ok(mut r) = follow.registry.lock()
+                {
+                    r.seen(h, Instant::now());
+                }
+            }
+        });
+        if let Ok(mut t) = follow.task.lock() {
+            *t = Some(task);
+        }
         Ok(Remote {
             client,
-            subjects: options.subjects(),
+            subjects,
             url: Arc::from(options.url.as_str()),
             timeout: DEFAULT_TIMEOUT,
+            follow,
         })
+    }
+
+    /// The satellite that answered the firing of `instance` at `step` of run `run` (the latest,
+    /// if several branches fired it), if this connection sent it and still remembers.
+    pub fn ran_on(&self, run: &str, step: u32, instance: &str) -> Option<String> {
+        let ran = self.follow.ran.lock().ok()?;
+        ran.by.get(&where_key(run, step, instance)).cloned()
+    }
+
+    /// Remembers that `satellite` answered the firing of `req`.
+    pub(crate) fn record_ran(&self, req: &OpRequest, satellite: &str) {
+        if let Ok(mut ran) = self.follow.ran.lock() {
+            let k = where_key(&req.run, req.step, &req.instance);
+            if ran.by.insert(k.clone(), satellite.to_owned()).is_none() {
+                ran.order.push_back(k);
+            }
+            while ran.order.len() > RAN_KEPT {
+                if let Some(old) = ran.order.pop_front() {
+                    ran.by.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// The calls sent again so far because their satellite was lost, oldest first.
+    pub fn failovers(&self) -> Vec<Failover> {
+        self.follow
+            .failovers
+            .lock()
+            .map(|f| f.clone())
+            .unwrap_or_default()
+    }
+
+    /// The satellites this connection has heard from and that are live now, sorted by name.
+    pub fn live(&self) -> Vec<Seen> {
+        self.follow
+            .registry
+            .lock()
+            .map(|mut r| r.live_at(Instant::now()))
+            .unwrap_or_default()
     }
 
     /// Bounds each call of an instance without `timeout_ms` to `limit` (default
@@ -127,128 +243,6 @@ impl Remote {
         remote.len()
     }
 
-    /// Sends one firing and waits for its reply, re-sending while no satellite answers (none
-    /// hosts the type yet), until `limit`.
-    pub async fn fire(&self, req: &OpRequest, limit: Duration) -> Result<OpReply, OpError> {
-        let subject = self.subjects.op(&req.ty);
-        let body = serde_json::to_vec(req)
-            .map_err(|e| OpError::new(format!("cannot encode the firing request: {e}")))?;
-        let bytes = self
-            .request(&subject, body, Some(&req.key), limit)
-            .await
-            .map_err(|e| {
-                self.explain(
-                    e,
-                    &subject,
-                    &format!("operator type `{}` (instance `{}`)", req.ty, req.instance),
-                    limit,
-                )
-            })?;
-        let reply: OpReply = serde_json::from_slice(&bytes).map_err(|e| {
-            OpError::new(format!(
-                "the reply to `{}` ({}) is not a firing reply: {e}",
-                req.instance, req.ty
-            ))
-        })?;
-        if reply.v != WIRE_VERSION {
-            return Err(OpError::new(format!(
-                "wire version mismatch: satellite `{}` answered in version {}, this program speaks {WIRE_VERSION} (run satellites built with the same Caméléon version; docs/wire.md)",
-                reply.satellite, reply.v
-            )));
-        }
-        Ok(reply)
-    }
-
-    /// Calls a tool on a satellite.
-    pub async fn call_tool(
-        &self,
-        req: &ToolRequest,
-        limit: Duration,
-    ) -> Result<ToolReply, ToolError> {
-        let subject = self.subjects.tool(&req.tool);
-        let body = serde_json::to_vec(req)
-            .map_err(|e| ToolError::new(format!("cannot encode the tool call: {e}")))?;
-        let bytes = self
-            .request(&subject, body, req.key.as_deref(), limit)
-            .await
-            .map_err(|e| {
-                let e = self.explain(e, &subject, &format!("tool `{}`", req.tool), limit);
-                ToolError::new(e.message().to_owned())
-            })?;
-        let reply: ToolReply = serde_json::from_slice(&bytes).map_err(|e| {
-            ToolError::new(format!(
-                "the reply to tool `{}` is not a tool reply: {e}",
-                req.tool
-            ))
-        })?;
-        if reply.v != WIRE_VERSION {
-            return Err(ToolError::new(format!(
-                "wire version mismatch: satellite `{}` answered in version {}, this program speaks {WIRE_VERSION} (docs/wire.md)",
-                reply.satellite, reply.v
-            )));
-        }
-        Ok(reply)
-    }
-
-    /// One request: re-sent while nobody listens, until `limit`.
-    async fn request(
-        &self,
-        subject: &str,
-        body: Vec<u8>,
-        key: Option<&str>,
-        limit: Duration,
-    ) -> Result<bytes::Bytes, Failure> {
-        let t0 = Instant::now();
-        let mut headers = HeaderMap::new();
-        headers.insert(VERSION_HEADER, WIRE_VERSION.to_string().as_str());
-        if let Some(k) = key {
-            headers.insert(KEY_HEADER, k);
-        }
-        let body = bytes::Bytes::from(body);
-        let mut pause = Duration::from_millis(5);
-        loop {
-            let left = limit.saturating_sub(t0.elapsed());
-            if left.is_zero() {
-                return Err(Failure::NoResponders);
-            }
-            let r = self
-                .client
-                .send_request(
-                    subject.to_owned(),
-                    async_nats::Request::new()
-                        .payload(body.clone())
-                        .headers(headers.clone())
-                        .timeout(Some(left)),
-                )
-                .await;
-            match r {
-                Ok(m) => return Ok(m.payload),
-                Err(e) => match e.kind() {
-                    RequestErrorKind::NoResponders => {
-                        tokio::time::sleep(pause.min(left)).await;
-                        pause = (pause * 2).min(Duration::from_millis(200));
-                    }
-                    RequestErrorKind::TimedOut => return Err(Failure::TimedOut),
-                    _ => return Err(Failure::Other(e.to_string())),
-                },
-            }
-        }
-    }
-
-    fn explain(&self, f: Failure, subject: &str, what: &str, limit: Duration) -> OpError {
-        let ms = limit.as_millis();
-        OpError::new(match f {
-            Failure::NoResponders => format!(
-                "no satellite hosts {what}: nothing answered on `{subject}` at {} within {ms} ms; start one with `cameleon satellite --nats {}` from a program that links it",
-                self.url, self.url
-            ),
-            Failure::TimedOut => format!(
-                "the satellite running {what} did not answer within {ms} ms (it may have died or be overloaded); set the instance's `timeout_ms:` and `retry:` to retry on another"
-            ),
-            Failure::Other(e) => format!("NATS request on `{subject}` failed: {e}"),
-        })
-    }
-
     /// The satellites that answer a discovery request (or heartbeat) within `wait`, sorted by
     /// name.
     pub async fn discover(&self, wait: Duration) -> Result<Vec<Seen>, NatsError> {
@@ -259,15 +253,29 @@ impl Remote {
         Ok(registry.live_at(Instant::now()))
     }
 
-    /// The manifests of the tools the satellites host, one per name, sorted by name.
-    pub async fn tool_manifests(&self, wait: Duration) -> Result<Vec<ToolManifest>, NatsError> {
-        let mut by_name = std::collections::BTreeMap::new();
+    /// The manifests (with effects) of the tools the satellites host, one per name, sorted by
+    /// name.
+    pub async fn tool_manifests(&self, wait: Duration) -> Result<Vec<WireTool>, NatsError> {
+        Ok(self.hosted(wait).await?.0)
+    }
+
+    /// What the satellites that answer within `wait` host: their tools (manifests and effects)
+    /// and the descriptions of their operator types, one per name, sorted by name.
+    pub async fn hosted(
+        &self,
+        wait: Duration,
+    ) -> Result<(Vec<WireTool>, Vec<WireOpType>), NatsError> {
+        let mut tools = std::collections::BTreeMap::new();
+        let mut types = std::collections::BTreeMap::new();
         for (h, _) in self.gather(wait).await? {
             for m in h.manifests {
-                by_name.entry(m.name.clone()).or_insert(m);
+                tools.entry(m.manifest.name.clone()).or_insert(m);
+            }
+            for t in h.types {
+                types.entry(t.id.clone()).or_insert(t);
             }
         }
-        Ok(by_name.into_values().collect())
+        Ok((tools.into_values().collect(), types.into_values().collect()))
     }
 
     /// The heartbeats and discovery answers received within `wait`.
@@ -334,223 +342,21 @@ impl Remote {
     /// satellites' discovery; each call goes to whichever satellite of the queue group takes it.
     pub fn remote_tools(
         &self,
-        manifests: Vec<ToolManifest>,
+        manifests: Vec<WireTool>,
         local: &cameleon::tools::ToolRegistry,
     ) -> Vec<Arc<dyn Tool>> {
         manifests
             .into_iter()
-            .filter(|m| local.get(&m.name).is_none())
-            .map(|m| {
-                Arc::new(RemoteTool {
-                    manifest: m,
-                    remote: self.clone(),
-                }) as Arc<dyn Tool>
-            })
+            .filter(|m| local.get(&m.manifest.name).is_none())
+            .map(|m| Arc::new(RemoteTool::new(m, self.clone())) as Arc<dyn Tool>)
             .collect()
     }
 }
 
-enum Failure {
-    NoResponders,
-    TimedOut,
-    Other(String),
-}
-
-/// The proxy of a `placement: remote` instance: fires on a satellite, answers everything
-/// else with the local instance.
-struct RemoteOp {
-    inner: Box<dyn Operator>,
-    remote: Remote,
-    ty: String,
-    instance: String,
-    policy: Option<WirePolicy>,
-    limit: Duration,
-}
-
-impl RemoteOp {
-    fn request(&self, cx: &Firing<'_>) -> Result<OpRequest, OpError> {
-        let state = match self.inner.save_state() {
-            None => None,
-            Some(s) => Some(s.to_json().map_err(|e| {
-                OpError::new(format!(
-                    "`{}` cannot run on a satellite: {e}",
-                    self.instance
-                ))
-            })?),
-        };
-        Ok(OpRequest {
-            v: WIRE_VERSION,
-            run: cx.run_id().to_owned(),
-            branch: cx.branch(),
-            step: cx.step(),
-            instance: cx.instance().to_owned(),
-            key: cx.idempotency_key(),
-            ty: self.ty.clone(),
-            params: self.inner.params(),
-            inputs: (0..cx.input_count())
-                .map(|i| WireInput {
-                    state: cx.state_at(i).into(),
-                    value: match cx.state_at(i) {
-                        ConnState::Empty => None,
-                        _ => cx.value_at(i).map(|v| TypedValue(v.clone())),
-                    },
-                })
-                .collect(),
-            outputs: (0..cx.output_count())
-                .map(|p| cx.output_connected(p))
-                .collect(),
-            parallel: cx.parallel(),
-            state,
-            tools: self.policy.clone(),
-        })
-    }
-
-    fn apply(&mut self, reply: OpReply, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        if !reply.ok {
-            let why = reply.error.unwrap_or_else(|| "no reason given".to_owned());
-            return Err(OpError::new(match reply.kind {
-                Some(ErrorKind::Failed) | None => why,
-                Some(_) => format!("satellite `{}`: {why}", reply.satellite),
-            }));
-        }
-        if let Some(json) = reply.state {
-            let model = self.inner.save_state().ok_or_else(|| {
-                OpError::new(format!(
-                    "satellite `{}` sent an internal state for `{}`, whose type has none",
-                    reply.satellite, self.instance
-                ))
-            })?;
-            let s = model.from_json_like(json).map_err(|e| {
-                OpError::new(format!(
-                    "the internal state of `{}` sent by satellite `{}` cannot be read: {e}",
-                    self.instance, reply.satellite
-                ))
-            })?;
-            self.inner.restore_state(&s);
-        }
-        for e in reply.emitted {
-            cx.emit_at(e.port as usize, e.value.0);
-        }
-        Ok(())
-    }
-}
-
-impl Operator for RemoteOp {
-    fn spec(&self) -> OpSpec {
-        self.inner.spec()
-    }
-
-    fn params(&self) -> Params {
-        self.inner.params()
-    }
-
-    fn can_fire(&self, e: &Enabling<'_>) -> bool {
-        self.inner.can_fire(e)
-    }
-
-    fn consumes(&self, inputs: &[ConnState]) -> InputSet {
-        self.inner.consumes(inputs)
-    }
-
-    fn control(&self) -> Option<&dyn FiniteControl> {
-        self.inner.control()
-    }
-
-    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let req = self.request(cx)?;
-        let remote = self.remote.clone();
-        let limit = self.limit;
-        let reply = cameleon::runtime::block_on(async move { remote.fire(&req, limit).await })?;
-        self.apply(reply, cx)
-    }
-
-    fn execution(&self) -> Execution {
-        Execution::Async
-    }
-
-    fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
-        Box::pin(async move {
-            let req = self.request(cx)?;
-            let reply = self.remote.fire(&req, self.limit).await?;
-            self.apply(reply, cx)
-        })
-    }
-
-    fn question(&self) -> Option<Question> {
-        self.inner.question()
-    }
-
-    fn has_answer(&self) -> bool {
-        self.inner.has_answer()
-    }
-
-    fn answer(&mut self, value: Value) {
-        self.inner.answer(value);
-    }
-
-    fn settings(&self) -> OpSettings {
-        self.inner.settings()
-    }
-
-    fn save_state(&self) -> Option<OpState> {
-        self.inner.save_state()
-    }
-
-    fn restore_state(&mut self, state: &OpState) {
-        self.inner.restore_state(state);
-    }
-
-    fn rollback(&mut self, before: Option<&OpState>, emitted: &[(u16, Value)]) {
-        self.inner.rollback(before, emitted);
-    }
-
-    fn replay(&mut self, after: Option<&OpState>, emitted: &[(u16, Value)]) {
-        self.inner.replay(after, emitted);
-    }
-}
-
-/// A tool that runs on a satellite: called through the run's gate like any other (policy and
-/// argument check there), answered with the satellite's result, `meta.origin` naming it.
-#[derive(Debug)]
-pub struct RemoteTool {
-    manifest: ToolManifest,
-    remote: Remote,
-}
-
-impl RemoteTool {
-    /// The tool of `manifest`, reached through `remote`.
-    pub fn new(manifest: ToolManifest, remote: Remote) -> Self {
-        RemoteTool { manifest, remote }
-    }
-}
-
-impl Tool for RemoteTool {
-    fn manifest(&self) -> &ToolManifest {
-        &self.manifest
-    }
-
-    fn origin(&self) -> &str {
-        "satellite"
-    }
-
-    fn call<'a>(&'a self, cx: &'a ToolContext, args: Json) -> ToolOutput<'a> {
-        let req = ToolRequest {
-            v: WIRE_VERSION,
-            tool: self.manifest.name.clone(),
-            args,
-            principal: cx.principal.clone(),
-            key: cx.idempotency_key.clone(),
-        };
-        ToolOutput::Pending(Box::pin(async move {
-            let reply = self.remote.call_tool(&req, self.remote.timeout).await?;
-            cx.report_origin(reply.result.meta.origin.clone());
-            match reply.result.status {
-                cameleon::tools::ToolStatus::Ok => Ok(reply.result.content),
-                cameleon::tools::ToolStatus::Timeout => {
-                    Err(ToolError::timeout(reply.result.error.unwrap_or_default()))
-                }
-                _ => Err(ToolError::new(reply.result.error.unwrap_or_default())),
-            }
-        }))
+/// A run's capabilities carry the connection, so the inner nets of `subnet` and `map` fire their
+/// `placement: remote` instances on the satellites too.
+impl cameleon::net::Placer for Remote {
+    fn place(&self, net: &mut Net) -> usize {
+        Remote::place(self, net)
     }
 }

@@ -28,7 +28,12 @@ pub struct Seen {
 #[derive(Debug, Default)]
 pub struct Registry {
     seen: std::collections::BTreeMap<String, (Heartbeat, Instant)>,
+    /// When each satellite's recent heartbeats arrived, oldest first (at most [`RECENT`]).
+    recent: std::collections::BTreeMap<String, std::collections::VecDeque<Instant>>,
 }
+
+/// How many heartbeat arrivals per satellite [`Registry`] remembers.
+const RECENT: usize = 32;
 
 /// How many heartbeat periods without one a satellite is gone after.
 pub const MISSED_HEARTBEATS: u32 = 3;
@@ -36,7 +41,34 @@ pub const MISSED_HEARTBEATS: u32 = 3;
 impl Registry {
     /// Records a heartbeat received at `at`.
     pub fn seen(&mut self, h: Heartbeat, at: Instant) {
+        let recent = self.recent.entry(h.name.clone()).or_default();
+        recent.push_back(at);
+        if recent.len() > RECENT {
+            recent.pop_front();
+        }
         self.seen.insert(h.name.clone(), (h, at));
+    }
+
+    /// How many heartbeats of satellite `name` arrived after `since` (of the last 32).
+    pub fn heartbeats_since(&self, name: &str, since: Instant) -> usize {
+        self.recent
+            .get(name)
+            .map_or(0, |r| r.iter().filter(|at| **at > since).count())
+    }
+
+    /// The live satellite (at `now`) that hosts operator type `ty` (or tool `ty` when `tool`),
+    /// is not in `exclude`, and runs the fewest calls; `None` when there is none.
+    pub fn pick(&self, tool: bool, ty: &str, exclude: &[String], now: Instant) -> Option<String> {
+        self.seen
+            .values()
+            .filter(|(h, at)| {
+                let period = Duration::from_millis(h.heartbeat_ms.max(1));
+                now.saturating_duration_since(*at) < period * MISSED_HEARTBEATS
+                    && !exclude.contains(&h.name)
+                    && if tool { &h.tools } else { &h.ops }.iter().any(|t| t == ty)
+            })
+            .min_by_key(|(h, _)| h.in_flight)
+            .map(|(h, _)| h.name.clone())
     }
 
     /// The satellites live at `now` (seen within 3 of their heartbeat periods), sorted by name;

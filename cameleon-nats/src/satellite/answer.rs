@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use async_nats::Message;
 use cameleon::catalogue::{BuildContext, Catalogue};
@@ -14,13 +15,24 @@ use cameleon::runtime::{CatchPanic, catch_panic};
 use cameleon::tools::{ToolCall, ToolGate, ToolRegistry, ToolStatus};
 use cameleon::types::{TypedValue, Value};
 use cameleon::{Execution, OpError};
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::Shared;
+use super::caps::SatelliteCaps;
+use super::intake::tool_refusal;
 use crate::cache::Answer;
 use crate::wire::{
     ErrorKind, OpReply, OpRequest, ToolReply, ToolRequest, VERSION_HEADER, WIRE_VERSION,
     WireEmission,
 };
+
+/// The reply's text for a call abandoned at the satellite's ceiling.
+fn abandoned(satellite: &str, what: &str, limit: Duration) -> String {
+    format!(
+        "satellite `{satellite}` abandoned {what} after {} ms, its ceiling (`--max-call-ms`)",
+        limit.as_millis()
+    )
+}
 
 /// The wire version a message says it speaks (header first, else assumed current).
 fn version_of(m: &Message) -> Option<u32> {
@@ -36,8 +48,12 @@ fn version_error(v: u32) -> String {
     )
 }
 
-/// Answers one firing request.
-pub(super) async fn handle_op(shared: &Arc<Shared>, m: &Message) -> OpReply {
+/// Answers one firing request; `permit` is its place among the satellite's `concurrency`.
+pub(super) async fn handle_op(
+    shared: &Arc<Shared>,
+    m: &Message,
+    permit: OwnedSemaphorePermit,
+) -> OpReply {
     let name = &shared.name;
     if let Some(v) = version_of(m).filter(|v| *v != WIRE_VERSION) {
         return OpReply::failed(name, ErrorKind::Version, version_error(v));
@@ -69,7 +85,7 @@ pub(super) async fn handle_op(shared: &Arc<Shared>, m: &Message) -> OpReply {
     let s = Arc::clone(shared);
     match shared
         .op_cache
-        .answer(&key, |r| r.ok, async move { run_op(&s, req).await })
+        .answer(&key, |r| r.ok, async move { run_op(&s, req, permit).await })
         .await
     {
         Answer::Ran(r) => r,
@@ -80,13 +96,15 @@ pub(super) async fn handle_op(shared: &Arc<Shared>, m: &Message) -> OpReply {
     }
 }
 
-/// Builds the operator, restores its state, fires it once.
-async fn run_op(shared: &Arc<Shared>, req: OpRequest) -> OpReply {
+/// Builds the operator, restores its state, fires it once — abandoned at the satellite's
+/// ceiling: an async operator is dropped there; a blocking one cannot be interrupted, so its
+/// thread keeps `permit` (its place) until it ends, and its result is dropped.
+async fn run_op(shared: &Arc<Shared>, req: OpRequest, permit: OwnedSemaphorePermit) -> OpReply {
     shared.executions.fetch_add(1, Ordering::SeqCst);
     let name = shared.name.clone();
     let bad = |msg: String| OpReply::failed(&name, ErrorKind::BadRequest, msg);
     let cx = BuildContext {
-        base_dir: Some(shared.config.base_dir.clone()),
+        base_dir: Some(shared.base_dir.clone()),
         ..BuildContext::default()
     };
     let mut op = match Catalogue::global().build(&req.ty, &req.params, &cx) {
@@ -109,6 +127,7 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest) -> OpReply {
         }
     }
     let ty = req.ty.clone();
+    let what = format!("the firing of `{}` ({ty})", req.instance);
     let inputs: Vec<(ConnState, Option<Value>)> = req
         .inputs
         .into_iter()
@@ -128,30 +147,74 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest) -> OpReply {
         allow: p.allow,
         approve: p.approve,
     });
-    let caps: Arc<dyn Capabilities> = shared
+    // The run's policy for the operator's own tool calls, within what the satellite hosts.
+    let inner = shared
         .generation
-        .for_run(policy.as_ref(), shared.config.base_dir.clone());
+        .for_run(policy.as_ref(), shared.base_dir.clone());
+    let caps: Arc<dyn Capabilities> = Arc::new(SatelliteCaps::new(
+        inner,
+        &name,
+        &shared.tools,
+        &shared.config.approve,
+    ));
+    let limit = shared.config.max_call;
     let (op, emitted, result) = match op.execution() {
         Execution::Async => {
             let mut emitted = Vec::new();
             let result = {
                 let mut cx = detached.firing(&mut emitted, &caps);
-                CatchPanic::new(op.run_async(&mut cx))
-                    .await
-                    .unwrap_or_else(|p| Err(OpError::panicked(&p)))
+                let fired = CatchPanic::new(op.run_async(&mut cx));
+                let fired = match limit {
+                    Some(l) => match tokio::time::timeout(l, fired).await {
+                        Ok(r) => r,
+                        Err(_) => {
+                            return OpReply::failed(
+                                &name,
+                                ErrorKind::Timeout,
+                                abandoned(&name, &what, l),
+                            );
+                        }
+                    },
+                    None => fired.await,
+                };
+                fired.unwrap_or_else(|p| Err(OpError::panicked(&p)))
             };
+            drop(permit);
+            (op, emitted, result)
+        }
+        Execution::Inline => {
+            // Quick by its declaration: run here, without a hand-over to another thread.
+            let mut emitted = Vec::new();
+            let result = {
+                let mut cx = detached.firing(&mut emitted, &caps);
+                catch_panic(|| op.run(&mut cx)).unwrap_or_else(|p| Err(OpError::panicked(&p)))
+            };
+            drop(permit);
             (op, emitted, result)
         }
         _ => {
-            let joined = tokio::task::spawn_blocking(move || {
+            let handle = tokio::task::spawn_blocking(move || {
+                let _place = permit;
                 let mut emitted = Vec::new();
                 let result = {
                     let mut cx = detached.firing(&mut emitted, &caps);
                     catch_panic(|| op.run(&mut cx)).unwrap_or_else(|p| Err(OpError::panicked(&p)))
                 };
                 (op, emitted, result)
-            })
-            .await;
+            });
+            let joined = match limit {
+                Some(l) => match tokio::time::timeout(l, handle).await {
+                    Ok(j) => j,
+                    Err(_) => {
+                        return OpReply::failed(
+                            &name,
+                            ErrorKind::Timeout,
+                            abandoned(&name, &what, l),
+                        );
+                    }
+                },
+                None => handle.await,
+            };
             match joined {
                 Ok(x) => x,
                 Err(e) => {
@@ -194,46 +257,60 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest) -> OpReply {
 }
 
 /// Answers one tool call: the gate on the satellite, the tool alone allowed (the caller's gate
-/// applied the run's policy), `meta.origin` naming the satellite.
-pub(super) async fn handle_tool(shared: &Arc<Shared>, m: &Message) -> ToolReply {
+/// applied the run's policy), `meta.origin` naming the satellite, at most `max_call` long.
+pub(super) async fn handle_tool(
+    shared: &Arc<Shared>,
+    m: &Message,
+    permit: OwnedSemaphorePermit,
+) -> ToolReply {
     let name = shared.name.clone();
-    let failed = |tool: &str, msg: String| ToolReply {
-        v: WIRE_VERSION,
-        satellite: name.clone(),
-        result: cameleon::tools::ToolResult::failed(ToolStatus::Error, tool, msg, 0),
-        cached: false,
-    };
+    let failed = |tool: &str, kind: ErrorKind, msg: String| tool_refusal(&name, tool, kind, msg);
     if let Some(v) = version_of(m).filter(|v| *v != WIRE_VERSION) {
-        return failed("?", version_error(v));
+        return failed("?", ErrorKind::Version, version_error(v));
     }
     let req: ToolRequest = match serde_json::from_slice(&m.payload) {
         Ok(r) => r,
         Err(e) => {
             return failed(
                 "?",
+                ErrorKind::BadRequest,
                 format!("satellite `{name}` cannot read the tool call: {e}"),
             );
         }
     };
     if req.v != WIRE_VERSION {
-        return failed(&req.tool, version_error(req.v));
+        return failed(&req.tool, ErrorKind::Version, version_error(req.v));
     }
     if !shared.tools.contains(&req.tool) {
         return failed(
             &req.tool,
+            ErrorKind::Unknown,
             format!("satellite `{name}` does not host tool `{}`", req.tool),
         );
+    }
+    if req.approved_by.is_none() && shared.config.approve.contains(&req.tool) {
+        return ToolReply {
+            v: WIRE_VERSION,
+            satellite: name.clone(),
+            result: super::caps::needs_approval(&name, &req.tool),
+            cached: false,
+            kind: None,
+        };
     }
     let run = {
         let s = Arc::clone(shared);
         let req = req.clone();
         async move {
+            let _place = permit;
             s.executions.fetch_add(1, Ordering::SeqCst);
-            let gate = ToolGate::allow_only(
+            let mut gate = ToolGate::allow_only(
                 Arc::clone(ToolRegistry::global()),
                 req.tool.clone(),
-                s.config.base_dir.clone(),
+                s.base_dir.clone(),
             );
+            if let Some(l) = s.config.max_call {
+                gate = gate.timeout(l);
+            }
             let mut result = gate
                 .call(ToolCall {
                     tool: req.tool.clone(),
@@ -241,7 +318,7 @@ pub(super) async fn handle_tool(shared: &Arc<Shared>, m: &Message) -> ToolReply 
                     principal: req.principal,
                     idempotency_key: req.key,
                     // The run's gate decided (an approval included); this gate allows the tool.
-                    approved_by: None,
+                    approved_by: req.approved_by,
                 })
                 .await;
             result.meta.origin = format!("satellite:{}", s.name);
@@ -250,6 +327,7 @@ pub(super) async fn handle_tool(shared: &Arc<Shared>, m: &Message) -> ToolReply 
                 satellite: s.name.clone(),
                 result,
                 cached: false,
+                kind: None,
             }
         }
     };

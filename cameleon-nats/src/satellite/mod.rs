@@ -8,18 +8,21 @@
 //! to a firing request or a tool call is in `answer.rs`.
 
 mod answer;
+mod caps;
+mod hosting;
+mod intake;
+
+pub use hosting::{FILE_READING_OPS, OpsToHost, could_host, nothing_to_host, tool_effects};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_nats::service::ServiceExt;
 use async_nats::{Client, HeaderMap};
-use bytes::Bytes;
 use cameleon::capabilities::{Generation, Runtime};
-use cameleon::catalogue::Catalogue;
 use cameleon::tools::ToolRegistry;
 use futures_util::StreamExt;
 use tokio::sync::Semaphore;
@@ -27,62 +30,124 @@ use tokio::task::JoinSet;
 
 use crate::cache::Cache;
 use crate::wire::{
-    Heartbeat, OpReply, SERVICE_NAME, Subjects, ToolReply, VERSION_HEADER, WIRE_VERSION,
+    Heartbeat, OpReply, SERVICE_NAME, Subjects, ToolReply, VERSION_HEADER, WIRE_VERSION, WireTool,
     is_subject_token,
 };
 use crate::{NatsError, NatsOptions};
-use answer::{handle_op, handle_tool};
+use intake::{Kind, encode, serve, serve_direct};
 
-/// How a satellite is set up.
+/// The largest request a satellite reads by default (1 MiB, NATS's own default `max_payload`).
+pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1 << 20;
+
+/// The longest a call may run on a satellite by default before it is abandoned (10 minutes).
+pub const DEFAULT_MAX_CALL: Duration = Duration::from_secs(600);
+
+/// How long a stopping satellite waits by default for its calls in flight and for NATS.
+pub const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How a satellite is set up. It hosts only what it is told: [`SatelliteConfig::new`] hosts
+/// nothing, and [`Satellite::start`] refuses a satellite with nothing to host.
 #[derive(Clone, Debug)]
 pub struct SatelliteConfig {
     /// Its name, unique among the satellites of a prefix (a NATS subject token).
     pub name: String,
-    /// How many calls it runs at once.
+    /// How many calls it runs at once; past it, a call is answered `busy` at once.
     pub concurrency: usize,
     /// Its heartbeat period.
     pub heartbeat: Duration,
     /// How many finished calls' replies it keeps by idempotency key.
     pub cache_capacity: usize,
-    /// The folder file tools and file-reading operators resolve paths against.
-    pub base_dir: PathBuf,
-    /// The operator types it hosts (`None`: every type linked into the program).
-    pub ops: Option<Vec<String>>,
-    /// The tools it hosts (`None`: every tool linked into the program).
-    pub tools: Option<Vec<String>>,
+    /// The folder file tools and file-reading operators are confined to. `None`: it hosts none
+    /// of them.
+    pub base_dir: Option<PathBuf>,
+    /// The operator types it hosts.
+    pub ops: OpsToHost,
+    /// The tools it hosts, by name.
+    pub tools: Vec<String>,
+    /// Hosted tools it runs only with a person's approval obtained by the run (carried by the
+    /// request): a call of one without it is `denied`.
+    pub approve: Vec<String>,
+    /// The longest a call may run; past it the call is abandoned and answered `timeout`.
+    /// `None`: no ceiling.
+    pub max_call: Option<Duration>,
+    /// The largest request it reads; a larger one is answered `bad_request`.
+    pub max_request_bytes: usize,
+    /// How long [`Satellite::shutdown`] waits for the calls in flight and for NATS.
+    pub drain_timeout: Duration,
 }
 
 impl SatelliteConfig {
-    /// A satellite named `name`: concurrency 4, a heartbeat every second, 4096 cached replies,
-    /// the current folder, every operator type and tool of the program.
+    /// A satellite named `name` hosting nothing yet: concurrency 4, a heartbeat every second,
+    /// 4096 cached replies, no base folder, calls of at most [`DEFAULT_MAX_CALL`], requests of
+    /// at most [`DEFAULT_MAX_REQUEST_BYTES`].
     pub fn new(name: impl Into<String>) -> Self {
         SatelliteConfig {
             name: name.into(),
             concurrency: 4,
             heartbeat: Duration::from_secs(1),
             cache_capacity: 4096,
-            base_dir: PathBuf::from("."),
-            ops: None,
-            tools: None,
+            base_dir: None,
+            ops: OpsToHost::None,
+            tools: Vec::new(),
+            approve: Vec::new(),
+            max_call: Some(DEFAULT_MAX_CALL),
+            max_request_bytes: DEFAULT_MAX_REQUEST_BYTES,
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
         }
+    }
+
+    /// Hosts these operator types.
+    pub fn ops<S: Into<String>>(mut self, ops: impl IntoIterator<Item = S>) -> Self {
+        self.ops = OpsToHost::Listed(ops.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// Hosts every operator type of the program (those that read files only with a base).
+    pub fn all_ops(mut self) -> Self {
+        self.ops = OpsToHost::All;
+        self
+    }
+
+    /// Hosts these tools.
+    pub fn tools<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.tools = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Runs these hosted tools only with an approval obtained by the run.
+    pub fn approve<S: Into<String>>(mut self, tools: impl IntoIterator<Item = S>) -> Self {
+        self.approve = tools.into_iter().map(Into::into).collect();
+        self
+    }
+
+    /// Confines file tools and file-reading operators to `dir`.
+    pub fn base(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.base_dir = Some(dir.into());
+        self
     }
 }
 
 /// What every task of a satellite shares.
-struct Shared {
+pub(crate) struct Shared {
     name: String,
     client: Client,
     subjects: Subjects,
     ops: Vec<String>,
     tools: Vec<String>,
+    /// What a run needs to place each hosted type without linking it (once per type, aliases
+    /// aside).
+    types: Vec<crate::wire::WireOpType>,
+    /// The base folder, `.` when none was given (then nothing hosted reads files).
+    base_dir: PathBuf,
     config: SatelliteConfig,
     permits: Arc<Semaphore>,
-    in_flight: AtomicUsize,
     executions: AtomicU64,
     op_cache: Cache<OpReply>,
     tool_cache: Cache<ToolReply>,
     generation: Arc<Generation>,
     tasks: Mutex<JoinSet<()>>,
+    /// Set when the satellite stops: its own subjects' loop ends then.
+    stop: tokio::sync::watch::Sender<bool>,
 }
 
 /// A running satellite. [`shutdown`](Self::shutdown) stops it gracefully; dropping it without
@@ -115,24 +180,23 @@ impl Satellite {
                 config.name
             )));
         }
-        let client = options.connect_here(Some(&config.name)).await?;
+        let (ops, tools) = hosting::resolve(&config.ops, &config.tools, config.base_dir.as_ref())?;
+        if let Some(t) = config.approve.iter().find(|t| !tools.contains(t)) {
+            return Err(NatsError::Config(format!(
+                "`--approve {t}`: this satellite does not host tool `{t}` (add it to `--tools`)"
+            )));
+        }
         let subjects = options.subjects();
-        let catalogue = Catalogue::global();
-        let ops = hosted(
-            catalogue.ids().map(str::to_owned),
-            config.ops.as_deref(),
-            "operator type",
-        )?;
-        let registry = ToolRegistry::global();
-        let tools = hosted(
-            registry.names().map(str::to_owned),
-            config.tools.as_deref(),
-            "tool",
-        )?;
-        let runtime = Runtime::builder()
-            .for_dir(&config.base_dir, None)
-            .build()
-            .map_err(|e| NatsError::Config(format!("the satellite's capabilities: {e}")))?;
+        options.check_prefix()?;
+        // Capabilities (models): the user's own (`CAMELEON_CAPABILITIES`), and a `cameleon.yaml`
+        // in the base folder the user named; never one found in the working folder.
+        let runtime = match &config.base_dir {
+            Some(dir) => Runtime::builder().for_dir(dir, None),
+            None => Runtime::builder().source(cameleon::capabilities::EnvSource),
+        }
+        .build()
+        .map_err(|e| NatsError::Config(format!("the satellite's capabilities: {e}")))?;
+        let client = options.connect_here(Some(&config.name)).await?;
         let mut metadata = HashMap::new();
         metadata.insert("satellite".to_owned(), config.name.clone());
         metadata.insert("prefix".to_owned(), subjects.prefix().to_owned());
@@ -149,15 +213,29 @@ impl Satellite {
             name: config.name.clone(),
             client: client.clone(),
             subjects: subjects.clone(),
+            types: {
+                let mut seen = std::collections::BTreeMap::new();
+                for t in &ops {
+                    if let Some(e) = cameleon::catalogue::Catalogue::global().get(t) {
+                        seen.entry(e.id)
+                            .or_insert_with(|| crate::types::describe(e));
+                    }
+                }
+                seen.into_values().collect()
+            },
             ops,
             tools,
+            base_dir: config
+                .base_dir
+                .clone()
+                .unwrap_or_else(|| PathBuf::from(".")),
             permits: Arc::new(Semaphore::new(config.concurrency.max(1))),
-            in_flight: AtomicUsize::new(0),
             executions: AtomicU64::new(0),
             op_cache: Cache::new(config.cache_capacity),
             tool_cache: Cache::new(config.cache_capacity),
             generation: runtime.current(),
             tasks: Mutex::new(JoinSet::new()),
+            stop: tokio::sync::watch::Sender::new(false),
             config,
         });
         let mut loops = JoinSet::new();
@@ -176,6 +254,11 @@ impl Satellite {
                 loops.spawn(serve(Arc::clone(&shared), kind, endpoint));
             }
         }
+        let direct = client
+            .subscribe(format!("{}.sat.{}.>", subjects.prefix(), shared.name))
+            .await
+            .map_err(|e| NatsError::Nats(format!("cannot subscribe: {e}")))?;
+        loops.spawn(serve_direct(Arc::clone(&shared), direct));
         let discover = client
             .subscribe(subjects.discover())
             .await
@@ -213,22 +296,43 @@ impl Satellite {
 
     /// How many calls it runs now.
     pub fn in_flight(&self) -> usize {
-        self.shared.in_flight.load(Ordering::SeqCst)
+        self.shared.in_flight()
+    }
+
+    /// The operator types it hosts, sorted.
+    pub fn ops(&self) -> &[String] {
+        &self.shared.ops
+    }
+
+    /// The tools it hosts, sorted.
+    pub fn tools(&self) -> &[String] {
+        &self.shared.tools
     }
 
     /// Stops gracefully: takes no new call (its subscriptions end, so the NATS server routes
     /// new calls to the other satellites), finishes and answers the calls it runs, stops
-    /// heartbeating, and flushes.
-    pub async fn shutdown(mut self) {
+    /// heartbeating, and flushes — all within the drain timeout, even when the NATS server is
+    /// gone (then the replies are lost and the runs re-send their calls). Returns whether it
+    /// all finished in time.
+    pub async fn shutdown(mut self) -> bool {
+        let deadline = tokio::time::Instant::now() + self.shared.config.drain_timeout;
         if let Some(service) = self.service.take() {
             let _ = service.stop().await;
         }
-        // The endpoints' streams end with the service: every call taken is in `tasks` then.
-        while self.loops.join_next().await.is_some() {}
-        let mut tasks = std::mem::take(&mut *lock(&self.shared.tasks));
-        while tasks.join_next().await.is_some() {}
+        self.shared.stop.send_replace(true);
+        let shared = Arc::clone(&self.shared);
+        let mut loops = std::mem::take(&mut self.loops);
+        let drained = tokio::time::timeout_at(deadline, async move {
+            // The endpoints' streams end with the service: every call taken is in `tasks` then.
+            while loops.join_next().await.is_some() {}
+            let mut tasks = std::mem::take(&mut *lock(&shared.tasks));
+            while tasks.join_next().await.is_some() {}
+            let _ = shared.client.flush().await;
+        })
+        .await
+        .is_ok();
         self.background.abort_all();
-        let _ = self.shared.client.flush().await;
+        drained
     }
 
     /// Dies at once, as a crashed process would: the calls it runs are never answered, its
@@ -254,38 +358,6 @@ impl Drop for Satellite {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// The names hosted: all of `all`, or those of `only` (each must exist).
-fn hosted(
-    all: impl Iterator<Item = String>,
-    only: Option<&[String]>,
-    what: &str,
-) -> Result<Vec<String>, NatsError> {
-    let mut all: Vec<String> = all.collect();
-    all.sort();
-    all.dedup();
-    let Some(only) = only else {
-        return Ok(all);
-    };
-    let mut v = Vec::new();
-    for n in only {
-        if !all.contains(n) {
-            return Err(NatsError::Config(format!(
-                "this program has no {what} `{n}` to host (link the crate that declares it)"
-            )));
-        }
-        v.push(n.clone());
-    }
-    v.sort();
-    v.dedup();
-    Ok(v)
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Kind {
-    Op,
-    Tool,
 }
 
 /// A services-API endpoint name (`[A-Za-z0-9_-]+`) for a hosted name.
@@ -316,20 +388,36 @@ impl Shared {
             tools: self.tools.clone(),
             heartbeat_ms: self.config.heartbeat.as_millis() as u64,
             concurrency: self.config.concurrency.max(1),
-            in_flight: self.in_flight.load(Ordering::SeqCst),
+            in_flight: self.in_flight(),
             manifests: Vec::new(),
+            types: Vec::new(),
         }
     }
 
-    /// The heartbeat with the tools' manifests: the answer to a discovery.
+    /// How many calls it runs now (a blocking operator abandoned at `max_call` counts until
+    /// its thread ends).
+    fn in_flight(&self) -> usize {
+        self.config
+            .concurrency
+            .max(1)
+            .saturating_sub(self.permits.available_permits())
+    }
+
+    /// The heartbeat with the tools' manifests and effects: the answer to a discovery.
     fn introduction(&self) -> Heartbeat {
         let registry = ToolRegistry::global();
         Heartbeat {
             manifests: self
                 .tools
                 .iter()
-                .filter_map(|t| registry.get(t).map(|t| t.manifest().clone()))
+                .filter_map(|t| {
+                    registry.get(t).map(|tool| WireTool {
+                        manifest: tool.manifest().clone(),
+                        effects: Some(tool_effects(t)),
+                    })
+                })
                 .collect(),
+            types: self.types.clone(),
             ..self.heartbeat()
         }
     }
@@ -339,49 +427,6 @@ impl Shared {
         h.insert(VERSION_HEADER, WIRE_VERSION.to_string().as_str());
         h
     }
-}
-
-/// Takes the calls of one endpoint; each runs once it gets one of the satellite's
-/// `concurrency` permits.
-async fn serve(
-    shared: Arc<Shared>,
-    kind: Kind,
-    mut endpoint: async_nats::service::endpoint::Endpoint,
-) {
-    while let Some(request) = endpoint.next().await {
-        let s = Arc::clone(&shared);
-        let mut tasks = lock(&shared.tasks);
-        while tasks.try_join_next().is_some() {}
-        tasks.spawn(async move {
-            let Ok(permit) = Arc::clone(&s.permits).acquire_owned().await else {
-                return;
-            };
-            s.in_flight.fetch_add(1, Ordering::SeqCst);
-            tracing::info!(
-                satellite = %s.name,
-                subject = %request.message.subject,
-                key = request
-                    .message
-                    .headers
-                    .as_ref()
-                    .and_then(|h| h.get(crate::wire::KEY_HEADER))
-                    .map_or("", |k| k.as_str()),
-                "call taken"
-            );
-            let body = match kind {
-                Kind::Op => encode(&handle_op(&s, &request.message).await),
-                Kind::Tool => encode(&handle_tool(&s, &request.message).await),
-            };
-            let _ = request.respond_with_headers(Ok(body), s.headers()).await;
-            s.in_flight.fetch_sub(1, Ordering::SeqCst);
-            drop(permit);
-        });
-    }
-}
-
-fn encode<T: serde::Serialize>(v: &T) -> Bytes {
-    // The wire types serialize to JSON without fail (string keys, no non-finite floats).
-    Bytes::from(serde_json::to_vec(v).unwrap_or_default())
 }
 
 /// Answers `<prefix>.discover` with the heartbeat.

@@ -81,6 +81,7 @@ pub struct CapabilitiesBuilder {
     tools: Vec<Arc<dyn Tool>>,
     observer: Option<Arc<dyn Telemetry>>,
     sources: Vec<String>,
+    placer: Option<crate::net::Placing>,
 }
 
 impl fmt::Debug for CapabilitiesBuilder {
@@ -103,7 +104,15 @@ impl CapabilitiesBuilder {
             tools: Vec::new(),
             observer: None,
             sources: Vec::new(),
+            placer: None,
         }
+    }
+
+    /// Fires the `placement: remote` instances of inner nets (`subnet`, `map`) with `placer`
+    /// (a connection to satellites).
+    pub fn placer(&mut self, placer: Arc<dyn crate::net::Placer>) -> &mut Self {
+        self.placer = Some(crate::net::Placing(placer));
+        self
     }
 
     /// Registers chat model `name` (replacing one of that name).
@@ -195,6 +204,7 @@ impl CapabilitiesBuilder {
             tools,
             observer: self.observer.unwrap_or_else(|| Arc::new(TracingTelemetry)),
             sources: self.sources,
+            placer: self.placer,
         }
     }
 }
@@ -232,6 +242,7 @@ pub struct Generation {
     tools: Arc<ToolRegistry>,
     observer: Arc<dyn Telemetry>,
     sources: Vec<String>,
+    placer: Option<crate::net::Placing>,
 }
 
 impl fmt::Debug for Generation {
@@ -413,5 +424,12 @@ impl Capabilities for RunCapabilities {
 
     fn observer(&self) -> &dyn Telemetry {
         &*self.generation.observer
+    }
+
+    fn placement(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        self.generation
+            .placer
+            .as_ref()
+            .map(|p| p as &(dyn std::any::Any + Send + Sync))
     }
 }

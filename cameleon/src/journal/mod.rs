@@ -119,7 +119,7 @@ mod writer;
 use writer::JournalRecorder;
 
 /// What gives a resumed run its capabilities, from its net and base folder.
-type Pin<'a> = Box<dyn FnOnce(&Net, &Path) -> Arc<dyn Capabilities> + 'a>;
+type Pin<'a> = Box<dyn FnOnce(&mut Net, &Path) -> Arc<dyn Capabilities> + 'a>;
 
 /// When a journaled run's steps reach the disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

@@ -18,10 +18,12 @@ impl Journal {
     /// back what it wrote into a store of the run (`index` into its memory) finds that store
     /// while the run is rebuilt, so the resumed run sees it as the run left it
     /// (docs/semantics.md §5.8). `cameleon resume` pins the capabilities of the net's folder so.
+    /// `pin` may also change the net before the engine is built (`cameleon resume --nats`
+    /// places its `placement: remote` instances on satellites there).
     pub fn resume_with(
         &self,
         id: Option<&str>,
-        pin: impl FnOnce(&Net, &Path) -> Arc<dyn Capabilities>,
+        pin: impl FnOnce(&mut Net, &Path) -> Arc<dyn Capabilities>,
     ) -> Result<Resumed, JournalError> {
         self.load_pinned(id, Catalogue::global(), true, Some(Box::new(pin)))
     }
@@ -104,7 +106,7 @@ impl Journal {
             "sequential" => Mode::Sequential,
             other => return Err(self.corrupt(format!("run `{id}`: unknown mode `{other}`"))),
         };
-        let net = loader(catalogue, config.base_dir.as_deref(), config.allow_outside)
+        let mut net = loader(catalogue, config.base_dir.as_deref(), config.allow_outside)
             .file_name(format!("{} (run {id})", self.path.display()))
             .load_str(&cm)
             .map_err(|e| JournalError::Net {
@@ -113,7 +115,7 @@ impl Journal {
             })?;
         let caps = pin.map(|pin| {
             let base = config.base_dir.as_deref().unwrap_or(Path::new("."));
-            pin(&net, base)
+            pin(&mut net, base)
         });
         let mut b = Cvm::builder(net)
             .mode(mode)

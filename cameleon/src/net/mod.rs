@@ -148,6 +148,27 @@ impl fmt::Display for Placement {
     }
 }
 
+/// What fires `placement: remote` instances elsewhere: given a net before its engine is built,
+/// it replaces those instances by proxies (the `cameleon-nats` crate's `Remote` is one). A
+/// run's capabilities carry it, as a [`Placing`]
+/// ([`Capabilities::placement`](crate::operator::capability::Capabilities::placement)), so the
+/// inner nets of `subnet` and `map`, instantiated at each firing, are placed too.
+pub trait Placer: Send + Sync + fmt::Debug {
+    /// Places the remote instances of `net`; returns how many.
+    fn place(&self, net: &mut Net) -> usize;
+}
+
+/// A [`Placer`] as a run's capabilities carry it.
+#[derive(Clone, Debug)]
+pub struct Placing(pub std::sync::Arc<dyn Placer>);
+
+impl Placing {
+    /// The placer `caps` carries, if any.
+    pub fn of(caps: &dyn crate::operator::capability::Capabilities) -> Option<&Placing> {
+        caps.placement()?.downcast_ref::<Placing>()
+    }
+}
+
 /// What a net knows about an operator instance besides the operator itself. An [`OpNode`]
 /// dereferences to it, so `node.name` reads the instance name.
 #[derive(Debug)]

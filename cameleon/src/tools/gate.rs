@@ -146,7 +146,7 @@ impl ToolGate {
     }
 
     /// Calls a tool, asynchronously. Never panics; every outcome is a [`ToolResult`].
-    pub async fn call(&self, call: ToolCall) -> ToolResult {
+    pub async fn call(&self, mut call: ToolCall) -> ToolResult {
         let t0 = Instant::now();
         let (reg, admit) = match self.admit(&call) {
             Ok(x) => x,
@@ -160,6 +160,7 @@ impl ToolGate {
                     if let Approval::Refused(why) = a.approve(&call).await {
                         return finished(refused(&call.tool, &why), t0);
                     }
+                    call.approved_by = Some("the run's approver".to_owned());
                 }
                 None => return finished(needs_approval(&call.tool), t0),
             }
@@ -176,7 +177,7 @@ impl ToolGate {
 
     /// Calls a tool from synchronous code: a sync tool runs on this thread; an async one on
     /// Caméléon's runtime ([`block_on`](crate::runtime::block_on)).
-    pub fn call_blocking(&self, call: ToolCall) -> ToolResult {
+    pub fn call_blocking(&self, mut call: ToolCall) -> ToolResult {
         let t0 = Instant::now();
         let (reg, admit) = match self.admit(&call) {
             Ok(x) => x,
@@ -190,6 +191,7 @@ impl ToolGate {
                     if let Approval::Refused(why) = block_on(a.approve(&call)) {
                         return finished(refused(&call.tool, &why), t0);
                     }
+                    call.approved_by = Some("the run's approver".to_owned());
                 }
                 None => return finished(needs_approval(&call.tool), t0),
             }
@@ -265,6 +267,7 @@ impl ToolGate {
             base_dir: self.base_dir.clone(),
             principal: call.principal.clone(),
             idempotency_key: call.idempotency_key.clone(),
+            approved_by: call.approved_by.clone(),
             origin: Default::default(),
         }
     }

@@ -22,6 +22,9 @@ pub struct ToolContext {
     pub principal: Option<String>,
     /// A key stable across re-runs of the same firing.
     pub idempotency_key: Option<String>,
+    /// Who approved the call, when it needed a person's approval and got it (a tool that
+    /// forwards calls passes it along: a satellite runs such a tool only with it).
+    pub approved_by: Option<String>,
     /// Where the call actually ran, when the tool forwarded it ([`report_origin`](Self::report_origin)).
     pub(crate) origin: ReportedOrigin,
 }
@@ -53,6 +56,7 @@ impl ToolContext {
             base_dir: base_dir.into(),
             principal: None,
             idempotency_key: None,
+            approved_by: None,
             origin: ReportedOrigin::default(),
         }
     }

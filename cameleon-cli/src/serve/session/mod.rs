@@ -41,14 +41,21 @@ pub(crate) struct Served {
     pub(crate) path: PathBuf,
     /// `--allow-outside`.
     pub(crate) allow_outside: bool,
+    /// `--nats URL`: the satellites whose operator types and tools the file may name, and on
+    /// which the engines' remote instances fire.
+    pub(crate) satellites: Option<Arc<Satellites>>,
 }
 
 impl Served {
-    /// The loader of texts of the served file (its folder, its name).
-    pub(crate) fn loader(&self) -> Loader<'static> {
+    /// The loader of texts of the served file (its folder, its name; with `--nats`, the
+    /// satellites' types and tools).
+    pub(crate) fn loader(&self) -> Loader<'_> {
         let mut l = Loader::new()
             .allow_outside(self.allow_outside)
             .base_dir(folder_of(&self.path));
+        if let Some(s) = &self.satellites {
+            l = l.catalogue(&s.catalogue).tools(s.connected.registry());
+        }
         if let Some(name) = self.path.file_name() {
             l = l.file_name(name.to_string_lossy());
         }
@@ -109,6 +116,19 @@ pub(crate) struct Session {
     journal: Option<PathBuf>,
     /// The id of the journaled run the engine is (with `--journal`).
     run_id: Option<String>,
+}
+
+/// The satellites of `serve --nats`: the connection and their tools, and the catalogue with
+/// their operator types.
+pub(crate) struct Satellites {
+    pub(crate) connected: crate::satellite::Connected,
+    pub(crate) catalogue: Catalogue,
+}
+
+impl std::fmt::Debug for Satellites {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Satellites").finish_non_exhaustive()
+    }
 }
 
 /// What `GET /api/svg` draws.
@@ -192,7 +212,7 @@ impl Session {
         self.drawing = Arc::new(drawing);
     }
 
-    fn loader(&self) -> Loader<'static> {
+    fn loader(&self) -> Loader<'_> {
         self.served.loader()
     }
 
@@ -207,6 +227,12 @@ impl Session {
                 .unwrap_or_else(PoisonError::into_inner)
                 .append(&mut pending);
         }
+    }
+
+    /// The satellite that ran the firing of `instance` at `step`, when it ran on one.
+    pub(crate) fn ran_on(&self, step: u32, instance: &str) -> Option<String> {
+        let (s, cvm) = (self.served.satellites.as_ref()?, self.cvm.as_ref()?);
+        s.connected.remote.ran_on(cvm.run_id(), step, instance)
     }
 
     /// Takes `text` as the net: a new engine when it is valid, else its problems (the engine
@@ -231,7 +257,10 @@ impl Session {
     /// A fresh engine for `net`, with the session's capabilities pinned; with `--journal`, a
     /// new journaled run (its id becomes the session's). `Err`: why the run cannot be
     /// journaled.
-    fn engine(&mut self, net: Net) -> Result<Cvm, String> {
+    fn engine(&mut self, mut net: Net) -> Result<Cvm, String> {
+        if let Some(s) = &self.served.satellites {
+            s.connected.remote.place(&mut net);
+        }
         let base = folder_of(&self.served.path);
         let name = if net.name().is_empty() {
             self.served

@@ -119,6 +119,7 @@ mod tests {
         let served = super::super::Served {
             path,
             allow_outside: false,
+            satellites: None,
         };
         let s = Session::open(served, runtime, None, super::super::Wires::default()).unwrap();
         assert!(s.problems().is_empty(), "{:?}", s.problems());

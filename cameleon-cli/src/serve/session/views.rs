@@ -99,13 +99,23 @@ impl Session {
         };
         let net = cvm.net();
         let h = cvm.history();
-        let entry = |e: &Entry| EntryView {
-            step: e.step,
-            ops: e
+        let entry = |e: &Entry| {
+            let ops: Vec<String> = e
                 .firings
                 .iter()
                 .map(|f| net.op(f.op).name.clone())
-                .collect(),
+                .collect();
+            let ran_on: Vec<Option<String>> =
+                ops.iter().map(|op| self.ran_on(e.step, op)).collect();
+            EntryView {
+                step: e.step,
+                ran_on: if ran_on.iter().any(Option::is_some) {
+                    ran_on
+                } else {
+                    Vec::new()
+                },
+                ops,
+            }
         };
         let entries = h.entries();
         let skip = entries.len().saturating_sub(limit);

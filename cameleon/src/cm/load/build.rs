@@ -92,7 +92,7 @@ impl<'c> Loader<'c> {
                 Err(BuildError::UnknownType { id, suggestion }) => {
                     let hint = match suggestion {
                         Some(s) => format!("did you mean `{s}`?"),
-                        None => "`cameleon catalogue` lists the operator types".to_owned(),
+                        None => "`cameleon catalogue` lists the operator types of this build; a satellite may host it: with `--nats URL`, an instance with `placement: remote` uses the types of the satellites there".to_owned(),
                     };
                     let mut msg = format!("unknown operator type `{id}`");
                     if decl.type_.is_none() {
@@ -223,7 +223,7 @@ impl<'c> Loader<'c> {
 fn tool_hint(name: &str, tools: &ToolRegistry) -> String {
     match crate::util::did_you_mean(name, tools.names()) {
         Some(s) => format!("did you mean `{s}`?"),
-        None => "`cameleon tools` lists the tools of this build".to_owned(),
+        None => "`cameleon tools` lists the tools of this build; a satellite may host it: with `--nats URL` a run uses the tools of the satellites there (`cameleon satellites --nats URL` lists them)".to_owned(),
     }
 }
 

@@ -137,6 +137,13 @@ pub trait Capabilities: Send + Sync + fmt::Debug {
     /// The observer.
     fn observer(&self) -> &dyn Telemetry;
 
+    /// What fires the `placement: remote` instances of the nets this run starts inside its
+    /// operators (`subnet`, `map`), if the run has satellites: a `net::Placing` (the net layer
+    /// defines it; this contract only carries it). Default: none (they fire here).
+    fn placement(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        None
+    }
+
     /// A handle on tool `name`, whose calls go through the gate. A tool the generation does not
     /// have is an error (did-you-mean included); a tool the net's policy does not allow is
     /// still handed out, and each call returns `denied` without running it.

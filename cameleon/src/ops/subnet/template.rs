@@ -261,6 +261,10 @@ impl Template {
                 input.give(v.clone());
             }
         }
+        // A run with satellites fires the inner net's remote instances there too.
+        if let Some(p) = crate::net::Placing::of(&**caps) {
+            p.0.place(&mut net);
+        }
         let mut cvm = Cvm::new(net);
         cvm.set_capabilities(Arc::clone(caps));
         Ok(cvm)
