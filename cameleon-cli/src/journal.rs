@@ -4,7 +4,7 @@ use serde_json::json;
 
 use super::run::{Output, answers_for, drive_and_report, journal_failed};
 use super::{HistoryArgs, Io, ResumeArgs, RunsArgs, exit, report_invalid};
-use cameleon::capabilities::{CapabilitiesError, Runtime};
+use cameleon::capabilities::CapabilitiesError;
 use cameleon::journal::Journal;
 
 /// `resume DB [RUN_ID]`: continues the run (or the most recently started unfinished one); a
@@ -15,9 +15,12 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     // the entries are restored, so what a replay puts back into a memory (an `index` firing's
     // items) is there when the run goes on.
     let mut failed = None;
-    let pin = |net: &cameleon::Net, base: &std::path::Path| match Runtime::builder()
-        .for_dir(base, a.capabilities.as_deref())
-        .build()
+    let pin = |net: &cameleon::Net, base: &std::path::Path| match crate::trust::sources(
+        base,
+        a.capabilities.as_deref(),
+        &a.grant,
+    )
+    .build()
     {
         Ok(rt) => {
             rt.pin(net, base) as std::sync::Arc<dyn cameleon::operator::capability::Capabilities>

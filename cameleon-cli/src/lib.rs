@@ -46,6 +46,7 @@
 //! | `satellite --nats URL [--name NAME] [--concurrency N] [--heartbeat-ms MS]` | 0 stopped (SIGTERM, Ctrl-C), 2 invalid arguments, 5 NATS unreachable |
 //! | `satellites --nats URL [--json]` | 0, 2 invalid arguments, 5 NATS unreachable |
 //! | `schema` | 0 |
+//! | `trust FILE` | 0 trusted, 2 not a valid capabilities file or no config directory |
 #![deny(missing_docs)]
 
 use std::ffi::OsString;
@@ -71,6 +72,7 @@ mod run;
 mod satellite;
 mod serve;
 mod tools;
+mod trust;
 
 pub use args::{
     CallArgs, CatalogueArgs, CheckArgs, DurabilityArg, ExportArgs, FmtArgs, HistoryArgs, ModeArg,
@@ -81,6 +83,7 @@ pub use report::{RunReport, trace_jsonl};
 pub use satellite::{NatsArgs, SatelliteArgs, SatellitesArgs};
 pub use serve::ServeArgs;
 pub use tools::tools_text;
+pub use trust::TrustArgs;
 
 /// Exit codes of every command (docs/cli.md).
 pub mod exit {
@@ -291,6 +294,20 @@ Examples:
 Examples:
   cameleon schema > cm.schema.json")]
     Schema,
+    /// Trust a project's capabilities file: record its SHA-256 in your config directory, so
+    /// its entries may send environment variables and the run's data to the hosts they name,
+    /// and grant tools (a changed file must be trusted again).
+    #[command(after_help = "\
+A `cameleon.yaml` found beside a .cm file is not trusted: it may configure offline models and
+loopback endpoints without a key, and nothing else. `--capabilities FILE`, the file named by
+CAMELEON_CAPABILITIES and `cameleon.yaml` in your config directory ($XDG_CONFIG_HOME/cameleon,
+else ~/.config/cameleon) are trusted as given. Read the file before trusting it.
+
+Exit codes: 0 trusted, 2 not a valid capabilities file (nothing recorded), no config directory.
+
+Examples:
+  cameleon trust examples/cameleon.yaml")]
+    Trust(TrustArgs),
 }
 
 /// Where a command reads and writes, and what the terminal can do.
@@ -412,6 +429,7 @@ where
         Command::Serve(a) => serve::serve(&a, io),
         Command::Satellite(a) => satellite::satellite(&a, io),
         Command::Satellites(a) => satellite::satellites(&a, io),
+        Command::Trust(a) => trust::trust(&a, io),
         Command::Schema => {
             write!(io.stdout, "{}", cameleon::cm::schema::schema_json()).map(|()| exit::OK)
         }

@@ -9,7 +9,7 @@ use serde_json::{Value as Json, json};
 use super::answers::{self, Answers};
 use super::report::{RunReport, TraceLines, TraceSink};
 use super::{DurabilityArg, Io, RunArgs, display_name, exit, load, report_invalid};
-use cameleon::capabilities::{CapabilitiesError, Runtime};
+use cameleon::capabilities::CapabilitiesError;
 use cameleon::cm::folder_of;
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
 use cameleon::journal::{Durability, Journal, JournalError, RunOptions};
@@ -119,7 +119,8 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Ok(p) => p,
         Err(code) => return Ok(code),
     };
-    let mut builder = Runtime::builder().for_cm_file(&a.file, a.capabilities.as_deref());
+    let mut builder =
+        crate::trust::sources(&folder_of(&a.file), a.capabilities.as_deref(), &a.grant);
     if let Some(tools) = placed.tools {
         builder = builder.source(tools);
     }

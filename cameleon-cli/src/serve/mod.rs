@@ -82,6 +82,10 @@ pub struct ServeArgs {
     /// Let file-reading operators read outside the .cm file's folder.
     #[arg(long)]
     pub allow_outside: bool,
+    /// Grant TOOL (repeatable), as `run --grant`: under the net's `tools: allow:` it runs
+    /// unasked whatever its effects.
+    #[arg(long, value_name = "TOOL")]
+    pub grant: Vec<String>,
 }
 
 /// What the handlers share.
@@ -129,9 +133,12 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         )?;
         return Ok(exit::INVALID);
     }
-    let runtime = match cameleon::capabilities::Runtime::builder()
-        .for_cm_file(&a.file, a.capabilities.as_deref())
-        .build()
+    let runtime = match crate::trust::sources(
+        &cameleon::cm::folder_of(&a.file),
+        a.capabilities.as_deref(),
+        &a.grant,
+    )
+    .build()
     {
         Ok(rt) => rt,
         Err(e) => {

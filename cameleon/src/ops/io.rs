@@ -264,3 +264,16 @@ impl Run for JsonFile {
         Ok(())
     }
 }
+
+// The file readers' firings read local files (docs/tools.md#effects-and-grants).
+macro_rules! reads_files {
+    ($($op:literal),*) => {$(
+        crate::submit_operator_effects!(crate::operator::capability::OperatorEffects {
+            op_type: $op,
+            effects: crate::operator::capability::OpEffects::Fixed(
+                crate::operator::capability::Effect::Read,
+            ),
+        });
+    )*};
+}
+reads_files!("file_loader", "text_file", "json_file");

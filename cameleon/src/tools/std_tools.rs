@@ -69,7 +69,7 @@ pub struct Written {
 }
 
 /// Reads a UTF-8 text file of the base folder (the `.cm` file's folder) and returns its text.
-#[tool(name = "read_file")]
+#[tool(name = "read_file", effects = read)]
 fn read_file(cx: &ToolContext, args: PathArgs) -> Result<String, ToolError> {
     let real = existing(cx.base_dir(), &args.path)?;
     let file = std::fs::File::open(&real)
@@ -95,7 +95,7 @@ fn read_file(cx: &ToolContext, args: PathArgs) -> Result<String, ToolError> {
 
 /// Lists a folder of the base folder: each entry's name, kind (`file`, `dir`, `symlink`) and
 /// size, sorted by name. `"."` is the base folder itself.
-#[tool(name = "list_dir")]
+#[tool(name = "list_dir", effects = read)]
 fn list_dir(cx: &ToolContext, args: PathArgs) -> Result<Vec<DirEntry>, ToolError> {
     let real = existing(cx.base_dir(), &args.path)?;
     let read = std::fs::read_dir(&real)
@@ -127,7 +127,7 @@ fn list_dir(cx: &ToolContext, args: PathArgs) -> Result<Vec<DirEntry>, ToolError
 
 /// Writes a text file in the base folder (the `.cm` file's folder), replacing it; creates
 /// missing folders. Returns the path and the number of bytes written.
-#[tool(name = "write_file")]
+#[tool(name = "write_file", effects = write)]
 fn write_file(cx: &ToolContext, args: WriteArgs) -> Result<Written, ToolError> {
     let real = writable(cx.base_dir(), &args.path)?;
     std::fs::write(&real, args.content.as_bytes())
@@ -141,7 +141,7 @@ fn write_file(cx: &ToolContext, args: WriteArgs) -> Result<Written, ToolError> {
 /// Evaluates an arithmetic expression: numbers, `+ - * / % ^` (`^` is the power,
 /// right-associative), parentheses and unary minus, with the usual precedence. Whole results
 /// are integers.
-#[tool(name = "calc")]
+#[tool(name = "calc", effects = none)]
 fn calc(args: CalcArgs) -> Result<serde_json::Number, ToolError> {
     let v = super::calc::eval(&args.expr).map_err(|e| ToolError::new(e.to_string()))?;
     // Whole numbers that an f64 holds exactly are written as integers.
@@ -154,7 +154,7 @@ fn calc(args: CalcArgs) -> Result<serde_json::Number, ToolError> {
 
 /// Reads the part of a JSON value at a JSON Pointer (RFC 6901): `/items/0/name` is the `name` of
 /// the first of `items`; `""` is the whole value.
-#[tool(name = "json_query")]
+#[tool(name = "json_query", effects = none)]
 fn json_query(args: JsonQueryArgs) -> Result<Json, ToolError> {
     let path = args.path.as_str();
     if !path.is_empty() && !path.starts_with('/') {
