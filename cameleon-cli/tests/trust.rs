@@ -54,7 +54,11 @@ fn a_project_file_sends_no_variable_until_the_user_trusts_it_and_again_after_a_c
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(v["file"], json!(file), "{v}");
     let p = &v["problems"][0];
-    assert_eq!((p["kind"].as_str(), p["line"].as_u64()), (Some("untrusted"), Some(2)), "{v}");
+    assert_eq!(
+        (p["kind"].as_str(), p["line"].as_u64()),
+        (Some("untrusted"), Some(2)),
+        "{v}"
+    );
     let text = format!("{} {}", p["message"], p["hint"]);
     for part in [
         "`HOME`",

@@ -228,7 +228,7 @@ mod tests {
 
     #[test]
     fn a_changed_file_is_no_longer_trusted() {
-        let tmp = cameleon_test_support::TempDir::new("trust-store");
+        let tmp = test_support::TempDir::new("trust-store");
         let dir = tmp.path();
         let file = dir.join("cameleon.yaml");
         std::fs::write(&file, "chat: {}\n").unwrap();
