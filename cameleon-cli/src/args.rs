@@ -122,6 +122,15 @@ pub struct ResumeArgs {
     /// taken from the journal.
     #[arg(long, value_name = "TOOL")]
     pub grant: Vec<String>,
+    /// The folder the run goes on in: its file readers, sub-nets and file tools are confined
+    /// to it. Default: the folder the journal recorded, when it lies inside the journal file's
+    /// folder (else resume refuses, naming it: a journal does not choose where a run reads).
+    #[arg(long, value_name = "DIR")]
+    pub base: Option<PathBuf>,
+    /// Let file-reading operators read outside that folder, as `run --allow-outside` (never
+    /// taken from the journal: give it again).
+    #[arg(long)]
+    pub allow_outside: bool,
     /// Answer the question of `ask` operator OP with VALUE, for a run that waits (repeatable).
     #[arg(long, value_name = "OP=VALUE")]
     pub answer: Vec<String>,

@@ -154,6 +154,7 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Err(code) => return Ok(code),
     };
     let mut run_id = None;
+    let mut _lock = None;
     if let Some(db) = &a.journal {
         let opts = RunOptions {
             durability: durability(a),
@@ -162,8 +163,14 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             allow_outside: a.allow_outside,
             generation: Some(cvm.generation()),
         };
-        match Journal::create(db).and_then(|j| j.start(&mut cvm, &opts)) {
-            Ok(id) => {
+        let started = Journal::create(db).and_then(|j| {
+            j.start(&mut cvm, &opts)
+                .and_then(|id| Ok((j.lock(&id)?, id)))
+        });
+        match started {
+            Ok((lock, id)) => {
+                // Held to the end: no `resume` goes on with this run while it runs here.
+                _lock = Some(lock);
                 // The first line on stderr, before any progress: the id `resume` takes.
                 writeln!(io.stderr, "run {id}")?;
                 io.stderr.flush()?;
