@@ -176,8 +176,21 @@ fn private_file(path: &Path) -> std::io::Result<std::fs::File> {
     std::fs::File::create(path)
 }
 
-/// Whether `url`'s host is a loopback one: `localhost`, `127.0.0.0/8`, `::1`.
+/// Whether `url` is an `http(s)://` URL whose host is a loopback one: `localhost`,
+/// `127.0.0.0/8`, `[::1]`. Conservative: a URL with user information (`@`), a backslash in its
+/// authority or any other spelling of the host counts as not loopback, so no parser that reads
+/// the URL differently can take it elsewhere.
 pub fn is_loopback_url(url: &str) -> bool {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return false;
+    };
+    if !matches!(scheme.to_ascii_lowercase().as_str(), "http" | "https") {
+        return false;
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains(['@', '\\']) || authority.chars().any(|c| c.is_whitespace()) {
+        return false;
+    }
     host_of(url).is_some_and(|h| {
         h.eq_ignore_ascii_case("localhost")
             || h.parse::<std::net::IpAddr>()
@@ -185,10 +198,11 @@ pub fn is_loopback_url(url: &str) -> bool {
     })
 }
 
-/// The host of an `http(s)://` URL, without port or brackets (`None` when it has none).
+/// The host of an `http(s)://` URL, without port or brackets, for messages (`None` when it has
+/// none).
 pub fn host_of(url: &str) -> Option<&str> {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = rest.split(['/', '\\', '?', '#']).next()?;
     let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
     let host = if let Some(v6) = host_port.strip_prefix('[') {
         v6.split(']').next()?
@@ -209,7 +223,7 @@ mod tests {
             "http://localhost/v1",
             "http://[::1]:9/v1",
             "http://127.1.2.3",
-            "http://user@LOCALHOST:1",
+            "HTTP://LOCALHOST:1",
         ] {
             assert!(is_loopback_url(u), "{u}");
         }
@@ -220,6 +234,12 @@ mod tests {
             "http://10.0.0.1/v1",
             "http://evil.example/?x=http://127.0.0.1",
             "http://127.0.0.1@evil.example/",
+            // Read by a URL parser as `evil.example`, with a path `\@127.0.0.1/`.
+            "http://evil.example\\@127.0.0.1/",
+            "http://user@127.0.0.1/",
+            "ftp://127.0.0.1/",
+            "http://0x7f.0.0.1/",
+            "127.0.0.1:8080",
         ] {
             assert!(!is_loopback_url(u), "{u}");
         }
