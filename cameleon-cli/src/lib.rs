@@ -33,7 +33,7 @@
 //! |---|---|
 //! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json] [--answer OP=VALUE]… [--answers FILE.json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR, 6 WAITING, 130 CANCELLED (Ctrl-C) |
 //! | `run FILE.cm --journal DB [--durability sync\|batch\|exit]` | as `run`; 2 also when `DB` is not a journal |
-//! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file |
+//! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]… [--base DIR] [--allow-outside] [--grant TOOL]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file, a recorded folder outside the journal's without `--base`, a run another process holds |
 //! | `runs DB [--json]`, `history DB RUN_ID [--json]` | 0, 2 not a journal or an unknown id |
 //! | `run FILE.cm --follow WITNESS [--json]` | 0 replayed, 2 not replayable, 3 it ends in DEADLOCK |
 //! | `check FILE.cm [--capabilities FILE] [--verify [--max-states N]] [--json]` | 0 valid (and every property holds; warnings alone keep 0), 2 invalid (a capability name that is not defined included), 3 a property fails, 4 the state budget ran out first |
@@ -157,10 +157,13 @@ Examples:
     /// Validate a net: every problem, with its line, column and a hint.
     #[command(after_help = "\
 Besides the net, check resolves the chat models, embedders, memories and tools its operators
-name against the capabilities `run` would use (--capabilities FILE, else CAMELEON_CAPABILITIES,
-else cameleon.yaml beside the file, and the built-in defaults), reading names only: nothing a
-capabilities file configures is started or contacted. A name that is not defined is an error;
-a `tool` or `agent` whose tools the net's `tools:` key does not allow is a warning.
+name against the capabilities `run` would use (--capabilities FILE, else your config
+directory's cameleon.yaml, CAMELEON_CAPABILITIES, cameleon.yaml beside the file, and the
+built-in defaults), reading names only: nothing a capabilities file configures is started or
+contacted. A name that is not defined is an error, and so is an entry of an untrusted project
+file that only a trusted one may hold (`cameleon trust`); a `tool` or `agent` whose tools the
+net's `tools:` key does not allow is a warning, and so is a `write`/`external` tool under
+`allow:` that you have not granted (`run --grant TOOL`).
 
 Exit codes: 0 valid (with --verify: every property holds; warnings alone keep 0), 2 invalid (an
 undefined capability name included), 3 a verified property fails, 4 the state budget
