@@ -71,7 +71,7 @@ fn a_symbolic_link_swapped_in_while_the_tools_work_never_leads_out() {
             let tmp = link.with_extension("tmp");
             let mut flips = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                let target: &Path = if flips % 2 == 0 {
+                let target: &Path = if flips.is_multiple_of(2) {
                     &outside
                 } else {
                     Path::new("inside")

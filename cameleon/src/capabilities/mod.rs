@@ -46,6 +46,7 @@ mod names;
 mod providers;
 mod runtime;
 pub mod trust;
+mod untrusted;
 
 use std::collections::BTreeMap;
 use std::fmt;
