@@ -178,3 +178,24 @@ fn a_journal_is_created_readable_by_its_owner_only() {
         }
     }
 }
+
+#[test]
+fn grants_are_the_users_on_resume_too() {
+    let dir = TempDir::new("resume-grant");
+    let cm = dir.write(
+        "writer.cm",
+        "cameleon: 1\nname: writer\ntools:\n  allow: [write_file]\noperators:\n  - {id: args, type: const, params: {value: {path: note.txt, content: hi}}}\n  - {id: write, type: tool, params: {name: write_file}}\n  - {id: done, type: sink}\nconnections:\n  - {from: args.out_data, to: write.in_args}\n  - {from: write.out_result, to: done.in_data}\n",
+    );
+    let db = dir.join("runs.db");
+    // Ungranted: the run waits for a person, and the journal keeps it unfinished.
+    let o = CAMELEON.run(&["run", &s(&cm), "--journal", &s(&db), "--json"]);
+    assert_eq!(code(&o), 6, "{}{}", stdout(&o), stderr(&o));
+    // Resumed without a grant it still waits (a journal never grants).
+    let o = CAMELEON.run(&["resume", &s(&db)]);
+    assert_eq!(code(&o), 6, "{}{}", stdout(&o), stderr(&o));
+    assert!(!dir.join("note.txt").exists());
+    // The user's grant on resume lets it run.
+    let o = CAMELEON.run(&["resume", &s(&db), "--grant", "write_file"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert_eq!(std::fs::read_to_string(dir.join("note.txt")).unwrap(), "hi");
+}
