@@ -180,6 +180,32 @@ fn kind_of(m: &cap_std::fs::Metadata) -> &'static str {
     "not a regular file"
 }
 
+/// Opens `at` with `o` (never blocking) and checks what was opened is a regular file: its handle
+/// and metadata. `doing` is `read` or `write`, for messages.
+fn open_regular(
+    at: &Beneath,
+    o: OpenOptions,
+    path: &str,
+    who: Who<'_>,
+    doing: &str,
+) -> Result<(cap_std::fs::File, cap_std::fs::Metadata), FileError> {
+    let file = at
+        .dir
+        .open_with(&at.rel, &nonblocking(o))
+        .map_err(|e| io_error(path, "open", &e, who))?;
+    let meta = file
+        .metadata()
+        .map_err(|e| io_error(path, doing, &e, who))?;
+    if !meta.is_file() {
+        let past = if doing == "read" { "read" } else { "written" };
+        return Err(err(format!(
+            "`{path}` is {}: only regular files are {past}",
+            kind_of(&meta)
+        )));
+    }
+    Ok((file, meta))
+}
+
 /// Reads the regular file at `path` (beneath `root`, unless `allow_outside`), at most `max`
 /// bytes: past it, an error naming the limit (`limit` says which setting it is).
 pub(crate) fn read(
@@ -193,19 +219,7 @@ pub(crate) fn read(
     let at = locate(root, path, allow_outside, who)?;
     let mut o = OpenOptions::new();
     o.read(true);
-    let file = at
-        .dir
-        .open_with(&at.rel, &nonblocking(o))
-        .map_err(|e| io_error(path, "open", &e, who))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| io_error(path, "read", &e, who))?;
-    if !meta.is_file() {
-        return Err(err(format!(
-            "`{path}` is {}: only regular files are read",
-            kind_of(&meta)
-        )));
-    }
+    let (file, meta) = open_regular(&at, o, path, who, "read")?;
     if meta.len() > max {
         return Err(too_large(path, meta.len(), max, limit));
     }
@@ -255,19 +269,7 @@ pub(crate) fn write(root: &Path, path: &str, bytes: &[u8]) -> Result<(), FileErr
     }
     let mut o = OpenOptions::new();
     o.write(true).create(true);
-    let file = at
-        .dir
-        .open_with(&at.rel, &nonblocking(o))
-        .map_err(|e| io_error(path, "open", &e, who))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| io_error(path, "write", &e, who))?;
-    if !meta.is_file() {
-        return Err(err(format!(
-            "`{path}` is {}: only regular files are written",
-            kind_of(&meta)
-        )));
-    }
+    let (file, meta) = open_regular(&at, o, path, who, "write")?;
     #[cfg(unix)]
     {
         use cap_std::fs::MetadataExt;
