@@ -74,8 +74,8 @@ pub struct Shout {
 
 static SHOUTS: AtomicUsize = AtomicUsize::new(0);
 
-/// Upper-cases `text`.
-#[tool(name = "st_shout")]
+/// Upper-cases `text` (no side effect: a `.cm` file's `allow:` lets it run).
+#[tool(name = "st_shout", effects = none)]
 fn shout(args: Shout) -> Result<String, ToolError> {
     SHOUTS.fetch_add(1, Ordering::SeqCst);
     Ok(args.text.to_uppercase())

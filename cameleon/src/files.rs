@@ -253,9 +253,14 @@ pub(crate) fn write(root: &Path, path: &str, bytes: &[u8]) -> Result<(), FileErr
     if let Some(parent) = at.rel.parent()
         && !parent.as_os_str().is_empty()
     {
-        at.dir
-            .create_dir_all(parent)
-            .map_err(|e| io_error(path, "create the folder of", &e, who))?;
+        at.dir.create_dir_all(parent).map_err(|e| {
+            // A link named like a folder on the way: say where it leads, if it leads out.
+            let e = match at.dir.metadata(parent) {
+                Err(out) if e.kind() == std::io::ErrorKind::AlreadyExists => out,
+                _ => e,
+            };
+            io_error(path, "create the folder of", &e, who)
+        })?;
     }
     // Said plainly for what is there already (opening a FIFO to write without a reader fails
     // with a less telling error); what is opened is checked again below.

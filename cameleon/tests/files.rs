@@ -215,6 +215,12 @@ fn the_readers_stop_at_max_bytes_with_a_default_of_64_mib() {
     let mut op = TextFile::new("twenty.txt");
     op.access = access(base.path(), false);
     assert_eq!(op.max_bytes, 64 * 1024 * 1024);
+    assert_eq!(
+        TextFile::default().max_bytes,
+        cameleon::ops::DEFAULT_MAX_BYTES
+    );
+    assert_eq!(FileLoader::default().max_bytes, 64 * 1024 * 1024);
+    assert_eq!(JsonFile::default().max_bytes, 64 * 1024 * 1024);
     op.max_bytes = 10;
     let end = run_reader(op);
     assert!(

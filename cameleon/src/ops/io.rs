@@ -174,7 +174,7 @@ pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
     firing = source,
     exec = blocking
 )]
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FileLoader {
     /// file path, relative to the .cm file's folder
     #[param]
@@ -187,6 +187,13 @@ pub struct FileLoader {
     pub access: FileAccess,
     #[output]
     out_data: Out<Binary>,
+}
+
+impl Default for FileLoader {
+    /// No path yet; `max_bytes` at its default (64 MiB); the current directory, confined.
+    fn default() -> Self {
+        FileLoader::new("")
+    }
 }
 
 impl FileLoader {
@@ -216,7 +223,7 @@ impl Run for FileLoader {
     firing = source,
     exec = blocking
 )]
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TextFile {
     /// file path, relative to the .cm file's folder
     #[param]
@@ -229,6 +236,13 @@ pub struct TextFile {
     pub access: FileAccess,
     #[output]
     out_data: Out<DataString>,
+}
+
+impl Default for TextFile {
+    /// No path yet; `max_bytes` at its default (64 MiB); the current directory, confined.
+    fn default() -> Self {
+        TextFile::new("")
+    }
 }
 
 impl TextFile {
@@ -260,7 +274,7 @@ impl Run for TextFile {
     firing = source,
     exec = blocking
 )]
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct JsonFile {
     /// file path, relative to the .cm file's folder
     #[param]
@@ -273,6 +287,13 @@ pub struct JsonFile {
     pub access: FileAccess,
     #[output]
     out_data: Out<DataJSON>,
+}
+
+impl Default for JsonFile {
+    /// No path yet; `max_bytes` at its default (64 MiB); the current directory, confined.
+    fn default() -> Self {
+        JsonFile::new("")
+    }
 }
 
 impl JsonFile {
