@@ -134,17 +134,24 @@ fn a_second_resume_of_a_held_run_exits_2_naming_the_holder_and_a_dead_holder_blo
 
     // A holder killed with SIGKILL leaves its lock file behind, and no lock on it.
     let lock_file = format!("{}-lock-{id}", s(&db));
-    // The shell takes the lock on its descriptor 9 (util-linux's `flock`), then becomes
-    // `sleep`, which keeps it: the process killed below is the one holding the lock.
+    // The shell takes the lock on its descriptor 9 (util-linux's `flock`), says so in a file
+    // of its own, then becomes `sleep`, which keeps the lock: the process killed below is the
+    // one holding it. (Nothing else touches the lock file meanwhile.)
+    let held = dir.join("held");
     let mut holder = test_support::Cmd::new("sh")
         .args([
             "-c",
-            &format!("exec 9>>'{lock_file}' && flock -n 9 && exec sleep 600"),
+            &format!(
+                "exec 9>>'{lock_file}' && flock 9 && echo held > '{}' && exec sleep 600",
+                s(&held)
+            ),
         ])
         .spawn();
     wait_until("flock holds the lock file", Duration::from_secs(60), || {
-        Path::new(&lock_file).exists() && code(&CAMELEON.run(&["resume", &s(&db), &id])) == 2
+        held.exists()
     });
+    let o = CAMELEON.run(&["resume", &s(&db), &id]);
+    assert_eq!(code(&o), 2, "held by the shell: {}", stderr(&o));
     holder.signal(Signal::Kill);
     holder.wait(Duration::from_secs(60));
     assert!(
