@@ -28,6 +28,8 @@ pub fn net() -> Net {
             root: concat!(env!("CARGO_MANIFEST_DIR"), "/examples").into(),
             allow_outside: false,
         },
+        // `max_bytes` (64 MiB) and any param to come at their defaults.
+        ..TextFile::default()
     };
     pipeline! {
         name = "rag";

@@ -63,11 +63,16 @@ pub struct RunArgs {
     /// Let file-reading operators read outside the .cm file's folder.
     #[arg(long)]
     pub allow_outside: bool,
-    /// The capabilities file (chat models, embedders, memories). Default: the file named by
-    /// `CAMELEON_CAPABILITIES`, then `cameleon.yaml` beside the .cm file (whose entries
-    /// override), each if present.
+    /// The capabilities file (chat models, embedders, memories, grants), trusted. Default:
+    /// `cameleon.yaml` in your config directory, the file named by `CAMELEON_CAPABILITIES`,
+    /// then `cameleon.yaml` beside the .cm file (trusted once `cameleon trust` recorded it;
+    /// later files' entries override), each if present.
     #[arg(long, value_name = "FILE")]
     pub capabilities: Option<PathBuf>,
+    /// Grant TOOL (repeatable): under the net's `tools: allow:` it runs unasked, whatever its
+    /// effects (a .cm file alone lets only `none` and `read` tools run unasked).
+    #[arg(long, value_name = "TOOL")]
+    pub grant: Vec<String>,
     /// Answer the question of `ask` operator OP with VALUE (repeatable; an `ask` that asks
     /// several times takes its answers in order). A `DataBool` takes yes/no, a `DataJSON` JSON.
     #[arg(long, value_name = "OP=VALUE")]
@@ -109,10 +114,23 @@ pub struct ResumeArgs {
     /// the summary then goes to stderr).
     #[arg(long, value_name = "PATH|-")]
     pub trace: Option<String>,
-    /// The capabilities file (models, embedders, memories) the run goes on with; default: the
-    /// file named by `CAMELEON_CAPABILITIES`, then `cameleon.yaml` in the net's folder.
+    /// The capabilities file (models, embedders, memories, grants) the run goes on with,
+    /// trusted; default: as `run` (the project's `cameleon.yaml` is the base folder's).
     #[arg(long, value_name = "FILE")]
     pub capabilities: Option<PathBuf>,
+    /// Grant TOOL for the rest of the run (repeatable), as `run --grant`: grants are not
+    /// taken from the journal.
+    #[arg(long, value_name = "TOOL")]
+    pub grant: Vec<String>,
+    /// The folder the run goes on in: its file readers, sub-nets and file tools are confined
+    /// to it. Default: the folder the journal recorded, when it lies inside the journal file's
+    /// folder (else resume refuses, naming it: a journal does not choose where a run reads).
+    #[arg(long, value_name = "DIR")]
+    pub base: Option<PathBuf>,
+    /// Let file-reading operators read outside that folder, as `run --allow-outside` (never
+    /// taken from the journal: give it again).
+    #[arg(long)]
+    pub allow_outside: bool,
     /// Answer the question of `ask` operator OP with VALUE, for a run that waits (repeatable).
     #[arg(long, value_name = "OP=VALUE")]
     pub answer: Vec<String>,

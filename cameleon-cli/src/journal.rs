@@ -4,8 +4,8 @@ use serde_json::json;
 
 use super::run::{Output, answers_for, drive_and_report, journal_failed};
 use super::{HistoryArgs, Io, ResumeArgs, RunsArgs, exit, report_invalid};
-use cameleon::capabilities::{CapabilitiesError, Runtime};
-use cameleon::journal::Journal;
+use cameleon::capabilities::CapabilitiesError;
+use cameleon::journal::{Journal, ResumeOptions};
 
 /// `resume DB [RUN_ID]`: continues the run (or the most recently started unfinished one); a
 /// finished run is reported as it ended, firing nothing.
@@ -21,7 +21,7 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     };
     let mut failed = None;
     let pin = |net: &mut cameleon::Net, base: &std::path::Path| {
-        let mut builder = Runtime::builder().for_dir(base, a.capabilities.as_deref());
+        let mut builder = crate::trust::sources(base, a.capabilities.as_deref(), &a.grant);
         if let Some(c) = &connected {
             c.remote.place(net);
             builder = builder.source(c.source());
@@ -35,7 +35,15 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             }
         }
     };
-    let resumed = Journal::open(&a.db).and_then(|j| j.resume_with(a.run_id.as_deref(), pin));
+    let journal = match Journal::open(&a.db) {
+        Ok(j) => j,
+        Err(e) => return journal_failed(&e, a.json, io),
+    };
+    let opts = match folder(&journal, a, io)? {
+        Ok(opts) => opts,
+        Err(code) => return Ok(code),
+    };
+    let resumed = journal.resume_with_options(a.run_id.as_deref(), &opts, pin);
     match failed {
         Some(CapabilitiesError::File(e)) => {
             report_invalid(&e, a.json, io)?;
@@ -54,6 +62,8 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     writeln!(io.stderr, "run {}", resumed.id)?;
     io.stderr.flush()?;
     let finished = resumed.is_finished();
+    // Held until the run stops going on here (dropped when this function returns).
+    let _lock = resumed.lock;
     let (id, name, mut cvm, end) = (resumed.id, resumed.name, resumed.cvm, resumed.end);
     let ended = end.filter(|_| finished);
     if ended.is_none()
@@ -72,6 +82,57 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Err(code) => return Ok(code),
     };
     drive_and_report(&mut cvm, ended, &out, &mut answers, io)
+}
+
+/// Where the resumed run goes on: `--base DIR`, else the folder the journal recorded if it lies
+/// inside the journal file's own folder; never allowed outside unless `--allow-outside` is
+/// given again. `Err`: the exit code of a refusal, reported.
+fn folder(
+    journal: &Journal,
+    a: &ResumeArgs,
+    io: &mut Io<'_>,
+) -> std::io::Result<Result<ResumeOptions, i32>> {
+    let recorded = match journal.recorded_folder(a.run_id.as_deref()) {
+        Ok(r) => r,
+        Err(e) => return journal_failed(&e, a.json, io).map(Err),
+    };
+    if recorded.allow_outside && !a.allow_outside {
+        writeln!(
+            io.stderr,
+            "note: run {} was started with --allow-outside; it goes on without it (give --allow-outside again to let it read outside its folder)",
+            recorded.id
+        )?;
+    }
+    let base_dir = match (&a.base, &recorded.base_dir) {
+        (Some(dir), _) => Some(dir.clone()),
+        (None, None) => None,
+        (None, Some(dir)) => {
+            let home = cameleon::cm::folder_of(&a.db);
+            let inside = match (dir.canonicalize(), home.canonicalize()) {
+                (Ok(d), Ok(h)) => d.starts_with(&h),
+                _ => false,
+            };
+            if !inside {
+                let real = dir.canonicalize().unwrap_or_else(|_| dir.clone());
+                let shown = real.display();
+                let message = format!(
+                    "run {} was started in `{shown}`, which is not inside the journal's folder `{}`: a journal file does not choose where a run may read and write; if `{shown}` is right, resume with `--base {shown}`",
+                    recorded.id,
+                    home.display()
+                );
+                writeln!(io.stderr, "error: {message}")?;
+                if a.json {
+                    writeln!(io.stdout, "{}", json!({ "error": message }))?;
+                }
+                return Ok(Err(exit::INVALID));
+            }
+            Some(dir.clone())
+        }
+    };
+    Ok(Ok(ResumeOptions {
+        base_dir,
+        allow_outside: a.allow_outside,
+    }))
 }
 
 /// `runs DB`: every run, newest first.

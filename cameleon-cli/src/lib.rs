@@ -33,7 +33,7 @@
 //! |---|---|
 //! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json] [--answer OP=VALUE]… [--answers FILE.json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR, 6 WAITING, 130 CANCELLED (Ctrl-C) |
 //! | `run FILE.cm --journal DB [--durability sync\|batch\|exit]` | as `run`; 2 also when `DB` is not a journal |
-//! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file |
+//! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]… [--base DIR] [--allow-outside] [--grant TOOL]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file, a recorded folder outside the journal's without `--base`, a run another process holds |
 //! | `runs DB [--json]`, `history DB RUN_ID [--json]` | 0, 2 not a journal or an unknown id |
 //! | `run FILE.cm --follow WITNESS [--json]` | 0 replayed, 2 not replayable, 3 it ends in DEADLOCK |
 //! | `check FILE.cm [--capabilities FILE] [--verify [--max-states N]] [--json]` | 0 valid (and every property holds; warnings alone keep 0), 2 invalid (a capability name that is not defined included), 3 a property fails, 4 the state budget ran out first |
@@ -46,6 +46,7 @@
 //! | `satellite --nats URL (--ops TYPES \| --all-ops) [--tools NAMES] [--base DIR] [--name NAME] [--concurrency N] [--heartbeat-ms MS] [--max-call-ms MS] [--max-request-bytes N] [--drain-ms MS]` | 0 stopped (SIGTERM, Ctrl-C), 2 invalid arguments or nothing to host, 5 NATS unreachable |
 //! | `satellites --nats URL [--json]` | 0, 2 invalid arguments, 5 NATS unreachable |
 //! | `schema` | 0 |
+//! | `trust FILE` | 0 trusted, 2 not a valid capabilities file or no config directory |
 #![deny(missing_docs)]
 
 use std::ffi::OsString;
@@ -71,6 +72,7 @@ mod run;
 mod satellite;
 mod serve;
 mod tools;
+mod trust;
 
 pub use args::{
     CallArgs, CatalogueArgs, CheckArgs, DurabilityArg, ExportArgs, FmtArgs, HistoryArgs, ModeArg,
@@ -81,6 +83,7 @@ pub use report::{RunReport, trace_jsonl};
 pub use satellite::{NatsArgs, SatelliteArgs, SatellitesArgs};
 pub use serve::ServeArgs;
 pub use tools::tools_text;
+pub use trust::TrustArgs;
 
 /// Exit codes of every command (docs/cli.md).
 pub mod exit {
@@ -154,10 +157,13 @@ Examples:
     /// Validate a net: every problem, with its line, column and a hint.
     #[command(after_help = "\
 Besides the net, check resolves the chat models, embedders, memories and tools its operators
-name against the capabilities `run` would use (--capabilities FILE, else CAMELEON_CAPABILITIES,
-else cameleon.yaml beside the file, and the built-in defaults), reading names only: nothing a
-capabilities file configures is started or contacted. A name that is not defined is an error;
-a `tool` or `agent` whose tools the net's `tools:` key does not allow is a warning.
+name against the capabilities `run` would use (--capabilities FILE, else your config
+directory's cameleon.yaml, CAMELEON_CAPABILITIES, cameleon.yaml beside the file, and the
+built-in defaults), reading names only: nothing a capabilities file configures is started or
+contacted. A name that is not defined is an error, and so is an entry of an untrusted project
+file that only a trusted one may hold (`cameleon trust`); a `tool` or `agent` whose tools the
+net's `tools:` key does not allow is a warning, and so is a `write`/`external` tool under
+`allow:` that you have not granted (`run --grant TOOL`).
 
 Exit codes: 0 valid (with --verify: every property holds; warnings alone keep 0), 2 invalid (an
 undefined capability name included), 3 a verified property fails, 4 the state budget
@@ -306,6 +312,20 @@ Examples:
 Examples:
   cameleon schema > cm.schema.json")]
     Schema,
+    /// Trust a project's capabilities file: record its SHA-256 in your config directory, so
+    /// its entries may send environment variables and the run's data to the hosts they name,
+    /// and grant tools (a changed file must be trusted again).
+    #[command(after_help = "\
+A `cameleon.yaml` found beside a .cm file is not trusted: it may configure offline models and
+loopback endpoints without a key, and nothing else. `--capabilities FILE`, the file named by
+CAMELEON_CAPABILITIES and `cameleon.yaml` in your config directory ($XDG_CONFIG_HOME/cameleon,
+else ~/.config/cameleon) are trusted as given. Read the file before trusting it.
+
+Exit codes: 0 trusted, 2 not a valid capabilities file (nothing recorded), no config directory.
+
+Examples:
+  cameleon trust examples/cameleon.yaml")]
+    Trust(TrustArgs),
 }
 
 /// Where a command reads and writes, and what the terminal can do.
@@ -427,6 +447,7 @@ where
         Command::Serve(a) => serve::serve(&a, io),
         Command::Satellite(a) => satellite::satellite(&a, io),
         Command::Satellites(a) => satellite::satellites(&a, io),
+        Command::Trust(a) => trust::trust(&a, io),
         Command::Schema => {
             write!(io.stdout, "{}", cameleon::cm::schema::schema_json()).map(|()| exit::OK)
         }

@@ -9,7 +9,7 @@ use serde_json::{Value as Json, json};
 use super::answers::{self, Answers};
 use super::report::{RunReport, TraceLines, TraceSink};
 use super::{DurabilityArg, Io, RunArgs, display_name, exit, report_invalid};
-use cameleon::capabilities::{CapabilitiesError, Runtime};
+use cameleon::capabilities::CapabilitiesError;
 use cameleon::cm::folder_of;
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
 use cameleon::journal::{Durability, Journal, JournalError, RunOptions};
@@ -125,7 +125,8 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         return follow(&net, witness, a.json, io);
     }
     let name = display_name(&net, &a.file);
-    let mut builder = Runtime::builder().for_cm_file(&a.file, a.capabilities.as_deref());
+    let mut builder =
+        crate::trust::sources(&folder_of(&a.file), a.capabilities.as_deref(), &a.grant);
     if let Some(c) = &connected {
         c.remote.place(&mut net);
         builder = builder.source(c.source());
@@ -160,6 +161,7 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Err(code) => return Ok(code),
     };
     let mut run_id = None;
+    let mut _lock = None;
     if let Some(db) = &a.journal {
         let opts = RunOptions {
             durability: durability(a),
@@ -168,8 +170,14 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             allow_outside: a.allow_outside,
             generation: Some(cvm.generation()),
         };
-        match Journal::create(db).and_then(|j| j.start(&mut cvm, &opts)) {
-            Ok(id) => {
+        let started = Journal::create(db).and_then(|j| {
+            j.start(&mut cvm, &opts)
+                .and_then(|id| Ok((j.lock(&id)?, id)))
+        });
+        match started {
+            Ok((lock, id)) => {
+                // Held to the end: no `resume` goes on with this run while it runs here.
+                _lock = Some(lock);
                 // The first line on stderr, before any progress: the id `resume` takes.
                 writeln!(io.stderr, "run {id}")?;
                 io.stderr.flush()?;

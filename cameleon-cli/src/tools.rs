@@ -55,6 +55,7 @@ pub fn tools_text(manifests: &[ToolManifest]) -> String {
             }
         }
         let _ = writeln!(s, "  returns: {}", type_of(&m.output_schema));
+        let _ = writeln!(s, "  effects: {} ({})", m.effects, m.effects.describe());
     }
     s
 }

@@ -213,6 +213,9 @@ fn a_waiting_journaled_run_is_resumed_with_its_answers() {
         "--json",
         "--trace",
         &s(&trace),
+        // The journal is not kept beside the net: the user names its folder.
+        "--base",
+        &example(""),
     ]);
     assert_eq!(resumed.status.code(), Some(0), "{resumed:?}");
     let direct = CAMELEON.run(&[

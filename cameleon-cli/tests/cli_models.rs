@@ -578,19 +578,25 @@ fn check_reports_a_name_the_capabilities_do_not_define_at_its_param() {
     );
     assert_eq!(model["snippet"], "      model: fsat");
 
-    // With a capabilities file beside it that defines `fast`: a did-you-mean, and where.
+    // With a capabilities file beside it that defines `fast` (trusted: it names a key): a
+    // did-you-mean, and where.
     std::fs::write(
         dir.join("cameleon.yaml"),
         "chat:\n  fast: {kind: openai, model: m, api_key_env: CAMELEON_TEST_NOBODY_SETS_THIS}\n",
     )
     .unwrap();
-    let (c, v) = check_json(&cm, &[], &[]);
+    let config = TempDir::new("check-names-config");
+    let config_dir = config.path().display().to_string();
+    let trusted = [("XDG_CONFIG_HOME", config_dir.as_str())];
+    let yaml = dir.join("cameleon.yaml").display().to_string();
+    assert_eq!(code(&cameleon(&["trust", &yaml], &trusted)), 0);
+    let (c, v) = check_json(&cm, &[], &trusted);
     assert_eq!(c, 2, "{v}");
     let hint = v["problems"][1]["hint"].as_str().unwrap();
     assert!(hint.starts_with("did you mean `fast`?"), "{hint}");
     assert!(hint.contains("cameleon.yaml"), "{hint}");
     // Text: located like the loader's problems.
-    let o = cameleon(&["check", &cm.display().to_string()], &[]);
+    let o = cameleon(&["check", &cm.display().to_string()], &trusted);
     assert_eq!(code(&o), 2);
     assert!(stderr(&o).contains("agent.cm:34:14"), "{}", stderr(&o));
 
@@ -600,14 +606,14 @@ fn check_reports_a_name_the_capabilities_do_not_define_at_its_param() {
         .replace("model: fsat", "model: fast")
         .replace("[calc, calcc]", "[calc]");
     std::fs::write(&cm, fixed).unwrap();
-    let (c, v) = check_json(&cm, &[], &[]);
+    let (c, v) = check_json(&cm, &[], &trusted);
     assert_eq!(
         (c, &v["valid"], &v["warnings"]),
         (0, &json!(true), &json!([])),
         "{v}"
     );
     // `run` needs that variable: it stops before running, naming it.
-    let o = cameleon(&["run", &cm.display().to_string()], &[]);
+    let o = cameleon(&["run", &cm.display().to_string()], &trusted);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(
         stderr(&o).contains("CAMELEON_TEST_NOBODY_SETS_THIS"),

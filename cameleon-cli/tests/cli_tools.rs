@@ -31,7 +31,13 @@ fn tools_json_lists_every_standard_tool_with_its_schemas() {
         let keys: Vec<&String> = m.as_object().unwrap().keys().collect();
         assert_eq!(
             keys,
-            ["name", "description", "input_schema", "output_schema"]
+            [
+                "name",
+                "description",
+                "effects",
+                "input_schema",
+                "output_schema"
+            ]
         );
     }
     let calc = &v[names.iter().position(|n| *n == "calc").unwrap()];

@@ -102,6 +102,7 @@ fn resuming_a_finished_run_prints_its_end_with_its_exit_code_firing_nothing() {
         let id = stderr(&first).lines().next().unwrap()[4..].to_owned();
         let size = std::fs::metadata(&db).unwrap().len();
         let again_trace = d.join(format!("{file}.again.jsonl"));
+        // The journal is not kept beside the net: the user names its folder.
         let again = CAMELEON.run(&[
             "resume",
             &s(&db),
@@ -109,6 +110,8 @@ fn resuming_a_finished_run_prints_its_end_with_its_exit_code_firing_nothing() {
             "--json",
             "--trace",
             &s(&again_trace),
+            "--base",
+            &example(""),
         ]);
         assert_eq!(code(&again), exit, "{file}: {}", stderr(&again));
         assert_eq!(
@@ -679,7 +682,7 @@ fn a_stored_net_whose_operator_types_this_program_lacks_exits_2_naming_them() {
         .unwrap();
     }
     let before = std::fs::read(&db).unwrap();
-    let o = CAMELEON.run(&["resume", &s(&db), &id]);
+    let o = CAMELEON.run(&["resume", &s(&db), &id, "--base", &example("")]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     let e = stderr(&o);
     assert!(
@@ -719,7 +722,15 @@ fn a_net_with_sub_nets_is_journaled_and_its_resumed_trace_has_the_inner_runs() {
     // A finished run: resume restores every step (the sub-nets' inner runs with them) and
     // fires nothing; its trace holds every firing from step 1, inner runs included.
     let resumed = d.join("resumed.jsonl");
-    let o = CAMELEON.run(&["resume", &s(&db), &id, "--trace", &s(&resumed)]);
+    let o = CAMELEON.run(&[
+        "resume",
+        &s(&db),
+        &id,
+        "--trace",
+        &s(&resumed),
+        "--base",
+        &example(""),
+    ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let plain = std::fs::read_to_string(&plain).unwrap();
     assert!(plain.contains("\"inner\":[{"), "{plain}");

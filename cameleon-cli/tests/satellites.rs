@@ -543,7 +543,7 @@ pub struct ShoutArgs {
 }
 
 /// Upper-cases `text`: a tool of this test binary, which the `cameleon` binary does not have.
-#[tool(name = "cli_shout")]
+#[tool(name = "cli_shout", effects = none)]
 fn cli_shout(args: ShoutArgs) -> Result<String, ToolError> {
     Ok(args.text.to_uppercase())
 }
@@ -582,6 +582,45 @@ fn a_tool_only_a_satellite_hosts_can_be_named_in_a_cm_file_with_nats() {
     assert_eq!(code(&o), 0, "{}{}", text(&o.stdout), text(&o.stderr));
     let v = run_json(&["run", file, "--nats", &url]);
     assert_eq!(v["sinks"]["out"], serde_json::json!(["HI"]), "{v}");
+}
+
+/// Posts `text` somewhere (a tool of no declared effects: it counts as acting on the outside
+/// world).
+#[tool(name = "cli_post")]
+fn cli_post(args: ShoutArgs) -> Result<String, ToolError> {
+    Ok(format!("posted {}", args.text))
+}
+
+#[test]
+fn a_remote_tool_that_acts_on_the_world_runs_under_allow_only_when_the_user_grants_it() {
+    let nats = server();
+    let url = nats.url();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let _sat = rt
+        .block_on(Satellite::start(
+            &NatsOptions::new(url.clone()),
+            SatelliteConfig::new("poster").tools(["cli_post"]),
+        ))
+        .unwrap();
+    let dir = TempDir::new("cli-sat-grant");
+    let file = dir.join("post.cm");
+    std::fs::write(&file, REMOTE_TOOL.replace("cli_shout", "cli_post")).unwrap();
+    let file = file.to_str().unwrap();
+    // The satellite advertises no effects for it: the `.cm` file's `allow:` cannot let it run,
+    // so the run asks a person first (WAITING) and nothing is posted.
+    let o = CAMELEON.run(&["run", file, "--nats", &url, "--json"]);
+    assert_eq!(code(&o), 6, "{}{}", text(&o.stdout), text(&o.stderr));
+    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["end"], "WAITING", "{v}");
+    assert!(
+        v["waiting"][0]["prompt"]
+            .as_str()
+            .is_some_and(|p| p.contains("--grant cli_post")),
+        "{v}"
+    );
+    // The user's grant lets it run on the satellite.
+    let v = run_json(&["run", file, "--nats", &url, "--grant", "cli_post"]);
+    assert_eq!(v["sinks"]["out"], serde_json::json!(["posted hi"]), "{v}");
 }
 
 #[test]
@@ -653,7 +692,7 @@ pub struct ReverseArgs {
 }
 
 /// Reverses `text`, character by character.
-#[tool(name = "reverse_text")]
+#[tool(name = "reverse_text", effects = none)]
 fn reverse_text(args: ReverseArgs) -> Result<String, ToolError> {
     Ok(args.text.chars().rev().collect())
 }

@@ -100,7 +100,18 @@ fn a_served_run_is_journaled_and_resume_finishes_it_without_running_an_operator_
 
     // Resume without any answer: had an `ask` fired again, the run would stop WAITING (exit 6).
     let trace = dir.join("resumed.jsonl");
-    let o = CAMELEON.run(&["resume", s(&db), &id, "--json", "--trace", s(&trace)]);
+    // The journal is not kept beside the net: the user names its folder.
+    let base = examples();
+    let o = CAMELEON.run(&[
+        "resume",
+        s(&db),
+        &id,
+        "--json",
+        "--trace",
+        s(&trace),
+        "--base",
+        s(&base),
+    ]);
     assert_eq!(
         o.status.code(),
         Some(0),
@@ -129,6 +140,8 @@ fn a_served_run_is_journaled_and_resume_finishes_it_without_running_an_operator_
         "reviewer=Ada",
         "--trace",
         s(&trace2),
+        "--base",
+        s(&base),
     ]);
     assert_eq!(
         o.status.code(),
@@ -174,7 +187,8 @@ fn reset_starts_a_new_journaled_run_and_the_old_one_stays_resumable() {
     };
     assert_eq!(status(&first), (json!("RUNNING"), json!(2)));
     assert_eq!(status(&second), (json!("COMPLETED"), end["step"].clone()));
-    let o = CAMELEON.run(&["resume", s(&db), &first, "--json"]);
+    let base = examples();
+    let o = CAMELEON.run(&["resume", s(&db), &first, "--json", "--base", s(&base)]);
     assert_eq!(o.status.code(), Some(0));
     assert_eq!(json_out(&o)["steps"], end["step"]);
 }

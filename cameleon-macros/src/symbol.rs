@@ -22,7 +22,16 @@ pub const OPERATOR_KEYS: &[Symbol] = &[
 ];
 
 // #[tool(...)] keys (`name` and `timeout_ms` are shared with the others)
-pub const TOOL_KEYS: &[Symbol] = &[NAME, TIMEOUT_MS];
+pub const EFFECTS: Symbol = Symbol("effects");
+pub const TOOL_KEYS: &[Symbol] = &[NAME, TIMEOUT_MS, EFFECTS];
+
+// `effects = …` values
+pub const EFFECT_NAMES: &[Symbol] = &[
+    Symbol("none"),
+    Symbol("read"),
+    Symbol("write"),
+    Symbol("external"),
+];
 
 // `retry(...)` keys
 pub const MAX: Symbol = Symbol("max");

@@ -3,6 +3,7 @@
 //! another language.
 
 use cameleon::connection::ConnState;
+use cameleon::operator::capability::ToolManifest;
 use cameleon::types::TypedValue;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
@@ -312,40 +313,6 @@ pub struct ToolReply {
     pub kind: Option<ErrorKind>,
 }
 
-/// Side effects a tool has on the world (docs/wire.md, docs/tools.md): `none`; `read` (reads
-/// local files); `write` (writes local files); `external` (acts on the outside world). A
-/// manifest without `effects` counts as `external`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Effects {
-    /// No side effect.
-    None,
-    /// Reads local files.
-    Read,
-    /// Writes local files.
-    Write,
-    /// Acts on the outside world (sends, posts, pays, deletes remotely).
-    External,
-}
-
-/// A tool as a satellite advertises it: its manifest and its effects.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct WireTool {
-    /// Name, description, input and output schemas.
-    #[serde(flatten)]
-    pub manifest: cameleon::operator::capability::ToolManifest,
-    /// Its side effects; absent: `external`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub effects: Option<Effects>,
-}
-
-impl WireTool {
-    /// Its effects, `external` when the satellite did not say.
-    pub fn effects(&self) -> Effects {
-        self.effects.unwrap_or(Effects::External)
-    }
-}
-
 /// A port of an operator type, on the wire.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WirePort {
@@ -410,7 +377,7 @@ pub struct Heartbeat {
     /// The manifests of its tools, with their effects: in answers to `<prefix>.discover` only
     /// (heartbeats stay small).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub manifests: Vec<WireTool>,
+    pub manifests: Vec<ToolManifest>,
     /// What a run needs to place each hosted operator type without linking it: in answers to
     /// `<prefix>.discover` only.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -74,8 +74,8 @@ pub struct Shout {
 
 static SHOUTS: AtomicUsize = AtomicUsize::new(0);
 
-/// Upper-cases `text`.
-#[tool(name = "st_shout")]
+/// Upper-cases `text` (no side effect: a `.cm` file's `allow:` lets it run).
+#[tool(name = "st_shout", effects = none)]
 fn shout(args: Shout) -> Result<String, ToolError> {
     SHOUTS.fetch_add(1, Ordering::SeqCst);
     Ok(args.text.to_uppercase())
@@ -430,16 +430,23 @@ async fn a_remote_tool_goes_through_the_gate_and_names_its_satellite() {
         .unwrap();
     let shout = manifests
         .iter()
-        .find(|m| m.manifest.name == "st_shout")
+        .find(|m| m.name == "st_shout")
         .expect("st_shout advertised");
-    // A tool of no declared effects counts as acting on the outside world; calc has none.
-    assert_eq!(shout.effects(), cameleon_nats::wire::Effects::External);
+    // A tool's advertised effects are those it declares (`st_shout`: none) ...
+    use cameleon::operator::capability::{Effect, ToolManifest};
+    assert_eq!(shout.effects, Effect::None);
+    // ... and a manifest that says none (an older satellite's) acts on the outside world.
+    let silent: ToolManifest = serde_json::from_value(json!({
+        "name": "old", "description": "", "input_schema": {}, "output_schema": {}
+    }))
+    .unwrap();
+    assert_eq!(silent.effects, Effect::External);
     assert_eq!(
         manifests
             .iter()
-            .find(|m| m.manifest.name == "calc")
-            .map(|m| m.effects()),
-        Some(cameleon_nats::wire::Effects::None)
+            .find(|m| m.name == "calc")
+            .map(|m| m.effects),
+        Some(Effect::None)
     );
     // The caller has no local tools: every one comes from the satellite.
     let mut reg = ToolRegistry::new();

@@ -38,7 +38,7 @@ pub use ::std::vec::Vec;
 
 // For `#[tool]`.
 pub use crate::operator::capability::CapFuture;
-pub use crate::tools::{ToolContext, ToolEntry, ToolError, ToolFn};
+pub use crate::tools::{Effect, ToolContext, ToolEntry, ToolError, ToolFn};
 
 /// What the arguments of a `#[tool]` must be.
 #[diagnostic::on_unimplemented(

@@ -189,6 +189,7 @@ pub mod tools;
 pub mod types;
 pub mod verify;
 
+mod files;
 mod util;
 
 #[doc = include_str!("operator_macro.md")]

@@ -685,6 +685,7 @@ impl Add {
             manifest: ToolManifest {
                 name: "add".into(),
                 description: "Adds two numbers.".into(),
+                effects: cameleon::tools::Effect::None,
                 input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
                 output_schema: json!({"type": "number"}),
             },

@@ -48,21 +48,21 @@ struct Key {
 }
 
 /// Counts a call and returns the key.
-#[tool(name = "test_count")]
+#[tool(name = "test_count", effects = none)]
 fn count(args: Key) -> Result<String, ToolError> {
     ran(&args.key);
     Ok(args.key)
 }
 
 /// Counts a call, then panics.
-#[tool(name = "test_panic")]
+#[tool(name = "test_panic", effects = none)]
 fn panics(args: Key) -> Result<String, ToolError> {
     ran(&args.key);
     panic!("boom in {}", args.key);
 }
 
 /// Counts a call, asynchronously.
-#[tool(name = "test_async")]
+#[tool(name = "test_async", effects = none)]
 async fn count_async(args: Key) -> Result<String, ToolError> {
     tokio::time::sleep(Duration::from_millis(1)).await;
     ran(&args.key);
@@ -70,7 +70,7 @@ async fn count_async(args: Key) -> Result<String, ToolError> {
 }
 
 /// Sleeps longer than its limit.
-#[tool(name = "test_slow", timeout_ms = 20)]
+#[tool(name = "test_slow", timeout_ms = 20, effects = none)]
 async fn slow(args: Key) -> Result<String, ToolError> {
     tokio::time::sleep(Duration::from_secs(5)).await;
     ran(&args.key);
@@ -78,10 +78,17 @@ async fn slow(args: Key) -> Result<String, ToolError> {
 }
 
 /// Reads the context: the base folder it is confined to and who asks.
-#[tool(name = "test_context")]
+#[tool(name = "test_context", effects = none)]
 fn context(cx: &ToolContext, args: Key) -> Result<Json, ToolError> {
     ran(&args.key);
     Ok(json!({"base": cx.base_dir().display().to_string(), "principal": cx.principal}))
+}
+
+/// Counts a call; says nothing of its effects, so it is taken to act on the outside world.
+#[tool(name = "test_send")]
+fn send(args: Key) -> Result<String, ToolError> {
+    ran(&args.key);
+    Ok(args.key)
 }
 
 fn registry() -> Arc<ToolRegistry> {
@@ -332,12 +339,14 @@ fn a_tool_sees_its_base_folder_and_who_asks() {
 // ---------------------------------------------------------------------------------------------
 // Standard tools
 
+/// The file tools allowed, `write_file` granted (as `--grant write_file` does).
 fn fs_gate(base: &Path) -> ToolGate {
     ToolGate::new(
         registry(),
         Some(&ToolPolicy::allow(["read_file", "list_dir", "write_file"])),
         base,
     )
+    .grants(["write_file"])
 }
 
 #[test]
@@ -711,4 +720,91 @@ fn a_journaled_run_waits_for_the_approval_and_resumes_with_it() {
     let again = journal.open_run(&id).unwrap();
     assert_eq!(again.cvm.received("out")[0].to_json(), json!("ap-journal"));
     assert_eq!(runs("ap-journal"), 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Effects and grants: a `.cm` file's `allow:` lets only `none` and `read` tools run unasked
+
+#[test]
+fn a_tool_that_says_nothing_of_its_effects_is_external_and_std_tools_say_theirs() {
+    use cameleon::tools::Effect;
+    let effects = |n: &str| registry().get(n).unwrap().manifest().effects;
+    assert_eq!(effects("test_send"), Effect::External);
+    assert_eq!(effects("test_count"), Effect::None);
+    assert_eq!(effects("calc"), Effect::None);
+    assert_eq!(effects("json_query"), Effect::None);
+    assert_eq!(effects("read_file"), Effect::Read);
+    assert_eq!(effects("list_dir"), Effect::Read);
+    assert_eq!(effects("write_file"), Effect::Write);
+    // A manifest without `effects` (an older satellite's) reads as `external`.
+    let m: cameleon::tools::ToolManifest = serde_json::from_value(
+        json!({"name": "x", "description": "", "input_schema": {}, "output_schema": true}),
+    )
+    .unwrap();
+    assert_eq!(m.effects, Effect::External);
+}
+
+#[test]
+fn an_ungranted_external_tool_under_allow_is_denied_naming_grant_and_never_runs() {
+    let r = gate(&["test_send"]).call_blocking(call("test_send", "eff-1"));
+    assert_eq!(r.status, ToolStatus::Denied, "{r:?}");
+    let why = r.error.unwrap();
+    assert!(why.contains("acts on the outside world"), "{why}");
+    assert!(why.contains("--grant test_send"), "{why}");
+    assert_eq!(runs("eff-1"), 0);
+    // Granted, it runs.
+    let r = gate(&["test_send"])
+        .grants(["test_send"])
+        .call_blocking(call("test_send", "eff-2"));
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+    assert_eq!(runs("eff-2"), 1);
+    // A grant lets in no tool the net does not list, nor one it lists under `approve:`.
+    let r = gate(&["test_count"])
+        .grants(["test_send"])
+        .call_blocking(call("test_send", "eff-3"));
+    assert_eq!(r.status, ToolStatus::Denied);
+    let approve = ToolPolicy::allow(Vec::<String>::new()).approve(["test_send"]);
+    let r = ToolGate::new(registry(), Some(&approve), ".")
+        .grants(["test_send"])
+        .call_blocking(call("test_send", "eff-4"));
+    assert_eq!(r.status, ToolStatus::Denied);
+    assert_eq!(runs("eff-3") + runs("eff-4"), 0);
+    // An approved call runs (what the `tool` operator sends once a person said yes).
+    let r = gate(&["test_send"]).call_blocking(call("test_send", "eff-5").approved_by("Ada"));
+    assert_eq!(r.status, ToolStatus::Ok, "{r:?}");
+}
+
+#[test]
+fn the_tool_operator_asks_before_an_ungranted_external_tool_and_a_grant_lets_it_run() {
+    let net = || {
+        tool_net(
+            "test_send",
+            "eff-op",
+            Some(ToolPolicy::allow(["test_send"])),
+            false,
+        )
+    };
+    let mut cvm = Runtime::default().cvm(net(), ".").build();
+    match cvm.run().unwrap() {
+        EndState::Waiting { waiting } => {
+            assert_eq!(waiting[0].op, "call");
+            assert!(
+                waiting[0].prompt.contains("--grant test_send"),
+                "{}",
+                waiting[0].prompt
+            );
+        }
+        other => panic!("expected WAITING, got {other:?}"),
+    }
+    assert_eq!(runs("eff-op"), 0);
+    let rt = Runtime::builder()
+        .source(cameleon::capabilities::Grants::new(
+            ["test_send"],
+            "--grant",
+        ))
+        .build()
+        .unwrap();
+    let mut cvm = rt.cvm(net(), ".").build();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(runs("eff-op"), 1);
 }

@@ -53,7 +53,9 @@ impl Bin {
 
 /// A program to run: [`std::process::Command`] with a timeout. Standard input is empty unless
 /// [`stdin`](Cmd::stdin) gives bytes; `CAMELEON_CAPABILITIES` is removed from the environment
-/// (a test sets it when it means to), so the user's own settings never change a test.
+/// and `XDG_CONFIG_HOME` points at a folder that does not exist (a test sets them when it means
+/// to: [`config_dir`](Cmd::config_dir)), so the user's own settings and trusted files never
+/// change a test.
 #[derive(Debug)]
 pub struct Cmd {
     inner: Command,
@@ -68,6 +70,10 @@ impl Cmd {
         let program = program.as_ref();
         let mut inner = Command::new(program);
         inner.env_remove("CAMELEON_CAPABILITIES");
+        inner.env(
+            "XDG_CONFIG_HOME",
+            std::env::temp_dir().join(format!("cameleon-test-no-config-{}", std::process::id())),
+        );
         let label = Path::new(program)
             .file_name()
             .unwrap_or(program)
@@ -105,6 +111,12 @@ impl Cmd {
     pub fn env(mut self, k: impl AsRef<OsStr>, v: impl AsRef<OsStr>) -> Cmd {
         self.inner.env(k, v);
         self
+    }
+
+    /// Uses `dir` as the user's config directory's parent (`XDG_CONFIG_HOME`): Caméléon's
+    /// config directory is then `dir/cameleon` (its `cameleon.yaml`, its trusted files).
+    pub fn config_dir(self, dir: impl AsRef<Path>) -> Cmd {
+        self.env("XDG_CONFIG_HOME", dir.as_ref())
     }
 
     /// Removes an environment variable.

@@ -97,6 +97,10 @@ pub struct ServeArgs {
     /// may name their tools and types (docs/wire.md); the history shows where each ran.
     #[command(flatten)]
     pub nats: crate::satellite::NatsArgs,
+    /// Grant TOOL (repeatable), as `run --grant`: under the net's `tools: allow:` it runs
+    /// unasked whatever its effects.
+    #[arg(long, value_name = "TOOL")]
+    pub grant: Vec<String>,
 }
 
 /// Runs `cameleon serve` until the process is interrupted.
@@ -126,8 +130,11 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         },
         Err(code) => return Ok(code),
     };
-    let mut builder =
-        cameleon::capabilities::Runtime::builder().for_cm_file(&a.file, a.capabilities.as_deref());
+    let mut builder = crate::trust::sources(
+        &cameleon::cm::folder_of(&a.file),
+        a.capabilities.as_deref(),
+        &a.grant,
+    );
     if let Some(s) = &satellites {
         builder = builder.source(s.connected.source());
     }

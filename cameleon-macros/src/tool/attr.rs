@@ -1,11 +1,22 @@
-//! `#[tool(...)]`: the tool's name and time limit.
+//! `#[tool(...)]`: the tool's name, time limit and effects.
 
 use proc_macro2::TokenStream;
 use syn::LitStr;
 
 use crate::ctxt::Ctxt;
-use crate::operator::attr::keys::{Seen, lit_str, metas, name_value, unknown_key, whole_number};
-use crate::symbol::{NAME, TIMEOUT_MS, TOOL_KEYS};
+use crate::operator::attr::keys::{
+    Seen, choice, lit_str, metas, name_value, unknown_key, whole_number,
+};
+use crate::symbol::{EFFECT_NAMES, EFFECTS, NAME, TIMEOUT_MS, TOOL_KEYS};
+
+/// The side effects a tool declares (`effects = write`), as `cameleon::tools::Effect` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Effect {
+    None,
+    Read,
+    Write,
+    External,
+}
 
 /// What `#[tool(...)]` says.
 #[derive(Default)]
@@ -14,6 +25,8 @@ pub struct ToolArgs {
     pub name: Option<LitStr>,
     /// `timeout_ms = N`.
     pub timeout_ms: Option<u64>,
+    /// `effects = none|read|write|external` (`None`: not said, so `external`).
+    pub effects: Option<Effect>,
 }
 
 impl ToolArgs {
@@ -36,6 +49,18 @@ impl ToolArgs {
                 {
                     out.timeout_ms =
                         whole_number(cx, TIMEOUT_MS, e, u128::from(u64::MAX), "timeout_ms = 5000");
+                }
+            } else if path == EFFECTS {
+                if seen.first(cx, EFFECTS, &meta)
+                    && let Some(e) = name_value(cx, "tool", &meta)
+                {
+                    out.effects = choice(
+                        cx,
+                        EFFECTS,
+                        e,
+                        EFFECT_NAMES,
+                        &[Effect::None, Effect::Read, Effect::Write, Effect::External],
+                    );
                 }
             } else {
                 unknown_key(cx, &place, &path, TOOL_KEYS);

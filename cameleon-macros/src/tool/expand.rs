@@ -9,7 +9,7 @@ use syn::spanned::Spanned;
 use syn::{ItemFn, ReturnType};
 
 use super::ast::Tool;
-use super::attr::ToolArgs;
+use super::attr::{Effect, ToolArgs};
 use super::check;
 use crate::ctxt::Ctxt;
 
@@ -54,6 +54,12 @@ fn generate(t: &Tool<'_>) -> TokenStream {
     let timeout = match t.args.timeout_ms {
         Some(ms) => quote!(#p::Some(#ms)),
         None => quote!(#p::None),
+    };
+    let effects = match t.args.effects.unwrap_or(Effect::External) {
+        Effect::None => quote!(#p::Effect::None),
+        Effect::Read => quote!(#p::Effect::Read),
+        Effect::Write => quote!(#p::Effect::Write),
+        Effect::External => quote!(#p::Effect::External),
     };
     let call_args = if t.context.is_some() {
         quote!(__cx, __args)
@@ -136,6 +142,7 @@ fn generate(t: &Tool<'_>) -> TokenStream {
                     input_schema: __cameleon_tool_input,
                     output_schema: __cameleon_tool_output,
                     timeout_ms: #timeout,
+                    effects: #effects,
                     run: __CAMELEON_TOOL_FN,
                 }
             }

@@ -18,10 +18,11 @@ use async_nats::Client;
 use cameleon::Net;
 use cameleon::connection::OpId;
 use cameleon::net::Placement;
+use cameleon::operator::capability::ToolManifest;
 use cameleon::tools::Tool;
 use futures_util::StreamExt;
 
-use crate::wire::{Heartbeat, OpRequest, Subjects, WireOpType, WirePolicy, WireTool};
+use crate::wire::{Heartbeat, OpRequest, Subjects, WireOpType, WirePolicy};
 use crate::{NatsError, NatsOptions};
 
 /// The default time a call may take, all tries included, when its instance sets no
@@ -255,7 +256,7 @@ impl Remote {
 
     /// The manifests (with effects) of the tools the satellites host, one per name, sorted by
     /// name.
-    pub async fn tool_manifests(&self, wait: Duration) -> Result<Vec<WireTool>, NatsError> {
+    pub async fn tool_manifests(&self, wait: Duration) -> Result<Vec<ToolManifest>, NatsError> {
         Ok(self.hosted(wait).await?.0)
     }
 
@@ -264,12 +265,12 @@ impl Remote {
     pub async fn hosted(
         &self,
         wait: Duration,
-    ) -> Result<(Vec<WireTool>, Vec<WireOpType>), NatsError> {
+    ) -> Result<(Vec<ToolManifest>, Vec<WireOpType>), NatsError> {
         let mut tools = std::collections::BTreeMap::new();
         let mut types = std::collections::BTreeMap::new();
         for (h, _) in self.gather(wait).await? {
             for m in h.manifests {
-                tools.entry(m.manifest.name.clone()).or_insert(m);
+                tools.entry(m.name.clone()).or_insert(m);
             }
             for t in h.types {
                 types.entry(t.id.clone()).or_insert(t);
@@ -342,12 +343,12 @@ impl Remote {
     /// satellites' discovery; each call goes to whichever satellite of the queue group takes it.
     pub fn remote_tools(
         &self,
-        manifests: Vec<WireTool>,
+        manifests: Vec<ToolManifest>,
         local: &cameleon::tools::ToolRegistry,
     ) -> Vec<Arc<dyn Tool>> {
         manifests
             .into_iter()
-            .filter(|m| local.get(&m.manifest.name).is_none())
+            .filter(|m| local.get(&m.name).is_none())
             .map(|m| Arc::new(RemoteTool::new(m, self.clone())) as Arc<dyn Tool>)
             .collect()
     }

@@ -17,8 +17,7 @@ use serde_json::Value as Json;
 
 use super::Remote;
 use crate::wire::{
-    Effects, ErrorKind, OpReply, OpRequest, ToolRequest, WIRE_VERSION, WireInput, WirePolicy,
-    WireTool,
+    ErrorKind, OpReply, OpRequest, ToolRequest, WIRE_VERSION, WireInput, WirePolicy,
 };
 
 /// The proxy of a `placement: remote` instance: fires on a satellite, answers everything
@@ -197,23 +196,14 @@ impl Operator for RemoteOp {
 #[derive(Debug)]
 pub struct RemoteTool {
     manifest: ToolManifest,
-    effects: Effects,
     remote: Remote,
 }
 
 impl RemoteTool {
-    /// The tool of `tool` (its manifest and effects), reached through `remote`.
-    pub fn new(tool: WireTool, remote: Remote) -> Self {
-        RemoteTool {
-            effects: tool.effects(),
-            manifest: tool.manifest,
-            remote,
-        }
-    }
-
-    /// Its side effects, as its satellite advertised them (`external` when it did not say).
-    pub fn effects(&self) -> Effects {
-        self.effects
+    /// The tool of `manifest` (its effects as its satellite advertised them, `external` when
+    /// it did not say), reached through `remote`.
+    pub fn new(manifest: ToolManifest, remote: Remote) -> Self {
+        RemoteTool { manifest, remote }
     }
 }
 

@@ -7,8 +7,9 @@ use std::path::PathBuf;
 use cameleon::catalogue::Catalogue;
 use cameleon::tools::ToolRegistry;
 
+use cameleon::operator::capability::Effect;
+
 use crate::NatsError;
-use crate::wire::Effects;
 
 /// The operator types a satellite hosts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -26,16 +27,12 @@ pub enum OpsToHost {
 /// (`file_loader`, `json_file`, `text_file` read one; `subnet` and `map` load a `.cm` file).
 pub const FILE_READING_OPS: &[&str] = &["file_loader", "json_file", "map", "subnet", "text_file"];
 
-/// The effects of a tool of this program: the standard tools' are known (`calc`, `json_query`
-/// none; `read_file`, `list_dir` read; `write_file` write); any other counts as `external`, the
-/// safe side.
-pub fn tool_effects(name: &str) -> Effects {
-    match name {
-        "calc" | "json_query" => Effects::None,
-        "read_file" | "list_dir" => Effects::Read,
-        "write_file" => Effects::Write,
-        _ => Effects::External,
-    }
+/// The effects of a tool of this program, as its manifest declares them (`#[tool]`'s
+/// `effects`); a name the program lacks counts as `external`, the safe side.
+pub fn tool_effects(name: &str) -> Effect {
+    ToolRegistry::global()
+        .get(name)
+        .map_or(Effect::External, |t| t.manifest().effects)
 }
 
 /// Whether hosting `ty` needs a base folder.
@@ -45,7 +42,7 @@ fn op_reads_files(ty: &str) -> bool {
 
 /// Whether hosting tool `name` needs a base folder.
 fn tool_touches_files(name: &str) -> bool {
-    matches!(tool_effects(name), Effects::Read | Effects::Write)
+    matches!(tool_effects(name), Effect::Read | Effect::Write)
 }
 
 /// What this program could host: every operator type (ids and aliases) and every tool, sorted.

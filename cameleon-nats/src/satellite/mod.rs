@@ -30,7 +30,7 @@ use tokio::task::JoinSet;
 
 use crate::cache::Cache;
 use crate::wire::{
-    Heartbeat, OpReply, SERVICE_NAME, Subjects, ToolReply, VERSION_HEADER, WIRE_VERSION, WireTool,
+    Heartbeat, OpReply, SERVICE_NAME, Subjects, ToolReply, VERSION_HEADER, WIRE_VERSION,
     is_subject_token,
 };
 use crate::{NatsError, NatsOptions};
@@ -410,12 +410,7 @@ impl Shared {
             manifests: self
                 .tools
                 .iter()
-                .filter_map(|t| {
-                    registry.get(t).map(|tool| WireTool {
-                        manifest: tool.manifest().clone(),
-                        effects: Some(tool_effects(t)),
-                    })
-                })
+                .filter_map(|t| registry.get(t).map(|tool| tool.manifest().clone()))
                 .collect(),
             types: self.types.clone(),
             ..self.heartbeat()

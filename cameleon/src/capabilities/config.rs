@@ -13,12 +13,18 @@
 //! Every entry has a `kind:` (a [`ProviderKind`](super::ProviderKind) of the program); its other
 //! keys are the kind's settings. A key ending in `_env` names an environment variable, which must
 //! be set (its value is read when the provider calls out, and never written anywhere); a secret
-//! written in the file itself (`api_key:`) is refused.
+//! written in the file itself (`api_key:`) is refused. `grants: [TOOL, …]` grants tools.
+//!
+//! A file that is not trusted (a `cameleon.yaml` found beside a `.cm` file that the user has
+//! not recorded with `cameleon trust`) may not send an environment variable anywhere, send the
+//! run's data to a host other than a loopback one, run a program or grant tools: each such key
+//! is a problem of kind `untrusted`, and nothing is built (docs/security.md).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::kinds::{Build, KindConfig, Section, find, kinds};
+use super::untrusted::{GRANTS, check_trust, read_grants};
 use super::{CapabilitiesBuilder, CapabilityNames, Entry};
 use crate::cm::tree::{self, Kind, Node, Span};
 use crate::cm::{CmError, CmProblem, CmProblemKind};
@@ -34,27 +40,53 @@ const SECRET_KEYS: &[&str] = &["api_key", "key", "token", "secret", "password"];
 
 const WHAT: &str = "capabilities file";
 
+/// Whether a file is trusted, and if not, why not (for messages).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Trust {
+    /// Given explicitly (code, `--capabilities`, `CAMELEON_CAPABILITIES`, the user's config
+    /// directory).
+    Given,
+    /// Found beside the `.cm` file: trusted when the user's trust store holds it with the hash
+    /// of the bytes read.
+    Project,
+}
+
 /// Reads the file at `path` into `b`.
-pub(super) fn load_config_file(path: &Path, b: &mut CapabilitiesBuilder) -> Result<(), CmError> {
-    let (name, text, base) = read_file(path)?;
-    load_into(&name, &text, &base, b)
+pub(super) fn load_config_file(
+    path: &Path,
+    trust: Trust,
+    b: &mut CapabilitiesBuilder,
+) -> Result<(), CmError> {
+    let (name, text, base, trusted) = read_file(path, trust)?;
+    load_into(&name, &text, &base, trusted, b)
 }
 
 /// Reads the names the file at `path` defines into `names`, building nothing: its syntax, keys,
 /// kinds and secrets are checked as [`load_config_file`] checks them, but no kind's factory is
 /// called (so nothing it configures is started or contacted) and the environment variables it
 /// names need not be set (they are needed to run, not to check).
-pub(super) fn config_file_names(path: &Path, names: &mut CapabilityNames) -> Result<(), CmError> {
-    let (name, text, base) = read_file(path)?;
-    let (_, ready) = read_entries(&name, &text, &base, false)?;
-    for (section, cfg, _, _) in ready {
+pub(super) fn config_file_names(
+    path: &Path,
+    trust: Trust,
+    names: &mut CapabilityNames,
+) -> Result<(), CmError> {
+    let (name, text, base, trusted) = read_file(path, trust)?;
+    let read = read_entries(&name, &text, &base, false, trusted)?;
+    for (section, cfg, _, _) in read.ready {
         names.define(section, &cfg.name, &format!("`{name}`"));
+    }
+    for (tool, _) in read.grants {
+        names.grant(&tool);
     }
     Ok(())
 }
 
-/// The file's name in messages, its text and its folder.
-fn read_file(path: &Path) -> Result<(String, String, PathBuf), CmError> {
+/// The file's name in messages, its text, its folder, and why it is trusted (`None`: it is
+/// not).
+fn read_file(
+    path: &Path,
+    trust: Trust,
+) -> Result<(String, String, PathBuf, Option<Untrusted>), CmError> {
     let name = path.display().to_string();
     let one = |message: String| {
         CmError::new(
@@ -84,8 +116,25 @@ fn read_file(path: &Path) -> Result<(String, String, PathBuf), CmError> {
             "the file is larger than {MAX_BYTES} bytes, the limit for capabilities files"
         )));
     }
+    let untrusted = match trust {
+        Trust::Given => None,
+        Trust::Project => {
+            let store = super::trust::TrustStore::user().unwrap_or_default();
+            (!store.trusts(path, &bytes)).then(|| Untrusted {
+                changed: store.knows(path),
+            })
+        }
+    };
     let text = String::from_utf8(bytes).map_err(|_| one("the file is not UTF-8 text".into()))?;
-    Ok((name, text, crate::cm::folder_of(path)))
+    Ok((name, text, crate::cm::folder_of(path), untrusted))
+}
+
+/// A file that is not trusted: found beside the `.cm` file, not recorded with `cameleon trust`
+/// (or recorded with other content).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Untrusted {
+    /// Recorded once, with other content: it changed since.
+    pub(super) changed: bool,
 }
 
 /// Reads capabilities text (named `name` in messages) into a fresh builder and reports its
@@ -99,18 +148,27 @@ fn read_file(path: &Path) -> Result<(String, String, PathBuf), CmError> {
 /// ```
 pub fn load_config_str(name: &str, text: &str) -> Result<(), CmError> {
     let mut b = CapabilitiesBuilder::new();
-    load_into(name, text, Path::new("."), &mut b)
+    load_into(name, text, Path::new("."), None, &mut b)
 }
 
-struct Cx<'s> {
+pub(super) struct Cx<'s> {
     src: &'s str,
     problems: Vec<CmProblem>,
     /// Whether an `_env` key's variable must be set (to run, not to check names).
     check_env: bool,
+    /// The file's name, and `Some` when it is not trusted.
+    pub(super) file: &'s str,
+    pub(super) untrusted: Option<Untrusted>,
 }
 
 impl Cx<'_> {
-    fn push(&mut self, kind: CmProblemKind, span: Span, message: String, hint: Option<String>) {
+    pub(super) fn push(
+        &mut self,
+        kind: CmProblemKind,
+        span: Span,
+        message: String,
+        hint: Option<String>,
+    ) {
         self.problems
             .push(CmProblem::new(kind, self.src, span, message, hint));
     }
@@ -120,14 +178,21 @@ fn load_into(
     name: &str,
     text: &str,
     base: &Path,
+    untrusted: Option<Untrusted>,
     b: &mut CapabilitiesBuilder,
 ) -> Result<(), CmError> {
-    let (tree, built) = read_entries(name, text, base, true)?;
+    let read = read_entries(name, text, base, true, untrusted)?;
+    let (tree, built) = (read.tree, read.ready);
     let mut cx = Cx {
         src: text,
         problems: Vec::new(),
         check_env: true,
+        file: name,
+        untrusted,
     };
+    for (tool, line) in read.grants {
+        b.grant(tool, format!("`grants:` of `{name}` line {line}"));
+    }
     for (section, cfg, line, build) in built {
         let from = format!("`{name}` line {line}");
         match build {
@@ -160,18 +225,30 @@ fn load_into(
     }
 }
 
+/// What a capabilities file holds, read and checked.
+struct FileRead {
+    tree: Node,
+    ready: Vec<Ready>,
+    /// `grants:`: each tool with its line.
+    grants: Vec<(String, usize)>,
+}
+
 /// The file's located tree and its entries, ready to build; every problem of its shape (keys,
-/// kinds, secrets, and with `check_env` unset variables) at once.
+/// kinds, secrets, with `check_env` unset variables, and what an untrusted file may not hold)
+/// at once.
 fn read_entries(
     name: &str,
     text: &str,
     base: &Path,
     check_env: bool,
-) -> Result<(Node, Vec<Ready>), CmError> {
+    untrusted: Option<Untrusted>,
+) -> Result<FileRead, CmError> {
     let mut cx = Cx {
         src: text,
         problems: Vec::new(),
         check_env,
+        file: name,
+        untrusted,
     };
     let tree = match tree::parse(text) {
         Ok(t) => t,
@@ -186,18 +263,26 @@ fn read_entries(
         }
     };
     let mut built = Vec::new();
+    let mut grants = Vec::new();
     match &tree.kind {
         Kind::Null => {}
         Kind::Map(entries) => {
             for (k, v) in entries {
                 let key = k.as_str().unwrap_or_default();
+                if key == GRANTS {
+                    read_grants(&mut cx, k, v, &mut grants);
+                    continue;
+                }
                 match Section::ALL.iter().find(|s| s.key() == key) {
                     Some(&section) => read_section(&mut cx, section, v, base, &mut built),
                     None => {
                         let keys = Section::ALL.map(Section::key);
-                        let hint = match crate::util::did_you_mean(key, keys) {
+                        let hint = match crate::util::did_you_mean(
+                            key,
+                            keys.into_iter().chain([GRANTS]),
+                        ) {
                             Some(s) => format!("did you mean `{s}`?"),
-                            None => "the keys of a capabilities file are `chat`, `embedders` and `memories`".into(),
+                            None => "the keys of a capabilities file are `chat`, `embedders`, `memories` and `grants`".into(),
                         };
                         cx.push(
                             CmProblemKind::Schema,
@@ -222,7 +307,11 @@ fn read_entries(
     if !cx.problems.is_empty() {
         return Err(CmError::new(name, text, cx.problems).about(WHAT));
     }
-    Ok((tree, built))
+    Ok(FileRead {
+        tree,
+        ready: built,
+        grants,
+    })
 }
 
 /// An entry ready to build: its section, config, line, and the kind's factory.
@@ -290,7 +379,9 @@ fn read_entry(
     } else {
         format!("the {what} kinds of this build are: {}", known.join(", "))
     };
-    let mut ok = true;
+    let problems_before = cx.problems.len();
+    check_trust(cx, section, name, map);
+    let mut ok = cx.problems.len() == problems_before;
     let mut kind = None;
     let mut settings = serde_json::Map::new();
     for (k, v) in map {

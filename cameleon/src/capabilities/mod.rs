@@ -45,6 +45,8 @@ mod kinds;
 mod names;
 mod providers;
 mod runtime;
+pub mod trust;
+mod untrusted;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -55,7 +57,7 @@ pub use config::{ENV_VAR, load_config_str};
 pub use kinds::{Build, KindConfig, KindError, ProviderKind, Section, kinds};
 pub use names::{CapabilityNames, NameCheck, check_names};
 pub use runtime::{
-    CapabilitiesError, CodeSource, ConfigFile, EnvSource, Runtime, RuntimeBuilder, Source,
+    CapabilitiesError, CodeSource, ConfigFile, EnvSource, Grants, Runtime, RuntimeBuilder, Source,
 };
 
 use crate::net::ToolPolicy;
@@ -82,6 +84,8 @@ pub struct CapabilitiesBuilder {
     observer: Option<Arc<dyn Telemetry>>,
     sources: Vec<String>,
     placer: Option<crate::net::Placing>,
+    /// Tools the user granted, each with where (docs/tools.md#effects-and-grants).
+    grants: BTreeMap<String, String>,
 }
 
 impl fmt::Debug for CapabilitiesBuilder {
@@ -91,6 +95,7 @@ impl fmt::Debug for CapabilitiesBuilder {
             .field("embedders", &self.embedders.keys().collect::<Vec<_>>())
             .field("memories", &self.memories.keys().collect::<Vec<_>>())
             .field("tools", &self.tools.len())
+            .field("grants", &self.grants.keys().collect::<Vec<_>>())
             .finish_non_exhaustive()
     }
 }
@@ -105,6 +110,7 @@ impl CapabilitiesBuilder {
             observer: None,
             sources: Vec::new(),
             placer: None,
+            grants: BTreeMap::new(),
         }
     }
 
@@ -112,6 +118,15 @@ impl CapabilitiesBuilder {
     /// (a connection to satellites).
     pub fn placer(&mut self, placer: Arc<dyn crate::net::Placer>) -> &mut Self {
         self.placer = Some(crate::net::Placing(placer));
+        self
+    }
+
+    /// Grants tool `name`, as the user does (`run --grant TOOL`, `grants:` in a trusted
+    /// capabilities file): under a net's `allow:` it runs unasked whatever its effects
+    /// (docs/tools.md#effects-and-grants). `from` says where, for messages. Only code that
+    /// speaks for the user should call this.
+    pub fn grant(&mut self, name: impl Into<String>, from: impl Into<String>) -> &mut Self {
+        self.grants.insert(name.into(), from.into());
         self
     }
 
@@ -205,6 +220,7 @@ impl CapabilitiesBuilder {
             observer: self.observer.unwrap_or_else(|| Arc::new(TracingTelemetry)),
             sources: self.sources,
             placer: self.placer,
+            grants: self.grants,
         }
     }
 }
@@ -243,6 +259,7 @@ pub struct Generation {
     observer: Arc<dyn Telemetry>,
     sources: Vec<String>,
     placer: Option<crate::net::Placing>,
+    grants: BTreeMap<String, String>,
 }
 
 impl fmt::Debug for Generation {
@@ -254,6 +271,7 @@ impl fmt::Debug for Generation {
             .field("memories", &self.memories.keys().collect::<Vec<_>>())
             .field("tools", &self.tools.len())
             .field("sources", &self.sources)
+            .field("grants", &self.grants.keys().collect::<Vec<_>>())
             .finish()
     }
 }
@@ -309,13 +327,18 @@ impl Generation {
         out
     }
 
+    /// The tools the user granted, each with where the grant comes from.
+    pub fn grants(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.grants.iter().map(|(t, f)| (t.as_str(), f.as_str()))
+    }
+
     /// The sources it was built from, described.
     pub fn sources(&self) -> &[String] {
         &self.sources
     }
 
     /// What a run of a net with tool policy `policy` sees: this generation and a tool gate
-    /// applying the policy, file tools confined to `base_dir`.
+    /// applying the policy and the generation's grants, file tools confined to `base_dir`.
     pub fn for_run(
         self: &Arc<Self>,
         policy: Option<&ToolPolicy>,
@@ -323,7 +346,8 @@ impl Generation {
     ) -> Arc<RunCapabilities> {
         Arc::new(RunCapabilities {
             generation: Arc::clone(self),
-            gate: ToolGate::new(Arc::clone(&self.tools), policy, base_dir),
+            gate: ToolGate::new(Arc::clone(&self.tools), policy, base_dir)
+                .grants(self.grants.keys().cloned()),
         })
     }
 

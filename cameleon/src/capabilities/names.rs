@@ -20,6 +20,8 @@ pub struct CapabilityNames {
     embedders: BTreeMap<String, String>,
     memories: BTreeMap<String, String>,
     tools: BTreeSet<String>,
+    /// Tools the user granted (`grants:` of a trusted capabilities file, `--grant`).
+    grants: BTreeSet<String>,
     sources: Vec<String>,
     /// Some source could not tell its names without running (code): any name may be defined.
     open: bool,
@@ -49,6 +51,16 @@ impl CapabilityNames {
     /// Adds a tool.
     pub fn tool(&mut self, name: &str) {
         self.tools.insert(name.to_owned());
+    }
+
+    /// Records that the user granted tool `name` (docs/tools.md#effects-and-grants).
+    pub fn grant(&mut self, name: &str) {
+        self.grants.insert(name.to_owned());
+    }
+
+    /// Whether the user granted tool `name`.
+    pub fn granted(&self, name: &str) -> bool {
+        self.grants.contains(name)
     }
 
     /// Records a source the names were read from (for messages).
@@ -172,6 +184,9 @@ pub fn check_names(net: &Net, file: &str, text: &str, names: &CapabilityNames) -
             ));
         }
     }
+    if let Some(policy) = policy {
+        ungranted_warnings(policy, tree.as_ref(), text, names, &mut warnings);
+    }
     let wrap = |p: Vec<CmProblem>| (!p.is_empty()).then(|| CmError::new(file, text, p));
     NameCheck {
         errors: wrap(errors),
@@ -266,6 +281,51 @@ fn tools_warning(
             format!("add {} under `tools: allow:` (or `approve:`)", denied.join(", ")),
         )
     })
+}
+
+/// A warning at each tool under `tools: allow:` whose effects go beyond `read` and that the user
+/// has not granted: the `.cm` file cannot let it run unasked (docs/tools.md#effects-and-grants).
+fn ungranted_warnings(
+    policy: &crate::net::ToolPolicy,
+    tree: Option<&Node>,
+    text: &str,
+    names: &CapabilityNames,
+    out: &mut Vec<CmProblem>,
+) {
+    let items = tree
+        .and_then(|t| t.get("tools"))
+        .and_then(|t| t.get("allow"));
+    for (i, name) in policy.allow.iter().enumerate() {
+        let Some(tool) = ToolRegistry::global().get(name) else {
+            continue;
+        };
+        let effects = tool.manifest().effects;
+        if !effects.needs_grant() || names.granted(name) {
+            continue;
+        }
+        let span = items
+            .map(|a| match &a.kind {
+                Kind::Seq(list) => list.get(i).map_or(a.span, |n| n.span),
+                _ => a.span,
+            })
+            .unwrap_or(Span {
+                line: 1,
+                column: 1,
+                ..Span::default()
+            });
+        out.push(CmProblem::new(
+            CmProblemKind::NeedsGrant,
+            text,
+            span,
+            format!(
+                "tool `{name}` {} (effects `{effects}`): a .cm file's `allow:` lets a tool run unasked only up to `read`, so each call asks a person (from a `tool` operator) or is denied (from an `agent`)",
+                effects.describe()
+            ),
+            Some(format!(
+                "grant it for a run with `cameleon run FILE.cm --grant {name}` (or `grants: [{name}]` in a trusted capabilities file); or list it under `approve:` to say that a person approves each call"
+            )),
+        ));
+    }
 }
 
 /// Finds an operator's declaration, and in it the text of a param, in the located tree.

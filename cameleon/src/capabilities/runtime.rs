@@ -4,7 +4,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
-use super::config::{ENV_VAR, config_file_names, load_config_file};
+use super::config::{ENV_VAR, Trust, config_file_names, load_config_file};
 use super::{CapabilitiesBuilder, CapabilityNames, Generation, RunCapabilities};
 use crate::cm::CmError;
 use crate::engine::{Cvm, CvmBuilder};
@@ -46,28 +46,55 @@ pub trait Source: Send + Sync + fmt::Debug {
 }
 
 /// A capabilities file (YAML): `chat:`, `embedders:`, `memories:`, each a mapping of names to
-/// `{kind: …, …settings}`.
+/// `{kind: …, …settings}`, and `grants:`.
+///
+/// A file is **trusted** when it is given ([`new`](Self::new), [`optional`](Self::optional):
+/// code, `--capabilities`, `CAMELEON_CAPABILITIES`, the user's config directory); a
+/// [`project`](Self::project) file — found beside a `.cm` file — only once the user recorded it
+/// with `cameleon trust` ([`trust`](super::trust)). An untrusted file may not send an
+/// environment variable or the run's data to a host (a loopback `base_url` without a key is
+/// fine), run a program, or grant tools: such a key is a located problem of kind `untrusted`,
+/// and nothing is built (docs/security.md).
 #[derive(Clone, Debug)]
 pub struct ConfigFile {
     path: PathBuf,
     required: bool,
+    trust: Trust,
 }
 
 impl ConfigFile {
-    /// The file at `path`, which must exist.
+    /// The file at `path`, which must exist; trusted.
     pub fn new(path: impl Into<PathBuf>) -> Self {
         ConfigFile {
             path: path.into(),
             required: true,
+            trust: Trust::Given,
         }
     }
 
-    /// The file at `path`, if it exists (a missing one adds nothing).
+    /// The file at `path`, if it exists (a missing one adds nothing); trusted.
     pub fn optional(path: impl Into<PathBuf>) -> Self {
         ConfigFile {
             path: path.into(),
             required: false,
+            trust: Trust::Given,
         }
+    }
+
+    /// A project's file at `path` (a `cameleon.yaml` found beside a `.cm` file), if it exists:
+    /// trusted only when the user's trust store holds it with this content.
+    pub fn project(path: impl Into<PathBuf>) -> Self {
+        ConfigFile {
+            path: path.into(),
+            required: false,
+            trust: Trust::Project,
+        }
+    }
+
+    /// The user's own capabilities file, `cameleon.yaml` in their config directory
+    /// ([`trust::config_dir`](super::trust::config_dir)), if it exists; trusted.
+    pub fn user() -> Option<Self> {
+        super::trust::config_dir().map(|d| ConfigFile::optional(d.join(super::trust::USER_FILE)))
     }
 }
 
@@ -81,7 +108,7 @@ impl Source for ConfigFile {
             return Ok(());
         }
         b.sources.push(self.describe());
-        load_config_file(&self.path, b).map_err(CapabilitiesError::File)
+        load_config_file(&self.path, self.trust, b).map_err(CapabilitiesError::File)
     }
 
     fn names(&self, names: &mut CapabilityNames) -> Result<(), CapabilitiesError> {
@@ -89,7 +116,7 @@ impl Source for ConfigFile {
             return Ok(());
         }
         names.source(self.describe());
-        config_file_names(&self.path, names).map_err(CapabilitiesError::File)
+        config_file_names(&self.path, self.trust, names).map_err(CapabilitiesError::File)
     }
 }
 
@@ -114,6 +141,49 @@ impl Source for EnvSource {
             Some(path) if !path.is_empty() => ConfigFile::new(PathBuf::from(path)).names(names),
             _ => Ok(()),
         }
+    }
+}
+
+/// Tools the user grants on the command line (`run --grant TOOL`): under a net's `allow:` they
+/// run unasked whatever their effects (docs/tools.md#effects-and-grants). Only a program
+/// acting for the user adds this source.
+#[derive(Clone, Debug, Default)]
+pub struct Grants {
+    tools: Vec<String>,
+    from: String,
+}
+
+impl Grants {
+    /// Grants `tools`, described as `from` in messages (`--grant`).
+    pub fn new<I, S>(tools: I, from: impl Into<String>) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        Grants {
+            tools: tools.into_iter().map(Into::into).collect(),
+            from: from.into(),
+        }
+    }
+}
+
+impl Source for Grants {
+    fn describe(&self) -> String {
+        self.from.clone()
+    }
+
+    fn apply(&self, b: &mut CapabilitiesBuilder) -> Result<(), CapabilitiesError> {
+        for t in &self.tools {
+            b.grant(t.clone(), self.from.clone());
+        }
+        Ok(())
+    }
+
+    fn names(&self, names: &mut CapabilityNames) -> Result<(), CapabilitiesError> {
+        for t in &self.tools {
+            names.grant(t);
+        }
+        Ok(())
     }
 }
 
@@ -177,8 +247,10 @@ impl RuntimeBuilder {
         self.source(ConfigFile::new(path))
     }
 
-    /// The sources `cameleon run FILE.cm` uses: `capabilities` if given; else the file named
-    /// by `CAMELEON_CAPABILITIES`, then `cameleon.yaml` beside the `.cm` file, if present.
+    /// The sources `cameleon run FILE.cm` uses: `capabilities` if given; else the user's own
+    /// file ([`ConfigFile::user`]), then the file named by `CAMELEON_CAPABILITIES`, then
+    /// `cameleon.yaml` beside the `.cm` file ([`ConfigFile::project`]: trusted only once the
+    /// user recorded it with `cameleon trust`), each if present.
     pub fn for_cm_file(self, cm: &Path, capabilities: Option<&Path>) -> Self {
         self.for_dir(&crate::cm::folder_of(cm), capabilities)
     }
@@ -188,9 +260,14 @@ impl RuntimeBuilder {
     pub fn for_dir(self, dir: &Path, capabilities: Option<&Path>) -> Self {
         match capabilities {
             Some(file) => self.config_file(file),
-            None => self
-                .source(EnvSource)
-                .source(ConfigFile::optional(dir.join("cameleon.yaml"))),
+            None => {
+                let b = match ConfigFile::user() {
+                    Some(user) => self.source(user),
+                    None => self,
+                };
+                b.source(EnvSource)
+                    .source(ConfigFile::project(dir.join("cameleon.yaml")))
+            }
         }
     }
 

@@ -4,6 +4,7 @@
 use serde_json::{Value as Json, json};
 
 use super::{Catalogue, CatalogueEntry};
+use crate::operator::capability::{Effect, OpEffects};
 use crate::operator::{OpSettings, OpSpec, PortSpec};
 use crate::policy::Policy;
 
@@ -97,6 +98,10 @@ impl Catalogue {
                 e.execution.as_str(),
                 settings_md(&e.settings)
             );
+            let effects = crate::operator::capability::operator_effects(e.id);
+            if effects != OpEffects::Fixed(Effect::None) {
+                let _ = writeln!(md, "- effects: `{effects}`{}", effects_md(effects));
+            }
             if !e.aliases.is_empty() {
                 let a: Vec<String> = e.aliases.iter().map(|a| format!("`{a}`")).collect();
                 let _ = writeln!(md, "- aliases: {}", a.join(", "));
@@ -130,6 +135,19 @@ impl Catalogue {
             }
         }
         md
+    }
+}
+
+/// What an operator type's effects mean, after their name.
+fn effects_md(e: OpEffects) -> &'static str {
+    match e {
+        OpEffects::OfTools => " (those of the tools it may call)",
+        OpEffects::Fixed(e) => match e {
+            Effect::Read => " (reads local files)",
+            Effect::Write => " (writes local files)",
+            Effect::External => " (acts on the outside world)",
+            Effect::None => "",
+        },
     }
 }
 
@@ -211,6 +229,7 @@ fn entry_json(e: &CatalogueEntry) -> Json {
         "policy": e.policy,
         "exec": e.execution,
         "settings": e.settings,
+        "effects": crate::operator::capability::operator_effects(e.id),
         "doc": e.summary(),
         "inputs": spec.inputs.iter().map(port).collect::<Vec<_>>(),
         "outputs": spec.outputs.iter().map(port).collect::<Vec<_>>(),

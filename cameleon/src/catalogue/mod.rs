@@ -66,6 +66,39 @@ pub struct BuildContext {
     pub files: Vec<PathBuf>,
     /// How deep the net being built is nested in sub-nets: 0 for a top net.
     pub depth: u32,
+    /// The sub-net files loaded so far for the top net, shared by every level: at most
+    /// [`MAX_SUBNET_FILES`].
+    pub subnet_files: SubnetFiles,
+}
+
+/// Most sub-net files one top net loads, every level and every run-time load of a recursive
+/// sub-net counted (docs/semantics.md §10.2): a `.cm` file that names itself, or fans out
+/// level after level, cannot make its loading grow without end.
+pub const MAX_SUBNET_FILES: u32 = 256;
+
+/// The count of sub-net files loaded for one top net, shared by the [`BuildContext`]s of all
+/// its levels. Compares equal always: it is a running count, not part of what is built.
+#[derive(Clone, Debug, Default)]
+pub struct SubnetFiles(std::sync::Arc<std::sync::atomic::AtomicU32>);
+
+impl PartialEq for SubnetFiles {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for SubnetFiles {}
+
+impl SubnetFiles {
+    /// Counts one more file; `Err` with the limit once past [`MAX_SUBNET_FILES`].
+    pub fn spend(&self) -> Result<(), u32> {
+        let n = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if n > MAX_SUBNET_FILES {
+            Err(MAX_SUBNET_FILES)
+        } else {
+            Ok(())
+        }
+    }
 }
 
 /// Two entries claim the same id.

@@ -13,9 +13,27 @@ const STD: &[(&str, &str, &str, &str, &str)] = &[
     ("source", "", "out_data: DataString", "source", "value!"),
     ("const", "", "out_data: DataJSON", "source", "value!"),
     ("sink", "in_data: Any", "", "any", ""),
-    ("file_loader", "", "out_data: Binary", "source", "path!"),
-    ("text_file", "", "out_data: DataString", "source", "path!"),
-    ("json_file", "", "out_data: DataJSON", "source", "path!"),
+    (
+        "file_loader",
+        "",
+        "out_data: Binary",
+        "source",
+        "path!, max_bytes=67108864",
+    ),
+    (
+        "text_file",
+        "",
+        "out_data: DataString",
+        "source",
+        "path!, max_bytes=67108864",
+    ),
+    (
+        "json_file",
+        "",
+        "out_data: DataJSON",
+        "source",
+        "path!, max_bytes=67108864",
+    ),
     (
         "fork",
         "in_data: T0",
@@ -433,6 +451,7 @@ fn json_export_lists_ports_types_policies_and_params_of_every_operator() {
     assert_eq!(chunker["settings"], json!({}));
     let text_file = ops.iter().find(|o| o["id"] == "text_file").unwrap();
     assert_eq!(text_file["exec"], "blocking");
+    assert_eq!(text_file["effects"], "read");
     let gate = ops.iter().find(|o| o["id"] == "gate").unwrap();
     assert_eq!(gate["aliases"], json!(["switch"]));
     assert_eq!(gate["emits"], json!([["out_true"], ["out_false"]]));

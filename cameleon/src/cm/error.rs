@@ -40,6 +40,14 @@ pub enum CmProblemKind {
     /// A warning: an operator calls tools, and the net has no `tools:` key, or its `tools:` does
     /// not allow them, so every such call is denied (`cameleon check`).
     ToolsDenied,
+    /// A warning: a tool under the net's `tools: allow:` has effects beyond `read` (it writes
+    /// files, or acts on the outside world) and the user has not granted it, so each call asks a
+    /// person or is denied (`cameleon check`; docs/tools.md#effects-and-grants).
+    NeedsGrant,
+    /// A capabilities file that is not trusted has an entry only a trusted one may have: one
+    /// sending an environment variable or the run's data to a host, or granting tools
+    /// (docs/security.md).
+    Untrusted,
     /// The net is invalid (docs/semantics.md §1): unknown port, type mismatch, unconnected input, ….
     Net(ProblemKind),
 }
@@ -47,7 +55,7 @@ pub enum CmProblemKind {
 impl CmProblemKind {
     /// Whether a problem of this kind is a warning (the file is still valid), not an error.
     pub fn is_warning(self) -> bool {
-        matches!(self, CmProblemKind::ToolsDenied)
+        matches!(self, CmProblemKind::ToolsDenied | CmProblemKind::NeedsGrant)
     }
 
     /// A snake_case name, as in `check --json` (net problems use their own names, e.g.
@@ -66,6 +74,8 @@ impl CmProblemKind {
             CmProblemKind::Env => "env",
             CmProblemKind::UnknownCapability => "unknown_capability",
             CmProblemKind::ToolsDenied => "tools_denied",
+            CmProblemKind::NeedsGrant => "needs_grant",
+            CmProblemKind::Untrusted => "untrusted",
             CmProblemKind::Net(k) => match k {
                 ProblemKind::DuplicateOperator => "duplicate_operator",
                 ProblemKind::BadEndpoint => "bad_endpoint",
@@ -275,6 +285,8 @@ fn label_text(kind: CmProblemKind) -> &'static str {
         CmProblemKind::Env => "variable not set",
         CmProblemKind::UnknownCapability => "not defined",
         CmProblemKind::ToolsDenied => "every call denied",
+        CmProblemKind::NeedsGrant => "needs your grant",
+        CmProblemKind::Untrusted => "needs trust",
         CmProblemKind::Net(ProblemKind::TypeMismatch) => "types differ",
         CmProblemKind::Net(ProblemKind::UnknownPort) => "no such port",
         CmProblemKind::Net(ProblemKind::UnknownOperator) => "no such operator",

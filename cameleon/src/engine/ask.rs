@@ -16,21 +16,21 @@
 use super::{Cvm, Waiting};
 use crate::connection::NONE;
 use crate::net::{Net, OpNode};
+use crate::operator::capability::{AskFirst, ToolAccess};
 use crate::operator::{AnswerError, Question};
 use crate::types::{DataBool, PortType, Value};
 
 /// The question operator `node` of `net` asks: its own ([`Operator::question`]), or — for an
-/// operator calling a tool the net's `tools:` policy lists under `approve:` — a `DataBool`
+/// operator calling a tool the net's `tools:` policy lists under `approve:`, or under `allow:`
+/// with effects the user has not granted (`tools`, the run's gate, says) — a `DataBool`
 /// approval question (docs/semantics.md §6.1).
 ///
 /// [`Operator::question`]: crate::Operator::question
-pub(super) fn question_of(net: &Net, node: &OpNode) -> Option<Question> {
+pub(super) fn question_of(net: &Net, node: &OpNode, tools: &dyn ToolAccess) -> Option<Question> {
     node.op.question().or_else(|| {
         let tool = node.op.calls_tool()?;
-        net.tool_policy()?
-            .approve
-            .iter()
-            .any(|t| t == tool)
+        let listed = net.tool_policy()?.approve.iter().any(|t| t == tool);
+        (listed || tools.asks_first(tool).is_some())
             .then(|| Question::new(format!("allow tool `{tool}`?"), DataBool::INFO))
     })
 }
@@ -82,6 +82,22 @@ fn asking_hint(asking: &[String]) -> String {
 }
 
 impl Cvm {
+    /// Asks each operator's question anew, for the run's capabilities now (an approval depends
+    /// on the gate's grants and the tools' effects).
+    pub(super) fn ask_questions(&mut self) {
+        let tools = self.caps.tools();
+        self.questions = self
+            .net
+            .ops
+            .iter()
+            .map(|n| question_of(&self.net, n, tools))
+            .collect();
+        self.any_asks = self.questions.iter().any(Option::is_some);
+        for o in 0..self.net.ops.len() {
+            self.refresh(o);
+        }
+    }
+
     /// Whether operator `o`, whose rule gives `on`, may be in the enabled set: an operator with
     /// a question and no answer is held back, and listed as waiting instead.
     #[cold]
@@ -136,7 +152,14 @@ impl Cvm {
                 text
             }
         };
-        Some(format!("allow tool `{tool}` with args {args}?"))
+        let why = match self.caps.tools().asks_first(tool) {
+            Some(AskFirst::Ungranted(effects)) => format!(
+                " (it {}; `--grant {tool}` lets it run unasked)",
+                effects.describe()
+            ),
+            _ => String::new(),
+        };
+        Some(format!("allow tool `{tool}` with args {args}?{why}"))
     }
 
     /// The question operator `op` asks, if it asks one.

@@ -97,6 +97,7 @@ impl CvmBuilder {
         }
         if let Some(c) = self.caps {
             cvm.caps = c;
+            cvm.ask_questions();
         }
         if let Some(id) = self.run_id {
             cvm.run_id = id;

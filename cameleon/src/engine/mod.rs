@@ -164,8 +164,12 @@ impl Cvm {
             .zip(&exec)
             .map(|(s, e)| !s.is_none() || *e == Execution::Async)
             .collect();
-        let questions: Vec<Option<Question>> =
-            net.ops.iter().map(|n| ask::question_of(&net, n)).collect();
+        let none = <dyn Capabilities>::none();
+        let questions: Vec<Option<Question>> = net
+            .ops
+            .iter()
+            .map(|n| ask::question_of(&net, n, none.tools()))
+            .collect();
         let any_asks = questions.iter().any(Option::is_some);
         let mut cvm = Cvm {
             waiting: Bits::new(n_ops),
@@ -299,6 +303,7 @@ impl Cvm {
     /// built elsewhere, e.g. a run resumed from a journal, before it goes on.
     pub fn set_capabilities(&mut self, caps: Arc<dyn Capabilities>) {
         self.caps = caps;
+        self.ask_questions();
     }
 
     /// The capability generation this engine's runs pinned (0: none).

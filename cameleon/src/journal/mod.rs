@@ -112,10 +112,13 @@ use crate::net::{Mode, Net};
 use crate::operator::capability::Capabilities;
 
 mod codec;
+mod lock;
 mod resume;
 mod store;
 mod writer;
 
+pub use lock::RunLock;
+pub use resume::{RecordedFolder, ResumeOptions};
 use writer::JournalRecorder;
 
 /// What gives a resumed run its capabilities, from its net and base folder.
@@ -235,6 +238,10 @@ pub struct Resumed {
     /// The folder the run's net resolves relative paths against (its `.cm` file's folder): where
     /// to look for its capabilities (`Cvm::set_capabilities`) before it goes on.
     pub base_dir: std::path::PathBuf,
+    /// The run's lock, for a run that goes on journaling ([`Journal::resume`]): hold it as long
+    /// as the run goes on; another `resume` of the run fails with [`JournalError::Busy`] until
+    /// it is dropped (or this process ends).
+    pub lock: Option<RunLock>,
 }
 
 impl Resumed {
@@ -333,6 +340,21 @@ pub enum JournalError {
     /// The engine or its net cannot be journaled.
     #[error("this run cannot be journaled: {0}")]
     NotJournalable(String),
+    /// Another process goes on with the run ([`RunLock`]).
+    #[error(
+        "run `{run}` of `{path}` is being resumed by {}: one process at a time goes on with a run (the lock `{lock}` is released when that process ends, however it ends)",
+        if .holder.is_empty() { "another process" } else { .holder.as_str() }
+    )]
+    Busy {
+        /// The journal.
+        path: String,
+        /// The run.
+        run: String,
+        /// Who holds it (`process 1234 on host`), as the holder wrote it.
+        holder: String,
+        /// The lock file.
+        lock: String,
+    },
 }
 
 fn known_hint(known: &[String]) -> String {

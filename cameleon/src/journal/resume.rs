@@ -3,12 +3,62 @@
 
 use super::*;
 
+/// How a journaled run goes on: what the journal file does not decide. A journal may come from
+/// elsewhere: the folder the run may read and write, and whether it may read outside it, are
+/// the caller's (docs/security.md).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ResumeOptions {
+    /// The folder the net's relative paths resolve against (its file readers, sub-nets and file
+    /// tools are confined to it). `None`: the folder the journal recorded — a caller resuming a
+    /// journal it did not write checks that folder first ([`Journal::recorded_folder`]).
+    pub base_dir: Option<PathBuf>,
+    /// Whether file-reading operators may leave that folder. Never taken from the journal.
+    pub allow_outside: bool,
+}
+
+/// What a journal recorded of where a run was started: see [`Journal::recorded_folder`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RecordedFolder {
+    /// The run (the one [`pick`](Journal::pick) chose).
+    pub id: String,
+    /// The folder its net was loaded from, as recorded (absolute).
+    pub base_dir: Option<PathBuf>,
+    /// Whether it was started allowed to read outside that folder.
+    pub allow_outside: bool,
+}
+
 impl Journal {
+    /// Takes run `id`'s lock ([`RunLock`]), for a process that goes on with the run some other
+    /// way than [`resume`](Self::resume) (which takes it itself): `cameleon run --journal` holds
+    /// the run it starts, so no `resume` runs it twice meanwhile.
+    pub fn lock(&self, id: &str) -> Result<RunLock, JournalError> {
+        RunLock::take(&self.path, id)
+    }
+
+    /// Where run `id` (or the one [`pick`](Self::pick) chooses) says it was started: its folder
+    /// and whether it could read outside it. Information only: [`ResumeOptions`] decides.
+    pub fn recorded_folder(&self, id: Option<&str>) -> Result<RecordedFolder, JournalError> {
+        let id = self.pick(id)?;
+        let config: String = self
+            .with(|c| c.query_row("SELECT config FROM runs WHERE id = ?1", [&id], |r| r.get(0)))?;
+        let config: Config = serde_json::from_str(&config)
+            .map_err(|e| self.corrupt(format!("run `{id}`: unreadable config: {e}")))?;
+        Ok(RecordedFolder {
+            id,
+            base_dir: config.base_dir,
+            allow_outside: config.allow_outside,
+        })
+    }
+
     /// Brings run `id` back (or, with `None`, the most recently started unfinished one — see
     /// [`pick`](Self::pick)): the net rebuilt from its stored `.cm`, every committed entry
     /// restored without running an operator. An unfinished run goes on journaling into the same
     /// run, with its durability; a finished one is returned with its [`end`](Resumed::end) and
     /// no recorder.
+    ///
+    /// The run goes on in the folder the journal recorded, never allowed to read outside it
+    /// (see [`resume_with_options`](Self::resume_with_options)), and holds the run's
+    /// [`lock`](Resumed::lock): a second resume of it fails with [`JournalError::Busy`].
     pub fn resume(&self, id: Option<&str>) -> Result<Resumed, JournalError> {
         self.load(id, Catalogue::global(), true)
     }
@@ -25,7 +75,18 @@ impl Journal {
         id: Option<&str>,
         pin: impl FnOnce(&mut Net, &Path) -> Arc<dyn Capabilities>,
     ) -> Result<Resumed, JournalError> {
-        self.load_pinned(id, Catalogue::global(), true, Some(Box::new(pin)))
+        self.resume_with_options(id, &ResumeOptions::default(), pin)
+    }
+
+    /// [`resume_with`](Self::resume_with), in the folder and with the permission `opts` give
+    /// (the journal's own say is never taken for `allow_outside`).
+    pub fn resume_with_options(
+        &self,
+        id: Option<&str>,
+        opts: &ResumeOptions,
+        pin: impl FnOnce(&mut Net, &Path) -> Arc<dyn Capabilities>,
+    ) -> Result<Resumed, JournalError> {
+        self.load_pinned(id, Catalogue::global(), true, Some(Box::new(pin)), opts)
     }
 
     /// Brings run `id` back at its recorded position, without journaling what is done with it
@@ -49,7 +110,7 @@ impl Journal {
         catalogue: &Catalogue,
         record: bool,
     ) -> Result<Resumed, JournalError> {
-        self.load_pinned(id, catalogue, record, None)
+        self.load_pinned(id, catalogue, record, None, &ResumeOptions::default())
     }
 
     fn load_pinned(
@@ -58,8 +119,23 @@ impl Journal {
         catalogue: &Catalogue,
         record: bool,
         pin: Option<Pin<'_>>,
+        opts: &ResumeOptions,
     ) -> Result<Resumed, JournalError> {
         let id = self.pick(id)?;
+        // One process at a time goes on with an unfinished run: taken before its entries are
+        // read (a finished one is only reported).
+        let unfinished: bool = self.with(|c| {
+            c.query_row(
+                "SELECT status IN ('RUNNING', 'WAITING', 'CANCELLED') FROM runs WHERE id = ?1",
+                [&id],
+                |r| r.get(0),
+            )
+        })?;
+        let mut lock = if record && unfinished {
+            Some(RunLock::take(&self.path, &id)?)
+        } else {
+            None
+        };
         type RunRow = (
             i64,
             String,
@@ -106,7 +182,8 @@ impl Journal {
             "sequential" => Mode::Sequential,
             other => return Err(self.corrupt(format!("run `{id}`: unknown mode `{other}`"))),
         };
-        let mut net = loader(catalogue, config.base_dir.as_deref(), config.allow_outside)
+        let base_dir = opts.base_dir.clone().or_else(|| config.base_dir.clone());
+        let mut net = loader(catalogue, base_dir.as_deref(), opts.allow_outside)
             .file_name(format!("{} (run {id})", self.path.display()))
             .load_str(&cm)
             .map_err(|e| JournalError::Net {
@@ -114,7 +191,7 @@ impl Journal {
                 error: Box::new(e),
             })?;
         let caps = pin.map(|pin| {
-            let base = config.base_dir.as_deref().unwrap_or(Path::new("."));
+            let base = base_dir.as_deref().unwrap_or(Path::new("."));
             pin(&mut net, base)
         });
         let mut b = Cvm::builder(net)
@@ -146,16 +223,18 @@ impl Journal {
                 );
             }
         };
-        let resumed = Resumed {
+        let mut resumed = Resumed {
             id: id.clone(),
             name,
             cvm,
             end,
-            base_dir: config
-                .base_dir
-                .clone()
-                .unwrap_or_else(|| std::path::PathBuf::from(".")),
+            base_dir: base_dir.unwrap_or_else(|| std::path::PathBuf::from(".")),
+            lock: None,
         };
+        if resumed.is_finished() {
+            lock = None;
+        }
+        resumed.lock = lock;
         if record && !resumed.is_finished() {
             let mut resumed = resumed;
             let recorder = JournalRecorder::new(&self.path, seq, config.durability())?;

@@ -124,6 +124,7 @@ pub(super) fn open(path: &Path, create: bool) -> Result<Connection, JournalError
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if fresh {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
+        create_private(path)?;
     }
     let conn = Connection::open_with_flags(path, flags).map_err(|e| JournalError::sql(path, e))?;
     conn.busy_timeout(BUSY)
@@ -141,6 +142,26 @@ pub(super) fn open(path: &Path, create: bool) -> Result<Connection, JournalError
         check(&conn, path, &tables)?;
     }
     Ok(conn)
+}
+
+/// Creates the journal file readable and writable by its owner only (`0600`), before SQLite
+/// opens it: a journal holds every value of its runs. SQLite creates the `-wal` and `-shm`
+/// files with the permissions of the database file, so they are `0600` too. A file that exists
+/// (empty) keeps its permissions.
+fn create_private(path: &Path) -> Result<(), JournalError> {
+    let mut o = std::fs::OpenOptions::new();
+    o.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        o.mode(0o600);
+    }
+    match o.open(path) {
+        Ok(_) => Ok(()),
+        // Another process created it meanwhile, or it is there empty: fine.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(JournalError::io(path, e)),
+    }
 }
 
 fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {

@@ -448,6 +448,7 @@ mod tests {
         r.tools.push(crate::operator::capability::ToolManifest {
             name: "calc".into(),
             description: "adds".into(),
+            effects: crate::operator::capability::Effect::None,
             input_schema: json!({"type": "object"}),
             output_schema: json!(true),
         });

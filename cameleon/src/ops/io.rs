@@ -142,13 +142,32 @@ impl FileAccess {
         Ok(joined)
     }
 
-    /// Reads the file at `path`, resolved by [`resolve`](Self::resolve).
+    /// Reads the regular file at `path`, at most [`DEFAULT_MAX_BYTES`] bytes (see
+    /// [`read_at_most`](Self::read_at_most)).
     pub fn read(&self, path: &str) -> Result<Vec<u8>, OpError> {
-        let full = self.resolve(path)?;
-        std::fs::read(&full)
-            .map_err(|e| OpError::new(format!("cannot read `{}`: {e}", full.display())))
+        self.read_at_most(path, DEFAULT_MAX_BYTES)
+    }
+
+    /// Reads the regular file at `path`, at most `max_bytes` bytes. It is opened beneath the
+    /// root through a directory handle (no symbolic link or `..` leads out, even one swapped in
+    /// while it is opened), or — with `allow_outside` — wherever the path leads, resolved once;
+    /// a FIFO, a socket or a device is refused without waiting; past `max_bytes`, an error names
+    /// the limit (docs/security.md).
+    pub fn read_at_most(&self, path: &str, max_bytes: u64) -> Result<Vec<u8>, OpError> {
+        crate::files::read(
+            crate::files::Who::Pipeline(&self.root),
+            &self.root,
+            path,
+            self.allow_outside,
+            max_bytes,
+            "the operator's `max_bytes` param",
+        )
+        .map_err(|e| OpError::new(e.0))
     }
 }
+
+/// The file readers' default `max_bytes`: 64 MiB.
+pub const DEFAULT_MAX_BYTES: u64 = 64 * 1024 * 1024;
 
 /// Reads a file's bytes once, as Binary on `out_data`.
 #[operator(
@@ -158,11 +177,14 @@ impl FileAccess {
     firing = source,
     exec = blocking
 )]
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct FileLoader {
     /// file path, relative to the .cm file's folder
     #[param]
     pub path: String,
+    /// the largest file read, in bytes (64 MiB); a larger file fails the firing, naming this
+    #[param(default = 67108864)]
+    pub max_bytes: u64,
     /// Where the file may be read from.
     #[context]
     pub access: FileAccess,
@@ -171,11 +193,19 @@ pub struct FileLoader {
     out_data: Out<Binary>,
 }
 
+impl Default for FileLoader {
+    /// No path yet; `max_bytes` at its default (64 MiB); the current directory, confined.
+    fn default() -> Self {
+        FileLoader::new("")
+    }
+}
+
 impl FileLoader {
     /// Reads `path`, relative to the current directory and confined to it.
     pub fn new(path: impl Into<String>) -> Self {
         FileLoader {
             path: path.into(),
+            max_bytes: DEFAULT_MAX_BYTES,
             access: FileAccess::default(),
         }
     }
@@ -183,7 +213,7 @@ impl FileLoader {
 
 impl Run for FileLoader {
     fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
-        let bytes = self.access.read(&self.path)?;
+        let bytes = self.access.read_at_most(&self.path, self.max_bytes)?;
         cx.emit(Self::out_data, Binary(bytes));
         Ok(())
     }
@@ -197,11 +227,14 @@ impl Run for FileLoader {
     firing = source,
     exec = blocking
 )]
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TextFile {
     /// file path, relative to the .cm file's folder
     #[param]
     pub path: String,
+    /// the largest file read, in bytes (64 MiB); a larger file fails the firing, naming this
+    #[param(default = 67108864)]
+    pub max_bytes: u64,
     /// Where the file may be read from.
     #[context]
     pub access: FileAccess,
@@ -210,11 +243,19 @@ pub struct TextFile {
     out_data: Out<DataString>,
 }
 
+impl Default for TextFile {
+    /// No path yet; `max_bytes` at its default (64 MiB); the current directory, confined.
+    fn default() -> Self {
+        TextFile::new("")
+    }
+}
+
 impl TextFile {
     /// Reads `path`, relative to the current directory and confined to it.
     pub fn new(path: impl Into<String>) -> Self {
         TextFile {
             path: path.into(),
+            max_bytes: DEFAULT_MAX_BYTES,
             access: FileAccess::default(),
         }
     }
@@ -222,7 +263,7 @@ impl TextFile {
 
 impl Run for TextFile {
     fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
-        let bytes = self.access.read(&self.path)?;
+        let bytes = self.access.read_at_most(&self.path, self.max_bytes)?;
         let text = String::from_utf8(bytes)
             .map_err(|e| OpError::new(format!("`{}` is not UTF-8 text: {e}", self.path)))?;
         cx.emit(Self::out_data, DataString(text));
@@ -238,11 +279,14 @@ impl Run for TextFile {
     firing = source,
     exec = blocking
 )]
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct JsonFile {
     /// file path, relative to the .cm file's folder
     #[param]
     pub path: String,
+    /// the largest file read, in bytes (64 MiB); a larger file fails the firing, naming this
+    #[param(default = 67108864)]
+    pub max_bytes: u64,
     /// Where the file may be read from.
     #[context]
     pub access: FileAccess,
@@ -251,11 +295,19 @@ pub struct JsonFile {
     out_data: Out<DataJSON>,
 }
 
+impl Default for JsonFile {
+    /// No path yet; `max_bytes` at its default (64 MiB); the current directory, confined.
+    fn default() -> Self {
+        JsonFile::new("")
+    }
+}
+
 impl JsonFile {
     /// Reads `path`, relative to the current directory and confined to it.
     pub fn new(path: impl Into<String>) -> Self {
         JsonFile {
             path: path.into(),
+            max_bytes: DEFAULT_MAX_BYTES,
             access: FileAccess::default(),
         }
     }
@@ -263,10 +315,23 @@ impl JsonFile {
 
 impl Run for JsonFile {
     fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
-        let bytes = self.access.read(&self.path)?;
+        let bytes = self.access.read_at_most(&self.path, self.max_bytes)?;
         let v = serde_json::from_slice(&bytes)
             .map_err(|e| OpError::new(format!("`{}` is not valid JSON: {e}", self.path)))?;
         cx.emit(Self::out_data, DataJSON(v));
         Ok(())
     }
 }
+
+// The file readers' firings read local files (docs/tools.md#effects-and-grants).
+macro_rules! reads_files {
+    ($($op:literal),*) => {$(
+        crate::submit_operator_effects!(crate::operator::capability::OperatorEffects {
+            op_type: $op,
+            effects: crate::operator::capability::OpEffects::Fixed(
+                crate::operator::capability::Effect::Read,
+            ),
+        });
+    )*};
+}
+reads_files!("file_loader", "text_file", "json_file");

@@ -32,7 +32,7 @@ pub use data::{
     Predicate, Template, Transform, chunk_text, fill_template, json_path, text_of,
 };
 pub use delay::Delay;
-pub use io::{Const, FileAccess, FileLoader, JsonFile, Sink, Source, TextFile};
+pub use io::{Const, DEFAULT_MAX_BYTES, FileAccess, FileLoader, JsonFile, Sink, Source, TextFile};
 pub use structural::{
     Accumulator, Barrier, Fork, Gate, Guard, Join, MAX_ARITY, MAX_PARTIAL_ARITY, Merge, letter_port,
 };

@@ -116,3 +116,9 @@ impl Run for CallTool {
         }
     }
 }
+
+// Its firings have the effects of the tool it calls.
+crate::submit_operator_effects!(crate::operator::capability::OperatorEffects {
+    op_type: "tool",
+    effects: crate::operator::capability::OpEffects::OfTools,
+});

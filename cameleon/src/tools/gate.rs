@@ -13,7 +13,8 @@ use super::registry::{Registered, ToolContext, ToolOutput, ToolRegistry};
 use super::{ToolError, ToolErrorKind};
 use crate::net::ToolPolicy;
 use crate::operator::capability::{
-    CapFuture, ToolAccess, ToolCall, ToolManifest, ToolMeta, ToolResult, ToolStatus,
+    AskFirst, CapFuture, Effect, ToolAccess, ToolCall, ToolManifest, ToolMeta, ToolResult,
+    ToolStatus,
 };
 use crate::runtime::{CatchPanic, Panic, block_on, catch_panic};
 
@@ -50,7 +51,7 @@ enum Rules {
 /// What the policy says of one call.
 enum Admit {
     Run,
-    AskFirst,
+    AskFirst(AskFirst),
 }
 
 /// The tool gate: one access policy, one argument check, one result shape, for every tool
@@ -61,6 +62,11 @@ enum Admit {
 ///   runs when the call comes approved ([`ToolCall::approved_by`]: the `tool` operator asks a
 ///   person first, docs/semantics.md §6.1) or once an [`Approver`] says yes; otherwise it is
 ///   `denied`, saying an approval is needed. A denied call never runs.
+/// - **Effects and grants**: `allow` lets a tool run unasked only if its
+///   [effects](crate::tools::Effect) go no further than `read`, or the user granted it
+///   ([`grants`](Self::grants): `run --grant TOOL`, `grants:` in a trusted capabilities file).
+///   An ungranted `write` or `external` tool under `allow` is treated as under `approve`, and
+///   its denial names `--grant` (docs/tools.md#effects-and-grants).
 /// - **Arguments** are checked against the tool's input schema; a mismatch is `error`, naming
 ///   the place in the arguments and the schema path (and never quoting the value).
 /// - **The call**: a panic is an `error`; a tool that outlives its time limit is `timeout`.
@@ -71,6 +77,8 @@ pub struct ToolGate {
     base_dir: PathBuf,
     approver: Option<Arc<dyn Approver>>,
     timeout: Option<Duration>,
+    /// Tools the user granted: they run unasked under `allow:` whatever their effects.
+    grants: Arc<BTreeSet<String>>,
 }
 
 impl fmt::Debug for ToolGate {
@@ -78,6 +86,7 @@ impl fmt::Debug for ToolGate {
         f.debug_struct("ToolGate")
             .field("rules", &self.rules)
             .field("base_dir", &self.base_dir)
+            .field("grants", &self.grants)
             .field("tools", &self.registry.len())
             .finish_non_exhaustive()
     }
@@ -104,6 +113,7 @@ impl ToolGate {
             base_dir: base_dir.into(),
             approver: None,
             timeout: None,
+            grants: Arc::default(),
         }
     }
 
@@ -120,6 +130,7 @@ impl ToolGate {
             base_dir: base_dir.into(),
             approver: None,
             timeout: None,
+            grants: Arc::default(),
         }
     }
 
@@ -127,6 +138,42 @@ impl ToolGate {
     pub fn approver(mut self, approver: Arc<dyn Approver>) -> Self {
         self.approver = Some(approver);
         self
+    }
+
+    /// Grants `tools`: under the net's `allow:` they run unasked whatever their effects (the
+    /// user's `run --grant TOOL`, a trusted capabilities file's `grants:`). A grant never lets
+    /// in a tool the net does not list, nor one it lists under `approve:`.
+    pub fn grants<I, S>(mut self, tools: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        let mut g = BTreeSet::clone(&self.grants);
+        g.extend(tools.into_iter().map(Into::into));
+        self.grants = Arc::new(g);
+        self
+    }
+
+    /// The tools granted ([`grants`](Self::grants)).
+    pub fn granted(&self) -> impl Iterator<Item = &str> {
+        self.grants.iter().map(String::as_str)
+    }
+
+    /// Whether a call of `name` needs a person's yes first, and why (see
+    /// [`ToolAccess::asks_first`]).
+    pub fn asks_first(&self, name: &str) -> Option<AskFirst> {
+        let Rules::Policy { allow, approve } = &self.rules else {
+            return None;
+        };
+        if allow.contains(name) {
+            let effects = self.registry.get(name)?.manifest().effects;
+            (effects.needs_grant() && !self.grants.contains(name))
+                .then_some(AskFirst::Ungranted(effects))
+        } else if approve.contains(name) {
+            Some(AskFirst::Listed)
+        } else {
+            None
+        }
     }
 
     /// Bounds every call to `limit` (a tool's own `timeout_ms` takes precedence).
@@ -152,7 +199,7 @@ impl ToolGate {
             Ok(x) => x,
             Err(r) => return finished(r, t0),
         };
-        if let Admit::AskFirst = admit
+        if let Admit::AskFirst(why) = admit
             && call.approved_by.is_none()
         {
             match &self.approver {
@@ -162,7 +209,7 @@ impl ToolGate {
                     }
                     call.approved_by = Some("the run's approver".to_owned());
                 }
-                None => return finished(needs_approval(&call.tool), t0),
+                None => return finished(needs_approval(&call.tool, why), t0),
             }
         }
         let cx = self.context(&call);
@@ -183,7 +230,7 @@ impl ToolGate {
             Ok(x) => x,
             Err(r) => return finished(r, t0),
         };
-        if let Admit::AskFirst = admit
+        if let Admit::AskFirst(why) = admit
             && call.approved_by.is_none()
         {
             match &self.approver {
@@ -193,7 +240,7 @@ impl ToolGate {
                     }
                     call.approved_by = Some("the run's approver".to_owned());
                 }
-                None => return finished(needs_approval(&call.tool), t0),
+                None => return finished(needs_approval(&call.tool, why), t0),
             }
         }
         let cx = self.context(&call);
@@ -231,9 +278,10 @@ impl ToolGate {
             }
             Rules::Policy { allow, approve } => {
                 if allow.contains(name) {
+                    // Whether its effects need a grant is known once the tool is found.
                     Admit::Run
                 } else if approve.contains(name) {
-                    Admit::AskFirst
+                    Admit::AskFirst(AskFirst::Listed)
                 } else {
                     return Err(ToolResult::denied(
                         name,
@@ -259,6 +307,17 @@ impl ToolGate {
         if let Err(why) = reg.check_args(&call.args) {
             return Err(ToolResult::failed(ToolStatus::Error, name, why, 0));
         }
+        let effects = reg.tool.manifest().effects;
+        let admit = match admit {
+            Admit::Run
+                if matches!(self.rules, Rules::Policy { .. })
+                    && effects.needs_grant()
+                    && !self.grants.contains(name) =>
+            {
+                Admit::AskFirst(AskFirst::Ungranted(effects))
+            }
+            other => other,
+        };
         Ok((reg, admit))
     }
 
@@ -330,6 +389,10 @@ impl ToolAccess for ToolGate {
     fn call_blocking(&self, call: ToolCall) -> ToolResult {
         ToolGate::call_blocking(self, call)
     }
+
+    fn asks_first(&self, name: &str) -> Option<AskFirst> {
+        ToolGate::asks_first(self, name)
+    }
 }
 
 /// A result that did not run, with the time spent deciding.
@@ -338,12 +401,21 @@ fn finished(mut r: ToolResult, t0: Instant) -> ToolResult {
     r
 }
 
-fn needs_approval(name: &str) -> ToolResult {
-    ToolResult::denied(
-        name,
-        format!(
+fn needs_approval(name: &str, why: AskFirst) -> ToolResult {
+    let message = match why {
+        AskFirst::Listed => format!(
             "tool `{name}` needs a person's approval (it is under `approve:` in the net's `tools:` policy) and this call was not approved: call it through the `tool` operator, which asks before it fires, or move it to `allow:` to let it run unasked"
         ),
+        AskFirst::Ungranted(effects) => ungranted(name, effects),
+    };
+    ToolResult::denied(name, message)
+}
+
+/// Why an ungranted `write`/`external` tool under `allow:` did not run.
+fn ungranted(name: &str, effects: Effect) -> String {
+    format!(
+        "tool `{name}` {} (effects `{effects}`) and the user has not granted it: a .cm file's `allow:` lets a tool run unasked only up to `read`. Grant it for the run with `--grant {name}` (`cameleon run FILE.cm --grant {name}`), or list it under `grants:` in a trusted capabilities file; a `tool` operator calling it asks a person first instead",
+        effects.describe()
     )
 }
 

@@ -39,6 +39,7 @@
 //! docs/tools.md describes the policy, the result shape and the standard tools.
 
 mod calc;
+mod effects;
 mod error;
 mod fs;
 mod gate;
@@ -47,9 +48,10 @@ mod schema;
 mod std_tools;
 
 pub use crate::operator::capability::{
-    ToolAccess, ToolCall, ToolManifest, ToolMeta, ToolResult, ToolStatus,
+    AskFirst, Effect, ToolAccess, ToolCall, ToolManifest, ToolMeta, ToolResult, ToolStatus,
 };
 pub use calc::{CalcError, eval as calc_eval};
+pub use effects::{net_effects, op_effects, tools_called};
 pub use error::{ToolError, ToolErrorKind};
 pub use gate::{Approval, Approver, ToolGate};
 pub use registry::{DuplicateTool, Tool, ToolContext, ToolEntry, ToolFn, ToolOutput, ToolRegistry};

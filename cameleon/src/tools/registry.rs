@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 
 use super::ToolError;
 use super::schema::{SCHEMAS, Schema};
-use crate::operator::capability::{CapFuture, ToolManifest};
+use crate::operator::capability::{CapFuture, Effect, ToolManifest};
 
 /// What a running tool knows of its call: the base folder file tools are confined to, who
 /// asks, and the call's idempotency key.
@@ -135,6 +135,8 @@ pub struct ToolEntry {
     pub output_schema: fn() -> Json,
     /// `#[tool(timeout_ms = N)]`.
     pub timeout_ms: Option<u64>,
+    /// `#[tool(effects = …)]`; `external` when the attribute does not say.
+    pub effects: Effect,
     /// The function.
     pub run: ToolFn,
 }
@@ -156,6 +158,7 @@ impl ToolEntry {
         ToolManifest {
             name: self.name.to_owned(),
             description: describe(self.description),
+            effects: self.effects,
             input_schema: (self.input_schema)(),
             output_schema: (self.output_schema)(),
         }

@@ -1,14 +1,13 @@
 //! The standard tools: `read_file`, `list_dir`, `write_file` (confined to the base folder),
 //! `calc` (arithmetic) and `json_query` (JSON Pointer).
 
-use std::io::Read;
-
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 
-use super::fs::{MAX_READ_BYTES, existing, writable};
+use super::fs::MAX_READ_BYTES;
 use super::{ToolContext, ToolError};
+use crate::files::{self, Who};
 use crate::tool;
 
 /// Arguments of `read_file` and `list_dir`.
@@ -69,21 +68,16 @@ pub struct Written {
 }
 
 /// Reads a UTF-8 text file of the base folder (the `.cm` file's folder) and returns its text.
-#[tool(name = "read_file")]
+#[tool(name = "read_file", effects = read)]
 fn read_file(cx: &ToolContext, args: PathArgs) -> Result<String, ToolError> {
-    let real = existing(cx.base_dir(), &args.path)?;
-    let file = std::fs::File::open(&real)
-        .map_err(|e| ToolError::new(format!("cannot read `{}`: {e}", args.path)))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_READ_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ToolError::new(format!("cannot read `{}`: {e}", args.path)))?;
-    if bytes.len() as u64 > MAX_READ_BYTES {
-        return Err(ToolError::new(format!(
-            "`{}` is larger than {MAX_READ_BYTES} bytes, the limit of read_file",
-            args.path
-        )));
-    }
+    let bytes = files::read(
+        Who::Tools,
+        cx.base_dir(),
+        &args.path,
+        false,
+        MAX_READ_BYTES,
+        "read_file",
+    )?;
     String::from_utf8(bytes).map_err(|e| {
         ToolError::new(format!(
             "`{}` is not UTF-8 text (invalid byte at offset {})",
@@ -95,43 +89,24 @@ fn read_file(cx: &ToolContext, args: PathArgs) -> Result<String, ToolError> {
 
 /// Lists a folder of the base folder: each entry's name, kind (`file`, `dir`, `symlink`) and
 /// size, sorted by name. `"."` is the base folder itself.
-#[tool(name = "list_dir")]
+#[tool(name = "list_dir", effects = read)]
 fn list_dir(cx: &ToolContext, args: PathArgs) -> Result<Vec<DirEntry>, ToolError> {
-    let real = existing(cx.base_dir(), &args.path)?;
-    let read = std::fs::read_dir(&real)
-        .map_err(|e| ToolError::new(format!("cannot list `{}`: {e}", args.path)))?;
-    let mut out = Vec::new();
-    for entry in read {
-        let entry =
-            entry.map_err(|e| ToolError::new(format!("cannot list `{}`: {e}", args.path)))?;
-        let meta = entry
-            .path()
-            .symlink_metadata()
-            .map_err(|e| ToolError::new(format!("cannot list `{}`: {e}", args.path)))?;
-        let kind = if meta.file_type().is_symlink() {
-            "symlink"
-        } else if meta.is_dir() {
-            "dir"
-        } else {
-            "file"
-        };
-        out.push(DirEntry {
-            name: entry.file_name().to_string_lossy().into_owned(),
-            kind: kind.to_owned(),
-            size: if meta.is_file() { meta.len() } else { 0 },
-        });
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
+    Ok(files::list(cx.base_dir(), &args.path)?
+        .into_iter()
+        .map(|e| DirEntry {
+            name: e.name,
+            kind: e.kind.to_owned(),
+            size: e.size,
+        })
+        .collect())
 }
 
 /// Writes a text file in the base folder (the `.cm` file's folder), replacing it; creates
-/// missing folders. Returns the path and the number of bytes written.
-#[tool(name = "write_file")]
+/// missing folders. Only a regular file with one link is written. Returns the path and the
+/// number of bytes written.
+#[tool(name = "write_file", effects = write)]
 fn write_file(cx: &ToolContext, args: WriteArgs) -> Result<Written, ToolError> {
-    let real = writable(cx.base_dir(), &args.path)?;
-    std::fs::write(&real, args.content.as_bytes())
-        .map_err(|e| ToolError::new(format!("cannot write `{}`: {e}", args.path)))?;
+    files::write(cx.base_dir(), &args.path, args.content.as_bytes())?;
     Ok(Written {
         path: args.path,
         bytes: args.content.len() as u64,
@@ -141,7 +116,7 @@ fn write_file(cx: &ToolContext, args: WriteArgs) -> Result<Written, ToolError> {
 /// Evaluates an arithmetic expression: numbers, `+ - * / % ^` (`^` is the power,
 /// right-associative), parentheses and unary minus, with the usual precedence. Whole results
 /// are integers.
-#[tool(name = "calc")]
+#[tool(name = "calc", effects = none)]
 fn calc(args: CalcArgs) -> Result<serde_json::Number, ToolError> {
     let v = super::calc::eval(&args.expr).map_err(|e| ToolError::new(e.to_string()))?;
     // Whole numbers that an f64 holds exactly are written as integers.
@@ -154,7 +129,7 @@ fn calc(args: CalcArgs) -> Result<serde_json::Number, ToolError> {
 
 /// Reads the part of a JSON value at a JSON Pointer (RFC 6901): `/items/0/name` is the `name` of
 /// the first of `items`; `""` is the whole value.
-#[tool(name = "json_query")]
+#[tool(name = "json_query", effects = none)]
 fn json_query(args: JsonQueryArgs) -> Result<Json, ToolError> {
     let path = args.path.as_str();
     if !path.is_empty() && !path.starts_with('/') {

@@ -1,5 +1,5 @@
-// Asserts: an unknown key (with a did-you-mean), a duplicate key, and a name models cannot
-// call are errors at their tokens.
+// Asserts: an unknown key (with a did-you-mean), a duplicate key, a name models cannot call
+// and an effect that does not exist (with a did-you-mean) are errors at their tokens.
 use cameleon::prelude::*;
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -17,6 +17,11 @@ fn twice(_args: Args) -> Result<u8, ToolError> {
 
 #[tool(name = "has space")]
 fn spaced(_args: Args) -> Result<u8, ToolError> {
+    Ok(0)
+}
+
+#[tool(name = "sender", effects = extrenal)]
+fn sender(_args: Args) -> Result<u8, ToolError> {
     Ok(0)
 }
 

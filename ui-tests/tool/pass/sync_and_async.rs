@@ -1,7 +1,8 @@
 // Asserts: `#[tool]` accepts a sync and an async function, with or without a `&ToolContext`
 // first, returning a concrete type (output schema from its `JsonSchema`) or `impl Serialize`
-// (output schema `true`); keys `name` and `timeout_ms`; the functions stay callable; each tool
-// is in the global registry with its manifest; generated code is warning-free.
+// (output schema `true`); keys `name`, `timeout_ms` and `effects` (`external` when unsaid); the
+// functions stay callable; each tool is in the global registry with its manifest; generated
+// code is warning-free.
 #![deny(warnings)]
 
 use cameleon::prelude::*;
@@ -17,7 +18,7 @@ pub struct Args {
 }
 
 /// Doubles `n`.
-#[tool(name = "ui_double", timeout_ms = 1000)]
+#[tool(name = "ui_double", timeout_ms = 1000, effects = none)]
 fn double(args: Args) -> Result<i64, ToolError> {
     Ok(args.n * 2)
 }
@@ -29,7 +30,7 @@ fn ui_where(cx: &ToolContext, args: Args) -> Result<impl Serialize, ToolError> {
 }
 
 /// Waits, then answers.
-#[tool(name = "ui_async")]
+#[tool(name = "ui_async", effects = write)]
 async fn later(cx: &ToolContext, args: Args) -> Result<String, ToolError> {
     std::future::ready(()).await;
     Ok(format!("{} in {}", args.n, cx.base_dir().display()))
@@ -44,4 +45,8 @@ fn main() {
     assert_eq!(d.timeout_ms(), Some(1000));
     assert_eq!(tools.get("ui_where").unwrap().manifest().output_schema, serde_json::json!(true));
     assert!(tools.get("ui_async").is_some());
+    use cameleon::tools::Effect;
+    assert_eq!(d.manifest().effects, Effect::None);
+    assert_eq!(tools.get("ui_where").unwrap().manifest().effects, Effect::External);
+    assert_eq!(tools.get("ui_async").unwrap().manifest().effects, Effect::Write);
 }

@@ -27,6 +27,7 @@ impl<'c> Loader<'c> {
             allow_outside: self.allow_outside,
             files: self.files.clone(),
             depth: self.depth,
+            subnet_files: self.subnet_files.clone(),
         };
 
         let mut b = Net::builder(decls.name.clone().unwrap_or_default());

@@ -46,6 +46,8 @@ pub struct Loader<'c> {
     files: Vec<PathBuf>,
     /// How deep this net is nested in sub-nets.
     depth: u32,
+    /// The sub-net files loaded for the top net (see [`BuildContext::subnet_files`]).
+    subnet_files: crate::catalogue::SubnetFiles,
 }
 
 impl Default for Loader<'static> {
@@ -65,6 +67,7 @@ impl Loader<'static> {
             tools: None,
             files: Vec::new(),
             depth: 0,
+            subnet_files: Default::default(),
         }
     }
 }
@@ -80,6 +83,7 @@ impl<'c> Loader<'c> {
             tools: self.tools,
             files: self.files,
             depth: self.depth,
+            subnet_files: self.subnet_files,
         }
     }
 
@@ -99,6 +103,7 @@ impl<'c> Loader<'c> {
     pub fn nested_in(mut self, cx: &BuildContext) -> Self {
         self.files = cx.files.clone();
         self.depth = cx.depth + 1;
+        self.subnet_files = cx.subnet_files.clone();
         self.allow_outside = cx.allow_outside;
         self
     }
@@ -163,6 +168,7 @@ impl<'c> Loader<'c> {
             tools: self.tools.clone(),
             files,
             depth: self.depth,
+            subnet_files: self.subnet_files.clone(),
         }
         .load_str(&text)
     }

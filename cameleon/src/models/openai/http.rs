@@ -1,5 +1,7 @@
 //! One HTTP endpoint: POST a JSON body, with the API key read at call time, timeouts, and
-//! retries with exponential backoff on 429 and 5xx honouring `Retry-After`.
+//! retries with exponential backoff on 429 and 5xx honouring `Retry-After`. Answers are read
+//! up to `max_response_bytes` (error bodies up to [`MAX_ERROR_BYTES`]), and a request is never
+//! redirected to another origin (docs/security.md).
 
 use std::fmt;
 use std::sync::Arc;
@@ -13,6 +15,31 @@ use crate::operator::capability::CapabilityError;
 
 /// What replaces a secret wherever it would appear in a message.
 const REDACTED: &str = "[redacted]";
+
+/// Most of an error answer's body read (for its message); the rest is dropped.
+pub(crate) const MAX_ERROR_BYTES: u64 = 64 * 1024;
+
+/// Most redirects followed (within the endpoint's own origin).
+const MAX_REDIRECTS: usize = 10;
+
+/// Redirects are followed within the origin the request went to only: a POST carrying the
+/// request (and its key) is never sent to another scheme, host or port. A redirect elsewhere
+/// is not followed: its answer is the 3xx, reported with its `Location`.
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let same = attempt
+            .previous()
+            .first()
+            .is_some_and(|first| first.origin() == attempt.url().origin());
+        if !same {
+            attempt.stop()
+        } else if attempt.previous().len() > MAX_REDIRECTS {
+            attempt.error(format!("more than {MAX_REDIRECTS} redirects"))
+        } else {
+            attempt.follow()
+        }
+    })
+}
 
 /// A configured endpoint: the HTTP client and the settings. Cheap to clone.
 #[derive(Clone)]
@@ -54,6 +81,7 @@ impl Endpoint {
             .user_agent(concat!("cameleon/", env!("CARGO_PKG_VERSION")))
             .timeout(Duration::from_millis(cfg.timeout_ms.max(1)))
             .connect_timeout(Duration::from_millis(cfg.connect_timeout_ms.max(1)))
+            .redirect(redirect_policy())
             .build()
             .map_err(|e| {
                 CapabilityError::new(format!("{label}: cannot set up the HTTP client: {e}"))
@@ -175,12 +203,42 @@ impl Endpoint {
         };
         let status = resp.status();
         let wait = retry_after(resp.headers());
-        let bytes = match resp.bytes().await {
-            Ok(b) => b.to_vec(),
+        let location = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .map(str::to_owned);
+        let max = if status.is_success() {
+            self.cfg.max_response_bytes
+        } else {
+            MAX_ERROR_BYTES
+        };
+        let bytes = match read_capped(resp, max, status.is_success()).await {
+            Ok(Capped::Whole(b)) => b,
+            Ok(Capped::Cut(b)) if !status.is_success() => b,
+            Ok(Capped::Cut(_)) => {
+                return Sent::Fatal(
+                    format!(
+                        "{}: the answer from `{url}` is larger than {max} bytes (max_response_bytes); nothing of it was used — raise max_response_bytes if the answer is expected to be that large",
+                        self.label
+                    ),
+                    false,
+                );
+            }
             Err(e) => return Sent::Retry(self.transport_error(url, &e), None),
         };
         if status.is_success() {
             return Sent::Ok(bytes);
+        }
+        if status.is_redirection() {
+            let to = location.as_deref().unwrap_or("nowhere it says");
+            return Sent::Fatal(
+                format!(
+                    "{}: `{url}` answered {status}, redirecting to `{to}`: a request is never sent to another origin than base_url's (set base_url to the new address if you trust it)",
+                    self.label
+                ),
+                false,
+            );
         }
         let what = format!(
             "{}: `{url}` answered {status}: {}",
@@ -237,6 +295,35 @@ impl Endpoint {
             _ => String::new(),
         }
     }
+}
+
+/// A body read up to a limit: whole, or cut at the limit (the rest not read).
+enum Capped {
+    Whole(Vec<u8>),
+    Cut(Vec<u8>),
+}
+
+/// Reads `resp`'s body chunk by chunk, stopping at `max` bytes: one sending more is cut there
+/// (and the connection dropped); with `whole_or_nothing`, one announcing more
+/// (`Content-Length`) is not read at all.
+async fn read_capped(
+    mut resp: reqwest::Response,
+    max: u64,
+    whole_or_nothing: bool,
+) -> Result<Capped, reqwest::Error> {
+    if whole_or_nothing && resp.content_length().is_some_and(|n| n > max) {
+        return Ok(Capped::Cut(Vec::new()));
+    }
+    let mut out = Vec::new();
+    while let Some(chunk) = resp.chunk().await? {
+        let room = max.saturating_sub(out.len() as u64) as usize;
+        if chunk.len() > room {
+            out.extend_from_slice(&chunk[..room]);
+            return Ok(Capped::Cut(out));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(Capped::Whole(out))
 }
 
 /// Why a POST failed, and whether the server refused the request's shape (see

@@ -63,6 +63,11 @@ pub struct OpenAiConfig {
     /// Embeddings: the vectors' length, when known before the first call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dim: Option<usize>,
+    /// The largest answer read, in bytes (its body; an error's body is read up to 64 KiB and
+    /// the rest dropped). Default 33 554 432 (32 MiB). A larger answer fails the call, naming
+    /// this setting.
+    #[serde(default = "default_max_response_bytes")]
+    pub max_response_bytes: u64,
     /// Chat: the one form a request for JSON takes (`json_schema`, `json_object`, `prompt`);
     /// unset, the model tries them in that order and keeps the first the server takes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,6 +95,9 @@ fn default_max_backoff_ms() -> u64 {
 fn default_batch_size() -> usize {
     64
 }
+fn default_max_response_bytes() -> u64 {
+    32 * 1024 * 1024
+}
 
 impl OpenAiConfig {
     /// The settings for `model` at `base_url`, every other one at its default.
@@ -104,6 +112,7 @@ impl OpenAiConfig {
             backoff_ms: default_backoff_ms(),
             max_backoff_ms: default_max_backoff_ms(),
             batch_size: default_batch_size(),
+            max_response_bytes: default_max_response_bytes(),
             dim: None,
             structured_output: None,
         }

@@ -46,16 +46,21 @@ use std::sync::{Arc, OnceLock};
 
 use super::OpError;
 
+mod effects;
 mod models;
 mod names;
 mod tool;
 
+pub use effects::{OpEffects, OperatorEffects, operator_effects};
 pub use models::{
     ChatMessage, ChatModel, ChatReply, ChatRequest, Embedded, Embedder, Memory, MemoryHit,
     MemoryItem, Role, ToolRequest, Usage,
 };
 pub use names::{CapabilityParam, Named, capability_params};
-pub use tool::{ToolAccess, ToolCall, ToolHandle, ToolManifest, ToolMeta, ToolResult, ToolStatus};
+pub use tool::{
+    AskFirst, Effect, ToolAccess, ToolCall, ToolHandle, ToolManifest, ToolMeta, ToolResult,
+    ToolStatus,
+};
 
 /// The future of a capability call.
 pub type CapFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;

@@ -144,14 +144,87 @@ impl ToolResult {
     }
 }
 
+/// A tool's side effects on the world (docs/tools.md#effects), from least to most: what a
+/// `.cm` file may allow by itself (`none`, `read`) and what needs the user's grant (`write`,
+/// `external`). Ordered, so the effects of several tools are their [`max`](Ord::max).
+///
+/// A model or embedder call is not an effect: it is a capability the user configured.
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Effect {
+    /// Computes from its arguments alone (`calc`, `json_query`).
+    None,
+    /// Reads local files (`read_file`, `list_dir`).
+    Read,
+    /// Writes local files (`write_file`).
+    Write,
+    /// Acts on the outside world: sends, posts, pays, deletes remotely. What a tool that says
+    /// nothing of its effects is taken to do.
+    #[default]
+    External,
+}
+
+impl Effect {
+    /// Every effect, least first.
+    pub const ALL: [Effect; 4] = [Effect::None, Effect::Read, Effect::Write, Effect::External];
+
+    /// `none`, `read`, `write` or `external`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effect::None => "none",
+            Effect::Read => "read",
+            Effect::Write => "write",
+            Effect::External => "external",
+        }
+    }
+
+    /// What it does, in a message: `writes local files`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Effect::None => "has no side effect",
+            Effect::Read => "reads local files",
+            Effect::Write => "writes local files",
+            Effect::External => "acts on the outside world",
+        }
+    }
+
+    /// Whether a `.cm` file's `allow:` lets a tool with these effects run without the user's
+    /// grant: up to [`Read`](Effect::Read).
+    pub fn needs_grant(self) -> bool {
+        self > Effect::Read
+    }
+}
+
+impl fmt::Display for Effect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Effect {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Effect::ALL
+            .into_iter()
+            .find(|e| e.as_str() == s)
+            .ok_or_else(|| format!("unknown effect `{s}` (expected none, read, write or external)"))
+    }
+}
+
 /// What an LLM (and a person) sees of a tool: its name, description and the JSON Schemas of
-/// its arguments and of its result.
+/// its arguments and of its result; and its [`effects`](Effect), which decide who may let it
+/// run.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ToolManifest {
     /// The tool's name (`calc`).
     pub name: String,
     /// What it does (the function's doc comment).
     pub description: String,
+    /// Its side effects. A manifest that does not say (an older satellite's) is `external`.
+    #[serde(default)]
+    pub effects: Effect,
     /// JSON Schema of the arguments (an object).
     pub input_schema: serde_json::Value,
     /// JSON Schema of the content of an `ok` result (`true`: any JSON).
@@ -172,6 +245,25 @@ pub trait ToolAccess: Send + Sync + fmt::Debug {
 
     /// Calls a tool from synchronous code (a blocking operator's `run`).
     fn call_blocking(&self, call: ToolCall) -> ToolResult;
+
+    /// Whether a call of tool `name` runs only once a person approves it, and why: the net
+    /// lists it under `approve:`, or under `allow:` with effects beyond `read` that the user
+    /// has not granted. The `tool` operator then asks before it fires (docs/tools.md). Default:
+    /// never.
+    fn asks_first(&self, name: &str) -> Option<AskFirst> {
+        let _ = name;
+        None
+    }
+}
+
+/// Why a tool call needs a person's yes before it runs ([`ToolAccess::asks_first`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AskFirst {
+    /// The net lists the tool under `approve:`.
+    Listed,
+    /// The net lists it under `allow:`, but its effects go beyond `read` and the user has not
+    /// granted it (`run --grant TOOL`, `grants:` in a trusted capabilities file).
+    Ungranted(Effect),
 }
 
 /// A tool of the run, reached through the gate: what

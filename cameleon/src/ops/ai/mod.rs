@@ -64,6 +64,12 @@ names_capability!(
     "retrieve"."model" => Embedder,
 );
 
+// An agent's firings have the effects of the tools it may call.
+crate::submit_operator_effects!(crate::operator::capability::OperatorEffects {
+    op_type: "agent",
+    effects: crate::operator::capability::OpEffects::OfTools,
+});
+
 /// A provider's error as the firing's error, naming what was called.
 fn call_error(what: &str, name: &str, kind: &str, e: CapabilityError) -> OpError {
     OpError::new(format!("{what} `{name}` ({kind}): {e}"))

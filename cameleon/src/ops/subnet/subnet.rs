@@ -392,9 +392,12 @@ const PARAMS: &[ParamInfo] = &[
         name: "max_depth",
         ty: "u32 or null",
         default: Some("null"),
-        doc: "how deep a sub-net that includes itself may nest (required for recursion)",
+        doc: "how deep a sub-net that includes itself may nest (required for recursion; at most 32)",
     },
 ];
+
+/// The ceiling of a `.cm` sub-net's `max_depth` (docs/semantics.md §10.2).
+pub const MAX_DEPTH: u32 = 32;
 
 fn build(params: &Params, cx: &BuildContext) -> Result<Box<dyn Operator>, ParamError> {
     let r = ParamReader::new(params, PARAMS)?;
@@ -406,6 +409,17 @@ fn build(params: &Params, cx: &BuildContext) -> Result<Box<dyn Operator>, ParamE
             "`max_depth: 0` lets the sub-net run nowhere",
         )
         .with_hint("give how many levels the recursion may nest, at least 1"));
+    }
+    if let Some(d) = max_depth
+        && d > MAX_DEPTH
+    {
+        return Err(ParamError::new(
+            "max_depth".to_owned(),
+            format!("`max_depth: {d}` is over the ceiling of {MAX_DEPTH} levels"),
+        )
+        .with_hint(format!(
+            "each level runs a net inside a firing: give at most {MAX_DEPTH}"
+        )));
     }
     let source = load(&net, cx, max_depth)?;
     Ok(Box::new(Subnet::<Dynamic>::with(

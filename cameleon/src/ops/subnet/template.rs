@@ -462,6 +462,7 @@ pub(crate) fn load(
                 ),
             ));
         }
+        spend(cx, param).map_err(|m| err(m, None))?;
         let text = std::fs::read_to_string(&canonical)
             .map_err(|e| err(format!("sub-net file `{param}` cannot be read: {e}"), None))?;
         let file = Loader::new().parse_str(&text).map_err(|e| {
@@ -482,9 +483,19 @@ pub(crate) fn load(
     load_template(&path, param, cx).map(|t| Source::Ready(Arc::new(t)))
 }
 
+/// Counts one more sub-net file loaded for the top net; past the budget, why not.
+fn spend(cx: &BuildContext, shown: &str) -> Result<(), String> {
+    cx.subnet_files.spend().map_err(|max| {
+        format!(
+            "sub-net `{shown}`: this net has loaded {max} sub-net files, the most one net may load (its sub-nets and theirs, every level counted): a net that fans out or recurses this much is refused"
+        )
+    })
+}
+
 /// Loads and checks the inner net at `path`, one level deeper than the net built with `cx`.
 fn load_template(path: &Path, shown: &str, cx: &BuildContext) -> Result<Template, ParamError> {
     let err = |msg: String| ParamError::new("net".to_owned(), msg);
+    spend(cx, shown).map_err(err)?;
     let net = Loader::new()
         .nested_in(cx)
         .load_file(path)
@@ -496,6 +507,7 @@ fn load_template(path: &Path, shown: &str, cx: &BuildContext) -> Result<Template
         allow_outside: cx.allow_outside,
         files,
         depth: cx.depth + 1,
+        subnet_files: cx.subnet_files.clone(),
     };
     Template::from_net(net, inner, shown.to_owned()).map_err(err)
 }
