@@ -187,21 +187,21 @@ pub fn verify(net: &Net, opts: &VerifyOptions) -> Report {
 /// full exploration, at the end of a level of the breadth-first search — and at the end): for
 /// a progress bar.
 pub fn verify_with(net: &Net, opts: &VerifyOptions, progress: &mut dyn FnMut(&Progress)) -> Report {
-    verify_split(net, opts, parallel::MIN_PER_THREAD, progress)
+    verify_split(net, opts, parallel::Split::DEFAULT, progress)
 }
 
-/// [`verify_with`], each thread given at least `min_share` states of a level.
+/// [`verify_with`], levels shared out between threads as `split` says.
 pub(crate) fn verify_split(
     net: &Net,
     opts: &VerifyOptions,
-    min_share: usize,
+    split: parallel::Split,
     progress: &mut dyn FnMut(&Progress),
 ) -> Report {
     let t0 = Instant::now();
     let mut model = Model::new(net);
     let g = match opts.reduce {
         Reduction::None => {
-            parallel::explore_split(&mut model, opts.max_states, opts.threads, min_share, progress)
+            parallel::explore_split(&mut model, opts.max_states, opts.threads, split, progress)
         }
         Reduction::Stubborn => reduce::explore_reduced(&mut model, opts.max_states, progress),
     };
@@ -215,7 +215,7 @@ pub(crate) fn verify_split(
             &mut model,
             opts.max_states,
             opts.threads,
-            min_share,
+            split,
             progress,
         );
         bytes = bytes.max(full.bytes());

@@ -22,6 +22,8 @@
 //! 4. **settle** (every thread, its partitions): the provisional numbers in the tables become
 //!    the real ones.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::ops::Range;
 
 use super::explore::{Explored, Progress};
@@ -29,11 +31,25 @@ use super::model::{Model, Outcome, View};
 use super::store::{ROOT, States, Store, Table, hash, part_of};
 use crate::connection::NONE;
 
-/// Below this many states per thread, a level is expanded by fewer threads (by one, under
-/// twice this): starting threads costs more than it saves.
-pub(crate) const MIN_PER_THREAD: usize = 2048;
-/// At most this many partitions, whatever the number of threads.
-const MAX_PARTS: usize = 64;
+/// How levels are shared out. Tests lower both figures so that small nets take every path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Split {
+    /// Below this many states per thread, a level is expanded by fewer threads (by one, under
+    /// twice this): starting threads costs more than it saves.
+    pub(crate) min_share: usize,
+    /// An exploration has one partition until it stores this many states, then [`PARTS`].
+    pub(crate) parts_from: usize,
+}
+
+impl Split {
+    pub(crate) const DEFAULT: Split = Split {
+        min_share: 2048,
+        parts_from: 1 << 16,
+    };
+}
+/// Partitions of a large exploration, whatever the number of threads: each partition's table
+/// is then small enough to stay in a core's cache while its successors are looked up.
+const PARTS: usize = 64;
 
 /// The thread count of "every core".
 pub(crate) fn all_cores() -> usize {
@@ -130,7 +146,8 @@ impl Out {
         }
     }
 
-    fn clear(&mut self) {
+    fn clear(&mut self, parts: usize) {
+        self.buckets.resize_with(parts, Bucket::default);
         for b in &mut self.buckets {
             b.words.clear();
             b.keys.clear();
@@ -354,23 +371,21 @@ pub(crate) fn explore_full(
     threads: usize,
     progress: &mut dyn FnMut(&Progress),
 ) -> Explored {
-    explore_split(model, max_states, threads, MIN_PER_THREAD, progress)
+    explore_split(model, max_states, threads, Split::DEFAULT, progress)
 }
 
-/// [`explore_full`], giving each thread at least `min_share` states of a level (tests use 1,
-/// so that small nets take every path).
+/// [`explore_full`], levels shared out as `split` says.
 pub(crate) fn explore_split(
     model: &mut Model<'_>,
     max_states: u64,
     threads: usize,
-    min_share: usize,
+    split: Split,
     progress: &mut dyn FnMut(&Progress),
 ) -> Explored {
     let threads = if threads == 0 { all_cores() } else { threads }.clamp(1, 1024);
     let max_states = max_states.clamp(1, u32::MAX as u64 - 1) as usize;
-    let parts = threads.min(MAX_PARTS).next_power_of_two();
+    let mut parts = 1;
     let mut ex = Explored::new(model, None);
-    ex.store = Store::with_parts(model.words, parts);
     let initial = model.initial.clone();
     ex.insert(model, &initial, hash(&initial), ROOT, max_states);
 
@@ -382,7 +397,12 @@ pub(crate) fn explore_split(
     let mut reported = 0usize;
     while ex.expanded < ex.len() {
         let (fs, fe) = (ex.expanded, ex.len());
-        let workers = threads.min((fe - fs) / min_share.max(1)).max(1);
+        if parts == 1 && fe >= split.parts_from {
+            parts = PARTS;
+            ex.store.rebuild_tables(parts);
+            fresh.resize_with(parts, Fresh::default);
+        }
+        let workers = threads.min((fe - fs) / split.min_share.max(1)).max(1);
         while outs.len() < workers + 1 {
             outs.push(Out::new(parts, n_ops));
         }
@@ -392,14 +412,14 @@ pub(crate) fn explore_split(
             let states = &ex.store.states;
             let (shares, _) = outs.split_at_mut(workers);
             on_threads(shares, workers, |w, out| {
-                out.clear();
+                out.clear(parts);
                 let range = fs + (fe - fs) * w / workers..fs + (fe - fs) * (w + 1) / workers;
                 out.expand_range(&mut view.clone(), states, range);
             });
         }
         let (shares, rest) = outs.split_at_mut(workers);
         let late = &mut rest[0];
-        late.clear();
+        late.clear(parts);
         for out in shares.iter() {
             for &id in &out.deferred {
                 cur.copy_from_slice(ex.store.state(id));
@@ -429,10 +449,10 @@ pub(crate) fn explore_split(
             });
         }
         // 3. Number.
-        let cut = number(&mut ex, model, &mut fresh, max_states);
+        let cut = number(&mut ex, model, &mut fresh, fs..fe, workers, max_states);
         if let Some(key) = cut {
             redo_to_cut(&mut ex, model, fs, key);
-            ex.store.rebuild_tables();
+            ex.store.rebuild_tables(parts);
             break;
         }
         // 4. Settle.
@@ -457,40 +477,82 @@ pub(crate) fn explore_split(
     ex
 }
 
-/// Numbers the level's new states in order of their earliest position (phase 3); the
+/// The new states of partitions `fresh` whose earliest position is that of a state in `from`,
+/// merged in order of those positions, as (partition, index).
+fn merge(fresh: &[Fresh], from: Range<u64>) -> Vec<(u32, u32)> {
+    let parent = |f: &Fresh, r: usize| f.keys[f.order[r] as usize] >> 32;
+    let mut ends = Vec::with_capacity(fresh.len());
+    let mut next: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
+    let mut total = 0;
+    for (q, f) in fresh.iter().enumerate() {
+        let lo = partition_point(f.order.len(), |r| parent(f, r) < from.start);
+        let hi = partition_point(f.order.len(), |r| parent(f, r) < from.end);
+        ends.push(hi);
+        total += hi - lo;
+        if lo < hi {
+            next.push(Reverse((f.keys[f.order[lo] as usize], q, lo)));
+        }
+    }
+    let mut seq = Vec::with_capacity(total);
+    while let Some(Reverse((_, q, r))) = next.pop() {
+        let f = &fresh[q];
+        seq.push((q as u32, f.order[r]));
+        if r + 1 < ends[q] {
+            next.push(Reverse((f.keys[f.order[r + 1] as usize], q, r + 1)));
+        }
+    }
+    seq
+}
+
+/// The first of `0..n` for which `before` is false (`before` holds on a prefix).
+fn partition_point(n: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Numbers the new states of the level `level` in order of their earliest position (phase 3;
+/// the merge on `threads` threads, each a share of the level's states as parents); the
 /// position at which the budget ran out, if it did.
 fn number(
     ex: &mut Explored,
     model: &Model<'_>,
     fresh: &mut [Fresh],
+    level: Range<usize>,
+    threads: usize,
     max_states: usize,
 ) -> Option<u64> {
     let words = model.words;
-    let mut heads = vec![0usize; fresh.len()];
-    loop {
-        // The partition whose next new state has the earliest position.
-        let mut best: Option<(u64, usize)> = None;
-        for (q, f) in fresh.iter().enumerate() {
-            if let Some(&l) = f.order.get(heads[q]) {
-                let key = f.keys[l as usize];
-                if best.is_none_or(|(k, _)| key < k) {
-                    best = Some((key, q));
-                }
-            }
-        }
-        let (key, q) = best?;
+    let n = (level.end - level.start) as u64;
+    let mut seqs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); threads];
+    {
+        let fresh = &*fresh;
+        on_threads(&mut seqs, threads, |w, seq| {
+            let at = |w: usize| level.start as u64 + n * w as u64 / threads as u64;
+            *seq = merge(fresh, at(w)..at(w + 1));
+        });
+    }
+    for (q, l) in seqs.into_iter().flatten() {
+        let f = &mut fresh[q as usize];
+        let l = l as usize;
+        let key = f.keys[l];
         if ex.len() >= max_states {
             return Some(key);
         }
-        let f = &mut fresh[q];
-        let l = f.order[heads[q]] as usize;
-        heads[q] += 1;
         let s = &f.words[l * words..(l + 1) * words];
         for (e, (&w, &m)) in ex.ever_new.iter_mut().zip(s.iter().zip(&model.new_mask)) {
             *e |= w & !(w >> 1) & m;
         }
         f.ids[l] = ex.store.states.push(s, (key >> 32) as u32);
     }
+    None
 }
 
 /// Adds what expanding part of a level found to the exploration's facts.

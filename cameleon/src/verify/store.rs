@@ -178,14 +178,9 @@ pub(crate) struct Store {
 }
 
 impl Store {
-    /// A store for states of `words` words (at most `u32::MAX - 1` of them), with one table.
+    /// A store for states of `words` words (at most `u32::MAX - 1` of them), with one table
+    /// (see [`rebuild_tables`](Self::rebuild_tables) for more).
     pub(crate) fn new(words: usize) -> Self {
-        Store::with_parts(words, 1)
-    }
-
-    /// A store with `parts` tables (rounded up to a power of two, at most 1024).
-    pub(crate) fn with_parts(words: usize, parts: usize) -> Self {
-        let parts = parts.clamp(1, 1024).next_power_of_two();
         Store {
             states: States {
                 words,
@@ -193,10 +188,8 @@ impl Store {
                 parents: Vec::new(),
                 len: 0,
             },
-            parts: (0..parts).map(|_| Table::new()).collect(),
-            // Room for the partition bits (they come from the number's bits of the hash's
-            // high half, so that the tag stays independent of them).
-            id_mask: (parts.max(64) as u32 * 2) - 1,
+            parts: vec![Table::new()],
+            id_mask: 127,
         }
     }
 
@@ -262,10 +255,12 @@ impl Store {
         id
     }
 
-    /// Empties the tables and puts every stored state back in them.
-    pub(crate) fn rebuild_tables(&mut self) {
-        let n = self.parts.len();
-        self.parts = (0..n).map(|_| Table::new()).collect();
+    /// Empties the tables and puts every stored state back in them, in `parts` partitions (a
+    /// power of two, at most 1024).
+    pub(crate) fn rebuild_tables(&mut self, parts: usize) {
+        let parts = parts.clamp(1, 1024).next_power_of_two();
+        self.reserve_ids(2 * parts as u64);
+        self.parts = (0..parts).map(|_| Table::new()).collect();
         for id in 0..self.len() as u32 {
             let s = self.states.state(id);
             let h = hash(s);
@@ -304,7 +299,7 @@ impl Store {
 }
 
 /// The partition of hash `h` among `parts` (a power of two): bits of the hash's high half
-/// that the tag never uses (they are number bits, see [`Store::with_parts`]).
+/// that the tag never uses (they are number bits, see [`Store::rebuild_tables`]).
 #[inline]
 pub(crate) fn part_of(h: u64, parts: usize) -> usize {
     (h >> 32) as usize & (parts - 1)

@@ -252,7 +252,7 @@ proptest! {
 // ---------------------------------------------------------------------------------------------
 // Threads (docs/semantics.md §8.7): the same exploration, and the same report, for every count.
 
-use super::parallel::explore_split;
+use super::parallel::{Split, explore_split};
 use super::{Reduction, VerifyOptions, verify_split};
 
 /// The exploration one thread does state after state, kept simple: states in discovery order
@@ -297,10 +297,15 @@ fn one_by_one(net: &Net, max_states: usize) -> (Vec<Vec<u64>>, Vec<u32>, usize, 
 /// numbers and parents, and gives the same report (reduced or not).
 fn same_for_every_thread_count(net: &Net, max_states: u64) -> Result<(), TestCaseError> {
     let (states, parents, expanded, edges, budget_hit) = one_by_one(net, max_states as usize);
-    for threads in [1, 2, 3, 8] {
+    for (threads, parts_from) in [(1, usize::MAX), (1, 1), (2, 8), (3, 1), (8, 1)] {
         let mut m = Model::new(net);
-        // Every level split between the threads, however small.
-        let ex = explore_split(&mut m, max_states, threads, 1, &mut |_| {});
+        // Every level split between the threads, however small; partitions from the first
+        // state or the eighth.
+        let split = Split {
+            min_share: 1,
+            parts_from,
+        };
+        let ex = explore_split(&mut m, max_states, threads, split, &mut |_| {});
         prop_assert_eq!(ex.len(), states.len(), "{} threads", threads);
         for (id, (s, &p)) in states.iter().zip(&parents).enumerate() {
             prop_assert_eq!(ex.state(id as u32), &s[..], "state {}", id);
@@ -318,9 +323,13 @@ fn same_for_every_thread_count(net: &Net, max_states: u64) -> Result<(), TestCas
         let opts = VerifyOptions::default()
             .reduce(reduce)
             .max_states(max_states);
-        let one = verify_split(net, &opts.threads(1), 1, &mut |_| {});
+        let split = Split {
+            min_share: 1,
+            parts_from: 8,
+        };
+        let one = verify_split(net, &opts.threads(1), Split::DEFAULT, &mut |_| {});
         for threads in [2, 3, 8] {
-            let many = verify_split(net, &opts.threads(threads), 1, &mut |_| {});
+            let many = verify_split(net, &opts.threads(threads), split, &mut |_| {});
             prop_assert_eq!(one.to_json(), many.to_json(), "{} threads", threads);
             prop_assert_eq!(one.to_string(), many.to_string());
         }
