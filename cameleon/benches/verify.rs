@@ -8,7 +8,7 @@
 //!   state (the store's allocated memory) and the process's peak resident memory;
 //! - the reduced exploration (the default) for n = 12, 16, 20: states and time;
 //! - the full exploration of n = 11 (4.2 million states) on 1 thread, 2 threads and one per
-//!   core (`VerifyOptions::threads`, docs/semantics.md §8.7): seconds, states per second, the
+//!   core (`VerifyOptions::threads`, docs/semantics.md §8.8): seconds, states per second, the
 //!   speed-up over one thread, bytes per stored state;
 //!
 //! then runs criterion on a few sizes of each, and on n = 11 with 1 and 2 threads

@@ -99,7 +99,7 @@ pub struct VerifyOptions {
     pub max_states: u64,
     /// The state space explored.
     pub reduce: Reduction,
-    /// Threads of the full exploration (docs/semantics.md §8.7): `0` (the default) for one per
+    /// Threads of the full exploration (docs/semantics.md §8.8): `0` (the default) for one per
     /// core, at most [`MAX_THREADS`] (more counts as that many). The report is the same for
     /// every count.
     pub threads: usize,

@@ -1,4 +1,4 @@
-//! The full exploration (`--reduce none`) on several threads (docs/semantics.md §8.7).
+//! The full exploration (`--reduce none`) on several threads (docs/semantics.md §8.8).
 //!
 //! Breadth-first, one *level* at a time: the level is the states stored but not expanded yet
 //! (numbers `expanded..len`), and every state a level discovers is numbered after it. The

@@ -250,7 +250,7 @@ proptest! {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Threads (docs/semantics.md §8.7): the same exploration, and the same report, for every count.
+// Threads (docs/semantics.md §8.8): the same exploration, and the same report, for every count.
 
 use super::parallel::{Split, explore_split};
 use super::{Reduction, VerifyOptions, verify_split};
