@@ -182,6 +182,11 @@ pub struct CheckArgs {
     /// (docs/semantics.md §8.6).
     #[arg(long, value_enum, value_name = "REDUCTION", default_value_t = ReduceArg::Stubborn, requires = "verify")]
     pub reduce: ReduceArg,
+    /// With `--verify`: threads of the full exploration (`--reduce none`, and the one a
+    /// reduced exploration's lasso needs), 1 to 1024; default: one per core. The report is the
+    /// same for every count (docs/semantics.md §8.8).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=1024), requires = "verify")]
+    pub threads: Option<u16>,
     /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,

@@ -118,7 +118,8 @@ fn verify(
 ) -> std::io::Result<i32> {
     let opts = VerifyOptions::default()
         .max_states(a.max_states)
-        .reduce(a.reduce.into());
+        .reduce(a.reduce.into())
+        .threads(a.threads.map_or(0, usize::from));
     let bar = if io.progress && !a.json {
         let b = indicatif::ProgressBar::with_draw_target(
             Some(opts.max_states),

@@ -341,3 +341,42 @@ fn reduce_needs_verify_and_a_known_reduction() {
         String::from_utf8_lossy(&o.stderr)
     );
 }
+
+/// `--threads N` gives the report of one thread, for every example and both state spaces; a
+/// count outside 1..=1024 is refused with a message naming the range, and nothing is explored.
+#[test]
+fn threads_give_the_same_report_and_bad_counts_are_refused() {
+    for file in ["wcp10-arbitrary-cycles.cm", "bad/xor-split-and-join.cm"] {
+        for reduce in ["none", "stubborn"] {
+            let run = |threads: &str| {
+                let o = CAMELEON.run(&[
+                    "check",
+                    &wcp(file),
+                    "--verify",
+                    "--json",
+                    "--reduce",
+                    reduce,
+                    "--threads",
+                    threads,
+                ]);
+                (code(&o), stdout(&o))
+            };
+            let one = run("1");
+            assert!(one.1.contains("\"verdict\""), "{file}: {}", one.1);
+            for threads in ["2", "7", "1024"] {
+                assert_eq!(run(threads), one, "{file} --reduce {reduce} --threads {threads}");
+            }
+        }
+    }
+    for bad in ["0", "1025", "-1", "two", ""] {
+        let arg = format!("--threads={bad}");
+        let o = CAMELEON.run(&["check", &wcp("wcp01-sequence.cm"), "--verify", &arg]);
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(code(&o), 2, "--threads {bad}: {err}");
+        assert!(err.contains("--threads"), "--threads {bad}: {err}");
+        assert!(stdout(&o).is_empty(), "--threads {bad}: nothing explored");
+    }
+    // Without --verify there is nothing to share out.
+    let o = CAMELEON.run(&["check", &wcp("wcp01-sequence.cm"), "--threads", "2"]);
+    assert_eq!(code(&o), 2);
+}

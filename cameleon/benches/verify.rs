@@ -7,8 +7,13 @@
 //!   edges, seconds, states per second by the wall clock and per CPU second, bytes per stored
 //!   state (the store's allocated memory) and the process's peak resident memory;
 //! - the reduced exploration (the default) for n = 12, 16, 20: states and time;
+//! - the full exploration of n = 11 (4.2 million states) on 1 thread, 2 threads and one per
+//!   core (`VerifyOptions::threads`, docs/semantics.md §8.8): seconds, states per second, the
+//!   speed-up over one thread, bytes per stored state;
 //!
-//! then runs criterion on a few sizes of each.
+//! then runs criterion on a few sizes of each, and on n = 11 with 1 and 2 threads
+//! (`verify/parallel-split/threads`). The machine's load average is printed first: on a shared
+//! machine the figures depend on it.
 
 use std::time::Instant;
 
@@ -39,7 +44,7 @@ fn peak_mb() -> Option<f64> {
 }
 
 fn full_table() {
-    println!("full exploration (--reduce none)");
+    println!("full exploration (--reduce none, one thread)");
     println!(
         "{:>3} {:>10} {:>10} {:>8} {:>11} {:>7} {:>13} {:>11} {:>9}",
         "n",
@@ -63,7 +68,8 @@ fn full_table() {
         let net = nets::parallel_split(n);
         let opts = VerifyOptions::default()
             .max_states(u32::MAX as u64 - 1)
-            .reduce(Reduction::None);
+            .reduce(Reduction::None)
+            .threads(1);
         let (t0, c0) = (Instant::now(), cpu_seconds());
         let r = verify(&net, &opts);
         let secs = t0.elapsed().as_secs_f64();
@@ -157,6 +163,48 @@ fn unreduced_table() {
     }
 }
 
+fn threads_table() {
+    let n = 11;
+    let net = nets::parallel_split(n);
+    println!("full exploration of n = {n} on several threads");
+    println!(
+        "{:>7} {:>10} {:>8} {:>11} {:>8} {:>7} {:>11}",
+        "threads", "states", "seconds", "states/s", "speed-up", "cpu s", "bytes/state"
+    );
+    let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
+    let mut one = None;
+    for threads in [1, 2, cores] {
+        let opts = VerifyOptions::default()
+            .max_states(u32::MAX as u64 - 1)
+            .reduce(Reduction::None)
+            .threads(threads);
+        let (t0, c0) = (Instant::now(), cpu_seconds());
+        let r = verify(&net, &opts);
+        let secs = t0.elapsed().as_secs_f64();
+        let cpu = c0.zip(cpu_seconds()).map_or(secs, |(a, b)| b - a);
+        assert!(r.complete && r.deadlock_free == Some(true));
+        let base = *one.get_or_insert(secs);
+        println!(
+            "{threads:>7} {:>10} {secs:>8.3} {:>11.0} {:>8.2} {cpu:>7.2} {:>11.1}",
+            r.states,
+            r.states as f64 / secs,
+            base / secs,
+            r.stats.bytes as f64 / r.states as f64,
+        );
+        if threads == cores {
+            break;
+        }
+    }
+}
+
+/// The load average of the last minute (Linux).
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_owned))
+        .unwrap_or_else(|| "?".into())
+}
+
 fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("verify/parallel-split/full");
     g.sample_size(10);
@@ -164,7 +212,8 @@ fn bench(c: &mut Criterion) {
         let net = nets::parallel_split(n);
         let opts = VerifyOptions::default()
             .max_states(20_000_000)
-            .reduce(Reduction::None);
+            .reduce(Reduction::None)
+            .threads(1);
         g.throughput(Throughput::Elements(4u64.pow(n as u32) + 4));
         g.bench_with_input(BenchmarkId::from_parameter(n), &net, |b, net| {
             b.iter(|| verify(net, &opts))
@@ -180,12 +229,41 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+    let mut g = c.benchmark_group("verify/parallel-split/threads");
+    g.sample_size(10);
+    let n = 11;
+    let net = nets::parallel_split(n);
+    g.throughput(Throughput::Elements(4u64.pow(n as u32) + 4));
+    for threads in [1, 2] {
+        let opts = VerifyOptions::default()
+            .max_states(20_000_000)
+            .reduce(Reduction::None)
+            .threads(threads);
+        g.bench_with_input(BenchmarkId::from_parameter(threads), &net, |b, net| {
+            b.iter(|| verify(net, &opts))
+        });
+    }
+    g.finish();
 }
 
 fn main() {
-    full_table();
-    reduced_table();
-    unreduced_table();
+    println!(
+        "load average (1 min): {} on {} cores",
+        load(),
+        std::thread::available_parallelism().map_or(1, |c| c.get())
+    );
+    // `VERIFY_BENCH_TABLE=threads` prints that table alone.
+    let table = std::env::var("VERIFY_BENCH_TABLE").ok();
+    if table.as_deref().is_none_or(|t| t == "full") {
+        full_table();
+    }
+    if table.is_none() {
+        reduced_table();
+        unreduced_table();
+    }
+    if table.as_deref().is_none_or(|t| t == "threads") {
+        threads_table();
+    }
     let mut c = Criterion::default().configure_from_args();
     bench(&mut c);
     c.final_summary();

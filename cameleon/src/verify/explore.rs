@@ -11,7 +11,7 @@
 use std::collections::{HashMap, VecDeque};
 
 use super::model::Model;
-use super::store::{ROOT, Store, hash};
+use super::store::{Store, hash};
 
 /// A snapshot of a running exploration, for progress reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,9 +25,6 @@ pub struct Progress {
     /// The state budget.
     pub max_states: u64,
 }
-
-/// States expanded together (see [`explore_full`]).
-const BATCH: usize = 16;
 
 /// The edges of a reduced exploration: per expanded state, in expansion order, its successors
 /// (`start`/`succ`, compressed), and the successors the cycle proviso added later.
@@ -185,112 +182,6 @@ impl Explored {
             .all(|o| model.outcomes_in(o as usize, &s).1 == 0)
     }
 
-    fn progress(&self, max_states: usize) -> Progress {
-        Progress {
-            states: self.len() as u64,
-            expanded: self.expanded as u64,
-            edges: self.n_edges,
-            max_states: max_states as u64,
-        }
-    }
-}
-
-/// Explores breadth-first from the initial state every firing of every enabled operator,
-/// storing at most `max_states` states.
-pub(crate) fn explore_full(
-    model: &mut Model<'_>,
-    max_states: u64,
-    progress: &mut dyn FnMut(&Progress),
-) -> Explored {
-    let words = model.words;
-    let max_states = max_states.clamp(1, u32::MAX as u64 - 1) as usize;
-    let mut ex = Explored::new(model, None);
-    let initial = model.initial.clone();
-    ex.insert(model, &initial, hash(&initial), ROOT, max_states);
-
-    let mut cur = vec![0u64; words];
-    let mut ops: Vec<u32> = Vec::new();
-    // The successors of a batch of states being expanded: states, hashes, outcomes, and where
-    // each state's successors end. Computing a whole batch before looking any of them up lets
-    // the memory loads of all the lookups be in flight at once.
-    let mut next: Vec<u64> = Vec::new();
-    let mut hashes: Vec<u64> = Vec::new();
-    let mut which: Vec<u32> = Vec::new();
-    let mut ends: Vec<usize> = Vec::new();
-    let mut id = 0usize;
-    'states: while id < ex.len() {
-        let batch_end = ex.len().min(id + BATCH);
-        next.clear();
-        hashes.clear();
-        which.clear();
-        ends.clear();
-        for b in id..batch_end {
-            cur.copy_from_slice(ex.state(b as u32));
-            model.candidates(&cur, &mut ops);
-            for &o in &ops {
-                let o = o as usize;
-                let (start, len) = model.outcomes_in(o, &cur);
-                if len > 0 {
-                    ex.op_enabled[o] = true;
-                }
-                for k in start..start + len {
-                    let at = next.len();
-                    next.extend_from_slice(&cur);
-                    model.apply(k, &mut next[at..]);
-                    hashes.push(hash(&next[at..]));
-                    which.push(k as u32);
-                }
-            }
-            ends.push(hashes.len());
-        }
-        // Two rounds of loads ahead of the lookups: the table slots, then the first state
-        // each lookup compares with.
-        let mut touched = 0u64;
-        for &h in &hashes {
-            touched ^= ex.store.touch_slot(h) as u64;
-        }
-        for &h in &hashes {
-            touched ^= ex.store.touch_state(h);
-        }
-        std::hint::black_box(touched);
-        let mut j = 0;
-        for &end in &ends {
-            let first = j;
-            while j < end {
-                let s = &next[j * words..(j + 1) * words];
-                if ex
-                    .insert(model, s, hashes[j], id as u32, max_states)
-                    .is_none()
-                {
-                    // Budget used: this state's successors are incomplete; it stays unexpanded.
-                    ex.n_edges -= (j - first) as u64;
-                    ex.budget_hit = true;
-                    break 'states;
-                }
-                ex.n_edges += 1;
-                let k = which[j] as usize;
-                let oc = &model.outcomes[k];
-                ex.all_grow &= oc.grows;
-                if ex.overwrite.is_none() && oc.overwrites != crate::connection::NONE {
-                    ex.overwrite = Some((id as u32, k));
-                }
-                j += 1;
-            }
-            if end == first && ex.first_deadlock.is_none() && model.any_new(ex.state(id as u32)) {
-                ex.first_deadlock = Some(id as u32);
-            }
-            id += 1;
-            ex.expanded = id;
-            if id & 0xffff == 0 {
-                progress(&ex.progress(max_states));
-            }
-        }
-    }
-    if ex.overwrite.is_some_and(|(s, _)| s as usize >= ex.expanded) {
-        ex.overwrite = None; // found while expanding a state the budget cut short
-    }
-    progress(&ex.progress(max_states));
-    ex
 }
 
 /// One strongly connected component, as [`tarjan`] reports it.

@@ -54,6 +54,7 @@ mod display;
 mod explore;
 mod follow;
 mod model;
+mod parallel;
 mod pnml;
 mod reduce;
 mod report;
@@ -98,13 +99,21 @@ pub struct VerifyOptions {
     pub max_states: u64,
     /// The state space explored.
     pub reduce: Reduction,
+    /// Threads of the full exploration (docs/semantics.md §8.8): `0` (the default) for one per
+    /// core, at most [`MAX_THREADS`] (more counts as that many). The report is the same for
+    /// every count.
+    pub threads: usize,
 }
+
+/// The most threads an exploration uses.
+pub const MAX_THREADS: usize = 1024;
 
 impl Default for VerifyOptions {
     fn default() -> Self {
         VerifyOptions {
             max_states: DEFAULT_MAX_STATES,
             reduce: Reduction::default(),
+            threads: 0,
         }
     }
 }
@@ -121,6 +130,12 @@ impl VerifyOptions {
         self.reduce = r;
         self
     }
+
+    /// Sets the number of threads (`0`: one per core).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n;
+        self
+    }
 }
 
 /// The connection states (in declaration order) of every reachable COMPLETED state of `net`'s
@@ -129,7 +144,7 @@ impl VerifyOptions {
 /// `output`s can have received a value when it completes (docs/semantics.md §10.2).
 pub fn completed_markings(net: &Net, max_states: u64) -> Option<Vec<Vec<ConnState>>> {
     let mut model = Model::new(net);
-    let g = explore::explore_full(&mut model, max_states, &mut |_| {});
+    let g = parallel::explore_full(&mut model, max_states, 1, &mut |_| {});
     if g.budget_hit {
         return None;
     }
@@ -149,7 +164,7 @@ pub fn completed_markings(net: &Net, max_states: u64) -> Option<Vec<Vec<ConnStat
 /// single markings (two sections of a `mutex` are never inside at once) is checked on them.
 pub fn reachable_markings(net: &Net, max_states: u64) -> Option<Vec<Vec<ConnState>>> {
     let mut model = Model::new(net);
-    let g = explore::explore_full(&mut model, max_states, &mut |_| {});
+    let g = parallel::explore_full(&mut model, max_states, 1, &mut |_| {});
     if g.budget_hit {
         return None;
     }
@@ -168,13 +183,26 @@ pub fn verify(net: &Net, opts: &VerifyOptions) -> Report {
     verify_with(net, opts, &mut |_| {})
 }
 
-/// [`verify`], calling `progress` now and then (every 65 536 expanded states, and at the end) —
-/// for a progress bar.
+/// [`verify`], calling `progress` now and then (once 65 536 more states are expanded — for a
+/// full exploration, at the end of a level of the breadth-first search — and at the end): for
+/// a progress bar.
 pub fn verify_with(net: &Net, opts: &VerifyOptions, progress: &mut dyn FnMut(&Progress)) -> Report {
+    verify_split(net, opts, parallel::Split::DEFAULT, progress)
+}
+
+/// [`verify_with`], levels shared out between threads as `split` says.
+pub(crate) fn verify_split(
+    net: &Net,
+    opts: &VerifyOptions,
+    split: parallel::Split,
+    progress: &mut dyn FnMut(&Progress),
+) -> Report {
     let t0 = Instant::now();
     let mut model = Model::new(net);
     let g = match opts.reduce {
-        Reduction::None => explore::explore_full(&mut model, opts.max_states, progress),
+        Reduction::None => {
+            parallel::explore_split(&mut model, opts.max_states, opts.threads, split, progress)
+        }
         Reduction::Stubborn => reduce::explore_reduced(&mut model, opts.max_states, progress),
     };
     let mut report = analyse(&mut model, &g, opts);
@@ -183,7 +211,13 @@ pub fn verify_with(net: &Net, opts: &VerifyOptions, progress: &mut dyn FnMut(&Pr
     if report.reduced && report.may_loop == Some(true) {
         // A cycle is reachable (the reduction preserves that), but the shortest lasso is one of
         // the full state space: explore it, within the budget.
-        let full = explore::explore_full(&mut model, opts.max_states, progress);
+        let full = parallel::explore_split(
+            &mut model,
+            opts.max_states,
+            opts.threads,
+            split,
+            progress,
+        );
         bytes = bytes.max(full.bytes());
         report.properties.may_loop = if full.budget_hit {
             LoopCheck {

@@ -173,8 +173,36 @@ fn conn_state(v: u32) -> ConnState {
 
 mod blame;
 mod build;
+mod view;
 
 pub(crate) use blame::Blames;
+pub(crate) use view::View;
+
+/// [`Model::candidates`], from the parts of the model it reads (a [`View`] has them too).
+#[inline]
+fn candidates_of(
+    unguarded: &[u32],
+    new_mask: &[u64],
+    guarded_consumer: &[u32],
+    s: &[u64],
+    out: &mut Vec<u32>,
+) {
+    out.clear();
+    out.extend_from_slice(unguarded);
+    for (i, (&w, &m)) in s.iter().zip(new_mask).enumerate() {
+        let mut new = w & !(w >> 1) & m;
+        while new != 0 {
+            let bit = new.trailing_zeros();
+            new &= new - 1;
+            let o = guarded_consumer[i * 32 + bit as usize / 2];
+            if o != NONE {
+                out.push(o);
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+}
 
 impl<'n> Model<'n> {
     /// Whether some connection is NEW in state `s`.
@@ -190,21 +218,13 @@ impl<'n> Model<'n> {
     /// outcome in `s`.
     #[inline]
     pub(crate) fn candidates(&self, s: &[u64], out: &mut Vec<u32>) {
-        out.clear();
-        out.extend_from_slice(&self.unguarded);
-        for (i, (&w, &m)) in s.iter().zip(&self.new_mask).enumerate() {
-            let mut new = w & !(w >> 1) & m;
-            while new != 0 {
-                let bit = new.trailing_zeros();
-                new &= new - 1;
-                let o = self.guarded_consumer[i * 32 + bit as usize / 2];
-                if o != NONE {
-                    out.push(o);
-                }
-            }
-        }
-        out.sort_unstable();
-        out.dedup();
+        candidates_of(
+            &self.unguarded,
+            &self.new_mask,
+            &self.guarded_consumer,
+            s,
+            out,
+        );
     }
 
     /// The outcomes of operator `o` in state `s`, as a range of `self.outcomes`.

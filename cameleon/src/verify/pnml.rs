@@ -24,7 +24,7 @@
 use std::fmt::Write;
 
 use super::DEFAULT_MAX_STATES;
-use super::explore::explore_full;
+use super::parallel::explore_full;
 use super::model::{Model, unpack};
 use crate::net::Net;
 
@@ -122,7 +122,7 @@ pub fn to_pnml(net: &Net) -> Result<String, PnmlError> {
     let mut met: Vec<Option<Vec<u128>>> = vec![None; model.ops.len()];
     if let Some(&first) = large.first() {
         let max_states = DEFAULT_MAX_STATES;
-        let g = explore_full(&mut model, max_states, &mut |_| {});
+        let g = explore_full(&mut model, max_states, 1, &mut |_| {});
         if g.budget_hit {
             return Err(PnmlError::StateBudget {
                 op: net.ops[first].name.clone(),

@@ -3,18 +3,19 @@
 //! States are numbered in discovery order and stored once, packed (`words` 64-bit words each:
 //! 2 bits per connection, a few per control state), in fixed-size chunks, so the memory is the
 //! states themselves with no slack beyond the last chunk. A parent link per state (4 bytes)
-//! gives the witnesses. An open-addressing hash table with linear probing finds a state's
-//! number; its slots are 32 bits: the number in the low bits, and in the bits the table's size
-//! leaves free (every number is below it) a tag of the state's hash, so that a probe that meets
-//! another state almost never reads that state. For the parallel split of 12 branches (2 words
-//! a state) this is about 16 bytes of state, 4 of parent and 5 to 11 of table per stored
-//! state.
+//! gives the witnesses. Open-addressing hash tables with linear probing find a state's number:
+//! one table per *partition* (a few bits of the hash choose it), so that the threads of a
+//! parallel exploration each own some (`parallel.rs`); one thread uses one. A slot is 32 bits:
+//! the number in the low bits, and in the bits the numbers leave free a tag of the state's hash,
+//! so that a probe that meets another state almost never reads that state. For the parallel
+//! split of 12 branches (2 words a state) this is about 16 bytes of state, 4 of parent and 5 to
+//! 11 of table per stored state.
 
 /// `log2` of the number of states per chunk.
 const CHUNK_BITS: u32 = 16;
 const CHUNK: usize = 1 << CHUNK_BITS;
-/// An empty slot: the all-ones state number is never given (see `Store::new`).
-const FREE: u32 = u32::MAX;
+/// An empty slot: the all-ones slot is never a state's (numbers stay below the number mask).
+pub(crate) const FREE: u32 = u32::MAX;
 /// No parent: the initial state.
 pub(crate) const ROOT: u32 = u32::MAX;
 
@@ -25,7 +26,8 @@ pub(crate) fn hash(s: &[u64]) -> u64 {
     for &w in s {
         h = (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
-    // Final avalanche (murmur3 fmix64): the low bits index the table, the high bits are the tag.
+    // Final avalanche (murmur3 fmix64): the low bits index a table, the high bits choose the
+    // partition and make the tag.
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
@@ -33,48 +35,108 @@ pub(crate) fn hash(s: &[u64]) -> u64 {
     h ^ (h >> 33)
 }
 
-/// The slot bits that hold a state number in a table of `cap` slots: every number is below
-/// `cap` (the table is at most 3/4 full), and the all-ones number is left over for `FREE`.
-fn id_mask(cap: usize) -> u32 {
-    let bits = cap.trailing_zeros();
-    if bits >= 32 {
-        u32::MAX
-    } else {
-        (1u32 << bits) - 1
+/// One partition's hash table: slots of `tag | number`.
+pub(crate) struct Table {
+    pub(crate) slots: Vec<u32>,
+    mask: usize,
+    count: usize,
+}
+
+impl Table {
+    fn new() -> Self {
+        Table {
+            slots: vec![FREE; 64],
+            mask: 63,
+            count: 0,
+        }
+    }
+
+    /// Loads the slot where a lookup of hash `h` starts (see `explore_full`).
+    #[inline]
+    pub(crate) fn touch(&self, h: u64) -> u32 {
+        self.slots[h as usize & self.mask]
+    }
+
+    /// The number of the state of hash `h` (tag `tag`) for which `same` holds, or the slot
+    /// where it would go.
+    #[inline]
+    pub(crate) fn find(
+        &self,
+        h: u64,
+        tag: u32,
+        id_mask: u32,
+        mut same: impl FnMut(u32) -> bool,
+    ) -> Result<u32, usize> {
+        let mut i = h as usize & self.mask;
+        loop {
+            let slot = self.slots[i];
+            if slot == FREE {
+                return Err(i);
+            }
+            if slot & !id_mask == tag && same(slot & id_mask) {
+                return Ok(slot & id_mask);
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Fills the free `slot`; `true` when the table should [`grow`](Self::grow).
+    #[inline]
+    pub(crate) fn fill(&mut self, slot: usize, value: u32) -> bool {
+        self.slots[slot] = value;
+        self.count += 1;
+        self.count * 4 > (self.mask + 1) * 3
+    }
+
+    /// Doubles the table and puts every entry back (`hash_of` a number gives its state's hash;
+    /// `moved(number, slot)` is told where each went).
+    pub(crate) fn grow(
+        &mut self,
+        id_mask: u32,
+        mut hash_of: impl FnMut(u32) -> u64,
+        mut moved: impl FnMut(u32, usize),
+    ) {
+        let cap = (self.mask + 1) * 2;
+        let old = std::mem::replace(&mut self.slots, vec![FREE; cap]);
+        self.mask = cap - 1;
+        for slot in old {
+            if slot == FREE {
+                continue;
+            }
+            let id = slot & id_mask;
+            let mut i = hash_of(id) as usize & self.mask;
+            while self.slots[i] != FREE {
+                i = (i + 1) & self.mask;
+            }
+            self.slots[i] = slot;
+            moved(id, i);
+        }
+    }
+
+    /// Gives the tag's lowest bit to the numbers (see [`Store::reserve_ids`]).
+    fn widen(&mut self, bit: u32) {
+        for slot in &mut self.slots {
+            if *slot != FREE {
+                *slot &= !bit;
+            }
+        }
     }
 }
 
-/// Stored states, their parents, and the table that finds them.
-pub(crate) struct Store {
+/// The packed states and their parents, in number order.
+pub(crate) struct States {
     words: usize,
     /// States, `CHUNK` per chunk (the last one grows as a `Vec` does).
     chunks: Vec<Vec<u64>>,
     /// Parent of each state, chunked the same way.
     parents: Vec<Vec<u32>>,
     len: usize,
-    slots: Vec<u32>,
-    mask: usize,
-    /// Slot bits holding the state number; the others hold the tag.
-    id_mask: u32,
 }
 
-impl Store {
-    /// A store for states of `words` words (at most `u32::MAX - 1` of them).
-    pub(crate) fn new(words: usize) -> Self {
-        let cap = 64;
-        Store {
-            words,
-            chunks: Vec::new(),
-            parents: Vec::new(),
-            len: 0,
-            slots: vec![FREE; cap],
-            mask: cap - 1,
-            id_mask: id_mask(cap),
-        }
-    }
-
-    pub(crate) fn len(&self) -> usize {
-        self.len
+impl States {
+    /// Words per state.
+    pub(crate) fn words(&self) -> usize {
+        self.words
     }
 
     /// State number `id`.
@@ -84,72 +146,10 @@ impl Store {
         &self.chunks[c][i * self.words..(i + 1) * self.words]
     }
 
-    /// The parent of state `id` (the state it was discovered from), or [`ROOT`].
+    /// Appends `s` with its parent; returns its number.
     #[inline]
-    pub(crate) fn parent(&self, id: u32) -> u32 {
-        self.parents[id as usize >> CHUNK_BITS][id as usize & (CHUNK - 1)]
-    }
-
-    #[inline]
-    fn tag(&self, h: u64) -> u32 {
-        ((h >> 32) as u32) & !self.id_mask
-    }
-
-    /// Loads the slot where a lookup of hash `h` starts, so that the lookups of many states can
-    /// wait for memory together rather than one after the other.
-    #[inline]
-    pub(crate) fn touch_slot(&self, h: u64) -> u32 {
-        self.slots[h as usize & self.mask]
-    }
-
-    /// Loads the first state a lookup of `h` would compare with, if any (after
-    /// [`touch_slot`](Self::touch_slot), for the same reason).
-    #[inline]
-    pub(crate) fn touch_state(&self, h: u64) -> u64 {
-        let tag = self.tag(h);
-        let mut i = h as usize & self.mask;
-        loop {
-            let slot = self.slots[i];
-            if slot == FREE {
-                return 0;
-            }
-            if slot & !self.id_mask == tag {
-                return self.state(slot & self.id_mask)[0];
-            }
-            i = (i + 1) & self.mask;
-        }
-    }
-
-    /// The number of state `s` (hash `h`), or the slot where it would go.
-    #[inline]
-    pub(crate) fn find(&self, s: &[u64], h: u64) -> Result<u32, usize> {
-        let tag = self.tag(h);
-        let mut i = h as usize & self.mask;
-        loop {
-            let slot = self.slots[i];
-            if slot == FREE {
-                return Err(i);
-            }
-            if slot & !self.id_mask == tag {
-                let id = slot & self.id_mask;
-                // Word by word: for a few words this beats a call to `memcmp`.
-                if self.state(id).iter().zip(s).all(|(a, b)| a == b) {
-                    return Ok(id);
-                }
-            }
-            i = (i + 1) & self.mask;
-        }
-    }
-
-    /// Stores `s` (hash `h`, not stored yet: `slot` is what [`find`](Self::find) returned) with
-    /// its parent, and returns its number.
-    #[inline]
-    pub(crate) fn put(&mut self, slot: usize, s: &[u64], h: u64, parent: u32) -> u32 {
+    pub(crate) fn push(&mut self, s: &[u64], parent: u32) -> u32 {
         let id = self.len as u32;
-        debug_assert!(
-            id < self.id_mask,
-            "state numbers stay below the table's size"
-        );
         let c = self.len >> CHUNK_BITS;
         if c == self.chunks.len() {
             // A chunk grows as needed (small nets stay small) and is trimmed once full.
@@ -163,36 +163,126 @@ impl Store {
             self.chunks[c].shrink_to_fit();
             self.parents[c].shrink_to_fit();
         }
-        self.slots[slot] = self.tag(h) | id;
         self.len += 1;
-        if self.len * 4 > (self.mask + 1) * 3 {
-            self.grow();
+        id
+    }
+}
+
+/// Stored states, their parents, and the tables that find them.
+pub(crate) struct Store {
+    pub(crate) states: States,
+    /// One table per partition (a power of two of them).
+    pub(crate) parts: Vec<Table>,
+    /// Slot bits holding the state number; the others hold the tag. Every number is below it.
+    pub(crate) id_mask: u32,
+}
+
+impl Store {
+    /// A store for states of `words` words (at most `u32::MAX - 1` of them), with one table
+    /// (see [`rebuild_tables`](Self::rebuild_tables) for more).
+    pub(crate) fn new(words: usize) -> Self {
+        Store {
+            states: States {
+                words,
+                chunks: Vec::new(),
+                parents: Vec::new(),
+                len: 0,
+            },
+            parts: vec![Table::new()],
+            id_mask: 127,
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.states.len
+    }
+
+    /// State number `id`.
+    #[inline]
+    pub(crate) fn state(&self, id: u32) -> &[u64] {
+        self.states.state(id)
+    }
+
+    /// The parent of state `id` (the state it was discovered from), or [`ROOT`].
+    #[inline]
+    pub(crate) fn parent(&self, id: u32) -> u32 {
+        self.states.parents[id as usize >> CHUNK_BITS][id as usize & (CHUNK - 1)]
+    }
+
+    /// The partition of hash `h`.
+    #[inline]
+    pub(crate) fn part(&self, h: u64) -> usize {
+        part_of(h, self.parts.len())
+    }
+
+    #[inline]
+    pub(crate) fn tag(&self, h: u64) -> u32 {
+        ((h >> 32) as u32) & !self.id_mask
+    }
+
+    /// Makes every number below `bound` fit the number bits, the tags one bit shorter per
+    /// doubling.
+    pub(crate) fn reserve_ids(&mut self, bound: u64) {
+        while self.id_mask != u32::MAX && bound >= self.id_mask as u64 {
+            let bit = self.id_mask + 1;
+            self.id_mask = (self.id_mask << 1) | 1;
+            for t in &mut self.parts {
+                t.widen(bit);
+            }
+        }
+    }
+
+    /// The number of state `s` (hash `h`), or the slot (of its partition) where it would go.
+    #[inline]
+    pub(crate) fn find(&self, s: &[u64], h: u64) -> Result<u32, usize> {
+        // Word by word: for a few words this beats a call to `memcmp`.
+        self.parts[self.part(h)].find(h, self.tag(h), self.id_mask, |id| {
+            self.states.state(id).iter().zip(s).all(|(a, b)| a == b)
+        })
+    }
+
+    /// Stores `s` (hash `h`, not stored yet: `slot` is what [`find`](Self::find) returned) with
+    /// its parent, and returns its number.
+    #[inline]
+    pub(crate) fn put(&mut self, slot: usize, s: &[u64], h: u64, parent: u32) -> u32 {
+        self.reserve_ids(self.len() as u64 + 1);
+        let id = self.states.push(s, parent);
+        let (p, tag, id_mask) = (self.part(h), self.tag(h), self.id_mask);
+        if self.parts[p].fill(slot, tag | id) {
+            let states = &self.states;
+            self.parts[p].grow(id_mask, |id| hash(states.state(id)), |_, _| {});
         }
         id
     }
 
-    /// Doubles the table and puts every state back, with tags one bit shorter.
-    fn grow(&mut self) {
-        let cap = (self.mask + 1) * 2;
-        self.slots = vec![FREE; cap];
-        self.mask = cap - 1;
-        self.id_mask = id_mask(cap);
-        for id in 0..self.len as u32 {
-            let h = hash(self.state(id));
-            let mut i = h as usize & self.mask;
-            while self.slots[i] != FREE {
-                i = (i + 1) & self.mask;
+    /// Empties the tables and puts every stored state back in them, in `parts` partitions (a
+    /// power of two, at most 1024).
+    pub(crate) fn rebuild_tables(&mut self, parts: usize) {
+        let parts = parts.clamp(1, 1024).next_power_of_two();
+        self.reserve_ids(2 * parts as u64);
+        self.parts = (0..parts).map(|_| Table::new()).collect();
+        for id in 0..self.len() as u32 {
+            let s = self.states.state(id);
+            let h = hash(s);
+            let (p, tag) = (self.part(h), self.tag(h));
+            let slot = match self.parts[p].find(h, tag, self.id_mask, |_| false) {
+                Ok(_) => continue,
+                Err(slot) => slot,
+            };
+            if self.parts[p].fill(slot, tag | id) {
+                let states = &self.states;
+                self.parts[p].grow(self.id_mask, |id| hash(states.state(id)), |_, _| {});
             }
-            self.slots[i] = self.tag(h) | id;
         }
     }
 
-    /// Bytes held (allocated capacity): states, parents and table.
+    /// Bytes held (allocated capacity): states, parents and tables.
     pub(crate) fn bytes(&self) -> usize {
-        self.chunks.iter().map(|c| c.capacity() * 8).sum::<usize>()
-            + self.parents.iter().map(|c| c.capacity() * 4).sum::<usize>()
-            + self.chunks.capacity() * 2 * std::mem::size_of::<Vec<u64>>()
-            + self.slots.capacity() * 4
+        let s = &self.states;
+        s.chunks.iter().map(|c| c.capacity() * 8).sum::<usize>()
+            + s.parents.iter().map(|c| c.capacity() * 4).sum::<usize>()
+            + s.chunks.capacity() * 2 * std::mem::size_of::<Vec<u64>>()
+            + self.parts.iter().map(|t| t.slots.capacity() * 4).sum::<usize>()
     }
 
     /// The path of parents from the initial state to `id`, as state numbers (initial first).
@@ -206,4 +296,11 @@ impl Store {
         path.reverse();
         path
     }
+}
+
+/// The partition of hash `h` among `parts` (a power of two): bits of the hash's high half
+/// that the tag never uses (they are number bits, see [`Store::rebuild_tables`]).
+#[inline]
+pub(crate) fn part_of(h: u64, parts: usize) -> usize {
+    (h >> 32) as usize & (parts - 1)
 }

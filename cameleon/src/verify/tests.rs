@@ -93,14 +93,15 @@ fn the_store_finds_every_state_across_growth_and_chunks() {
 #[path = "../../tests/nets/mod.rs"]
 mod nets;
 
-use super::explore::{Explored, explore_full};
+use super::explore::Explored;
+use super::parallel::explore_full;
 use super::model::Blames;
 use proptest::prelude::*;
 
 /// Every stored state of a full exploration of `net` (at most 3 000).
 fn states(net: &Net) -> (Model<'_>, Explored) {
     let mut m = Model::new(net);
-    let ex = explore_full(&mut m, 3_000, &mut |_| {});
+    let ex = explore_full(&mut m, 3_000, 1, &mut |_| {});
     (m, ex)
 }
 
@@ -245,5 +246,107 @@ proptest! {
         picks in proptest::collection::vec(0usize..64, 1..=32),
     ) {
         independent_operators_commute(&nets::random_net(sources, &kinds, &picks))?;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Threads (docs/semantics.md §8.8): the same exploration, and the same report, for every count.
+
+use super::parallel::{Split, explore_split};
+use super::{Reduction, VerifyOptions, verify_split};
+
+/// The exploration one thread does state after state, kept simple: states in discovery order
+/// with their parents, how many were expanded, the edges of those, whether the budget stopped
+/// it.
+fn one_by_one(net: &Net, max_states: usize) -> (Vec<Vec<u64>>, Vec<u32>, usize, u64, bool) {
+    let mut m = Model::new(net);
+    let mut states = vec![m.initial.clone()];
+    let mut parents = vec![ROOT];
+    let mut index = std::collections::HashMap::from([(m.initial.clone(), 0u32)]);
+    let (mut id, mut edges) = (0, 0u64);
+    let mut ops = Vec::new();
+    while id < states.len() {
+        let s = states[id].clone();
+        m.candidates(&s, &mut ops);
+        let mut next = Vec::new();
+        for &o in &ops {
+            let (start, len) = m.outcomes_in(o as usize, &s);
+            for k in start..start + len {
+                let mut t = s.clone();
+                m.apply(k, &mut t);
+                next.push(t);
+            }
+        }
+        for t in &next {
+            if !index.contains_key(t) {
+                if states.len() >= max_states {
+                    return (states, parents, id, edges, true);
+                }
+                index.insert(t.clone(), states.len() as u32);
+                states.push(t.clone());
+                parents.push(id as u32);
+            }
+        }
+        edges += next.len() as u64;
+        id += 1;
+    }
+    (states, parents, id, edges, false)
+}
+
+/// Every thread count stores the states one thread expanding them in order would, with the same
+/// numbers and parents, and gives the same report (reduced or not).
+fn same_for_every_thread_count(net: &Net, max_states: u64) -> Result<(), TestCaseError> {
+    let (states, parents, expanded, edges, budget_hit) = one_by_one(net, max_states as usize);
+    for (threads, parts_from) in [(1, usize::MAX), (1, 1), (2, 8), (3, 1), (8, 1)] {
+        let mut m = Model::new(net);
+        // Every level split between the threads, however small; partitions from the first
+        // state or the eighth.
+        let split = Split {
+            min_share: 1,
+            parts_from,
+        };
+        let ex = explore_split(&mut m, max_states, threads, split, &mut |_| {});
+        prop_assert_eq!(ex.len(), states.len(), "{} threads", threads);
+        for (id, (s, &p)) in states.iter().zip(&parents).enumerate() {
+            prop_assert_eq!(ex.state(id as u32), &s[..], "state {}", id);
+            prop_assert_eq!(ex.store.parent(id as u32), p, "parent of {}", id);
+            prop_assert_eq!(ex.store.find(s, hash(s)), Ok(id as u32));
+        }
+        prop_assert_eq!(
+            (ex.expanded, ex.n_edges, ex.budget_hit),
+            (expanded, edges, budget_hit),
+            "{} threads",
+            threads
+        );
+    }
+    for reduce in [Reduction::None, Reduction::Stubborn] {
+        let opts = VerifyOptions::default()
+            .reduce(reduce)
+            .max_states(max_states);
+        let split = Split {
+            min_share: 1,
+            parts_from: 8,
+        };
+        let one = verify_split(net, &opts.threads(1), Split::DEFAULT, &mut |_| {});
+        for threads in [2, 3, 8] {
+            let many = verify_split(net, &opts.threads(threads), split, &mut |_| {});
+            prop_assert_eq!(one.to_json(), many.to_json(), "{} threads", threads);
+            prop_assert_eq!(one.to_string(), many.to_string());
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+
+    #[test]
+    fn threads_explore_the_same_states_and_report_the_same(
+        sources in 1usize..=3,
+        kinds in proptest::collection::vec(nets::kind(), 1..=10),
+        picks in proptest::collection::vec(0usize..64, 1..=32),
+        budget in prop_oneof![Just(100_000u64), 1u64..200],
+    ) {
+        same_for_every_thread_count(&nets::random_net(sources, &kinds, &picks), budget)?;
     }
 }

@@ -1,0 +1,613 @@
+//! The full exploration (`--reduce none`) on several threads (docs/semantics.md §8.8).
+//!
+//! Breadth-first, one *level* at a time: the level is the states stored but not expanded yet
+//! (numbers `expanded..len`), and every state a level discovers is numbered after it. The
+//! result is the single-threaded exploration's, state for state: the same numbers, the same
+//! parents (so the same shortest witnesses), the same counts. Each level goes through four
+//! phases:
+//!
+//! 1. **expand** (every thread, a contiguous share of the level): each state's successors, in
+//!    the order one thread would fire them, each with its *position* (the number of the state
+//!    it comes from, its rank among that state's successors), sent to the *partition* its hash
+//!    chooses. The threads read the model's memoised outcomes ([`View`]) and never call an
+//!    operator; a state that needs an outcome not computed yet is left to the thread that owns
+//!    the model, which expands it afterwards.
+//! 2. **absorb** (every thread, some partitions; each partition has its own hash table in the
+//!    [`Store`]): each successor is looked up; one not stored yet is kept once, with the
+//!    earliest position it was found at, under a provisional number.
+//! 3. **number** (one thread): the new states of all partitions, merged by earliest position,
+//!    get their numbers and are stored with the state of that position as parent — exactly
+//!    where one thread, expanding the level in order, would have found each first. The state
+//!    budget is applied here, in the same order.
+//! 4. **settle** (every thread, its partitions): the provisional numbers in the tables become
+//!    the real ones.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::ops::Range;
+
+use super::explore::{Explored, Progress};
+use super::model::{Model, Outcome, View};
+use super::store::{ROOT, States, Store, Table, hash, part_of};
+use crate::connection::NONE;
+
+/// How levels are shared out. Tests lower both figures so that small nets take every path.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Split {
+    /// Below this many states per thread, a level is expanded by fewer threads (by one, under
+    /// twice this): starting threads costs more than it saves.
+    pub(crate) min_share: usize,
+    /// An exploration has one partition until it stores this many states, then [`PARTS`].
+    pub(crate) parts_from: usize,
+}
+
+impl Split {
+    pub(crate) const DEFAULT: Split = Split {
+        min_share: 2048,
+        parts_from: 1 << 16,
+    };
+}
+/// Partitions of a large exploration, whatever the number of threads: each partition's table
+/// is then small enough to stay in a core's cache while its successors are looked up.
+const PARTS: usize = 64;
+
+/// The thread count of "every core".
+pub(crate) fn all_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// What an expansion reads: the model itself (which computes what it does not know) or a
+/// [`View`] of it (which does not).
+trait Outcomes {
+    fn candidates(&self, s: &[u64], out: &mut Vec<u32>);
+    /// `None`: not computed yet.
+    fn outcomes_in(&mut self, o: usize, s: &[u64]) -> Option<(usize, usize)>;
+    fn apply(&self, k: usize, s: &mut [u64]);
+    fn outcome(&self, k: usize) -> &Outcome;
+    fn any_new(&self, s: &[u64]) -> bool;
+}
+
+impl Outcomes for View<'_> {
+    fn candidates(&self, s: &[u64], out: &mut Vec<u32>) {
+        View::candidates(self, s, out)
+    }
+    fn outcomes_in(&mut self, o: usize, s: &[u64]) -> Option<(usize, usize)> {
+        View::outcomes_in(self, o, s)
+    }
+    fn apply(&self, k: usize, s: &mut [u64]) {
+        View::apply(self, k, s)
+    }
+    fn outcome(&self, k: usize) -> &Outcome {
+        &self.outcomes[k]
+    }
+    fn any_new(&self, s: &[u64]) -> bool {
+        View::any_new(self, s)
+    }
+}
+
+impl Outcomes for Model<'_> {
+    fn candidates(&self, s: &[u64], out: &mut Vec<u32>) {
+        Model::candidates(self, s, out)
+    }
+    fn outcomes_in(&mut self, o: usize, s: &[u64]) -> Option<(usize, usize)> {
+        Some(Model::outcomes_in(self, o, s))
+    }
+    fn apply(&self, k: usize, s: &mut [u64]) {
+        Model::apply(self, k, s)
+    }
+    fn outcome(&self, k: usize) -> &Outcome {
+        &self.outcomes[k]
+    }
+    fn any_new(&self, s: &[u64]) -> bool {
+        Model::any_new(self, s)
+    }
+}
+
+/// Successors bound for one partition: packed states and their positions
+/// (`state << 32 | rank`).
+#[derive(Default)]
+struct Bucket {
+    words: Vec<u64>,
+    keys: Vec<u64>,
+}
+
+/// What expanding part of a level found.
+struct Out {
+    buckets: Vec<Bucket>,
+    /// States whose outcomes the model has not computed yet: not expanded.
+    deferred: Vec<u32>,
+    edges: u64,
+    all_grow: bool,
+    op_enabled: Vec<bool>,
+    /// The first firing that overwrites a NEW token: (state, outcome).
+    overwrite: Option<(u32, usize)>,
+    first_deadlock: Option<u32>,
+    // Scratch space of one state's expansion.
+    cands: Vec<u32>,
+    enabled: Vec<u32>,
+    next: Vec<u64>,
+    which: Vec<u32>,
+}
+
+impl Out {
+    fn new(parts: usize, ops: usize) -> Self {
+        Out {
+            buckets: (0..parts).map(|_| Bucket::default()).collect(),
+            deferred: Vec::new(),
+            edges: 0,
+            all_grow: true,
+            op_enabled: vec![false; ops],
+            overwrite: None,
+            first_deadlock: None,
+            cands: Vec::new(),
+            enabled: Vec::new(),
+            next: Vec::new(),
+            which: Vec::new(),
+        }
+    }
+
+    fn clear(&mut self, parts: usize) {
+        self.buckets.resize_with(parts, Bucket::default);
+        for b in &mut self.buckets {
+            b.words.clear();
+            b.keys.clear();
+        }
+        self.deferred.clear();
+        self.edges = 0;
+        self.all_grow = true;
+        self.op_enabled.fill(false);
+        self.overwrite = None;
+        self.first_deadlock = None;
+    }
+
+    /// Expands state `id` (`s`): its successors go to the buckets; `false` (and nothing
+    /// recorded) when `m` lacks an outcome.
+    fn expand(&mut self, m: &mut impl Outcomes, id: u32, s: &[u64]) -> bool {
+        let words = s.len();
+        m.candidates(s, &mut self.cands);
+        self.next.clear();
+        self.which.clear();
+        self.enabled.clear();
+        for &o in &self.cands {
+            let Some((start, len)) = m.outcomes_in(o as usize, s) else {
+                return false;
+            };
+            if len > 0 {
+                self.enabled.push(o);
+            }
+            for k in start..start + len {
+                let at = self.next.len();
+                self.next.extend_from_slice(s);
+                m.apply(k, &mut self.next[at..]);
+                self.which.push(k as u32);
+            }
+        }
+        for &o in &self.enabled {
+            self.op_enabled[o as usize] = true;
+        }
+        let n = self.which.len();
+        if n == 0 && self.first_deadlock.is_none() && m.any_new(s) {
+            self.first_deadlock = Some(id);
+        }
+        self.edges += n as u64;
+        let parts = self.buckets.len();
+        for (j, &k) in self.which.iter().enumerate() {
+            let oc = m.outcome(k as usize);
+            self.all_grow &= oc.grows;
+            if self.overwrite.is_none() && oc.overwrites != NONE {
+                self.overwrite = Some((id, k as usize));
+            }
+            let t = &self.next[j * words..(j + 1) * words];
+            let b = &mut self.buckets[part_of(hash(t), parts)];
+            b.words.extend_from_slice(t);
+            b.keys.push((id as u64) << 32 | j as u64);
+        }
+        true
+    }
+
+    /// Expands the states `range` with the view (phase 1).
+    fn expand_range(&mut self, view: &mut View<'_>, states: &States, range: Range<usize>) {
+        let mut cur = vec![0u64; view.words];
+        for id in range {
+            cur.copy_from_slice(states.state(id as u32));
+            if !self.expand(view, id as u32, &cur) {
+                self.deferred.push(id as u32);
+            }
+        }
+    }
+}
+
+/// A partition's new states of a level (phase 2), under provisional numbers `base + index`.
+#[derive(Default)]
+struct Fresh {
+    words: Vec<u64>,
+    /// Earliest position each was found at.
+    keys: Vec<u64>,
+    /// Its slot in the partition's table.
+    slots: Vec<u32>,
+    /// Indices in order of `keys`.
+    order: Vec<u32>,
+    /// Its number, once given (phase 3); `u32::MAX` when the budget left it out.
+    ids: Vec<u32>,
+}
+
+impl Fresh {
+    fn clear(&mut self) {
+        self.words.clear();
+        self.keys.clear();
+        self.slots.clear();
+        self.order.clear();
+        self.ids.clear();
+    }
+}
+
+/// Looks up, in partition `q`'s table, every successor the expansions sent there, keeping
+/// each new one once with its earliest position (phase 2).
+fn absorb(
+    table: &mut Table,
+    id_mask: u32,
+    states: &States,
+    base: u32,
+    outs: &[Out],
+    q: usize,
+    fresh: &mut Fresh,
+) {
+    let words = states.words();
+    fresh.clear();
+    let mut hashes = [0u64; 16];
+    for out in outs {
+        let b = &out.buckets[q];
+        let mut j = 0;
+        while j < b.keys.len() {
+            let end = b.keys.len().min(j + hashes.len());
+            // The table loads of a group first, so that they wait for memory together.
+            let mut touched = 0u32;
+            for (i, h) in hashes.iter_mut().enumerate().take(end - j) {
+                *h = hash(&b.words[(j + i) * words..(j + i + 1) * words]);
+                touched ^= table.touch(*h);
+            }
+            std::hint::black_box(touched);
+            for (i, &h) in hashes.iter().enumerate().take(end - j) {
+                let key = b.keys[j + i];
+                let s = &b.words[(j + i) * words..(j + i + 1) * words];
+                let tag = ((h >> 32) as u32) & !id_mask;
+                let fw = &fresh.words;
+                let found = table.find(h, tag, id_mask, |id| {
+                    let t = if id < base {
+                        states.state(id)
+                    } else {
+                        let l = (id - base) as usize;
+                        &fw[l * words..(l + 1) * words]
+                    };
+                    t.iter().zip(s).all(|(a, b)| a == b)
+                });
+                match found {
+                    Ok(id) if id >= base => {
+                        let l = (id - base) as usize;
+                        fresh.keys[l] = fresh.keys[l].min(key);
+                    }
+                    Ok(_) => {}
+                    Err(slot) => {
+                        let l = fresh.keys.len() as u32;
+                        fresh.words.extend_from_slice(s);
+                        fresh.keys.push(key);
+                        fresh.slots.push(slot as u32);
+                        if table.fill(slot, tag | (base + l)) {
+                            let Fresh { words: fw, slots, .. } = &mut *fresh;
+                            table.grow(
+                                id_mask,
+                                |id| {
+                                    if id < base {
+                                        hash(states.state(id))
+                                    } else {
+                                        let l = (id - base) as usize;
+                                        hash(&fw[l * words..(l + 1) * words])
+                                    }
+                                },
+                                |id, i| {
+                                    if id >= base {
+                                        slots[(id - base) as usize] = i as u32;
+                                    }
+                                },
+                            );
+                        }
+                    }
+                }
+            }
+            j = end;
+        }
+    }
+    fresh.order.extend(0..fresh.keys.len() as u32);
+    // Already in order unless a deferred state found a state before its first finder did.
+    if !fresh.keys.is_sorted() {
+        let keys = &fresh.keys;
+        fresh.order.sort_unstable_by_key(|&l| keys[l as usize]);
+    }
+    fresh.ids.resize(fresh.keys.len(), u32::MAX);
+}
+
+/// Gives partition `q`'s new states their numbers in its table (phase 4).
+fn settle(table: &mut Table, id_mask: u32, fresh: &Fresh) {
+    for (&slot, &id) in fresh.slots.iter().zip(&fresh.ids) {
+        let v = &mut table.slots[slot as usize];
+        *v = (*v & !id_mask) | id;
+    }
+}
+
+/// Runs `f` on each of `items` (with its index), on up to `threads` threads (this one
+/// included), in contiguous shares.
+fn on_threads<T: Send>(items: &mut [T], threads: usize, f: impl Fn(usize, &mut T) + Sync) {
+    if threads <= 1 || items.len() <= 1 {
+        for (i, t) in items.iter_mut().enumerate() {
+            f(i, t);
+        }
+        return;
+    }
+    let per = items.len().div_ceil(threads);
+    let f = &f;
+    std::thread::scope(|sc| {
+        let mut shares = items.chunks_mut(per).enumerate();
+        let first = shares.next();
+        for (c, share) in shares {
+            sc.spawn(move || {
+                for (i, t) in share.iter_mut().enumerate() {
+                    f(c * per + i, t);
+                }
+            });
+        }
+        if let Some((_, share)) = first {
+            for (i, t) in share.iter_mut().enumerate() {
+                f(i, t);
+            }
+        }
+    });
+}
+
+/// Explores breadth-first from the initial state every firing of every enabled operator,
+/// storing at most `max_states` states, on up to `threads` threads (0: one per core).
+pub(crate) fn explore_full(
+    model: &mut Model<'_>,
+    max_states: u64,
+    threads: usize,
+    progress: &mut dyn FnMut(&Progress),
+) -> Explored {
+    explore_split(model, max_states, threads, Split::DEFAULT, progress)
+}
+
+/// [`explore_full`], levels shared out as `split` says.
+pub(crate) fn explore_split(
+    model: &mut Model<'_>,
+    max_states: u64,
+    threads: usize,
+    split: Split,
+    progress: &mut dyn FnMut(&Progress),
+) -> Explored {
+    let threads = if threads == 0 { all_cores() } else { threads }.clamp(1, 1024);
+    let max_states = max_states.clamp(1, u32::MAX as u64 - 1) as usize;
+    let mut parts = 1;
+    let mut ex = Explored::new(model, None);
+    let initial = model.initial.clone();
+    ex.insert(model, &initial, hash(&initial), ROOT, max_states);
+
+    let n_ops = model.ops.len();
+    // Per thread, then one for the deferred states.
+    let mut outs: Vec<Out> = Vec::new();
+    let mut fresh: Vec<Fresh> = (0..parts).map(|_| Fresh::default()).collect();
+    let mut cur = vec![0u64; model.words];
+    let mut reported = 0usize;
+    while ex.expanded < ex.len() {
+        let (fs, fe) = (ex.expanded, ex.len());
+        if parts == 1 && fe >= split.parts_from {
+            parts = PARTS;
+            ex.store.rebuild_tables(parts);
+            fresh.resize_with(parts, Fresh::default);
+        }
+        let workers = threads.min((fe - fs) / split.min_share.max(1)).max(1);
+        while outs.len() < workers + 1 {
+            outs.push(Out::new(parts, n_ops));
+        }
+        // 1. Expand.
+        {
+            let view = model.view();
+            let states = &ex.store.states;
+            let (shares, _) = outs.split_at_mut(workers);
+            on_threads(shares, workers, |w, out| {
+                out.clear(parts);
+                let range = fs + (fe - fs) * w / workers..fs + (fe - fs) * (w + 1) / workers;
+                out.expand_range(&mut view.clone(), states, range);
+            });
+        }
+        let (shares, rest) = outs.split_at_mut(workers);
+        let late = &mut rest[0];
+        late.clear(parts);
+        for out in shares.iter() {
+            for &id in &out.deferred {
+                cur.copy_from_slice(ex.store.state(id));
+                late.expand(model, id, &cur);
+            }
+        }
+        let outs_used = &outs[..workers + 1];
+        // 2. Absorb.
+        let base = fe as u32;
+        let found: u64 = outs_used
+            .iter()
+            .flat_map(|o| o.buckets.iter())
+            .map(|b| b.keys.len() as u64)
+            .sum();
+        ex.store.reserve_ids(fe as u64 + found);
+        {
+            let Store {
+                states,
+                parts: tables,
+                id_mask,
+            } = &mut ex.store;
+            let (states, id_mask) = (&*states, *id_mask);
+            let mut work: Vec<(&mut Table, &mut Fresh)> =
+                tables.iter_mut().zip(fresh.iter_mut()).collect();
+            on_threads(&mut work, workers, |q, (table, fresh)| {
+                absorb(table, id_mask, states, base, outs_used, q, fresh);
+            });
+        }
+        // 3. Number.
+        let cut = number(&mut ex, model, &mut fresh, fs..fe, workers, max_states);
+        if let Some(key) = cut {
+            redo_to_cut(&mut ex, model, fs, key);
+            ex.store.rebuild_tables(parts);
+            break;
+        }
+        // 4. Settle.
+        {
+            let id_mask = ex.store.id_mask;
+            let mut work: Vec<(&mut Table, &mut Fresh)> =
+                ex.store.parts.iter_mut().zip(fresh.iter_mut()).collect();
+            on_threads(&mut work, workers, |_, (table, fresh)| {
+                settle(table, id_mask, fresh);
+            });
+        }
+        for out in outs_used {
+            fold(&mut ex, out);
+        }
+        ex.expanded = fe;
+        if ex.expanded - reported >= 1 << 16 {
+            reported = ex.expanded;
+            progress(&progress_of(&ex, max_states));
+        }
+    }
+    progress(&progress_of(&ex, max_states));
+    ex
+}
+
+/// The new states of partitions `fresh` whose earliest position is that of a state in `from`,
+/// merged in order of those positions, as (partition, index).
+fn merge(fresh: &[Fresh], from: Range<u64>) -> Vec<(u32, u32)> {
+    let parent = |f: &Fresh, r: usize| f.keys[f.order[r] as usize] >> 32;
+    let mut ends = Vec::with_capacity(fresh.len());
+    let mut next: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
+    let mut total = 0;
+    for (q, f) in fresh.iter().enumerate() {
+        let lo = partition_point(f.order.len(), |r| parent(f, r) < from.start);
+        let hi = partition_point(f.order.len(), |r| parent(f, r) < from.end);
+        ends.push(hi);
+        total += hi - lo;
+        if lo < hi {
+            next.push(Reverse((f.keys[f.order[lo] as usize], q, lo)));
+        }
+    }
+    let mut seq = Vec::with_capacity(total);
+    while let Some(Reverse((_, q, r))) = next.pop() {
+        let f = &fresh[q];
+        seq.push((q as u32, f.order[r]));
+        if r + 1 < ends[q] {
+            next.push(Reverse((f.keys[f.order[r + 1] as usize], q, r + 1)));
+        }
+    }
+    seq
+}
+
+/// The first of `0..n` for which `before` is false (`before` holds on a prefix).
+fn partition_point(n: usize, before: impl Fn(usize) -> bool) -> usize {
+    let (mut lo, mut hi) = (0, n);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if before(mid) {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Numbers the new states of the level `level` in order of their earliest position (phase 3;
+/// the merge on `threads` threads, each a share of the level's states as parents); the
+/// position at which the budget ran out, if it did.
+fn number(
+    ex: &mut Explored,
+    model: &Model<'_>,
+    fresh: &mut [Fresh],
+    level: Range<usize>,
+    threads: usize,
+    max_states: usize,
+) -> Option<u64> {
+    let words = model.words;
+    let n = (level.end - level.start) as u64;
+    let mut seqs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); threads];
+    {
+        let fresh = &*fresh;
+        on_threads(&mut seqs, threads, |w, seq| {
+            let at = |w: usize| level.start as u64 + n * w as u64 / threads as u64;
+            *seq = merge(fresh, at(w)..at(w + 1));
+        });
+    }
+    for (q, l) in seqs.into_iter().flatten() {
+        let f = &mut fresh[q as usize];
+        let l = l as usize;
+        let key = f.keys[l];
+        if ex.len() >= max_states {
+            return Some(key);
+        }
+        let s = &f.words[l * words..(l + 1) * words];
+        for (e, (&w, &m)) in ex.ever_new.iter_mut().zip(s.iter().zip(&model.new_mask)) {
+            *e |= w & !(w >> 1) & m;
+        }
+        f.ids[l] = ex.store.states.push(s, (key >> 32) as u32);
+    }
+    None
+}
+
+/// Adds what expanding part of a level found to the exploration's facts.
+fn fold(ex: &mut Explored, out: &Out) {
+    ex.n_edges += out.edges;
+    ex.all_grow &= out.all_grow;
+    for (e, &o) in ex.op_enabled.iter_mut().zip(&out.op_enabled) {
+        *e |= o;
+    }
+    if let Some((s, k)) = out.overwrite
+        && ex.overwrite.is_none_or(|(t, _)| s < t)
+    {
+        ex.overwrite = Some((s, k));
+    }
+    if let Some(s) = out.first_deadlock
+        && ex.first_deadlock.is_none_or(|t| s < t)
+    {
+        ex.first_deadlock = Some(s);
+    }
+}
+
+/// The budget ran out at position `key` of the level that starts at `fs`: the facts are those
+/// of one thread that stops there — the states before the position's state expanded, that
+/// state not (its firings before the position seen, its edges not counted).
+fn redo_to_cut(ex: &mut Explored, model: &mut Model<'_>, fs: usize, key: u64) {
+    let stop = (key >> 32) as usize;
+    let rank = (key & 0xffff_ffff) as usize;
+    let mut scratch = Out::new(1, model.ops.len());
+    let mut cur = vec![0u64; model.words];
+    for id in fs..stop {
+        cur.copy_from_slice(ex.store.state(id as u32));
+        scratch.expand(model, id as u32, &cur);
+        scratch.buckets[0].words.clear();
+        scratch.buckets[0].keys.clear();
+    }
+    fold(ex, &scratch);
+    // The firings of the stopping state before the position: seen, not counted as edges.
+    cur.copy_from_slice(ex.store.state(stop as u32));
+    let mut last = Out::new(1, model.ops.len());
+    last.expand(model, stop as u32, &cur);
+    for &k in last.which.iter().take(rank) {
+        ex.all_grow &= model.outcomes[k as usize].grows;
+    }
+    for (e, &o) in ex.op_enabled.iter_mut().zip(&last.op_enabled) {
+        *e |= o;
+    }
+    ex.expanded = stop;
+    ex.budget_hit = true;
+}
+
+fn progress_of(ex: &Explored, max_states: usize) -> Progress {
+    Progress {
+        states: ex.len() as u64,
+        expanded: ex.expanded as u64,
+        edges: ex.n_edges,
+        max_states: max_states as u64,
+    }
+}
