@@ -59,6 +59,25 @@ pub struct CmConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_loop_iterations: Option<u32>,
+    /// What a run may spend on models: it stops in `BUDGET` (exit 4) before a model request
+    /// that would start once a bound is reached. Shared by the run's sub-nets and maps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<CmBudget>,
+}
+
+/// `config: budget:`: bounds on what a run spends on models (docs/semantics.md §4.7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CmBudget {
+    /// Most tokens (prompt and completion) of the run's model requests, inner runs included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1))]
+    pub tokens: Option<u64>,
+    /// Most US dollars, at the models' `price_usd` in the capabilities file (a model without
+    /// one costs nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 0))]
+    pub cost_usd: Option<f64>,
 }
 
 /// `tools:`: the net's tool policy.
