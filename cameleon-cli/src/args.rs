@@ -53,6 +53,14 @@ pub struct RunArgs {
     /// file's `config.max_loop_iterations`, else 10000).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     pub max_loop_iterations: Option<u32>,
+    /// Stop in BUDGET before a model request once the run has used N tokens (prompt and
+    /// completion, inner runs included); replaces the file's `config: budget: tokens`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub budget: Option<u64>,
+    /// Stop in BUDGET before a model request once the run has spent USD dollars at the models'
+    /// `price_usd`; replaces the file's `config: budget: cost_usd`.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub budget_usd: Option<f64>,
     /// Write one JSON line per firing, then the end state, to PATH (`-`: stdout; the summary
     /// then goes to stderr).
     #[arg(long, value_name = "PATH|-")]
@@ -107,6 +115,14 @@ pub struct ResumeArgs {
     pub db: PathBuf,
     /// The run (default: the most recently started unfinished one).
     pub run_id: Option<String>,
+    /// The run's token budget, in total (what it spent before counts): a run stopped in BUDGET
+    /// goes on under it; replaces the file's `config: budget: tokens`.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub budget: Option<u64>,
+    /// The run's cost budget in US dollars, in total, as --budget; replaces the file's
+    /// `config: budget: cost_usd`.
+    #[arg(long, value_name = "USD", value_parser = parse_usd)]
+    pub budget_usd: Option<f64>,
     /// Print the result as one JSON object (with `run_id`).
     #[arg(long)]
     pub json: bool,
@@ -288,4 +304,14 @@ pub struct ExportArgs {
     /// The PNML place/transition net of docs/semantics.md §8.
     #[arg(long, group = "format")]
     pub pnml: bool,
+}
+
+/// A `--budget-usd` amount: a finite number of US dollars above 0.
+fn parse_usd(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!(
+            "`{s}` is not an amount of US dollars above 0 (e.g. 0.50)"
+        )),
+    }
 }

@@ -2,7 +2,8 @@
 
 use serde_json::json;
 
-use super::run::{Output, answers_for, drive_and_report, journal_failed};
+use super::run::{Output, answers_for, drive_and_report, journal_failed, set_budget};
+use cameleon::engine::EndState;
 use super::{HistoryArgs, Io, ResumeArgs, RunsArgs, exit, report_invalid};
 use cameleon::capabilities::CapabilitiesError;
 use cameleon::journal::{Journal, ResumeOptions};
@@ -65,7 +66,13 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     // Held until the run stops going on here (dropped when this function returns).
     let _lock = resumed.lock;
     let (id, name, mut cvm, end) = (resumed.id, resumed.name, resumed.cvm, resumed.end);
-    let ended = end.filter(|_| finished);
+    // A run stopped by its budget goes on under a budget given here; without one, it is
+    // reported as it stopped (docs/cli.md).
+    let raised = set_budget(&cvm, a.budget, a.budget_usd);
+    let ended = match end {
+        Some(e @ EndState::Budget { .. }) if !raised => Some(e),
+        end => end.filter(|_| finished),
+    };
     if ended.is_none()
         && let Some(token) = &io.interrupt
     {

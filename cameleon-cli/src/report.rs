@@ -7,7 +7,7 @@ use serde_json::{Map, Value as Json, json};
 
 use cameleon::engine::{Cvm, EndState};
 use cameleon::history::Entry;
-use cameleon::operator::capability::Usage;
+use cameleon::operator::capability::{Spent, Usage};
 use cameleon::ops;
 use cameleon::ops::ai::{quoted_in, usage_in};
 
@@ -30,6 +30,9 @@ pub struct RunReport {
     pub usage: Vec<(u32, String, Usage)>,
     /// Each `subnet` or `map` that ran, with its inner runs in brief, in declaration order.
     pub inner: Vec<(String, Vec<Json>)>,
+    /// What the run spent on models, from its meter: every request, inner runs' and a
+    /// stopped firing's included, and a resumed run's earlier ones (docs/semantics.md §4.7).
+    pub spent: Option<Spent>,
     /// The firings whose answers quote their context because their chat model is not
     /// generative (the offline `extractive`): `(step, operator, model, kind)`, in history order.
     pub quoted: Vec<(u32, String, String, String)>,
@@ -66,6 +69,7 @@ impl RunReport {
             sinks,
             unreached: cvm.unreached().into_iter().map(str::to_owned).collect(),
             usage: usage_of(cvm),
+            spent: cvm.capabilities().meter().map(|m| m.spent()),
             inner,
             quoted: quoted_of(cvm),
         }
@@ -76,7 +80,9 @@ impl RunReport {
         match self.end {
             EndState::Completed => exit::OK,
             EndState::Deadlock { .. } => exit::DEADLOCK,
-            EndState::LoopLimit { .. } | EndState::StepLimit { .. } => exit::LIMIT,
+            EndState::LoopLimit { .. } | EndState::StepLimit { .. } | EndState::Budget { .. } => {
+                exit::LIMIT
+            }
             EndState::Error { .. } => exit::ERROR,
             EndState::Cancelled => exit::CANCELLED,
             EndState::Waiting { .. } => exit::WAITING,
@@ -103,9 +109,16 @@ impl RunReport {
             .collect();
         m.insert("sinks".into(), Json::Object(sinks));
         m.insert("unreached".into(), json!(self.unreached));
-        if !self.usage.is_empty() {
+        let spent = self.spent.filter(|s| s.requests > 0);
+        if !self.usage.is_empty() || spent.is_some() {
             let (prompt, completion) = self.usage.iter().fold((0, 0), |(p, c), (_, _, u)| {
                 (p + u.prompt_tokens, c + u.completion_tokens)
+            });
+            let spent = spent.unwrap_or(Spent {
+                prompt_tokens: prompt,
+                completion_tokens: completion,
+                total_tokens: prompt + completion,
+                ..Spent::default()
             });
             let firings: Vec<Json> = self
                 .usage
@@ -119,10 +132,12 @@ impl RunReport {
                     })
                 })
                 .collect();
-            m.insert(
-                "usage".into(),
-                json!({"prompt_tokens": prompt, "completion_tokens": completion, "firings": firings}),
-            );
+            let mut usage = match serde_json::to_value(spent) {
+                Ok(Json::Object(u)) => u,
+                _ => Map::new(),
+            };
+            usage.insert("firings".into(), Json::Array(firings));
+            m.insert("usage".into(), Json::Object(usage));
         }
         if !self.quoted.is_empty() {
             let quoted: Vec<Json> = self
@@ -176,6 +191,10 @@ impl RunReport {
             EndState::StepLimit { limit } => s.push_str(&format!(
                 "  the step budget of {limit} is used (--max-steps)\n"
             )),
+            EndState::Budget { op, limit, usage } => s.push_str(&format!(
+                "  `{op}` would make a model request once the budget of {limit} is spent ({usage}); \
+                 a journaled run goes on with `cameleon resume DB RUN_ID --budget N`\n"
+            )),
             EndState::Error { op, error } => {
                 s.push_str(&format!("  `{op}` failed: {error}\n"));
             }
@@ -219,6 +238,9 @@ impl RunReport {
                  for written answers, {}\n",
                 cameleon::models::CONFIGURE_GENERATIVE
             ));
+        }
+        if let Some(spent) = self.spent.filter(|s| s.requests > 0) {
+            s.push_str(&format!("\nmodels: {spent}\n"));
         }
         if !self.unreached.is_empty() {
             s.push_str("\nnever reached (no token):\n");

@@ -14,6 +14,7 @@ use cameleon::cm::folder_of;
 use cameleon::engine::{Cvm, EndState, Event, Step, StepError};
 use cameleon::journal::{Durability, Journal, JournalError, RunOptions};
 use cameleon::net::Net;
+use cameleon::operator::capability::{Budget, Usd};
 use cameleon::verify;
 
 /// Runs `cvm` to an end state, with a progress bar on stderr when `progress`, writing each
@@ -156,6 +157,7 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         b = b.cancel_token(token.clone());
     }
     let mut cvm = b.build();
+    set_budget(&cvm, a.budget, a.budget_usd);
     let mut answers = match answers_for(&mut cvm, &a.answer, a.answers.as_deref(), io)? {
         Ok(ans) => ans,
         Err(code) => return Ok(code),
@@ -193,6 +195,22 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         run_id: run_id.as_deref(),
     };
     drive_and_report(&mut cvm, None, &out, &mut answers, io)
+}
+
+/// Applies `--budget N` and `--budget-usd X` to the run's meter, replacing the bounds of the
+/// file's `config: budget:` they name. Returns whether a flag was given.
+pub(super) fn set_budget(cvm: &Cvm, tokens: Option<u64>, usd: Option<f64>) -> bool {
+    let flags = Budget {
+        tokens,
+        cost_usd: usd.map(Usd),
+    };
+    if !flags.is_limited() {
+        return false;
+    }
+    if let Some(m) = cvm.capabilities().meter() {
+        m.set_limit(m.limit().overridden_by(flags));
+    }
+    true
 }
 
 /// The answers of `--answer OP=VALUE`… and `--answers FILE.json`, checked against the questions

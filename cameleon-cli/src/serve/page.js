@@ -83,6 +83,17 @@ function drawMarking(s) {
   }
 }
 
+// What the run spent on models, and of what budget: "120 tokens of 500 · $0.000120".
+function spentText(u, b) {
+  let t = u.total_tokens + " tokens";
+  if (b && b.tokens) t += " of " + b.tokens;
+  if (u.cost_usd > 0 || (b && b.cost_usd)) {
+    t += " · $" + u.cost_usd.toFixed(6);
+    if (b && b.cost_usd) t += " of $" + b.cost_usd;
+  }
+  return t;
+}
+
 function drawStatus(s) {
   const st = $("status");
   let text = "step " + s.step;
@@ -92,6 +103,7 @@ function drawStatus(s) {
   else if (s.busy && !s.running) text += " · working…";
   if (s.redo) text += " · " + s.redo + " to replay";
   if (s.branches > 1) text += " · " + s.branches + " branches";
+  if (s.usage) text += " · " + spentText(s.usage, s.budget);
   st.textContent = text;
   st.title = s.end_detail || "";
   st.className = s.end ? "end-" + s.end : "";

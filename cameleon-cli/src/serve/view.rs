@@ -6,7 +6,7 @@ use serde::ser::{SerializeMap, Serializer};
 
 use cameleon::Value;
 use cameleon::cm::CmError;
-use cameleon::operator::capability::Usage;
+use cameleon::operator::capability::{Budget, Spent, Usage};
 use cameleon::types::{Binary, DataString, Preview};
 
 /// `GET /api/state`, the `state` event of the stream, and the answer of every POST that
@@ -49,6 +49,13 @@ pub(crate) struct StateView {
     /// The id of the journaled run (`serve --journal`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) run_id: Option<String>,
+    /// What the engine's run spent on models (its meter: inner runs and a firing its budget
+    /// stopped included, docs/semantics.md §4.7); absent before its first model request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) usage: Option<Spent>,
+    /// The run's budget (`config: budget:`), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) budget: Option<Budget>,
     /// When the state left the server, in ms since the Unix epoch (set on the event stream,
     /// for the page's event-to-screen latency).
     #[serde(skip_serializing_if = "Option::is_none")]

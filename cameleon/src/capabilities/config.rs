@@ -26,6 +26,7 @@ use std::path::{Path, PathBuf};
 use super::kinds::{Build, KindConfig, Section, find, kinds};
 use super::untrusted::{GRANTS, check_trust, read_grants};
 use super::{CapabilitiesBuilder, CapabilityNames, Entry};
+use crate::operator::capability::Price;
 use crate::cm::tree::{self, Kind, Node, Span};
 use crate::cm::{CmError, CmProblem, CmProblemKind};
 
@@ -72,7 +73,7 @@ pub(super) fn config_file_names(
 ) -> Result<(), CmError> {
     let (name, text, base, trusted) = read_file(path, trust)?;
     let read = read_entries(&name, &text, &base, false, trusted)?;
-    for (section, cfg, _, _) in read.ready {
+    for (section, cfg, _, _, _) in read.ready {
         names.define(section, &cfg.name, &format!("`{name}`"));
     }
     for (tool, _) in read.grants {
@@ -193,26 +194,27 @@ fn load_into(
     for (tool, line) in read.grants {
         b.grant(tool, format!("`grants:` of `{name}` line {line}"));
     }
-    for (section, cfg, line, build) in built {
+    for (section, cfg, line, build, price) in built {
         let from = format!("`{name}` line {line}");
         match build {
             Build::Chat(f) => match f(&cfg) {
                 Ok(v) => {
-                    b.chat.insert(cfg.name.clone(), Entry { value: v, from });
+                    b.chat
+                        .insert(cfg.name.clone(), Entry { value: v, from, price });
                 }
                 Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
             },
             Build::Embedder(f) => match f(&cfg) {
                 Ok(v) => {
                     b.embedders
-                        .insert(cfg.name.clone(), Entry { value: v, from });
+                        .insert(cfg.name.clone(), Entry { value: v, from, price });
                 }
                 Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
             },
             Build::Memory(f) => match f(&cfg) {
                 Ok(v) => {
                     b.memories
-                        .insert(cfg.name.clone(), Entry { value: v, from });
+                        .insert(cfg.name.clone(), Entry { value: v, from, price });
                 }
                 Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
             },
@@ -314,8 +316,56 @@ fn read_entries(
     })
 }
 
-/// An entry ready to build: its section, config, line, and the kind's factory.
-type Ready = (Section, KindConfig, usize, Build);
+/// An entry ready to build: its section, config, line, the kind's factory, and its price.
+type Ready = (Section, KindConfig, usize, Build, Option<Price>);
+
+/// The key of a chat model's or embedder's price (docs/capabilities.md).
+const PRICE: &str = "price_usd";
+
+/// Reads `price_usd: {prompt_per_mtok: X, completion_per_mtok: Y}` (US dollars per million
+/// tokens, each a finite number ≥ 0) of entry `name`; `None` after a problem.
+fn read_price(cx: &mut Cx<'_>, section: Section, name: &str, v: &Node) -> Option<Price> {
+    let hint = "e.g. `price_usd: {prompt_per_mtok: 0.15, completion_per_mtok: 0.60}` (US dollars per million tokens)";
+    if section == Section::Memories {
+        cx.push(
+            CmProblemKind::Schema,
+            v.span,
+            format!("memory `{name}` has no price: only chat models and embedders are priced"),
+            None,
+        );
+        return None;
+    }
+    let price = match tree::from_node::<Price>(v, cx.src) {
+        Ok(p) => p,
+        Err(e) => {
+            for p in e.0 {
+                cx.push(
+                    CmProblemKind::Schema,
+                    p.span.unwrap_or(v.span),
+                    format!("`{PRICE}` of {} `{name}`: {}", section.what(), p.message),
+                    Some(p.hint.unwrap_or_else(|| hint.into())),
+                );
+            }
+            return None;
+        }
+    };
+    for (key, x) in [
+        ("prompt_per_mtok", price.prompt_per_mtok),
+        ("completion_per_mtok", price.completion_per_mtok),
+    ] {
+        if !x.is_finite() || x < 0.0 {
+            let span = v.get(key).map_or(v.span, |n| n.span);
+            cx.push(
+                CmProblemKind::Schema,
+                span,
+                format!("`{key}` must be a number of US dollars, 0 or more, not {x}"),
+                Some(hint.into()),
+            );
+            return None;
+        }
+    }
+    Some(price)
+}
 
 /// Reads `chat:` (or another section): a mapping of names to entries.
 fn read_section(cx: &mut Cx<'_>, section: Section, v: &Node, base: &Path, out: &mut Vec<Ready>) {
@@ -383,9 +433,15 @@ fn read_entry(
     check_trust(cx, section, name, map);
     let mut ok = cx.problems.len() == problems_before;
     let mut kind = None;
+    let mut price = None;
     let mut settings = serde_json::Map::new();
     for (k, v) in map {
         let key = k.as_str().unwrap_or_default();
+        if key == PRICE {
+            price = read_price(cx, section, name, v);
+            ok &= price.is_some();
+            continue;
+        }
         if key == "kind" {
             match v.as_str() {
                 Some(s) => kind = Some((s.to_owned(), v.span)),
@@ -492,6 +548,7 @@ fn read_entry(
             },
             entry.span.line,
             pk.build,
+            price,
         )
     })
 }

@@ -63,7 +63,8 @@ pub use runtime::{
 use crate::net::ToolPolicy;
 use crate::operator::OpError;
 use crate::operator::capability::{
-    Capabilities, ChatModel, Embedder, Memory, Telemetry, ToolAccess, TracingTelemetry,
+    Budget, Capabilities, ChatModel, Embedder, Memory, Meter, MeteredChat, MeteredEmbedder,
+    Price, Telemetry, ToolAccess, TracingTelemetry,
 };
 use crate::tools::{Tool, ToolGate, ToolRegistry};
 
@@ -72,6 +73,8 @@ use crate::tools::{Tool, ToolGate, ToolRegistry};
 struct Entry<T: ?Sized> {
     value: Arc<T>,
     from: String,
+    /// Its price (`price_usd:`), for a chat model or an embedder.
+    price: Option<Price>,
 }
 
 /// The sources' contributions while a generation is assembled: registries by name, extra
@@ -137,6 +140,7 @@ impl CapabilitiesBuilder {
             Entry {
                 value: model,
                 from: "code".into(),
+                price: None,
             },
         );
         self
@@ -149,6 +153,7 @@ impl CapabilitiesBuilder {
             Entry {
                 value: e,
                 from: "code".into(),
+                price: None,
             },
         );
         self
@@ -161,8 +166,29 @@ impl CapabilitiesBuilder {
             Entry {
                 value: m,
                 from: "code".into(),
+                price: None,
             },
         );
+        self
+    }
+
+    /// Prices chat model or embedder `name` of `section` (registered before), in US dollars per
+    /// million tokens: what a run's `cost_usd` budget counts (docs/capabilities.md). A name the
+    /// section does not hold is left alone.
+    pub fn price(&mut self, section: Section, name: &str, price: Price) -> &mut Self {
+        match section {
+            Section::Chat => {
+                if let Some(e) = self.chat.get_mut(name) {
+                    e.price = Some(price);
+                }
+            }
+            Section::Embedders => {
+                if let Some(e) = self.embedders.get_mut(name) {
+                    e.price = Some(price);
+                }
+            }
+            Section::Memories => {}
+        }
         self
     }
 
@@ -244,7 +270,8 @@ fn add_default<T: ?Sized>(
         };
         if let Ok(value) = build(&cfg) {
             let from = format!("the built-in default (`{kind}`)");
-            map.insert((*name).into(), Entry { value, from });
+            let price = None;
+            map.insert((*name).into(), Entry { value, from, price });
         }
     }
 }
@@ -348,6 +375,7 @@ impl Generation {
             generation: Arc::clone(self),
             gate: ToolGate::new(Arc::clone(&self.tools), policy, base_dir)
                 .grants(self.grants.keys().cloned()),
+            meter: Arc::new(Meter::new(Budget::NONE)),
         })
     }
 
@@ -377,11 +405,13 @@ impl Generation {
     }
 }
 
-/// What one run sees: its pinned [`Generation`] and the tool gate of its net. Implements the
-/// operator contract's [`Capabilities`].
+/// What one run sees: its pinned [`Generation`], the tool gate of its net, and its
+/// [`Meter`] (budget and spending; the models it hands out check it before every request).
+/// Implements the operator contract's [`Capabilities`].
 pub struct RunCapabilities {
     generation: Arc<Generation>,
     gate: ToolGate,
+    meter: Arc<Meter>,
 }
 
 impl fmt::Debug for RunCapabilities {
@@ -404,12 +434,19 @@ impl RunCapabilities {
         &self.gate
     }
 
-    /// The same capabilities with another gate (an approver, a time limit).
+    /// The same capabilities with another gate (an approver, a time limit), for the same run
+    /// (one meter).
     pub fn with_gate(&self, gate: ToolGate) -> Arc<RunCapabilities> {
         Arc::new(RunCapabilities {
             generation: Arc::clone(&self.generation),
             gate,
+            meter: Arc::clone(&self.meter),
         })
+    }
+
+    /// The run's meter: its budget and what it spent.
+    pub fn run_meter(&self) -> &Arc<Meter> {
+        &self.meter
     }
 }
 
@@ -422,7 +459,10 @@ impl Capabilities for RunCapabilities {
         let g = &self.generation;
         g.chat
             .get(name)
-            .map(|e| Arc::clone(&e.value))
+            .map(|e| {
+                let meter = Arc::clone(&self.meter);
+                Arc::new(MeteredChat::new(Arc::clone(&e.value), meter, e.price)) as _
+            })
             .ok_or_else(|| g.missing(Section::Chat, g.chat_names().collect(), name))
     }
 
@@ -430,7 +470,10 @@ impl Capabilities for RunCapabilities {
         let g = &self.generation;
         g.embedders
             .get(name)
-            .map(|e| Arc::clone(&e.value))
+            .map(|e| {
+                let meter = Arc::clone(&self.meter);
+                Arc::new(MeteredEmbedder::new(Arc::clone(&e.value), meter, e.price)) as _
+            })
             .ok_or_else(|| g.missing(Section::Embedders, g.embedder_names().collect(), name))
     }
 
@@ -455,5 +498,9 @@ impl Capabilities for RunCapabilities {
             .placer
             .as_ref()
             .map(|p| p as &(dyn std::any::Any + Send + Sync))
+    }
+
+    fn meter(&self) -> Option<&Arc<Meter>> {
+        Some(&self.meter)
     }
 }

@@ -371,10 +371,13 @@ impl Runtime {
         Ok(g)
     }
 
-    /// Pins the current generation for a run of `net`: its capabilities and a tool gate with
-    /// the net's `tools:` policy, file tools confined to `base_dir` (the `.cm` file's folder).
+    /// Pins the current generation for a run of `net`: its capabilities, a tool gate with
+    /// the net's `tools:` policy, file tools confined to `base_dir` (the `.cm` file's folder),
+    /// and a meter with the net's budget (`config: budget:`, docs/semantics.md §4.7).
     pub fn pin(&self, net: &Net, base_dir: impl Into<PathBuf>) -> Arc<RunCapabilities> {
-        self.current().for_run(net.tool_policy(), base_dir)
+        let caps = self.current().for_run(net.tool_policy(), base_dir);
+        caps.run_meter().set_limit(net.config().budget);
+        caps
     }
 
     /// An engine for `net` with the current generation pinned (see [`pin`](Self::pin)).

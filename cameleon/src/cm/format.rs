@@ -59,6 +59,54 @@ pub struct CmConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1))]
     pub max_loop_iterations: Option<u32>,
+    /// What a run may spend on models: it stops in `BUDGET` (exit 4) before a model request
+    /// that would start once a bound is reached. Shared by the run's sub-nets and maps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<CmBudget>,
+}
+
+/// `config: budget:`: bounds on what a run spends on models (docs/semantics.md §4.7).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CmBudget {
+    /// Most tokens (prompt and completion) of the run's model requests, inner runs included.
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "budget_tokens"
+    )]
+    #[schemars(range(min = 1))]
+    pub tokens: Option<u64>,
+    /// Most US dollars, at the models' `price_usd` in the capabilities file (a model without
+    /// one costs nothing).
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "budget_usd"
+    )]
+    #[schemars(range(min = 0))]
+    pub cost_usd: Option<f64>,
+}
+
+/// `budget: tokens`: a whole number (0 passes here and is refused by the loader's check, with
+/// the others' problems).
+fn budget_tokens<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    v.as_u64().map(Some).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "`tokens` must be a whole number of tokens, at least 1, not {v}"
+        ))
+    })
+}
+
+/// `budget: cost_usd`: a number (its sign is checked by the loader).
+fn budget_usd<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
+    let v = serde_json::Value::deserialize(d)?;
+    v.as_f64().map(Some).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "`cost_usd` must be an amount of US dollars above 0, not {v}"
+        ))
+    })
 }
 
 /// `tools:`: the net's tool policy.

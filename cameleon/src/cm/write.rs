@@ -20,7 +20,7 @@ use std::fmt::Write as _;
 
 use serde_json::Value as Json;
 
-use super::format::{CmConfig, CmConnection, CmFile, CmOperator, CmRetry, CmTools, FORMAT_VERSION};
+use super::format::{CmBudget, CmConfig, CmConnection, CmFile, CmOperator, CmRetry, CmTools, FORMAT_VERSION};
 use crate::catalogue::Catalogue;
 use crate::net::{Net, NetConfig, Placement};
 use crate::operator::Params;
@@ -64,6 +64,10 @@ impl Net {
             mode: (c.mode != defaults.mode).then_some(c.mode),
             max_loop_iterations: (c.max_loop_iterations != defaults.max_loop_iterations)
                 .then_some(c.max_loop_iterations),
+            budget: c.budget.is_limited().then_some(CmBudget {
+                tokens: c.budget.tokens,
+                cost_usd: c.budget.cost_usd.map(|u| u.0),
+            }),
         };
         let operators = self
             .ops
@@ -140,7 +144,7 @@ impl CmFile {
             let _ = writeln!(out, "name: {}", scalar(name));
         }
         if let Some(c) = &self.config
-            && (c.mode.is_some() || c.max_loop_iterations.is_some())
+            && (c.mode.is_some() || c.max_loop_iterations.is_some() || c.budget.is_some())
         {
             out.push_str("config:\n");
             if let Some(m) = c.mode {
@@ -148,6 +152,17 @@ impl CmFile {
             }
             if let Some(n) = c.max_loop_iterations {
                 let _ = writeln!(out, "  max_loop_iterations: {n}");
+            }
+            if let Some(b) = &c.budget {
+                let mut parts = Vec::new();
+                if let Some(t) = b.tokens {
+                    parts.push(format!("tokens: {t}"));
+                }
+                if let Some(u) = b.cost_usd {
+                    // `{:?}` keeps a decimal point (`1.0`), so the value reads back as a number.
+                    parts.push(format!("cost_usd: {u:?}"));
+                }
+                let _ = writeln!(out, "  budget: {{{}}}", parts.join(", "));
             }
         }
         if let Some(t) = &self.tools {

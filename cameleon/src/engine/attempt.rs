@@ -239,6 +239,11 @@ fn settle_failure(
     if let Some(s) = before {
         op.restore_state(s);
     }
+    // A request the run's budget refused is neither retried nor caught: the run stops in
+    // BUDGET (docs/semantics.md §4.7).
+    if cx.caps.meter().is_some_and(|m| m.stopped()) {
+        return Next::Done(Err(error));
+    }
     if let Some(r) = cx.settings.retry
         && attempt <= r.max
         && !cx.stopped()

@@ -413,7 +413,15 @@ impl Cvm {
                     }
                 }
             }
-            let reason = if ran.cancelled { "CANCELLED" } else { "ERROR" };
+            let j = failed.unwrap_or_default();
+            let budget = (!ran.cancelled)
+                .then(|| super::outcome::budget_stop(&self.caps, &self.net.ops[ops[j]].name))
+                .flatten();
+            let reason = match (ran.cancelled, &budget) {
+                (true, _) => "CANCELLED",
+                (false, Some(_)) => "BUDGET",
+                (false, None) => "ERROR",
+            };
             self.notify(|_| Event::StepDiscarded {
                 step,
                 reason: reason.into(),
@@ -422,7 +430,9 @@ impl Cvm {
                 self.cancel.take();
                 return Ok(Advance::Ended(EndState::Cancelled));
             }
-            let j = failed.unwrap_or_default();
+            if let Some(end) = budget {
+                return Ok(Advance::Ended(end));
+            }
             let error = match ran.outcomes.into_iter().nth(j).flatten() {
                 Some(Outcome { result: Err(e), .. }) => e,
                 _ => OpError::new("failed"), // unreachable: `j` is a failure

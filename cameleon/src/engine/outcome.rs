@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::connection::{ConnState, OpId, Token};
 use crate::history::BranchId;
 use crate::operator::OpError;
+use crate::operator::capability::{Budget, Spent};
 use crate::types::{TypeInfo, Value};
 
 /// How a run ended (docs/semantics.md §6).
@@ -33,6 +34,17 @@ pub enum EndState {
         /// The budget.
         limit: u64,
     },
+    /// A model request would have started once the run's budget was spent (docs/semantics.md
+    /// §4.7): the firing that made it was not applied, but what it spent counts.
+    Budget {
+        /// The operator whose firing made the request (for a request of an inner run, the
+        /// `subnet` or `map` that started it).
+        op: String,
+        /// The budget.
+        limit: Budget,
+        /// What the run spent, inner runs and the stopped firing included.
+        usage: Spent,
+    },
     /// An operator failed; nothing of its firing was applied.
     Error {
         /// The operator that failed.
@@ -52,13 +64,15 @@ pub enum EndState {
 }
 
 impl EndState {
-    /// `COMPLETED`, `DEADLOCK`, `LOOP_LIMIT`, `STEP_LIMIT`, `ERROR`, `CANCELLED` or `WAITING`.
+    /// `COMPLETED`, `DEADLOCK`, `LOOP_LIMIT`, `STEP_LIMIT`, `BUDGET`, `ERROR`, `CANCELLED` or
+    /// `WAITING`.
     pub fn name(&self) -> &'static str {
         match self {
             EndState::Completed => "COMPLETED",
             EndState::Deadlock { .. } => "DEADLOCK",
             EndState::LoopLimit { .. } => "LOOP_LIMIT",
             EndState::StepLimit { .. } => "STEP_LIMIT",
+            EndState::Budget { .. } => "BUDGET",
             EndState::Error { .. } => "ERROR",
             EndState::Cancelled => "CANCELLED",
             EndState::Waiting { .. } => "WAITING",
@@ -84,6 +98,10 @@ impl fmt::Display for EndState {
                 )
             }
             EndState::StepLimit { limit } => write!(f, "STEP_LIMIT: step budget of {limit} used"),
+            EndState::Budget { op, limit, usage } => write!(
+                f,
+                "BUDGET: `{op}` would make a model request once the budget of {limit} is spent ({usage})"
+            ),
             EndState::Error { op, error } => write!(f, "ERROR in `{op}`: {error}"),
             EndState::Waiting { waiting } => {
                 write!(f, "WAITING")?;
@@ -94,6 +112,22 @@ impl fmt::Display for EndState {
             }
         }
     }
+}
+
+/// The end of a run whose firing of `op` failed because a model request was refused by the
+/// run's budget ([`Meter::stopped`](crate::operator::capability::Meter::stopped)): `BUDGET`
+/// rather than `ERROR` (docs/semantics.md §4.7). `None` when the budget refused nothing.
+#[cold]
+pub(super) fn budget_stop(
+    caps: &std::sync::Arc<dyn crate::operator::capability::Capabilities>,
+    op: &str,
+) -> Option<EndState> {
+    let meter = caps.meter().filter(|m| m.stopped())?;
+    Some(EndState::Budget {
+        op: op.to_owned(),
+        limit: meter.limit(),
+        usage: meter.spent(),
+    })
 }
 
 /// An operator that waits for an answer (docs/semantics.md §6.1): serializes as

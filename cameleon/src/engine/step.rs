@@ -297,11 +297,16 @@ impl Cvm {
             self.notify_finished(o, step, &out);
         }
         if let Err(error) = out.result {
+            let budget = super::outcome::budget_stop(&self.caps, &self.net.ops[o].name);
             if observed {
+                let reason = if budget.is_some() { "BUDGET" } else { "ERROR" };
                 self.notify(|_| Event::StepDiscarded {
                     step,
-                    reason: "ERROR".into(),
+                    reason: reason.into(),
                 });
+            }
+            if let Some(end) = budget {
+                return Ok(Advance::Ended(end));
             }
             return Err(StepError::Operator {
                 op: self.net.ops[o].name.clone(),

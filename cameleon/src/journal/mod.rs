@@ -84,8 +84,8 @@
 //! | | `mode` | `sequential` or `parallel` |
 //! | | `config` | JSON: `max_loop_iterations`, `max_steps`, `durability`, `batch_ms`, `base_dir`, `allow_outside` |
 //! | | `generation` | the capability generation the run pinned (`NULL`: none) |
-//! | | `status` | `RUNNING` (unfinished, crashed included), `WAITING`, or an end state (`COMPLETED`, `DEADLOCK`, `LOOP_LIMIT`, `STEP_LIMIT`, `ERROR`, `CANCELLED`) |
-//! | | `end_state` | the end state as JSON (`{"end":"ERROR","op":…,"error":…}`), `NULL` while running |
+//! | | `status` | `RUNNING` (unfinished, crashed included), `WAITING`, or an end state (`COMPLETED`, `DEADLOCK`, `LOOP_LIMIT`, `STEP_LIMIT`, `BUDGET`, `ERROR`, `CANCELLED`) |
+//! | | `end_state` | the end state as JSON (`{"end":"ERROR","op":…,"error":…}`), `NULL` while running; once the run made a model request, with `"usage"`: what it spent so far (`{"usage":…}` alone while running) |
 //! | | `steps` | applied steps (the depth of the position) |
 //! | | `tip`, `redo_tip` | the position: the last applied node, and the deepest node of the recorded future (`NULL`: none) |
 //! | | `started`, `updated` | UTC wall time, RFC 3339 (annotations only) |
@@ -108,6 +108,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalogue::Catalogue;
 use crate::cm::{CmError, Loader};
 use crate::engine::{Cvm, EndState, Recorded};
+use crate::operator::capability::Spent;
 use crate::net::{Mode, Net};
 use crate::operator::capability::Capabilities;
 
@@ -182,6 +183,16 @@ pub struct RunInfo {
     pub steps: u64,
     /// When it started (UTC, RFC 3339).
     pub started: String,
+    /// What it spent on models, inner runs included, as of its last recorded step or end
+    /// (docs/semantics.md §4.7); `None` before its first model request.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<Spent>,
+}
+
+/// What a run spent, from its stored `end_state` JSON (`"usage"`).
+fn usage_of(end_state: &str) -> Option<Spent> {
+    let v: serde_json::Value = serde_json::from_str(end_state).ok()?;
+    serde_json::from_value(v.get("usage")?.clone()).ok()
 }
 
 /// An entry of a run's history tree, as [`Journal::history`] gives it.
@@ -246,11 +257,12 @@ pub struct Resumed {
 
 impl Resumed {
     /// Whether the run has reached an end that resuming does not continue: every end state
-    /// but `CANCELLED` (a cancelled run was interrupted; it goes on).
+    /// but `CANCELLED` (a cancelled run was interrupted; it goes on) and `BUDGET` (it goes on
+    /// under a budget its capabilities' meter raises, `resume --budget`).
     pub fn is_finished(&self) -> bool {
         self.end
             .as_ref()
-            .is_some_and(|e| !matches!(e, EndState::Cancelled))
+            .is_some_and(|e| !matches!(e, EndState::Cancelled | EndState::Budget { .. }))
     }
 }
 
@@ -548,7 +560,8 @@ impl Journal {
                 }
             }
         })?;
-        let recorder = JournalRecorder::new(&self.path, seq, opts.durability)?;
+        let recorder = JournalRecorder::new(&self.path, seq, opts.durability)?
+            .meter(cvm.capabilities().meter().cloned());
         cvm.set_run_id(id.as_str());
         cvm.set_recorder(Box::new(recorder));
         Ok(id)
@@ -558,7 +571,8 @@ impl Journal {
     pub fn runs(&self) -> Result<Vec<RunInfo>, JournalError> {
         self.with(|c| {
             let mut st = c.prepare(
-                "SELECT id, name, status, steps, started FROM runs ORDER BY started DESC, id DESC",
+                "SELECT id, name, status, steps, started, end_state FROM runs
+                 ORDER BY started DESC, id DESC",
             )?;
             st.query_map([], |r| {
                 Ok(RunInfo {
@@ -567,6 +581,7 @@ impl Journal {
                     status: r.get(2)?,
                     steps: r.get::<_, i64>(3)?.max(0) as u64,
                     started: r.get(4)?,
+                    usage: r.get::<_, Option<String>>(5)?.as_deref().and_then(usage_of),
                 })
             })?
             .collect()
@@ -574,7 +589,7 @@ impl Journal {
     }
 
     /// The id of the run to resume: `id` if it exists, else the most recently started one that
-    /// has not finished (`RUNNING`, `WAITING` or `CANCELLED`).
+    /// has not finished (`RUNNING`, `WAITING`, `CANCELLED` or `BUDGET`).
     pub fn pick(&self, id: Option<&str>) -> Result<String, JournalError> {
         match id {
             Some(id) => {
@@ -594,7 +609,7 @@ impl Journal {
             None => self
                 .with(|c| {
                     c.query_row(
-                        "SELECT id FROM runs WHERE status IN ('RUNNING', 'WAITING', 'CANCELLED')
+                        "SELECT id FROM runs WHERE status IN ('RUNNING', 'WAITING', 'CANCELLED', 'BUDGET')
                          ORDER BY started DESC, id DESC LIMIT 1",
                         [],
                         |r| r.get(0),

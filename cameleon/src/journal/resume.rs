@@ -194,6 +194,12 @@ impl Journal {
             let base = base_dir.as_deref().unwrap_or(Path::new("."));
             pin(&mut net, base)
         });
+        // What the run spent before counts against its budget (docs/semantics.md §4.7).
+        if let Some(meter) = caps.as_ref().and_then(|c| c.meter())
+            && let Some(spent) = end_state.as_deref().and_then(super::usage_of)
+        {
+            meter.start_from(spent);
+        }
         let mut b = Cvm::builder(net)
             .mode(mode)
             .max_loop_iterations(config.max_loop_iterations.max(1))
@@ -237,7 +243,8 @@ impl Journal {
         resumed.lock = lock;
         if record && !resumed.is_finished() {
             let mut resumed = resumed;
-            let recorder = JournalRecorder::new(&self.path, seq, config.durability())?;
+            let recorder = JournalRecorder::new(&self.path, seq, config.durability())?
+                .meter(resumed.cvm.capabilities().meter().cloned());
             resumed.cvm.set_recorder(Box::new(recorder));
             return Ok(resumed);
         }

@@ -21,6 +21,7 @@ use rusqlite::Connection;
 use super::codec::{self, Row};
 use super::{Durability, JournalError};
 use crate::engine::{Committed, EndState, Position, RecordError, Recorder};
+use crate::operator::capability::Meter;
 
 /// What waits to be committed.
 #[derive(Default)]
@@ -102,6 +103,8 @@ impl Writer {
 /// The [`Recorder`] of one journaled run.
 pub(super) struct JournalRecorder {
     durability: Durability,
+    /// The run's meter: what it spent goes with its status (`"usage"` in `end_state`).
+    meter: Option<Arc<Meter>>,
     /// Reused for encoding each step.
     buf: Vec<u8>,
     shared: Arc<Shared>,
@@ -132,10 +135,35 @@ impl JournalRecorder {
         };
         Ok(JournalRecorder {
             durability,
+            meter: None,
             buf: Vec::with_capacity(512),
             shared,
             flusher,
         })
+    }
+
+    /// Records what the run spent on models, from `meter`, with its status (docs/semantics.md
+    /// §4.7).
+    pub(super) fn meter(mut self, meter: Option<Arc<Meter>>) -> Self {
+        self.meter = meter;
+        self
+    }
+
+    /// The status `status` and end-state JSON `end`, with what the run spent so far under
+    /// `"usage"` when it made a model request.
+    fn status(&self, status: &str, end: Option<String>) -> (String, Option<String>) {
+        let spent = self.meter.as_ref().map(|m| m.spent());
+        let Some(spent) = spent.filter(|s| s.requests > 0) else {
+            return (status.to_owned(), end);
+        };
+        let mut json = end
+            .and_then(|e| serde_json::from_str::<serde_json::Value>(&e).ok())
+            .unwrap_or_else(|| serde_json::json!({}));
+        if let Some(o) = json.as_object_mut() {
+            o.entry("usage")
+                .or_insert_with(|| serde_json::to_value(spent).unwrap_or_default());
+        }
+        (status.to_owned(), Some(json.to_string()))
     }
 
     fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
@@ -224,16 +252,19 @@ pub(super) fn status_of(end: &EndState) -> (String, Option<String>) {
 impl Recorder for JournalRecorder {
     fn committed(&mut self, step: &Committed<'_>) -> Result<(), RecordError> {
         let row = codec::encode(step, &mut self.buf)?;
-        let status = Some(("RUNNING".to_owned(), None));
+        let status = Some(self.status("RUNNING", None));
         self.queue(Some(row), Some(step.position()), status, false)
     }
 
     fn moved(&mut self, at: Position) -> Result<(), RecordError> {
-        self.queue(None, Some(at), Some(("RUNNING".to_owned(), None)), false)
+        let status = Some(self.status("RUNNING", None));
+        self.queue(None, Some(at), status, false)
     }
 
     fn ended(&mut self, end: &EndState, at: Position) -> Result<(), RecordError> {
-        self.queue(None, Some(at), Some(status_of(end)), true)
+        let (status, json) = status_of(end);
+        let status = self.status(&status, json);
+        self.queue(None, Some(at), Some(status), true)
     }
 }
 

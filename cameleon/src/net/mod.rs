@@ -75,6 +75,10 @@ pub struct NetConfig {
     pub mode: Mode,
     /// How many times one operator may fire in a run before the run stops in `LOOP_LIMIT`.
     pub max_loop_iterations: u32,
+    /// What a run may spend on models before it stops in `BUDGET` (docs/semantics.md §4.7);
+    /// applied by [`Runtime::pin`](crate::capabilities::Runtime::pin). The inner nets of a run
+    /// share its budget: theirs is not applied.
+    pub budget: crate::operator::capability::Budget,
 }
 
 impl Default for NetConfig {
@@ -82,6 +86,7 @@ impl Default for NetConfig {
         NetConfig {
             mode: Mode::Sequential,
             max_loop_iterations: DEFAULT_MAX_LOOP_ITERATIONS,
+            budget: crate::operator::capability::Budget::NONE,
         }
     }
 }

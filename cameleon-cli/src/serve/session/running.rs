@@ -180,6 +180,43 @@ mod tests {
     }
 
     #[test]
+    fn the_state_carries_what_the_run_spent_and_its_budget() {
+        let dir = tempdir::Dir::new();
+        let path = dir.0.join("budget.cm");
+        // Two questions of the offline model under a one-token budget: the first request
+        // starts, the second does not.
+        std::fs::write(
+            &path,
+            "config:\n  budget: {tokens: 1}\noperators:\n  - {id: qa, type: source, params: {value: 'Why do chameleons change colour?'}}\n  - {id: a, type: llm}\n  - {id: outa, type: sink}\n  - {id: qb, type: source, params: {value: 'Where do they live?'}}\n  - {id: b, type: llm}\n  - {id: outb, type: sink}\nconnections:\n  - {from: qa.out_data, to: a.in_prompt}\n  - {from: a.out_text, to: outa.in_data}\n  - {from: qb.out_data, to: b.in_prompt}\n  - {from: b.out_text, to: outb.in_data}\n",
+        )
+        .unwrap();
+        let runtime = cameleon::capabilities::Runtime::builder().build().unwrap();
+        let served = super::super::Served {
+            path,
+            allow_outside: false,
+            satellites: None,
+        };
+        let mut s =
+            Session::open(served, runtime, None, super::super::Wires::default()).unwrap();
+        assert!(s.problems().is_empty(), "{:?}", s.problems());
+        let before = serde_json::to_value(s.state()).unwrap();
+        assert!(before.get("usage").is_none(), "no request yet: {before}");
+        assert_eq!(before["budget"]["tokens"], 1, "{before}");
+        s.start_run().unwrap();
+        while !s.run_slice(Duration::ZERO, 100).unwrap() {}
+        let state = serde_json::to_value(s.state()).unwrap();
+        assert_eq!(state["end"], "BUDGET", "{state}");
+        assert_eq!(state["usage"]["requests"], 1, "{state}");
+        let tokens = state["usage"]["total_tokens"].as_u64().unwrap();
+        assert!(tokens > 1, "{state}");
+        assert_eq!(
+            tokens,
+            state["usage"]["prompt_tokens"].as_u64().unwrap()
+                + state["usage"]["completion_tokens"].as_u64().unwrap()
+        );
+    }
+
+    #[test]
     fn pausing_without_a_run_is_forgotten_by_the_next_run() {
         let (_dir, mut s) = endless();
         pause(&s);

@@ -43,6 +43,8 @@ impl Session {
             firing: Vec::new(),
             engine: false,
             run_id: None,
+            usage: None,
+            budget: None,
             sent_ms: None,
         };
         let Some(cvm) = self.cvm.as_ref() else {
@@ -83,6 +85,10 @@ impl Session {
         view.branches = cvm.branches().len();
         view.engine = true;
         view.run_id = self.run_id.clone();
+        if let Some(m) = cvm.capabilities().meter() {
+            view.usage = Some(m.spent()).filter(|s| s.requests > 0);
+            view.budget = Some(m.limit()).filter(|b| b.is_limited());
+        }
         view
     }
 

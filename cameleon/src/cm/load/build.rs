@@ -266,6 +266,12 @@ fn net_config(c: Option<&CmConfig>) -> NetConfig {
         if let Some(n) = c.max_loop_iterations {
             config.max_loop_iterations = n;
         }
+        if let Some(b) = c.budget {
+            config.budget = crate::operator::capability::Budget {
+                tokens: b.tokens,
+                cost_usd: b.cost_usd.map(crate::operator::capability::Usd),
+            };
+        }
     }
     config
 }

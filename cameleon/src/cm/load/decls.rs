@@ -146,6 +146,9 @@ pub(super) fn read_decls<'t>(cx: &mut Cx<'_>, tree: &'t Node, src: &'t str) -> O
                         Some("it bounds how many times one operator may fire in a run".into()),
                     );
                 }
+                if let Some(b) = d.config.as_ref().and_then(|c| c.budget) {
+                    check_budget(cx, v.get("budget").unwrap_or(v), b);
+                }
             }
             "tools" => {
                 // `tools:` with nothing under it is a policy allowing nothing.
@@ -225,5 +228,32 @@ fn read_one<T: serde::de::DeserializeOwned>(cx: &mut Cx<'_>, node: &Node, src: &
             cx.de(e, node.span);
             retry
         }
+    }
+}
+
+/// `config: budget:` bounds something: `tokens` at least 1, `cost_usd` a finite amount above 0
+/// (a budget of nothing would stop the run at its first model request).
+fn check_budget(cx: &mut Cx<'_>, node: &Node, b: crate::cm::format::CmBudget) {
+    let hint = "e.g. `budget: {tokens: 20000, cost_usd: 0.50}`: the run stops in BUDGET before a \
+                model request once one is reached";
+    if b.tokens == Some(0) {
+        let span = node.get("tokens").map_or(node.span, |n| n.span);
+        cx.push(
+            CmProblemKind::Schema,
+            span,
+            "`budget: tokens` must be at least 1".into(),
+            Some(hint.into()),
+        );
+    }
+    if let Some(c) = b.cost_usd
+        && !(c.is_finite() && c > 0.0)
+    {
+        let span = node.get("cost_usd").map_or(node.span, |n| n.span);
+        cx.push(
+            CmProblemKind::Schema,
+            span,
+            format!("`budget: cost_usd` must be an amount of US dollars above 0, not {c}"),
+            Some(hint.into()),
+        );
     }
 }

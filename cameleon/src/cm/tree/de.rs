@@ -345,6 +345,7 @@ fn describe_struct(name: &str) -> &'static str {
     match name {
         "CmFile" => "the file",
         "CmConfig" => "`config`",
+        "CmBudget" => "`config: budget`",
         "CmOperator" => "an operator",
         "CmConnection" => "a connection",
         _ => "this mapping",

@@ -46,11 +46,13 @@ use std::sync::{Arc, OnceLock};
 
 use super::OpError;
 
+mod budget;
 mod effects;
 mod models;
 mod names;
 mod tool;
 
+pub use budget::{Budget, Meter, MeteredChat, MeteredEmbedder, Price, Spent, Usd};
 pub use effects::{OpEffects, OperatorEffects, operator_effects};
 pub use models::{
     ChatMessage, ChatModel, ChatReply, ChatRequest, Embedded, Embedder, Memory, MemoryHit,
@@ -146,6 +148,13 @@ pub trait Capabilities: Send + Sync + fmt::Debug {
     /// operators (`subnet`, `map`), if the run has satellites: a `net::Placing` (the net layer
     /// defines it; this contract only carries it). Default: none (they fire here).
     fn placement(&self) -> Option<&(dyn std::any::Any + Send + Sync)> {
+        None
+    }
+
+    /// The run's [`Meter`]: its token and cost budget and what it spent, shared with the runs
+    /// of its sub-nets (docs/semantics.md §4.7). The chat models and embedders this view hands
+    /// out check it before every request. Default: none (nothing is metered).
+    fn meter(&self) -> Option<&Arc<Meter>> {
         None
     }
 

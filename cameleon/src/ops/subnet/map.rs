@@ -386,7 +386,13 @@ impl Map {
             .flatten()
             .filter_map(|d| d.result.as_ref().err().map(|e| (d.index, e.as_str())))
             .collect();
-        if !catch && let Some((i, e)) = failures.first() {
+        // An item stopped by the run's budget fails the firing even when failures are caught:
+        // the run stops in BUDGET and the firing is redone when it goes on (docs/semantics.md
+        // §4.7).
+        let budget_spent = caps.meter().is_some_and(|m| m.stopped());
+        if (!catch || budget_spent)
+            && let Some((i, e)) = failures.first()
+        {
             return Err(OpError::new(format!("item {i} failed: {e}")));
         }
         let results: Vec<Json> = done[..upto]
