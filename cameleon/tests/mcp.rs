@@ -73,7 +73,7 @@ fn kill(pid: u32) {
 #[test]
 fn the_reference_servers_tools_join_the_gate_as_server_dot_tool_with_their_manifests() {
     let dir = TempDir::new("mcp-list");
-    let marker = format!("mcp-list-{}", std::process::id());
+    let marker = format!("server-list-{}", std::process::id());
     let rt = Runtime::builder()
         .config_file(caps(&dir, &marker, ""))
         .build()
@@ -97,7 +97,7 @@ fn the_reference_servers_tools_join_the_gate_as_server_dot_tool_with_their_manif
 #[test]
 fn echo_and_sum_run_from_a_cm_file_and_a_tool_error_carries_the_servers_text() {
     let dir = TempDir::new("mcp-cm");
-    let marker = format!("mcp-cm-{}", std::process::id());
+    let marker = format!("server-cm-{}", std::process::id());
     let rt = Runtime::builder()
         .config_file(caps(&dir, &marker, ""))
         .build()
@@ -160,7 +160,7 @@ fn gate_without_grant(rt: &Runtime) -> ToolGate {
 #[test]
 fn a_server_that_dies_mid_call_fails_that_call_is_started_again_once_then_fails_clearly() {
     let dir = TempDir::new("mcp-die");
-    let marker = format!("mcp-die-{}", std::process::id());
+    let marker = format!("server-die-{}", std::process::id());
     let rt = Runtime::builder()
         .config_file(caps(&dir, &marker, ""))
         .build()
@@ -211,7 +211,7 @@ fn a_server_that_dies_mid_call_fails_that_call_is_started_again_once_then_fails_
 #[test]
 fn a_server_lives_with_its_generation_and_leaves_no_process_behind() {
     let dir = TempDir::new("mcp-gen");
-    let marker = format!("mcp-gen-{}", std::process::id());
+    let marker = format!("server-gen-{}", std::process::id());
     let rt = Runtime::builder()
         .config_file(caps(&dir, &marker, ""))
         .build()
