@@ -264,9 +264,13 @@ pub struct CatalogueArgs {
 /// `cameleon tools`.
 #[derive(Debug, Args)]
 pub struct ToolsArgs {
-    /// As a JSON array of `{"name","description","input_schema","output_schema"}`.
+    /// As a JSON array of `{"name","description","effects","input_schema","output_schema"}`.
     #[arg(long)]
     pub json: bool,
+    /// A capabilities file whose MCP servers' tools (`SERVER.TOOL`) are listed too (default:
+    /// your config directory's `cameleon.yaml`, then the file `CAMELEON_CAPABILITIES` names).
+    #[arg(long, value_name = "FILE")]
+    pub capabilities: Option<PathBuf>,
 }
 
 /// `cameleon call`.
@@ -283,6 +287,10 @@ pub struct CallArgs {
     /// The folder file tools are confined to (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub base: Option<PathBuf>,
+    /// A capabilities file, for the tools of its MCP servers (`SERVER.TOOL`) (default: your
+    /// config directory's `cameleon.yaml`, then the file `CAMELEON_CAPABILITIES` names).
+    #[arg(long, value_name = "FILE")]
+    pub capabilities: Option<PathBuf>,
 }
 
 /// `cameleon export`.

@@ -201,9 +201,13 @@ Examples:
     /// List every tool linked into the program: name, description, argument and result
     /// schemas (what an LLM needs to call one from a `tool` operator).
     #[command(after_help = "\
+With a capabilities file that lists MCP servers under `mcp:`, their tools are listed too, as
+`SERVER.TOOL` (each server is started to list them).
+
 Examples:
   cameleon tools
-  cameleon tools --json > tools.json")]
+  cameleon tools --json > tools.json
+  cameleon tools --capabilities mcp.yaml")]
     Tools(ToolsArgs),
     /// Call one tool through the tool gate and print its result (`{status, content, error,
     /// meta}` with --json). The named tool is allowed for this call; file tools stay confined
@@ -215,7 +219,8 @@ denied, timeout).
 Examples:
   cameleon call calc '{\"expr\": \"2 ^ 10\"}'
   cameleon call read_file '{\"path\": \"data/article.txt\"}' --base examples
-  cameleon call json_query '{\"value\": {\"a\": [1, 2]}, \"path\": \"/a/1\"}' --json")]
+  cameleon call json_query '{\"value\": {\"a\": [1, 2]}, \"path\": \"/a/1\"}' --json
+  cameleon call everything.echo '{\"message\": \"hi\"}' --capabilities mcp.yaml")]
     Call(CallArgs),
     /// Draw a net as Graphviz DOT, Mermaid or SVG, or write its PNML place/transition net.
     #[command(after_help = "\

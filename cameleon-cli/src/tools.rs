@@ -8,11 +8,49 @@ use std::sync::Arc;
 use serde_json::Value as Json;
 
 use super::{CallArgs, Io, ToolsArgs, exit};
+use cameleon::capabilities::{CapabilitiesError, ConfigFile, EnvSource, Runtime};
 use cameleon::operator::capability::{ToolCall, ToolManifest};
 use cameleon::tools::{ToolGate, ToolRegistry};
 
+/// The tools of the capabilities `tools` and `call` use: `--capabilities FILE`, else the
+/// user's own file and the one `CAMELEON_CAPABILITIES` names (no project file: there is no
+/// `.cm` file). `Err`: the exit code, reported.
+fn registry(
+    capabilities: Option<&std::path::Path>,
+    io: &mut Io<'_>,
+) -> std::io::Result<Result<(Runtime, Arc<ToolRegistry>), i32>> {
+    let b = match capabilities {
+        Some(file) => Runtime::builder().config_file(file),
+        None => match ConfigFile::user() {
+            Some(user) => Runtime::builder().source(user).source(EnvSource),
+            None => Runtime::builder().source(EnvSource),
+        },
+    };
+    match b.build() {
+        Ok(rt) => {
+            let tools = Arc::clone(rt.current().tools());
+            Ok(Ok((rt, tools)))
+        }
+        Err(CapabilitiesError::File(e)) => {
+            crate::report_invalid(&e, false, io)?;
+            Ok(Err(exit::INVALID))
+        }
+        Err(e) => {
+            writeln!(io.stderr, "error: {e}")?;
+            Ok(Err(exit::INVALID))
+        }
+    }
+}
+
 pub(super) fn tools(a: &ToolsArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
-    let manifests = ToolRegistry::global().manifests();
+    let (_rt, registry) = match registry(a.capabilities.as_deref(), io)? {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
+    };
+    let manifests = registry.manifests();
+    for (server, why) in registry.unavailable() {
+        writeln!(io.stderr, "warning: the tools of MCP server `{server}` are not listed: {why}")?;
+    }
     let text = if a.json {
         let mut s = serde_json::to_string_pretty(&manifests).unwrap_or_default();
         s.push('\n');
@@ -90,7 +128,11 @@ pub(super) fn call(a: &CallArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         }
     };
     let base = a.base.clone().unwrap_or_else(|| PathBuf::from("."));
-    let gate = ToolGate::allow_only(Arc::clone(ToolRegistry::global()), &a.tool, base);
+    let (_rt, registry) = match registry(a.capabilities.as_deref(), io)? {
+        Ok(r) => r,
+        Err(code) => return Ok(code),
+    };
+    let gate = ToolGate::allow_only(registry, &a.tool, base);
     let result = gate.call_blocking(ToolCall::new(&a.tool, args).principal("cli"));
     if a.json {
         writeln!(

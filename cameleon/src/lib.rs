@@ -179,6 +179,8 @@ pub mod export;
 pub mod history;
 #[cfg(feature = "journal")]
 pub mod journal;
+#[cfg(feature = "mcp")]
+pub mod mcp;
 pub mod models;
 pub mod net;
 pub mod operator;

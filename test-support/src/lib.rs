@@ -9,10 +9,12 @@
 //! - [`wait_until`], [`wait_for`]: waits that fail instead of hanging ([`wait`]);
 //! - [`secrets`]: the forms a leaked secret could take, and the check that none appears;
 //! - [`openai`]: a small OpenAI-compatible server on 127.0.0.1, scripted by the test;
+//! - [`mcp`]: the MCP tests' reference server and Python SDK, and the process table;
 //! - [`nats`]: NATS credentials (operator, account, users with permissions) the test makes.
 //!
 //! No wait here measures anything: every timeout only turns a hang into a failure.
 
+pub mod mcp;
 pub mod nats;
 pub mod openai;
 pub mod process;

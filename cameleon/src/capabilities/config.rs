@@ -24,6 +24,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::kinds::{Build, KindConfig, Section, find, kinds};
+use super::mcp_section::{MCP, McpEntry, read_mcp};
 use super::untrusted::{GRANTS, check_trust, read_grants};
 use super::{CapabilitiesBuilder, CapabilityNames, Entry};
 use crate::operator::capability::Price;
@@ -78,6 +79,9 @@ pub(super) fn config_file_names(
     }
     for (tool, _) in read.grants {
         names.grant(&tool);
+    }
+    for server in read.mcp {
+        names.mcp_server(&server.name, &format!("`{name}` line {}", server.line));
     }
     Ok(())
 }
@@ -163,6 +167,16 @@ pub(super) struct Cx<'s> {
 }
 
 impl Cx<'_> {
+    /// How many problems so far.
+    pub(super) fn problems_len(&self) -> usize {
+        self.problems.len()
+    }
+
+    /// Whether an `_env` key's variable must be set (to run, not to check names).
+    pub(super) fn check_env(&self) -> bool {
+        self.check_env
+    }
+
     pub(super) fn push(
         &mut self,
         kind: CmProblemKind,
@@ -182,8 +196,8 @@ fn load_into(
     untrusted: Option<Untrusted>,
     b: &mut CapabilitiesBuilder,
 ) -> Result<(), CmError> {
-    let read = read_entries(name, text, base, true, untrusted)?;
-    let (tree, built) = (read.tree, read.ready);
+    let mut read = read_entries(name, text, base, true, untrusted)?;
+    let (tree, built) = (read.tree, std::mem::take(&mut read.ready));
     let mut cx = Cx {
         src: text,
         problems: Vec::new(),
@@ -193,6 +207,10 @@ fn load_into(
     };
     for (tool, line) in read.grants {
         b.grant(tool, format!("`grants:` of `{name}` line {line}"));
+    }
+    #[cfg(feature = "mcp")]
+    for server in read.mcp {
+        b.mcp_server(super::mcp_section::config(server, name, base, untrusted.is_none()));
     }
     for (section, cfg, line, build, price) in built {
         let from = format!("`{name}` line {line}");
@@ -233,6 +251,8 @@ struct FileRead {
     ready: Vec<Ready>,
     /// `grants:`: each tool with its line.
     grants: Vec<(String, usize)>,
+    /// `mcp:`: the MCP servers.
+    mcp: Vec<McpEntry>,
 }
 
 /// The file's located tree and its entries, ready to build; every problem of its shape (keys,
@@ -266,6 +286,7 @@ fn read_entries(
     };
     let mut built = Vec::new();
     let mut grants = Vec::new();
+    let mut mcp = Vec::new();
     match &tree.kind {
         Kind::Null => {}
         Kind::Map(entries) => {
@@ -275,16 +296,29 @@ fn read_entries(
                     read_grants(&mut cx, k, v, &mut grants);
                     continue;
                 }
+                if key == MCP {
+                    if cfg!(feature = "mcp") {
+                        read_mcp(&mut cx, v, &mut mcp);
+                    } else {
+                        cx.push(
+                            CmProblemKind::Schema,
+                            k.span,
+                            "this build has no MCP client: `mcp:` needs Caméléon built with the `mcp` feature".into(),
+                            Some("build with `--features mcp` (a default feature)".into()),
+                        );
+                    }
+                    continue;
+                }
                 match Section::ALL.iter().find(|s| s.key() == key) {
                     Some(&section) => read_section(&mut cx, section, v, base, &mut built),
                     None => {
                         let keys = Section::ALL.map(Section::key);
                         let hint = match crate::util::did_you_mean(
                             key,
-                            keys.into_iter().chain([GRANTS]),
+                            keys.into_iter().chain([GRANTS, MCP]),
                         ) {
                             Some(s) => format!("did you mean `{s}`?"),
-                            None => "the keys of a capabilities file are `chat`, `embedders`, `memories` and `grants`".into(),
+                            None => "the keys of a capabilities file are `chat`, `embedders`, `memories`, `mcp` and `grants`".into(),
                         };
                         cx.push(
                             CmProblemKind::Schema,
@@ -313,6 +347,7 @@ fn read_entries(
         tree,
         ready: built,
         grants,
+        mcp,
     })
 }
 

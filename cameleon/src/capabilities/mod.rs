@@ -42,6 +42,7 @@
 
 mod config;
 mod kinds;
+mod mcp_section;
 mod names;
 mod providers;
 mod runtime;
@@ -89,6 +90,9 @@ pub struct CapabilitiesBuilder {
     placer: Option<crate::net::Placing>,
     /// Tools the user granted, each with where (docs/tools.md#effects-and-grants).
     grants: BTreeMap<String, String>,
+    /// MCP servers by name (docs/mcp.md).
+    #[cfg(feature = "mcp")]
+    mcp: BTreeMap<String, crate::mcp::McpServerConfig>,
 }
 
 impl fmt::Debug for CapabilitiesBuilder {
@@ -114,7 +118,17 @@ impl CapabilitiesBuilder {
             sources: Vec::new(),
             placer: None,
             grants: BTreeMap::new(),
+            #[cfg(feature = "mcp")]
+            mcp: BTreeMap::new(),
         }
+    }
+
+    /// Adds MCP server `config.name` (replacing one of that name): its tools join the
+    /// generation's as `NAME.TOOL`, the server started when one is first needed (docs/mcp.md).
+    #[cfg(feature = "mcp")]
+    pub fn mcp_server(&mut self, config: crate::mcp::McpServerConfig) -> &mut Self {
+        self.mcp.insert(config.name.clone(), config);
+        self
     }
 
     /// Fires the `placement: remote` instances of inner nets (`subnet`, `map`) with `placer`
@@ -227,12 +241,23 @@ impl CapabilitiesBuilder {
 
     fn build(mut self, number: u64) -> Generation {
         self.add_defaults();
-        let tools = if self.tools.is_empty() {
+        #[cfg(feature = "mcp")]
+        let servers: Vec<Arc<dyn crate::tools::ToolProvider>> = self
+            .mcp
+            .into_values()
+            .map(|c| crate::mcp::McpServer::new(c) as Arc<dyn crate::tools::ToolProvider>)
+            .collect();
+        #[cfg(not(feature = "mcp"))]
+        let servers: Vec<Arc<dyn crate::tools::ToolProvider>> = Vec::new();
+        let tools = if self.tools.is_empty() && servers.is_empty() {
             Arc::clone(ToolRegistry::global())
         } else {
             let mut r = ToolRegistry::new();
             for t in self.tools {
                 r.replace(t);
+            }
+            for s in servers {
+                r.provider(s);
             }
             r.extend_from(ToolRegistry::global());
             Arc::new(r)

@@ -22,6 +22,9 @@ pub struct CapabilityNames {
     tools: BTreeSet<String>,
     /// Tools the user granted (`grants:` of a trusted capabilities file, `--grant`).
     grants: BTreeSet<String>,
+    /// MCP servers, each with where it is configured: their tools (`SERVER.TOOL`) are known
+    /// only once they are started, which a check never does.
+    mcp: BTreeMap<String, String>,
     sources: Vec<String>,
     /// Some source could not tell its names without running (code): any name may be defined.
     open: bool,
@@ -51,6 +54,17 @@ impl CapabilityNames {
     /// Adds a tool.
     pub fn tool(&mut self, name: &str) {
         self.tools.insert(name.to_owned());
+    }
+
+    /// Records MCP server `name`, configured in `from`: every name `NAME.TOOL` counts as
+    /// possibly defined (its tools are known only once it is started).
+    pub fn mcp_server(&mut self, name: &str, from: &str) {
+        self.mcp.insert(name.to_owned(), from.to_owned());
+    }
+
+    /// The MCP servers configured, sorted.
+    pub fn mcp_servers(&self) -> impl Iterator<Item = &str> {
+        self.mcp.keys().map(String::as_str)
     }
 
     /// Records that the user granted tool `name` (docs/tools.md#effects-and-grants).
@@ -91,7 +105,12 @@ impl CapabilityNames {
 
     /// Whether `name` is defined (or, when the names are not complete, may be).
     pub fn has(&self, what: Named, name: &str) -> bool {
-        self.open || self.names(what).contains(&name)
+        self.open
+            || self.names(what).contains(&name)
+            || (what == Named::Tool
+                && name
+                    .split_once('.')
+                    .is_some_and(|(server, _)| self.mcp.contains_key(server)))
     }
 
     /// The built-in defaults, where no source defined the name: as a generation adds them
@@ -186,6 +205,7 @@ pub fn check_names(net: &Net, file: &str, text: &str, names: &CapabilityNames) -
     }
     if let Some(policy) = policy {
         ungranted_warnings(policy, tree.as_ref(), text, names, &mut warnings);
+        unknown_servers(net, policy, tree.as_ref(), text, names, &mut errors);
     }
     let wrap = |p: Vec<CmProblem>| (!p.is_empty()).then(|| CmError::new(file, text, p));
     NameCheck {
@@ -323,6 +343,65 @@ fn ungranted_warnings(
             ),
             Some(format!(
                 "grant it for a run with `cameleon run FILE.cm --grant {name}` (or `grants: [{name}]` in a trusted capabilities file); or list it under `approve:` to say that a person approves each call"
+            )),
+        ));
+    }
+}
+
+/// An error at each `SERVER.TOOL` name (under `tools:`, or a `tool` operator's `name`) whose
+/// server no capabilities file configures under `mcp:`.
+fn unknown_servers(
+    net: &Net,
+    policy: &crate::net::ToolPolicy,
+    tree: Option<&Node>,
+    text: &str,
+    names: &CapabilityNames,
+    out: &mut Vec<CmProblem>,
+) {
+    let start = Span {
+        line: 1,
+        column: 1,
+        ..Span::default()
+    };
+    let mut listed: Vec<(String, Span)> = Vec::new();
+    for key in ["allow", "approve"] {
+        let items = tree.and_then(|t| t.get("tools")).and_then(|t| t.get(key));
+        let list = if key == "allow" { &policy.allow } else { &policy.approve };
+        for (i, name) in list.iter().enumerate() {
+            let span = items
+                .map(|a| match &a.kind {
+                    Kind::Seq(l) => l.get(i).map_or(a.span, |n| n.span),
+                    _ => a.span,
+                })
+                .unwrap_or(start);
+            listed.push((name.clone(), span));
+        }
+    }
+    for node in net.operators() {
+        if let Some(t) = node.op.calls_tool() {
+            listed.push((t.to_owned(), Locator::new(tree, &node.name).param("name", 0)));
+        }
+    }
+    for (name, span) in listed {
+        let Some((server, _)) = name.split_once('.') else {
+            continue;
+        };
+        if names.has(Named::Tool, &name) {
+            continue;
+        }
+        let configured: Vec<String> = names.mcp_servers().map(|s| format!("`{s}`")).collect();
+        let have = if configured.is_empty() {
+            "no MCP server is configured".to_owned()
+        } else {
+            format!("the configured ones are {}", configured.join(", "))
+        };
+        out.push(CmProblem::new(
+            CmProblemKind::UnknownCapability,
+            text,
+            span,
+            format!("tool `{name}` names MCP server `{server}`, which the capabilities do not configure"),
+            Some(format!(
+                "{have}; configure it under `mcp:` in a capabilities file, e.g. `mcp: {{{server}: {{command: …}}}}` (docs/mcp.md)"
             )),
         ));
     }

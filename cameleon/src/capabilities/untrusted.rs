@@ -68,7 +68,7 @@ pub(super) fn read_grants(cx: &mut Cx<'_>, key: &Node, v: &Node, out: &mut Vec<(
 
 /// A problem for a key only a trusted file may hold: what it would do, why the file is not
 /// trusted, and how to trust it.
-fn untrusted(cx: &mut Cx<'_>, u: Untrusted, span: Span, what: String) {
+pub(super) fn untrusted(cx: &mut Cx<'_>, u: Untrusted, span: Span, what: String) {
     let file = cx.file.to_owned();
     let why = if u.changed {
         "it changed since you trusted it"

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value as Json;
 
-use super::registry::{Registered, ToolContext, ToolOutput, ToolRegistry};
+use super::registry::{Lookup, Registered, ToolContext, ToolOutput, ToolRegistry};
 use super::{ToolError, ToolErrorKind};
 use crate::net::ToolPolicy;
 use crate::operator::capability::{
@@ -195,6 +195,8 @@ impl ToolGate {
     /// Calls a tool, asynchronously. Never panics; every outcome is a [`ToolResult`].
     pub async fn call(&self, mut call: ToolCall) -> ToolResult {
         let t0 = Instant::now();
+        // A tool of an MCP server not started yet: start it here, without blocking a thread.
+        self.registry.prepare(&call.tool).await;
         let (reg, admit) = match self.admit(&call) {
             Ok(x) => x,
             Err(r) => return finished(r, t0),
@@ -292,17 +294,12 @@ impl ToolGate {
                 }
             }
         };
-        let Some(reg) = self.registry.registered(name) else {
-            let hint = match crate::util::did_you_mean(name, self.registry.names()) {
-                Some(s) => format!("did you mean `{s}`?"),
-                None => "`cameleon tools` lists the tools of this build".to_owned(),
-            };
-            return Err(ToolResult::failed(
-                ToolStatus::Error,
-                name,
-                format!("no tool named `{name}` ({hint})"),
-                0,
-            ));
+        let reg = match self.registry.lookup(name) {
+            Lookup::Found(reg) => reg,
+            Lookup::Unavailable(why) => {
+                return Err(ToolResult::failed(ToolStatus::Error, name, why.to_owned(), 0));
+            }
+            Lookup::Missing => return Err(self.missing(name)),
         };
         if let Err(why) = reg.check_args(&call.args) {
             return Err(ToolResult::failed(ToolStatus::Error, name, why, 0));
@@ -319,6 +316,31 @@ impl ToolGate {
             other => other,
         };
         Ok((reg, admit))
+    }
+
+    /// The result of a call of a tool the registry does not have.
+    #[cold]
+    fn missing(&self, name: &str) -> ToolResult {
+        let hint = match name.split_once('.') {
+            Some((server, _))
+                if !self.registry.provider_prefixes().any(|p| p == server)
+                    && !self.registry.names().any(|n| n == name) =>
+            {
+                format!(
+                    "no MCP server `{server}` is configured: a name `SERVER.TOOL` names a tool of the server under `mcp:` in a capabilities file (docs/mcp.md)"
+                )
+            }
+            _ => match crate::util::did_you_mean(name, self.registry.names()) {
+                Some(s) => format!("did you mean `{s}`?"),
+                None => "`cameleon tools` lists the tools of this build".to_owned(),
+            },
+        };
+        ToolResult::failed(
+            ToolStatus::Error,
+            name,
+            format!("no tool named `{name}` ({hint})"),
+            0,
+        )
     }
 
     fn context(&self, call: &ToolCall) -> ToolContext {

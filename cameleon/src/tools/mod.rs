@@ -54,6 +54,8 @@ pub use calc::{CalcError, eval as calc_eval};
 pub use effects::{net_effects, op_effects, tools_called};
 pub use error::{ToolError, ToolErrorKind};
 pub use gate::{Approval, Approver, ToolGate};
-pub use registry::{DuplicateTool, Tool, ToolContext, ToolEntry, ToolFn, ToolOutput, ToolRegistry};
+pub use registry::{
+    DuplicateTool, Tool, ToolContext, ToolEntry, ToolFn, ToolOutput, ToolProvider, ToolRegistry,
+};
 pub use schema::{SCHEMAS, Schema};
 pub use std_tools::{CalcArgs, JsonQueryArgs, PathArgs, WriteArgs};

@@ -251,6 +251,58 @@ impl Registered {
     }
 }
 
+/// A source of tools known only once it is started — an MCP server (docs/mcp.md): its tools
+/// are named `PREFIX.TOOL`, and it is started the first time one of them is needed (looked up,
+/// listed), once per registry.
+pub trait ToolProvider: Send + Sync + fmt::Debug {
+    /// The first part of its tools' names (`everything` for `everything.echo`).
+    fn prefix(&self) -> &str;
+
+    /// Starts it (if needed) and lists its tools, each named `PREFIX.NAME`. `Err`: why it
+    /// could not, for the messages of calls to its tools.
+    fn tools(&self) -> CapFuture<'_, Result<Vec<Arc<dyn Tool>>, String>>;
+}
+
+/// A provider and, once it was started, its tools (or why it could not start).
+struct Provided {
+    provider: Arc<dyn ToolProvider>,
+    tools: OnceLock<Result<BTreeMap<String, Registered>, String>>,
+}
+
+impl Provided {
+    fn settle(&self, listed: Result<Vec<Arc<dyn Tool>>, String>) {
+        self.tools.get_or_init(|| {
+            listed.map(|tools| {
+                tools
+                    .into_iter()
+                    .map(|t| (t.manifest().name.clone(), Registered::new(t)))
+                    .collect()
+            })
+        });
+    }
+
+    /// Its tools, starting it (blocking this thread) the first time.
+    fn started(&self) -> &Result<BTreeMap<String, Registered>, String> {
+        if self.tools.get().is_none() {
+            let listed = crate::runtime::block_on(self.provider.tools());
+            self.settle(listed);
+        }
+        self.tools
+            .get()
+            .unwrap_or_else(|| unreachable!("settled just above"))
+    }
+}
+
+/// What a lookup by name found.
+pub(super) enum Lookup<'a> {
+    /// The tool.
+    Found(&'a Registered),
+    /// No tool of that name.
+    Missing,
+    /// Its provider could not start: why.
+    Unavailable(&'a str),
+}
+
 /// Tools by name, sorted.
 ///
 /// ```
@@ -264,6 +316,8 @@ impl Registered {
 #[derive(Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Registered>,
+    /// Providers by prefix, started when first needed.
+    providers: BTreeMap<String, Provided>,
 }
 
 impl fmt::Debug for ToolRegistry {
@@ -326,37 +380,132 @@ impl ToolRegistry {
                     .insert(name.clone(), Registered::new(Arc::clone(&r.tool)));
             }
         }
+        for (prefix, p) in &other.providers {
+            if !self.providers.contains_key(prefix) {
+                self.provider(Arc::clone(&p.provider));
+            }
+        }
     }
 
-    /// Tool `name`.
+    /// Adds a provider of tools named `PREFIX.TOOL`, started the first time one of them is
+    /// needed (replacing a provider of the same prefix).
+    pub fn provider(&mut self, provider: Arc<dyn ToolProvider>) {
+        self.providers.insert(
+            provider.prefix().to_owned(),
+            Provided {
+                provider,
+                tools: OnceLock::new(),
+            },
+        );
+    }
+
+    /// The prefixes of the providers, sorted (whether started or not).
+    pub fn provider_prefixes(&self) -> impl Iterator<Item = &str> {
+        self.providers.keys().map(String::as_str)
+    }
+
+    /// The provider of `name` (`PREFIX.TOOL`), if `name` is not a tool of its own.
+    fn provided(&self, name: &str) -> Option<&Provided> {
+        if self.tools.contains_key(name) {
+            return None;
+        }
+        let (prefix, _) = name.split_once('.')?;
+        self.providers.get(prefix)
+    }
+
+    /// Starts the provider of tool `name`, if it has one that is not started yet, without
+    /// blocking: what the gate's async [`call`](super::ToolGate::call) does before it looks the
+    /// tool up.
+    pub async fn prepare(&self, name: &str) {
+        if let Some(p) = self.provided(name)
+            && p.tools.get().is_none()
+        {
+            let listed = p.provider.tools().await;
+            p.settle(listed);
+        }
+    }
+
+    /// Tool `name` (starting its provider, blocking, the first time one of its tools is needed).
     pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
-        self.tools.get(name).map(|r| &r.tool)
+        match self.lookup(name) {
+            Lookup::Found(r) => Some(&r.tool),
+            _ => None,
+        }
     }
 
-    pub(super) fn registered(&self, name: &str) -> Option<&Registered> {
-        self.tools.get(name)
+    pub(super) fn lookup(&self, name: &str) -> Lookup<'_> {
+        if let Some(r) = self.tools.get(name) {
+            return Lookup::Found(r);
+        }
+        let Some(p) = self.provided(name) else {
+            return Lookup::Missing;
+        };
+        match p.started() {
+            Ok(tools) => tools.get(name).map_or(Lookup::Missing, Lookup::Found),
+            Err(why) => Lookup::Unavailable(why),
+        }
     }
 
-    /// Every name, sorted.
+    /// Whether `name` is a tool of this registry, or may be one: `SERVER.TOOL` names a tool of an
+    /// MCP server, known only once the server is started — which loading a `.cm` file never
+    /// does (the gate says, at the call, whether the server has it; `cameleon check` whether
+    /// such a server is configured). Starts nothing.
+    pub fn may_have(&self, name: &str) -> bool {
+        self.tools.contains_key(name) || name.contains('.')
+    }
+
+    /// Starts every provider not started yet (blocking): what listing every tool needs.
+    fn start_all(&self) {
+        for p in self.providers.values() {
+            p.started();
+        }
+    }
+
+    /// Every name, sorted (starting every provider, blocking, the first time).
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.tools.keys().map(String::as_str)
+        self.start_all();
+        self.all().map(|(n, _)| n)
     }
 
-    /// Every manifest, sorted by name: what `cameleon tools --json` prints.
+    /// Every tool with its registration, sorted by name (the providers' that started).
+    fn all(&self) -> impl Iterator<Item = (&str, &Registered)> {
+        let mut all: Vec<(&str, &Registered)> =
+            self.tools.iter().map(|(n, r)| (n.as_str(), r)).collect();
+        for p in self.providers.values() {
+            if let Some(Ok(tools)) = p.tools.get() {
+                all.extend(tools.iter().map(|(n, r)| (n.as_str(), r)));
+            }
+        }
+        all.sort_by(|a, b| a.0.cmp(b.0));
+        all.into_iter()
+    }
+
+    /// Every manifest, sorted by name: what `cameleon tools --json` prints (starting every
+    /// provider, blocking, the first time).
     pub fn manifests(&self) -> Vec<ToolManifest> {
-        self.tools
-            .values()
-            .map(|r| r.tool.manifest().clone())
+        self.start_all();
+        self.all().map(|(_, r)| r.tool.manifest().clone()).collect()
+    }
+
+    /// The providers that could not start, each with why (after [`names`](Self::names) or
+    /// [`manifests`](Self::manifests) started them).
+    pub fn unavailable(&self) -> Vec<(&str, &str)> {
+        self.providers
+            .iter()
+            .filter_map(|(n, p)| match p.tools.get() {
+                Some(Err(why)) => Some((n.as_str(), why.as_str())),
+                _ => None,
+            })
             .collect()
     }
 
-    /// Number of tools.
+    /// Number of tools (those of the providers that started included).
     pub fn len(&self) -> usize {
-        self.tools.len()
+        self.all().count()
     }
 
-    /// Whether empty.
+    /// Whether it has no tool and no provider.
     pub fn is_empty(&self) -> bool {
-        self.tools.is_empty()
+        self.tools.is_empty() && self.providers.is_empty()
     }
 }

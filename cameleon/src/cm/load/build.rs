@@ -72,7 +72,7 @@ impl<'c> Loader<'c> {
             let params = decl.params.clone().unwrap_or_default();
             if self.catalogue.get(type_id).is_some_and(|e| e.id == "tool")
                 && let Some(serde_json::Value::String(name)) = params.get("name")
-                && tools.get(name).is_none()
+                && !tools.may_have(name)
             {
                 let span = node
                     .get("params")
@@ -238,7 +238,7 @@ fn check_tool_policy(cx: &mut Cx<'_>, node: &Node, t: &CmTools, tools: &ToolRegi
         };
         for (i, name) in names.iter().enumerate() {
             let span = items.get(i).copied().unwrap_or(node.span);
-            if tools.get(name).is_none() {
+            if !tools.may_have(name) {
                 cx.push(
                     CmProblemKind::UnknownTool,
                     span,

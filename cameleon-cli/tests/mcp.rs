@@ -1,0 +1,155 @@
+//! MCP through the real binary (docs/mcp.md): the reference server's tools in `cameleon tools`,
+//! `call` and `run`; a project's file that would start a server stops the run before anything
+//! starts until the user trusts it (and `check` starts nothing); the servers of a `cameleon`
+//! killed with SIGKILL are gone within 2 s; and `cameleon mcp` serving nets to the official
+//! Python SDK.
+
+use std::time::{Duration, Instant};
+
+use test_support::mcp::{alive, everything, processes_with};
+use test_support::{Bin, Signal, TempDir, code, stderr, stdout};
+
+const CAMELEON: Bin = Bin::new(env!("CARGO_BIN_EXE_cameleon"));
+
+/// A generous cap on waits: it only turns a hang into a failure.
+const CAP: Duration = Duration::from_secs(60);
+
+/// The reference server over stdio as `everything`, its command line carrying `marker`.
+fn caps_text(marker: &str) -> String {
+    format!(
+        "mcp:\n  everything: {{command: node, args: [{:?}, stdio, {marker:?}]}}\n",
+        everything().display().to_string()
+    )
+}
+
+const NET: &str = r#"cameleon: 1
+name: sum
+tools:
+  allow: [everything.get-sum]
+operators:
+  - {id: nums, type: const, params: {value: {a: 20, b: 22}}}
+  - {id: sum, type: tool, params: {name: everything.get-sum}}
+  - {id: out, type: sink}
+connections:
+  - {from: nums.out_data, to: sum.in_args}
+  - {from: sum.out_result, to: out.in_data}
+"#;
+
+#[test]
+fn tools_call_and_run_reach_the_reference_servers_tools() {
+    let dir = TempDir::new("cli-mcp-run");
+    let marker = format!("server-run-{}", std::process::id());
+    let caps = dir.write("caps.yaml", caps_text(&marker));
+    let caps = caps.to_str().unwrap();
+
+    let o = CAMELEON.run(&["tools", "--json", "--capabilities", caps]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let tools: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let echo = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "everything.echo")
+        .expect("everything.echo listed");
+    assert_eq!(echo["effects"], "read");
+
+    let o = CAMELEON.run(&[
+        "call",
+        "everything.echo",
+        r#"{"message": "salut"}"#,
+        "--capabilities",
+        caps,
+        "--json",
+    ]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let r: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(r["content"], "Echo: salut");
+    assert_eq!(r["meta"]["origin"], "mcp:everything");
+
+    let net = dir.write("sum.cm", NET);
+    let o = CAMELEON.run(&["check", net.to_str().unwrap(), "--capabilities", caps]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = CAMELEON.run(&["run", net.to_str().unwrap(), "--capabilities", caps, "--json"]);
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    assert!(stdout(&o).contains("The sum of 20 and 22 is 42."), "{}", stdout(&o));
+    // The run ended: its server is gone.
+    test_support::wait_until("the server to be gone", CAP, || {
+        processes_with(&marker).is_empty()
+    });
+}
+
+#[test]
+fn a_project_file_that_would_start_a_server_stops_the_run_until_trusted_and_check_starts_nothing() {
+    let dir = TempDir::new("cli-mcp-trust");
+    let config = TempDir::new("cli-mcp-trust-config");
+    let marker = format!("server-trust-{}", std::process::id());
+    let caps = dir.write("cameleon.yaml", caps_text(&marker));
+    let net = dir.write("sum.cm", NET);
+    let net = net.to_str().unwrap();
+
+    for cmd in ["check", "run"] {
+        let o = CAMELEON.cmd().args([cmd, net]).config_dir(config.path()).run();
+        assert_eq!(code(&o), 2, "{cmd}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(
+            e.contains("MCP server `everything` would run a program")
+                && e.contains("cameleon.yaml")
+                && e.contains("cameleon trust"),
+            "{cmd}: {e}"
+        );
+        assert!(processes_with(&marker).is_empty(), "{cmd} started the server");
+    }
+    // `check` of the trusted file starts nothing either.
+    let o = CAMELEON
+        .cmd()
+        .args(["trust", caps.to_str().unwrap()])
+        .config_dir(config.path())
+        .run();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = CAMELEON.cmd().args(["check", net]).config_dir(config.path()).run();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(processes_with(&marker).is_empty(), "check started the server");
+    let o = CAMELEON.cmd().args(["run", net]).config_dir(config.path()).run();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("The sum of 20 and 22 is 42."), "{}", stdout(&o));
+
+    // A tool of a server nobody configured is a located error of `check`.
+    let other = dir.write("other.cm", NET.replace("everything.get-sum", "nowhere.get-sum"));
+    let o = CAMELEON
+        .cmd()
+        .args(["check", other.to_str().unwrap()])
+        .config_dir(config.path())
+        .run();
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("names MCP server `nowhere`"), "{}", stderr(&o));
+}
+
+#[test]
+fn the_servers_of_a_cameleon_killed_with_sigkill_are_gone_within_two_seconds() {
+    let dir = TempDir::new("cli-mcp-kill");
+    let marker = format!("server-kill-{}", std::process::id());
+    let caps = dir.write("caps.yaml", caps_text(&marker));
+    let net = dir.write(
+        "long.cm",
+        NET.replace("everything.get-sum", "everything.trigger-long-running-operation")
+            .replace("{a: 20, b: 22}", "{duration: 600, steps: 600}"),
+    );
+    let mut run = CAMELEON
+        .cmd()
+        .args(["run", net.to_str().unwrap(), "--capabilities", caps.to_str().unwrap()])
+        .spawn();
+    let server = test_support::wait_for("the server and its guard", CAP, || {
+        if let Some(status) = run.try_wait() {
+            panic!("the run ended ({status}) before it was killed");
+        }
+        let p = processes_with(&marker);
+        let [pid] = p.as_slice() else { return None };
+        let guard = format!("cameleon-mcp-guard\u{0}{pid}\u{0}");
+        (!processes_with(&guard).is_empty()).then_some(*pid)
+    });
+    run.signal(Signal::Kill);
+    let killed = Instant::now();
+    test_support::wait_until("the server to be gone", CAP, || !alive(server));
+    let took = killed.elapsed();
+    assert!(took <= Duration::from_secs(2), "the server outlived cameleon by {took:?}");
+}
