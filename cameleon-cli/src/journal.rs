@@ -44,7 +44,15 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Ok(opts) => opts,
         Err(code) => return Ok(code),
     };
-    let resumed = journal.resume_with_options(a.run_id.as_deref(), &opts, pin);
+    // The stored net names the satellites' operator types and tools as the run did.
+    let names = match &connected {
+        Some(c) => match c.names(io)? {
+            Ok(n) => n,
+            Err(code) => return Ok(code),
+        },
+        None => cameleon::journal::Names::default(),
+    };
+    let resumed = journal.resume_with_names(a.run_id.as_deref(), &opts, &names, pin);
     match failed {
         Some(CapabilitiesError::File(e)) => {
             report_invalid(&e, a.json, io)?;

@@ -165,12 +165,22 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let mut run_id = None;
     let mut _lock = None;
     if let Some(db) = &a.journal {
+        // The net's types and tools resolve as they did here when it is loaded back: with the
+        // satellites', under `--nats`.
+        let names = match &connected {
+            Some(c) => match c.names(io)? {
+                Ok(n) => n,
+                Err(code) => return Ok(code),
+            },
+            None => cameleon::journal::Names::default(),
+        };
         let opts = RunOptions {
             durability: durability(a),
             name: Some(name.clone()),
             base_dir: Some(folder_of(&a.file)),
             allow_outside: a.allow_outside,
             generation: Some(cvm.generation()),
+            names,
         };
         let started = Journal::create(db).and_then(|j| {
             j.start(&mut cvm, &opts)

@@ -357,6 +357,21 @@ impl Connected {
         }
     }
 
+    /// What a journaled net's names resolve against when it is loaded back (at the start of
+    /// `run --journal`, and by `resume`): this program's operator types and tools and the
+    /// satellites'. `Err`: a description that cannot be used, reported.
+    pub(super) fn names(
+        &self,
+        io: &mut Io<'_>,
+    ) -> std::io::Result<Result<cameleon::journal::Names, i32>> {
+        Ok(self
+            .catalogue(io)?
+            .map(|catalogue| cameleon::journal::Names {
+                catalogue: Some(catalogue),
+                tools: Some(self.registry()),
+            }))
+    }
+
     /// Every instance of a type only a satellite hosts must be placed remote. `Err`: the exit
     /// code, the instances named.
     pub(super) fn check_placement(

@@ -1016,3 +1016,155 @@ fn remote_instances_inside_subnet_and_map_inner_nets_fire_on_satellites() {
     }
     assert_eq!(a.proc.stderr_text().matches("call taken").count(), 4);
 }
+
+/// A net of an operator type and a tool only satellites host, stopped mid-way by an `ask`: the
+/// first text is tallied and the tool called before the run waits; the answer is tallied after.
+const RESUMABLE: &str = "cameleon: 1
+name: resumable
+tools:
+  allow: [reverse_text]
+operators:
+  - id: first
+    type: source
+    params:
+      value: the quick brown fox
+  - id: second
+    type: source
+    params:
+      value: a lazy dog
+  - id: gate
+    type: ask
+    params:
+      prompt: another text?
+  - id: both
+    type: merge
+  - id: tally
+    type: word_tally
+    params:
+      min_len: 2
+    placement: remote
+  - id: counts
+    type: accumulator
+    params:
+      n: 2
+  - id: out
+    type: sink
+  - id: args
+    type: const
+    params:
+      value: {text: caméléon}
+  - id: rev
+    type: tool
+    params:
+      name: reverse_text
+  - id: reversed
+    type: sink
+connections:
+  - from: first.out_data
+    to: both.in_a
+  - from: second.out_data
+    to: gate.in_context
+  - from: gate.out_data
+    to: both.in_b
+  - from: both.out_data
+    to: tally.in_text
+  - from: tally.out_count
+    to: counts.in_data
+  - from: counts.out_data
+    to: out.in_data
+  - from: args.out_data
+    to: rev.in_args
+  - from: rev.out_result
+    to: reversed.in_data
+";
+
+#[test]
+fn a_journaled_run_of_a_satellites_own_type_and_tool_resumes_with_nats_without_repeating_them() {
+    let nats = server();
+    let url = nats.url();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let twin = rust_twin(&rt, &url);
+    let dir = TempDir::new("cli-sat-resume-own");
+    let file = dir.join("resumable.cm");
+    std::fs::write(&file, RESUMABLE).unwrap();
+    let db = dir.join("runs.db");
+    let trace = dir.join("resumed.jsonl");
+    let first = dir.join("first.jsonl");
+    let (file, db) = (file.to_str().unwrap(), db.to_str().unwrap());
+    // The run tallies the first text and calls the tool on the satellite, then waits.
+    let o = CAMELEON.run(&[
+        "run",
+        file,
+        "--journal",
+        db,
+        "--nats",
+        &url,
+        "--json",
+        "--trace",
+        first.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        code(&o),
+        6,
+        "WAITING: {}{}",
+        text(&o.stdout),
+        text(&o.stderr)
+    );
+    assert_eq!(
+        twin.executions(),
+        2,
+        "one tally, one tool call before the stop"
+    );
+    // Without `--nats`, the stored net does not load: its type is unknown here, and the error
+    // says a satellite may host it.
+    let o = CAMELEON.run(&["resume", db, "--answer", "gate=one two three"]);
+    assert_eq!(code(&o), 2, "{}{}", text(&o.stdout), text(&o.stderr));
+    let err = text(&o.stderr);
+    assert!(err.contains("unknown operator type `word_tally`"), "{err}");
+    assert!(err.contains("unknown tool `reverse_text`"), "{err}");
+    assert!(err.contains("a satellite may host it"), "{err}");
+    assert_eq!(twin.executions(), 2, "a refused resume runs nothing");
+    // With it, the run goes on: the tally's state (4 words so far) comes back from the journal,
+    // only the answer is tallied on the satellite, and neither the first tally nor the tool
+    // call runs again.
+    let v = run_json(&[
+        "resume",
+        db,
+        "--nats",
+        &url,
+        "--answer",
+        "gate=one two three",
+        "--trace",
+        trace.to_str().unwrap(),
+    ]);
+    assert_eq!(v["end"], "COMPLETED", "{v}");
+    assert_eq!(
+        v["sinks"]["out"],
+        serde_json::json!([[{"words": 4, "total": 4}, {"words": 3, "total": 7}]]),
+        "{v}"
+    );
+    assert_eq!(
+        twin.executions(),
+        3,
+        "the resumed run tallied the answer alone"
+    );
+    // The resumed trace is the whole run's: the steps of the first run, then the answer's.
+    let first = std::fs::read_to_string(&first).unwrap();
+    let resumed = std::fs::read_to_string(&trace).unwrap();
+    let before: Vec<&str> = first
+        .lines()
+        .filter(|l| l.starts_with("{\"step\""))
+        .collect();
+    let after: Vec<&str> = resumed.lines().collect();
+    assert_eq!(before.len(), 8, "{first}");
+    assert_eq!(after[..8], before[..], "{resumed}");
+    assert!(after[8].contains("\"op\":\"gate\""), "{resumed}");
+    assert_eq!(
+        after
+            .iter()
+            .filter(|l| l.contains("\"op\":\"tally\""))
+            .count(),
+        2,
+        "{resumed}"
+    );
+}

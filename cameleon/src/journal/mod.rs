@@ -111,6 +111,7 @@ use crate::engine::{Cvm, EndState, Recorded};
 use crate::operator::capability::Spent;
 use crate::net::{Mode, Net};
 use crate::operator::capability::Capabilities;
+use crate::tools::ToolRegistry;
 
 mod codec;
 mod lock;
@@ -154,6 +155,18 @@ impl Durability {
     }
 }
 
+/// What the operator types and tools a journaled net names resolve against when its `.cm` text
+/// is loaded back — when the run starts (to check it will load) and when it is resumed: this
+/// program's own by default. A run with satellites gives theirs too (`cameleon run|resume
+/// --nats`, docs/cli.md "Satellites").
+#[derive(Clone, Debug, Default)]
+pub struct Names {
+    /// The operator types (default: [`Catalogue::global`]).
+    pub catalogue: Option<Catalogue>,
+    /// The tools (default: [`ToolRegistry::global`]).
+    pub tools: Option<Arc<ToolRegistry>>,
+}
+
 /// Options of a journaled run.
 #[derive(Clone, Debug, Default)]
 pub struct RunOptions {
@@ -168,6 +181,8 @@ pub struct RunOptions {
     pub allow_outside: bool,
     /// The capability generation the run pinned, if any.
     pub generation: Option<u64>,
+    /// What the net's names resolve against when it is loaded back.
+    pub names: Names,
 }
 
 /// A run as [`Journal::runs`] lists it.
@@ -508,7 +523,8 @@ impl Journal {
         }
         let cm = net.to_cm();
         let loader = loader(
-            Catalogue::global(),
+            opts.names.catalogue.as_ref().unwrap_or(Catalogue::global()),
+            opts.names.tools.clone(),
             opts.base_dir.as_deref(),
             opts.allow_outside,
         );
@@ -684,10 +700,18 @@ fn node_index(n: Option<i64>) -> Result<Option<u32>, String> {
     }
 }
 
-fn loader<'c>(catalogue: &'c Catalogue, base: Option<&Path>, allow_outside: bool) -> Loader<'c> {
-    let l = Loader::new()
+fn loader<'c>(
+    catalogue: &'c Catalogue,
+    tools: Option<Arc<ToolRegistry>>,
+    base: Option<&Path>,
+    allow_outside: bool,
+) -> Loader<'c> {
+    let mut l = Loader::new()
         .catalogue(catalogue)
         .allow_outside(allow_outside);
+    if let Some(t) = tools {
+        l = l.tools(t);
+    }
     match base {
         Some(b) => l.base_dir(b),
         None => l,

@@ -16,6 +16,12 @@ pub struct ResumeOptions {
     pub allow_outside: bool,
 }
 
+/// What a stored net is loaded with.
+struct Loading<'c> {
+    catalogue: &'c Catalogue,
+    tools: Option<Arc<ToolRegistry>>,
+}
+
 /// What a journal recorded of where a run was started: see [`Journal::recorded_folder`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RecordedFolder {
@@ -86,7 +92,24 @@ impl Journal {
         opts: &ResumeOptions,
         pin: impl FnOnce(&mut Net, &Path) -> Arc<dyn Capabilities>,
     ) -> Result<Resumed, JournalError> {
-        self.load_pinned(id, Catalogue::global(), true, Some(Box::new(pin)), opts)
+        self.resume_with_names(id, opts, &Names::default(), pin)
+    }
+
+    /// [`resume_with_options`](Self::resume_with_options), the stored net's operator types and
+    /// tools resolved against `names` (the satellites' too, for `cameleon resume --nats`).
+    pub fn resume_with_names(
+        &self,
+        id: Option<&str>,
+        opts: &ResumeOptions,
+        names: &Names,
+        pin: impl FnOnce(&mut Net, &Path) -> Arc<dyn Capabilities>,
+    ) -> Result<Resumed, JournalError> {
+        let catalogue = names.catalogue.as_ref().unwrap_or(Catalogue::global());
+        let loading = Loading {
+            catalogue,
+            tools: names.tools.clone(),
+        };
+        self.load_pinned(id, loading, true, Some(Box::new(pin)), opts)
     }
 
     /// Brings run `id` back at its recorded position, without journaling what is done with it
@@ -110,13 +133,17 @@ impl Journal {
         catalogue: &Catalogue,
         record: bool,
     ) -> Result<Resumed, JournalError> {
-        self.load_pinned(id, catalogue, record, None, &ResumeOptions::default())
+        let loading = Loading {
+            catalogue,
+            tools: None,
+        };
+        self.load_pinned(id, loading, record, None, &ResumeOptions::default())
     }
 
     fn load_pinned(
         &self,
         id: Option<&str>,
-        catalogue: &Catalogue,
+        loading: Loading<'_>,
         record: bool,
         pin: Option<Pin<'_>>,
         opts: &ResumeOptions,
@@ -183,13 +210,18 @@ impl Journal {
             other => return Err(self.corrupt(format!("run `{id}`: unknown mode `{other}`"))),
         };
         let base_dir = opts.base_dir.clone().or_else(|| config.base_dir.clone());
-        let mut net = loader(catalogue, base_dir.as_deref(), opts.allow_outside)
-            .file_name(format!("{} (run {id})", self.path.display()))
-            .load_str(&cm)
-            .map_err(|e| JournalError::Net {
-                run: id.clone(),
-                error: Box::new(e),
-            })?;
+        let mut net = loader(
+            loading.catalogue,
+            loading.tools,
+            base_dir.as_deref(),
+            opts.allow_outside,
+        )
+        .file_name(format!("{} (run {id})", self.path.display()))
+        .load_str(&cm)
+        .map_err(|e| JournalError::Net {
+            run: id.clone(),
+            error: Box::new(e),
+        })?;
         let caps = pin.map(|pin| {
             let base = base_dir.as_deref().unwrap_or(Path::new("."));
             pin(&mut net, base)

@@ -277,6 +277,15 @@ impl Session {
                 base_dir: Some(base),
                 allow_outside: self.served.allow_outside,
                 generation: Some(cvm.generation()),
+                // Loaded back with the satellites' types and tools, as served.
+                names: cameleon::journal::Names {
+                    catalogue: self.served.satellites.as_ref().map(|s| s.catalogue.clone()),
+                    tools: self
+                        .served
+                        .satellites
+                        .as_ref()
+                        .map(|s| s.connected.registry()),
+                },
                 ..RunOptions::default()
             };
             let id = Journal::create(db)
