@@ -68,6 +68,10 @@ pub struct RunArgs {
     /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Print the operators' output as it is written (a model's answer streaming in) on
+    /// stderr, each line prefixed by `[instance]`; stdout stays the result.
+    #[arg(long)]
+    pub stream: bool,
     /// Let file-reading operators read outside the .cm file's folder.
     #[arg(long)]
     pub allow_outside: bool,

@@ -91,6 +91,7 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         trace: a.trace.as_deref(),
         json: a.json,
         run_id: Some(&id),
+        stream: false,
     };
     let mut answers = match answers_for(&mut cvm, &a.answer, a.answers.as_deref(), io)? {
         Ok(ans) => ans,

@@ -66,6 +66,7 @@ mod check;
 mod export;
 mod fmt;
 mod journal;
+mod live;
 pub mod render;
 mod report;
 mod run;

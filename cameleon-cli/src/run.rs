@@ -203,6 +203,7 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         trace: a.trace.as_deref(),
         json: a.json,
         run_id: run_id.as_deref(),
+        stream: a.stream,
     };
     drive_and_report(&mut cvm, None, &out, &mut answers, io)
 }
@@ -258,6 +259,8 @@ pub(super) struct Output<'a> {
     pub(super) json: bool,
     /// A journaled run's id (`--json` adds it).
     pub(super) run_id: Option<&'a str>,
+    /// `--stream`: partial output printed on stderr as it arrives.
+    pub(super) stream: bool,
 }
 
 /// Drives `cvm` to an end state — unless `ended` says it has one already (a finished journaled
@@ -285,7 +288,11 @@ pub(super) fn drive_and_report(
         },
         _ => None,
     };
-    let progress = io.progress && !out.json;
+    // The progress line and the streamed text would share stderr: streaming replaces it.
+    let progress = io.progress && !out.json && !out.stream;
+    if out.stream {
+        crate::live::stream_to(cvm, std::io::stderr());
+    }
     let mut trace = match (&mut file, trace_to_stdout) {
         (Some(f), _) => Some(TraceSink {
             out: f,
@@ -330,6 +337,9 @@ pub(super) fn drive_and_report(
             break end;
         },
     };
+    if out.stream {
+        cvm.clear_observer();
+    }
     let report = RunReport::new(cvm, end);
     if let Some(mut t) = trace {
         t.end(&report);

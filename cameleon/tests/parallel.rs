@@ -1095,6 +1095,7 @@ fn event_step(e: &Event) -> Option<u32> {
         | Event::FiringStarted { step, .. }
         | Event::FiringRetrying { step, .. }
         | Event::FiringFinished { step, .. }
+        | Event::Partial { step, .. }
         | Event::StepCommitted { step, .. }
         | Event::StepDiscarded { step, .. } => Some(*step),
         Event::Ended { .. } => None,

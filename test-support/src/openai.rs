@@ -2,7 +2,9 @@
 //! `POST /v1/embeddings` on 127.0.0.1 (a free port), on a runtime of its own. It records every
 //! request (path, `Authorization` header, JSON body, arrival time) and answers from a script of
 //! replies, then with a default answer; a held reply waits until the test releases it.
-//! Dropping it stops it.
+//! A request asking for `stream: true` gets its chat completion as server-sent events: the
+//! text word by word, each tool call's arguments in two pieces, the usage in a last chunk,
+//! then `data: [DONE]`. Dropping it stops it.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -286,20 +288,71 @@ async fn answer(st: &State, uri: Uri, headers: HeaderMap, body: Bytes) -> Respon
         // Bounded: a test that never releases fails on its own timeout, the server goes on.
         let _ = tokio::time::timeout(crate::WAIT_TIMEOUT * 5, open.wait_for(|open| *open)).await;
     }
+    let streamed = recorded.body["stream"] == true && reply.status == 200;
+    let events = if streamed { sse_of(&reply.body) } else { None };
+    let is_events = events.is_some();
     let mut resp = (
         StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        reply.body,
+        events.unwrap_or(reply.body),
     )
         .into_response();
     resp.headers_mut().insert(
         "content-type",
-        "application/json".parse().expect("a header value"),
+        if is_events {
+            "text/event-stream"
+        } else {
+            "application/json"
+        }
+        .parse()
+        .expect("a header value"),
     );
     for (k, v) in reply.headers {
         resp.headers_mut()
             .insert(k, v.parse().expect("a header value"));
     }
     resp
+}
+
+/// A chat completion's body as the events of a streamed one (`None`: not a chat completion,
+/// sent as is).
+fn sse_of(body: &str) -> Option<String> {
+    let v: Value = serde_json::from_str(body).ok()?;
+    let message = v["choices"].get(0)?.get("message")?;
+    let mut chunks: Vec<Value> = Vec::new();
+    let delta = |d: Value| json!({"object": "chat.completion.chunk", "choices": [{"index": 0, "delta": d, "finish_reason": null}]});
+    chunks.push(delta(json!({"role": "assistant", "content": ""})));
+    let text = message["content"].as_str().unwrap_or_default();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let word = rest.trim_start();
+        let start = rest.len() - word.len();
+        let end = start + word.find(char::is_whitespace).unwrap_or(word.len());
+        let (piece, after) = rest.split_at(end);
+        chunks.push(delta(json!({"content": piece})));
+        rest = after;
+    }
+    for (i, call) in message["tool_calls"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        let args = call["function"]["arguments"].as_str().unwrap_or_default();
+        let (a, b) = args.split_at(args.len() / 2);
+        chunks.push(delta(json!({"tool_calls": [{"index": i, "id": call["id"], "type": "function", "function": {"name": call["function"]["name"], "arguments": a}}]})));
+        chunks.push(delta(
+            json!({"tool_calls": [{"index": i, "function": {"arguments": b}}]}),
+        ));
+    }
+    if !v["usage"].is_null() {
+        chunks.push(json!({"object": "chat.completion.chunk", "choices": [], "usage": v["usage"]}));
+    }
+    let mut out = String::new();
+    for c in chunks {
+        out.push_str(&format!("data: {c}\n\n"));
+    }
+    out.push_str("data: [DONE]\n\n");
+    Some(out)
 }
 
 /// How a server taking structured output as `s` refuses `response_format` type `form`.

@@ -27,7 +27,7 @@ use crate::net::Topo;
 use crate::operator::capability::Capabilities;
 use crate::operator::{
     Execution, Firing, FiringInfo, InputSlot, OpError, OpSettings, OpSpec, OpState, Operator,
-    TypeRef,
+    PartialSink, TypeRef,
 };
 use crate::runtime::{CatchPanic, Panic, catch_panic};
 use crate::types::{DataError, Value};
@@ -66,6 +66,8 @@ pub(super) struct FiringCx<'a> {
     pub(super) caps: &'a Arc<dyn Capabilities>,
     /// Whether the engine runs in parallel mode ([`Firing::parallel`]).
     pub(super) parallel: bool,
+    /// Where partial output goes ([`Firing::partial`]), while somebody listens.
+    pub(super) partial: Option<&'a PartialSink>,
 }
 
 impl<'a> FiringCx<'a> {
@@ -89,6 +91,7 @@ impl<'a> FiringCx<'a> {
         FiringInfo {
             connected: self.topo.out_connected[self.o],
             parallel: self.parallel,
+            partial: self.partial.cloned(),
         }
     }
 

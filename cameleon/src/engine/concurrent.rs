@@ -41,7 +41,7 @@ use super::{
 use crate::connection::Token;
 use crate::net::{Mode, OpNode, Topo};
 use crate::operator::capability::Capabilities;
-use crate::operator::{Execution, InputSet, InputSlot, OpError, OpSettings};
+use crate::operator::{Execution, InputSet, InputSlot, OpError, OpSettings, PartialSink};
 
 impl Cvm {
     /// The token that cancels this engine's runs (see [`CancelToken`]).
@@ -241,6 +241,7 @@ impl Cvm {
                 run_id,
                 caps,
                 mode,
+                partial,
                 ..
             } = self;
             run_firings(
@@ -257,6 +258,7 @@ impl Cvm {
                     caps,
                     spans: &spans,
                     parallel: *mode == Mode::Parallel,
+                    partial: partial.as_ref(),
                 },
                 &mut net.ops,
                 cancel,
@@ -302,6 +304,7 @@ impl Cvm {
             run_id,
             caps,
             mode,
+            partial,
             ..
         } = self;
         let mut outcomes = Vec::with_capacity(ops.len());
@@ -324,6 +327,7 @@ impl Cvm {
                 timed: observer.is_some() || !spans.is_empty(),
                 caps,
                 parallel: *mode == Mode::Parallel,
+                partial: partial.as_ref(),
             };
             let mut out_emitted = Vec::new();
             let entered = spans.get(j).map(Span::enter);
@@ -504,6 +508,8 @@ struct Batch<'a> {
     /// One `tracing` span per firing, when a subscriber listens (else empty).
     spans: &'a [Span],
     parallel: bool,
+    /// Where partial output goes, while somebody listens.
+    partial: Option<&'a PartialSink>,
 }
 
 /// How the firings of a step ended: one outcome and its emissions per firing (`None`: cancelled
@@ -561,6 +567,7 @@ async fn run_firings(
             timed: observed || !b.spans.is_empty(),
             caps: b.caps,
             parallel: b.parallel,
+            partial: b.partial,
         };
         let Some(out) = slots.next() else {
             break; // unreachable: one emission vector per firing

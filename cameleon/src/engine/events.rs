@@ -72,6 +72,20 @@ pub enum Event {
         /// The wait before the next attempt.
         backoff_ms: u64,
     },
+    /// A piece of a running firing's output, as it is written (a model's answer streaming in):
+    /// append `text` to the pieces before it of the same `step` and `op`. Sent between the
+    /// firing's `FiringStarted` and `FiringFinished`, from the firing's own thread, only to
+    /// [`events`](Cvm::events) and [`on_partial`](Cvm::on_partial) watchers. Never recorded:
+    /// history and journal keep the firing's result, and a replay, a backward step or a resume
+    /// sends none (docs/semantics.md §4.12).
+    Partial {
+        /// The step.
+        step: u32,
+        /// The operator's instance name.
+        op: String,
+        /// The new piece.
+        text: String,
+    },
     /// An operator's firing finished (its result is not applied until the step commits).
     FiringFinished {
         /// The step.
@@ -124,19 +138,48 @@ impl Cvm {
         self.update_slow();
     }
 
-    /// A channel receiving every later [`Event`] (replacing any previous observer). It is
-    /// unbounded: the engine never waits on a slow reader.
+    /// A channel receiving every later [`Event`], [`Partial`](Event::Partial) output included
+    /// (replacing any previous observer and partial-output watcher). It is unbounded: the
+    /// engine never waits on a slow reader.
+    ///
+    /// Taking it turns streaming on: operators that can show their output as it is written
+    /// ([`Firing::streaming`](crate::operator::Firing::streaming)) do so, and a model provider
+    /// that streams (`openai`, `extractive`) is asked to.
     pub fn events(&mut self) -> tokio::sync::mpsc::UnboundedReceiver<Event> {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        let partial_tx = tx.clone();
         self.on_event(move |e| {
             let _ = tx.send(e.clone()); // a reader that went away just stops listening
+        });
+        self.on_partial(move |e| {
+            let _ = partial_tx.send(e.clone());
         });
         rx
     }
 
-    /// Removes the observer.
+    /// Calls `f` with every later [`Partial`](Event::Partial) event (replacing any previous
+    /// partial-output watcher), and turns streaming on (see [`events`](Self::events)). `f` runs
+    /// on the thread of the firing that writes the output, while it runs: keep it quick, or
+    /// forward to a channel. [`on_event`](Self::on_event)'s callback never sees partial output.
+    pub fn on_partial(&mut self, f: impl Fn(&Event) + Send + Sync + 'static) {
+        self.partial = Some(std::sync::Arc::new(move |step, op: &str, text: &str| {
+            f(&Event::Partial {
+                step,
+                op: op.to_owned(),
+                text: text.to_owned(),
+            })
+        }));
+    }
+
+    /// Whether partial output is watched (streaming is on).
+    pub fn streaming(&self) -> bool {
+        self.partial.is_some()
+    }
+
+    /// Removes the observer and the partial-output watcher.
     pub fn clear_observer(&mut self) {
         self.observer = None;
+        self.partial = None;
         self.update_slow();
     }
 

@@ -44,7 +44,7 @@ use crate::connection::{ConnState, NONE, Token};
 use crate::history::Store;
 use crate::net::{Mode, Net, PortStates, Topo, evaluate, evaluate_cached};
 use crate::operator::capability::Capabilities;
-use crate::operator::{Execution, InputSlot, OpSettings, OpState, Question};
+use crate::operator::{Execution, InputSlot, OpSettings, OpState, PartialSink, Question};
 use crate::policy::Family;
 
 mod ask;
@@ -101,6 +101,8 @@ pub struct Cvm {
     /// retries), or it is an async operator (so a cancellation drops its firing at once).
     guarded: Vec<bool>,
     observer: Option<Observer>,
+    /// Where firings' partial output goes, while somebody listens ([`Cvm::on_partial`]).
+    partial: Option<PartialSink>,
     cancel: CancelToken,
     /// States to restore before anything else: the operators of an async step whose future was
     /// dropped before it finished.
@@ -191,6 +193,7 @@ impl Cvm {
             guarded,
             settings,
             observer: None,
+            partial: None,
             cancel: CancelToken::new(),
             pending: Vec::new(),
             run_id: uuid::Uuid::now_v7().to_string().into(),

@@ -259,6 +259,7 @@ impl Cvm {
             run_id,
             caps,
             ports,
+            partial,
             ..
         } = self;
         s.slots.clear();
@@ -286,6 +287,7 @@ impl Cvm {
             timed: observed || traced,
             caps,
             parallel: false,
+            partial: partial.as_ref(),
         };
         let entered = span.as_ref().map(tracing::Span::enter);
         let out = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), &mut s.emitted);

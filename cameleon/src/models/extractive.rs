@@ -349,11 +349,71 @@ impl ChatModel for Extractive {
         };
         Box::pin(std::future::ready(answer))
     }
+
+    /// The same answer, shown word by word: each word with the spaces before it is one
+    /// piece, and a task switch separates the pieces, as a model writing would.
+    fn chat_streamed<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        delta: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> CapFuture<'a, Result<ChatReply, CapabilityError>> {
+        Box::pin(async move {
+            if let Some(e) = self.refusal(request) {
+                return Err(e);
+            }
+            let reply = self.reply(request);
+            for piece in words_with_spaces(&reply.text) {
+                delta(piece);
+                tokio::task::yield_now().await;
+            }
+            Ok(reply)
+        })
+    }
+}
+
+/// `text` cut before each word: every piece is the whitespace before a word and the word, so
+/// the pieces joined are `text` again.
+fn words_with_spaces(text: &str) -> impl Iterator<Item = &str> {
+    let mut rest = text;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let word = rest.trim_start();
+        let start = rest.len() - word.len();
+        let end = start + word.find(char::is_whitespace).unwrap_or(word.len());
+        let (piece, after) = rest.split_at(end);
+        rest = after;
+        Some(piece)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn streamed_pieces_are_the_words_and_join_to_the_answer() {
+        use std::sync::Mutex;
+        let m = Extractive::default();
+        let mut req = ChatRequest::prompt("Why do chameleons change colour?");
+        req.context = vec![
+            "Chameleons change colour to signal mood. Cats purr.".into(),
+            "Chameleons change colour with temperature too.".into(),
+        ];
+        let pieces = Mutex::new(Vec::<String>::new());
+        let push = |d: &str| pieces.lock().unwrap().push(d.to_owned());
+        let reply = crate::runtime::block_on(m.chat_streamed(&req, &push)).unwrap();
+        let pieces = pieces.into_inner().unwrap();
+        assert_eq!(reply, crate::runtime::block_on(m.chat(&req)).unwrap());
+        assert_eq!(pieces.concat(), reply.text);
+        assert_eq!(
+            pieces.len(),
+            reply.text.split_whitespace().count(),
+            "{pieces:?}"
+        );
+        assert!(pieces.len() > 3, "{pieces:?}");
+    }
 
     use super::*;
     use crate::operator::capability::ChatMessage;

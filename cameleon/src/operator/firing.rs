@@ -7,6 +7,7 @@ use std::sync::Arc;
 #[cfg(doc)]
 use super::Operator;
 use super::capability::Capabilities;
+use super::partial::{PartialSink, Partials};
 use super::{InPort, InputHandle, OpError, OutPort};
 use crate::connection::{ConnState, Token};
 use crate::types::{DataType, Value};
@@ -43,14 +44,26 @@ pub struct Firing<'a, O: ?Sized = Untyped> {
 }
 
 /// What a firing knows of its place in the net beyond its ports' values: which outputs are
-/// connected, and whether the engine runs in parallel mode.
-#[derive(Clone, Copy, Debug, Default)]
+/// connected, whether the engine runs in parallel mode, and where its partial output goes.
+#[derive(Clone, Default)]
 pub(crate) struct FiringInfo {
     /// Bit `p`: output port `p` has at least one connection (ports from 64 on count as
     /// connected).
     pub(crate) connected: u64,
     /// The engine runs in parallel mode (docs/semantics.md §7).
     pub(crate) parallel: bool,
+    /// Where partial output goes, while somebody listens ([`Firing::partial`]).
+    pub(crate) partial: Option<PartialSink>,
+}
+
+impl fmt::Debug for FiringInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FiringInfo")
+            .field("connected", &self.connected)
+            .field("parallel", &self.parallel)
+            .field("streaming", &self.partial.is_some())
+            .finish()
+    }
 }
 
 impl<O: ?Sized> fmt::Debug for Firing<'_, O> {
@@ -110,9 +123,37 @@ impl<'a, O: ?Sized> Firing<'a, O> {
             run: self.run,
             branch: self.branch,
             caps: self.caps,
-            info: self.info,
+            info: self.info.clone(),
             _op: PhantomData,
         }
+    }
+
+    /// Whether somebody watches this firing's partial output ([`partial`](Self::partial)): an
+    /// operator that must do more to produce it (ask a model to stream its answer) does so
+    /// only then. `false` during a replay, a backward step or a resume, which never fire.
+    #[inline]
+    pub fn streaming(&self) -> bool {
+        self.info.partial.is_some()
+    }
+
+    /// Shows `text` as the next piece of this firing's output while it runs (a model's answer
+    /// as it is written): the engine publishes it as an [`Event::Partial`](crate::Event::Partial)
+    /// to the run's watchers ([`Cvm::events`](crate::Cvm::events)). Pieces are appended to
+    /// each other; the firing's result is still what it emits. Partial output is never
+    /// recorded — history and journal keep the emitted result only — so it may be cut short
+    /// or absent (nobody listens: nothing happens) without changing the run
+    /// (docs/semantics.md §4.12).
+    #[inline]
+    pub fn partial(&self, text: &str) {
+        if let Some(sink) = &self.info.partial {
+            sink(self.step, self.name, text);
+        }
+    }
+
+    /// A handle sending this firing's partial output, owned (`Send + Sync + 'static`): for a
+    /// task or a callback that cannot borrow the firing context (see [`Partials`]).
+    pub fn partials(&self) -> Partials {
+        Partials::new(self.info.partial.as_ref(), self.step, self.name)
     }
 
     /// The capabilities of the run: chat models, embedders, memories, tools (through the tool
@@ -344,6 +385,7 @@ impl DetachedInputs {
             info: FiringInfo {
                 connected: mask,
                 parallel,
+                partial: None,
             },
         }
     }
@@ -365,7 +407,7 @@ impl DetachedInputs {
             &self.run,
             self.branch,
             caps,
-            self.info,
+            self.info.clone(),
         )
     }
 }

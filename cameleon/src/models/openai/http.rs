@@ -109,7 +109,7 @@ impl Endpoint {
     }
 
     /// The API key, read from its environment variable now (`None` without `api_key_env`).
-    fn api_key(&self) -> Result<Option<String>, CapabilityError> {
+    pub(super) fn api_key(&self) -> Result<Option<String>, CapabilityError> {
         let Some(var) = &self.cfg.api_key_env else {
             return Ok(None);
         };
@@ -143,15 +143,14 @@ impl Endpoint {
     pub(crate) async fn post_shaped(&self, path: &str, body: Json) -> Result<Vec<u8>, Failure> {
         let this = self.clone();
         let path = path.to_owned();
-        crate::runtime::spawn(async move { this.post_here(&path, &body).await })
-            .await
-            .map_err(|e| Failure {
-                error: CapabilityError::new(format!(
-                    "{}: the request task failed: {e}",
-                    self.label
-                )),
-                refused: false,
-            })?
+        AbortOnDrop(crate::runtime::spawn(async move {
+            this.post_here(&path, &body).await
+        }))
+        .await
+        .map_err(|e| Failure {
+            error: CapabilityError::new(format!("{}: the request task failed: {e}", self.label)),
+            refused: false,
+        })?
     }
 
     async fn post_here(&self, path: &str, body: &Json) -> Result<Vec<u8>, Failure> {
@@ -193,14 +192,31 @@ impl Endpoint {
 
     /// One attempt.
     async fn send(&self, url: &str, body: &Json, key: Option<&str>) -> Sent {
+        match self.open(url, body, key).await {
+            Ok(resp) => self.read(url, resp).await,
+            Err(sent) => sent,
+        }
+    }
+
+    /// Sends the request: the response, or the attempt's outcome when there is no response to
+    /// read.
+    pub(super) async fn open(
+        &self,
+        url: &str,
+        body: &Json,
+        key: Option<&str>,
+    ) -> Result<reqwest::Response, Sent> {
         let mut req = self.http.post(url).json(body);
         if let Some(k) = key {
             req = req.bearer_auth(k);
         }
-        let resp = match req.send().await {
-            Ok(r) => r,
-            Err(e) => return Sent::Retry(self.transport_error(url, &e), None),
-        };
+        req.send()
+            .await
+            .map_err(|e| Sent::Retry(self.transport_error(url, &e), None))
+    }
+
+    /// Reads a response whole (up to its limit): its body, or what it means.
+    pub(super) async fn read(&self, url: &str, resp: reqwest::Response) -> Sent {
         let status = resp.status();
         let wait = retry_after(resp.headers());
         let location = resp
@@ -257,7 +273,7 @@ impl Endpoint {
         }
     }
 
-    fn transport_error(&self, url: &str, e: &reqwest::Error) -> String {
+    pub(super) fn transport_error(&self, url: &str, e: &reqwest::Error) -> String {
         if e.is_timeout() {
             return format!(
                 "{}: no answer from `{url}` within {} ms (timeout_ms)",
@@ -341,12 +357,33 @@ fn names_response_format(body: &[u8]) -> bool {
 }
 
 /// The outcome of one attempt.
-enum Sent {
+pub(super) enum Sent {
     Ok(Vec<u8>),
     /// A 4xx, or anything trying again will not fix; whether it refuses the request's shape.
     Fatal(String, bool),
     /// A 429, a 5xx, a timeout or a broken connection; the server's wait in ms, if it said.
     Retry(String, Option<u64>),
+}
+
+/// A task on Caméléon's runtime that is aborted when its handle is dropped: a firing that is
+/// cancelled (its future dropped) ends its HTTP request at once, not when the request would
+/// have finished.
+pub(super) struct AbortOnDrop<T>(pub(super) tokio::task::JoinHandle<T>);
+
+impl<T> std::future::Future for AbortOnDrop<T> {
+    type Output = Result<T, tokio::task::JoinError>;
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        std::pin::Pin::new(&mut self.0).poll(cx)
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The wait a 429 or 503 asks for: `retry-after-ms` (milliseconds, as OpenAI sends), else

@@ -3,6 +3,8 @@
 //! (`POST {base_url}/embeddings`).
 
 mod http;
+mod live;
+mod stream;
 mod structured;
 mod wire;
 
@@ -230,6 +232,41 @@ impl OpenAiChat {
         self.reply_of(&bytes)
     }
 
+    /// Asks with `stream: true` (and `stream_options: {include_usage: true}`, so the last
+    /// event carries the usage), handing `delta` each piece of text as it is read. A request
+    /// for structured output is asked whole (its answer is JSON, not prose to watch), then
+    /// shown as one piece.
+    async fn call_streamed(
+        &self,
+        request: &ChatRequest,
+        delta: &(dyn Fn(&str) + Send + Sync),
+    ) -> Result<ChatReply, CapabilityError> {
+        if request.response_schema.is_some() {
+            let reply = self.call_structured(request).await?;
+            if !reply.text.is_empty() {
+                delta(&reply.text);
+            }
+            return Ok(reply);
+        }
+        let mut body = wire::chat_body(&self.config().model, request, StructuredOutput::JsonSchema);
+        body["stream"] = serde_json::json!(true);
+        body["stream_options"] = serde_json::json!({ "include_usage": true });
+        match self
+            .endpoint
+            .post_streamed("chat/completions", body, delta)
+            .await?
+        {
+            live::Streamed::Reply(reply) => Ok(reply),
+            live::Streamed::Whole(bytes) => {
+                let reply = self.reply_of(&bytes)?;
+                if !reply.text.is_empty() {
+                    delta(&reply.text);
+                }
+                Ok(reply)
+            }
+        }
+    }
+
     /// POSTs `request`, structured output (if it asks for any) in form `form`.
     async fn send(
         &self,
@@ -270,6 +307,14 @@ impl ChatModel for OpenAiChat {
         request: &'a ChatRequest,
     ) -> CapFuture<'a, Result<ChatReply, CapabilityError>> {
         Box::pin(self.call(request))
+    }
+
+    fn chat_streamed<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        delta: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> CapFuture<'a, Result<ChatReply, CapabilityError>> {
+        Box::pin(self.call_streamed(request, delta))
     }
 }
 

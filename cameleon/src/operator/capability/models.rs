@@ -135,6 +135,28 @@ pub trait ChatModel: Send + Sync + fmt::Debug {
         &'a self,
         request: &'a ChatRequest,
     ) -> CapFuture<'a, Result<ChatReply, CapabilityError>>;
+
+    /// Answers `request` as [`chat`](Self::chat) does, calling `delta` with each new piece of
+    /// the answer's text as the model writes it (the pieces, joined, are the reply's `text`).
+    /// What an operator calls when its firing's output is watched
+    /// ([`Firing::streaming`](crate::operator::Firing::streaming)). Dropping the future
+    /// abandons the answer (a streaming HTTP request is closed).
+    ///
+    /// Default: [`chat`](Self::chat), then the whole text as one piece. A provider that can
+    /// stream (`openai` with `stream: true`, `extractive` word by word) overrides it.
+    fn chat_streamed<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        delta: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> CapFuture<'a, Result<ChatReply, CapabilityError>> {
+        Box::pin(async move {
+            let reply = self.chat(request).await?;
+            if !reply.text.is_empty() {
+                delta(&reply.text);
+            }
+            Ok(reply)
+        })
+    }
 }
 
 /// An embedder: turns texts into vectors.

@@ -2,7 +2,7 @@
 
 use serde_json::json;
 
-use super::{FiringLog, ModelCall, ModelLog, call_error, require_generative};
+use super::{FiringLog, ModelCall, ModelLog, ask, call_error, require_generative};
 use crate::operator;
 use crate::operator::capability::{ChatMessage, ChatRequest, Role, ToolCall, ToolManifest};
 use crate::operator::{Firing, In, OpError, Out, ParamError, RunAsync};
@@ -110,6 +110,7 @@ impl RunAsync for Agent {
         let prompt = cx.get(Self::in_prompt)?.0.clone();
         let context = cx.try_get(Self::in_context).map(|c| c.0.clone());
         let (instance, key) = (cx.instance().to_owned(), cx.idempotency_key());
+        let partials = cx.partials();
         let caps = cx.capabilities();
         let model = caps.chat(&self.model)?;
         let gate = caps.tools();
@@ -157,8 +158,7 @@ impl RunAsync for Agent {
         };
         let mut log = FiringLog::default();
         for turn in 1..=self.max_turns {
-            let reply = model
-                .chat(&req)
+            let reply = ask(&*model, &req, &partials)
                 .await
                 .map_err(|e| call_error("chat model", &self.model, model.kind(), e))?;
             log.push(ModelCall::Chat {

@@ -2,7 +2,7 @@
 
 use serde_json::Value as Json;
 
-use super::{FiringLog, ModelCall, ModelLog, call_error, require_generative};
+use super::{FiringLog, ModelCall, ModelLog, ask, call_error, require_generative};
 use crate::operator;
 use crate::operator::capability::{ChatMessage, ChatRequest, Role};
 use crate::operator::{Firing, In, OpError, Out, ParamError, RunAsync};
@@ -125,8 +125,7 @@ impl RunAsync for Llm {
             self.temperature,
             self.max_tokens,
         );
-        let reply = model
-            .chat(&req)
+        let reply = ask(&*model, &req, &cx.partials())
             .await
             .map_err(|e| call_error("chat model", &self.model, model.kind(), e))?;
         let text = reply.text.clone();

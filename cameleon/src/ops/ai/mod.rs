@@ -40,7 +40,7 @@ use crate::operator::Firing;
 use crate::operator::capability::{
     CapabilityError, ChatModel, ChatReply, ChatRequest, ToolCall, ToolResult, Usage,
 };
-use crate::operator::{OpError, OpState};
+use crate::operator::{OpError, OpState, Partials};
 
 // The params that name capabilities, for checks before a run (`cameleon check`).
 macro_rules! names_capability {
@@ -69,6 +69,21 @@ crate::submit_operator_effects!(crate::operator::capability::OperatorEffects {
     op_type: "agent",
     effects: crate::operator::capability::OpEffects::OfTools,
 });
+
+/// Asks `model`; while the firing's output is watched ([`Partials::listening`]) the answer
+/// streams in, each piece shown as the firing's partial output (docs/semantics.md §4.12).
+async fn ask(
+    model: &dyn ChatModel,
+    req: &ChatRequest,
+    partials: &Partials,
+) -> Result<ChatReply, CapabilityError> {
+    if partials.listening() {
+        let show = |piece: &str| partials.send(piece);
+        model.chat_streamed(req, &show).await
+    } else {
+        model.chat(req).await
+    }
+}
 
 /// A provider's error as the firing's error, naming what was called.
 fn call_error(what: &str, name: &str, kind: &str, e: CapabilityError) -> OpError {
