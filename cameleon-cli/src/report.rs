@@ -57,8 +57,12 @@ impl RunReport {
             .operators()
             .iter()
             .filter_map(|o| {
-                let batches = ops::inner_runs(o)?;
-                let runs: Vec<Json> = batches.iter().flatten().map(|r| r.summary_json()).collect();
+                let by_firing = ops::inner_runs(o)?;
+                let runs: Vec<Json> = by_firing
+                    .iter()
+                    .flatten()
+                    .map(|r| inner_run(r, false))
+                    .collect();
                 (!runs.is_empty()).then(|| (o.name.clone(), runs))
             })
             .collect();
@@ -349,7 +353,7 @@ impl TraceLines {
         let net = cvm.net();
         let history = cvm.history();
         for (i, f) in entry.firings.iter().enumerate() {
-            let mut line = ops::trace_line(cvm, entry.step, f);
+            let mut line = cvm.trace_line(entry.step, f);
             if let Some(u) = history.state_after(entry.step, i).and_then(usage_in) {
                 line["usage"] = json!({
                     "prompt_tokens": u.prompt_tokens,
@@ -357,10 +361,10 @@ impl TraceLines {
                 });
             }
             let o = f.op.index();
-            let batch = ops::inner_runs(&net.operators()[o])
-                .and_then(|batches| batches.into_iter().nth(self.fired[o]));
-            if let Some(batch) = batch {
-                line["inner"] = Json::Array(batch.iter().map(|r| r.to_json()).collect());
+            let runs = ops::inner_runs(&net.operators()[o])
+                .and_then(|by_firing| by_firing.into_iter().nth(self.fired[o]));
+            if let Some(runs) = runs {
+                line["inner"] = Json::Array(runs.iter().map(|r| inner_run(r, true)).collect());
             }
             self.fired[o] += 1;
             self.line(line);
@@ -422,4 +426,25 @@ impl TraceSink<'_> {
         self.lines.text = text;
         self.lines.text.clear();
     }
+}
+
+/// An inner run of a `subnet` or `map` as `--json` and `--trace` show it (docs/cli.md):
+/// `{"net","item"?,"end",<end fields>,"steps","firings"}`, and its `"trace"` (one line per
+/// inner firing, `Cvm::trace_lines`) when `with_trace`.
+pub(crate) fn inner_run(run: &ops::InnerRun, with_trace: bool) -> Json {
+    let mut m = Map::new();
+    m.insert("net".into(), json!(run.net()));
+    if let Some(i) = run.item() {
+        m.insert("item".into(), json!(i));
+    }
+    if let Ok(Json::Object(end)) = serde_json::to_value(run.end()) {
+        m.extend(end);
+    }
+    m.insert("steps".into(), json!(run.steps()));
+    m.insert("firings".into(), json!(run.firings()));
+    if with_trace {
+        let trace = run.with_cvm(Cvm::trace_lines).unwrap_or_default();
+        m.insert("trace".into(), Json::Array(trace));
+    }
+    Json::Object(m)
 }

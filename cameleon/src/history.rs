@@ -12,20 +12,25 @@
 //! tree, where [`Cvm::checkout`](crate::Cvm::checkout) can return to it.
 
 use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::connection::{ConnId, OpId};
 use crate::operator::OpState;
 
 pub(crate) use crate::connection::NONE;
 
+mod record;
+
+pub use record::{FiringRecord, Note, Recorded, StepKind, StepRecord, TokenRecord, WrittenRecord};
+
 /// A node: one history entry (one step).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Node {
     pub(crate) parent: u32,
     pub(crate) first_firing: u32,
-    /// The branch number (1-based, in creation order) the node lies on: a node that is its
-    /// parent's first child continues the parent's branch; a later child starts a new one.
-    pub(crate) branch: u32,
+    /// Its first token in the arena: a node's tokens are the arena from there to the next
+    /// node's first token (tokens are only emitted by the firings of the node being applied).
+    pub(crate) first_token: u32,
 }
 
 /// One operator firing inside a node.
@@ -45,8 +50,9 @@ pub(crate) struct Written {
 }
 
 // The history's size per firing (docs/semantics.md §5 deltas; a budget of 64 bytes per firing,
-// payloads excluded) rests on these layouts: a node is two indices, a firing three, a written
-// connection three, a token a value pointer plus the logical clock; a node also names its branch.
+// payloads excluded) rests on these layouts: a node is three indices (parent, first firing, first
+// token), a firing three, a written connection three, a token a value pointer plus the logical
+// clock. Branch numbers are kept per branch, not per node.
 const _: () = {
     use std::mem::size_of;
     assert!(size_of::<Node>() == size_of::<[u32; 3]>());
@@ -78,8 +84,14 @@ pub(crate) struct Store {
     pub(crate) has_child: Vec<bool>,
     /// Whether some node is a root (a second root starts a new branch).
     pub(crate) root_has_child: bool,
-    /// The highest branch number given so far.
-    pub(crate) branch_count: u32,
+    /// Per branch (its number less one): the node that starts it. Branches are numbered from 1
+    /// in creation order; a node that is its parent's first child continues the parent's
+    /// branch, a later child (or a second root) starts a new one. A node lies on the branch of
+    /// the nearest of its ancestors, itself included, that starts one.
+    pub(crate) branch_starts: Vec<u32>,
+    /// The node whose branch was looked up last (plus one; 0: none) in the high half, its
+    /// branch in the low half: the tip, nearly always, so a step finds its branch at once.
+    branch_cache: AtomicU64,
 }
 
 impl fmt::Debug for Store {
@@ -105,7 +117,8 @@ impl Store {
             redo: Vec::new(),
             has_child: Vec::with_capacity(ops),
             root_has_child: false,
-            branch_count: 0,
+            branch_starts: Vec::new(),
+            branch_cache: AtomicU64::new(0),
         }
     }
 
@@ -115,6 +128,17 @@ impl Store {
             .nodes
             .get(node as usize + 1)
             .map_or(self.firings.len(), |n| n.first_firing as usize);
+        start..end
+    }
+
+    /// The arena range of the tokens node `node`'s firings emitted (`n_tokens`: the arena's
+    /// length).
+    pub(crate) fn token_range(&self, node: u32, n_tokens: usize) -> std::ops::Range<usize> {
+        let start = self.nodes[node as usize].first_token as usize;
+        let end = self
+            .nodes
+            .get(node as usize + 1)
+            .map_or(n_tokens, |n| n.first_token as usize);
         start..end
     }
 
@@ -144,18 +168,22 @@ impl Store {
         self.states.get(i)
     }
 
-    /// Starts a new node as a child of the current tip.
+    /// Starts a new node as a child of the current tip; its tokens start at `first_token`.
     #[inline]
-    pub(crate) fn open_node(&mut self) -> u32 {
+    pub(crate) fn open_node(&mut self, first_token: u32) -> u32 {
         let parent = self.path.last().copied().unwrap_or(NONE);
-        self.open_node_at(parent)
+        self.open_node_at(parent, first_token)
     }
 
-    /// Starts a new node as a child of `parent` (`NONE`: a root).
+    /// Starts a new node as a child of `parent` (`NONE`: a root); its tokens start at
+    /// `first_token`.
     #[inline]
-    pub(crate) fn open_node_at(&mut self, parent: u32) -> u32 {
+    pub(crate) fn open_node_at(&mut self, parent: u32, first_token: u32) -> u32 {
         let branch = self.branch_under(parent);
-        self.branch_count = self.branch_count.max(branch);
+        let node = self.nodes.len() as u32;
+        if branch as usize > self.branch_starts.len() {
+            self.branch_starts.push(node);
+        }
         if parent == NONE {
             self.root_has_child = true;
         } else {
@@ -164,10 +192,42 @@ impl Store {
         self.nodes.push(Node {
             parent,
             first_firing: self.firings.len() as u32,
-            branch,
+            first_token,
         });
         self.has_child.push(false);
-        (self.nodes.len() - 1) as u32
+        self.cache_branch(node, branch);
+        node
+    }
+
+    /// The number of branches.
+    pub(crate) fn branch_count(&self) -> u32 {
+        self.branch_starts.len() as u32
+    }
+
+    /// The branch node `node` lies on (1-based, in creation order).
+    #[inline]
+    pub(crate) fn branch_of(&self, node: u32) -> u32 {
+        let cache = self.branch_cache.load(Ordering::Relaxed);
+        let mut n = node;
+        let branch = loop {
+            if cache >> 32 == u64::from(n) + 1 {
+                break cache as u32;
+            }
+            if let Ok(i) = self.branch_starts.binary_search(&n) {
+                break i as u32 + 1;
+            }
+            // Every root starts a branch: the walk ends there at the latest.
+            n = self.nodes[n as usize].parent;
+        };
+        self.cache_branch(node, branch);
+        branch
+    }
+
+    fn cache_branch(&self, node: u32, branch: u32) {
+        self.branch_cache.store(
+            ((u64::from(node) + 1) << 32) | u64::from(branch),
+            Ordering::Relaxed,
+        );
     }
 
     /// The branch a new child of `parent` (`NONE`: a root) lies on.
@@ -176,12 +236,13 @@ impl Store {
         let (taken, branch) = if parent == NONE {
             (self.root_has_child, 1)
         } else {
-            (
-                self.has_child[parent as usize],
-                self.nodes[parent as usize].branch,
-            )
+            (self.has_child[parent as usize], self.branch_of(parent))
         };
-        if taken { self.branch_count + 1 } else { branch }
+        if taken {
+            self.branch_count() + 1
+        } else {
+            branch
+        }
     }
 
     /// The branch the next new step (a child of the current tip) lies on.
@@ -197,6 +258,11 @@ impl Store {
             return;
         };
         self.has_child.pop();
+        let dropped = self.nodes.len() as u32;
+        if self.branch_starts.last() == Some(&dropped) {
+            self.branch_starts.pop();
+        }
+        self.branch_cache.store(0, Ordering::Relaxed);
         let first = node.first_firing as usize;
         if let Some(f) = self.firings.get(first) {
             self.consumed.truncate(f.consumed_start as usize);
@@ -216,7 +282,6 @@ impl Store {
             let p = node.parent;
             self.has_child[p as usize] = self.nodes.iter().any(|n| n.parent == p);
         }
-        self.branch_count = self.nodes.iter().map(|n| n.branch).max().unwrap_or(0);
     }
 
     /// Leaves of the tree: the tips of every branch.
@@ -265,6 +330,7 @@ impl Store {
             + self.consumed.len() * size_of::<u32>()
             + self.written.len() * size_of::<Written>()
             + self.states.len() * size_of::<SavedStates>()
+            + self.branch_starts.len() * size_of::<u32>()
     }
 }
 
@@ -401,5 +467,49 @@ impl History<'_> {
     /// token handles (value pointer and logical-clock metadata) of every emission.
     pub fn footprint_bytes(&self) -> usize {
         self.store.footprint() + self.tokens * std::mem::size_of::<crate::connection::Token>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_node_lies_on_the_branch_of_its_nearest_ancestor_that_starts_one() {
+        let mut s = Store::default();
+        let a = s.open_node_at(NONE, 0); // the first root: branch 1
+        let b = s.open_node_at(a, 0); // a's first child: 1
+        let c = s.open_node_at(a, 0); // a's second child: 2
+        let d = s.open_node_at(c, 0); // 2
+        let e = s.open_node_at(b, 0); // 1
+        let f = s.open_node_at(NONE, 0); // a second root: 3
+        let g = s.open_node_at(d, 0); // 2
+        let h = s.open_node_at(d, 0); // d's second child: 4
+        let want = [
+            (a, 1),
+            (b, 1),
+            (c, 2),
+            (d, 2),
+            (e, 1),
+            (f, 3),
+            (g, 2),
+            (h, 4),
+        ];
+        for (n, branch) in want {
+            s.branch_cache.store(0, Ordering::Relaxed); // found by walking up
+            assert_eq!(s.branch_of(n), branch, "node {n}");
+        }
+        for (n, branch) in want.into_iter().rev() {
+            assert_eq!(s.branch_of(n), branch, "node {n}, after another lookup");
+        }
+        assert_eq!(s.branch_count(), 4);
+        s.drop_last_node(); // h, which started branch 4
+        assert_eq!(s.branch_count(), 3);
+        assert_eq!(
+            s.branch_under(d),
+            4,
+            "d has a child: a new one starts a branch"
+        );
+        assert_eq!(s.branch_under(g), 2);
     }
 }

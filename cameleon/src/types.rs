@@ -178,6 +178,7 @@ trait DynData: Send + Sync + fmt::Debug + 'static {
     fn info(&self) -> &'static TypeInfo;
     fn as_any(&self) -> &dyn StdAny;
     fn to_json(&self) -> serde_json::Value;
+    fn try_to_json(&self) -> Result<serde_json::Value, serde_json::Error>;
     fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error>;
     fn write_json_to(&self, out: &mut dyn io::Write, pretty: bool)
     -> Result<(), serde_json::Error>;
@@ -194,6 +195,9 @@ impl<T: DataType> DynData for T {
         // A data type whose Serialize fails (a map with non-string keys, say) shows as null in
         // traces rather than taking the run down.
         serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
+    }
+    fn try_to_json(&self) -> Result<serde_json::Value, serde_json::Error> {
+        serde_json::to_value(self)
     }
     fn write_json(&self, out: &mut Vec<u8>) -> Result<(), serde_json::Error> {
         serde_json::to_writer(out, self)
@@ -240,6 +244,12 @@ impl Value {
     /// The value's JSON form (as serde serializes it); `null` if its `Serialize` fails.
     pub fn to_json(&self) -> serde_json::Value {
         self.0.to_json()
+    }
+
+    /// The value's JSON form, or serde's error (a record must not keep `null` for a value it
+    /// could not serialise).
+    pub fn try_to_json(&self) -> Result<serde_json::Value, serde_json::Error> {
+        self.0.try_to_json()
     }
 
     /// Appends the value's JSON text to `out`, or returns serde's error (a journal must not

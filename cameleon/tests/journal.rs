@@ -1012,7 +1012,7 @@ fn a_journal_of_a_newer_schema_is_refused_untouched() {
             err,
             JournalError::TooNew {
                 version: 99,
-                supported: 1,
+                supported: 2,
                 ..
             }
         ),
@@ -1127,10 +1127,10 @@ fn an_edited_stored_net_is_reported_damaged() {
 // ---------------------------------------------------------------------------------------------
 // The engine's hook, without SQLite; reading a run without journaling
 
-/// Keeps what it is told in memory, as another journal backend would.
+/// Keeps what it is told in memory, as another journal backend would: each step's record.
 #[derive(Default)]
 struct InMemory {
-    steps: std::sync::Arc<Mutex<Vec<cameleon::engine::RecordedStep>>>,
+    steps: std::sync::Arc<Mutex<Vec<cameleon::history::StepRecord>>>,
     position: std::sync::Arc<Mutex<cameleon::engine::Position>>,
 }
 
@@ -1139,28 +1139,7 @@ impl cameleon::engine::Recorder for InMemory {
         &mut self,
         step: &cameleon::engine::Committed<'_>,
     ) -> Result<(), cameleon::engine::RecordError> {
-        let firings = step
-            .firings()
-            .map(|f| cameleon::engine::RecordedFiring {
-                op: f.op(),
-                consumed: f.consumed().collect(),
-                written: f.written().collect(),
-                tokens: f.tokens().map(|(_, t)| t.value.clone()).collect(),
-                before: f
-                    .before()
-                    .map(|s| s.from_json_like(s.to_json().unwrap()).unwrap()),
-                after: f
-                    .after()
-                    .map(|s| s.from_json_like(s.to_json().unwrap()).unwrap()),
-            })
-            .collect();
-        self.steps
-            .lock()
-            .unwrap()
-            .push(cameleon::engine::RecordedStep {
-                parent: step.parent(),
-                firings,
-            });
+        self.steps.lock().unwrap().push(step.record()?);
         *self.position.lock().unwrap() = step.position();
         Ok(())
     }
@@ -1199,13 +1178,15 @@ fn a_recorder_sees_every_step_and_restore_rebuilds_the_run_without_running_it() 
         .collect();
     let ran = calls("hook").len();
     assert_eq!(steps.lock().unwrap().len(), 4);
+    // The whole tree's record is the records of its steps as they were committed.
+    assert_eq!(cvm.record().unwrap().nodes, *steps.lock().unwrap());
     let at = *position.lock().unwrap();
     assert_eq!((at.tip, at.redo_tip, at.depth), (Some(2), Some(3), 3));
 
     let mut fresh = Cvm::new(chain("hook", 3));
     fresh
-        .restore(cameleon::engine::Recorded {
-            steps: std::mem::take(&mut *steps.lock().unwrap()),
+        .restore(cameleon::history::Recorded {
+            nodes: std::mem::take(&mut *steps.lock().unwrap()),
             tip: at.tip,
             redo_tip: at.redo_tip,
         })
@@ -1230,23 +1211,51 @@ fn a_recorder_sees_every_step_and_restore_rebuilds_the_run_without_running_it() 
     );
     // A record that does not fit the net is refused.
     let mut other = Cvm::new(chain("hook", 3));
-    let bad = cameleon::engine::Recorded {
-        steps: vec![cameleon::engine::RecordedStep {
+    let bad = cameleon::history::Recorded {
+        nodes: vec![cameleon::history::StepRecord {
             parent: None,
-            firings: vec![cameleon::engine::RecordedFiring {
-                op: OpId(1), // c0, which is not enabled at the start
-                consumed: vec![],
-                written: vec![],
-                tokens: vec![],
-                before: None,
-                after: None,
+            firings: vec![cameleon::history::FiringRecord {
+                op: 1, // c0, which is not enabled at the start
+                ..Default::default()
             }],
+            ..Default::default()
         }],
         tip: Some(0),
         redo_tip: None,
     };
     let err = other.restore(bad).unwrap_err().to_string();
     assert!(err.contains("`c0` is not enabled there"), "{err}");
+}
+
+#[test]
+fn the_record_of_the_whole_tree_is_the_records_of_its_steps_as_committed() {
+    // Operators that fire again and again, a branch, an accumulator's state: each node's
+    // tokens are its own range of the arena, found again exactly from the tree.
+    let rec = InMemory::default();
+    let steps = rec.steps.clone();
+    let mut cvm = Cvm::new(counter_loop());
+    cvm.set_recorder(Box::new(rec));
+    for _ in 0..9 {
+        cvm.step().unwrap();
+    }
+    cvm.back().unwrap();
+    cvm.back().unwrap();
+    cvm.refire().unwrap();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(cvm.branches().len(), 2);
+    let whole = cvm.record().unwrap();
+    assert_eq!(whole.nodes, *steps.lock().unwrap());
+    // Its serde form reads back as itself, and restores the run without running it.
+    let json = serde_json::to_value(&whole).unwrap();
+    let back: cameleon::history::Recorded = serde_json::from_value(json).unwrap();
+    assert_eq!(back, whole);
+    let mut fresh = Cvm::new(counter_loop());
+    fresh.restore(back).unwrap();
+    assert_eq!(fresh.record().unwrap(), whole);
+    assert_eq!(
+        fresh.received("done")[0].to_json(),
+        cvm.received("done")[0].to_json()
+    );
 }
 
 #[test]
@@ -1354,7 +1363,7 @@ fn inner(cvm: &Cvm, op: &str) -> Vec<serde_json::Value> {
         .unwrap()
         .iter()
         .flatten()
-        .map(|r| r.to_json())
+        .map(|r| shown(r))
         .collect()
 }
 
@@ -1441,4 +1450,17 @@ fn a_subnet_fired_twice_keeps_both_runs_across_resume_and_back() {
     assert_eq!(again.run().unwrap(), EndState::Completed);
     assert_eq!(inner(&again, "sub"), inner(&reference, "sub"));
     assert_eq!(calls("twice").len(), 4);
+}
+
+/// An inner run as the CLI shows it (its end's fields at the top), its trace included.
+fn shown(r: &cameleon::ops::InnerRun) -> serde_json::Value {
+    let mut j = serde_json::to_value(r.end()).unwrap();
+    j["net"] = r.net().into();
+    if let Some(i) = r.item() {
+        j["item"] = i.into();
+    }
+    j["steps"] = r.steps().into();
+    j["firings"] = r.firings().into();
+    j["trace"] = r.with_cvm(Cvm::trace_lines).unwrap_or_default().into();
+    j
 }

@@ -81,7 +81,7 @@ fn run(name: &str, mode: Mode) -> (Cvm, Vec<Json>) {
     let mut cvm = Cvm::builder(example(name)).mode(mode).build();
     let end = cvm.run().unwrap();
     assert_eq!(end, EndState::Completed, "{name} ({mode}): {end}");
-    let trace = cameleon::ops::trace_lines(&cvm);
+    let trace = cvm.trace_lines();
     (cvm, trace)
 }
 
@@ -105,7 +105,7 @@ fn drive(name: &str, ops: &[&str]) -> (Cvm, Vec<Json>) {
         EndState::Completed,
         "{name} driven along {ops:?}: {end}"
     );
-    let trace = cameleon::ops::trace_lines(&cvm);
+    let trace = cvm.trace_lines();
     (cvm, trace)
 }
 
@@ -325,7 +325,7 @@ fn inner(cvm: &Cvm, op: &str) -> Vec<Json> {
         .unwrap_or_else(|| panic!("`{op}` runs no inner net"))
         .iter()
         .flatten()
-        .map(|r| r.to_json())
+        .map(|r| shown(r))
         .collect()
 }
 
@@ -800,4 +800,17 @@ fn the_patterns_page_supports_42_of_the_43_patterns_and_says_so() {
         doc.replace('\n', " ").contains(&claim),
         "the page says how many it supports: `{claim}`"
     );
+}
+
+/// An inner run as the CLI shows it (its end's fields at the top), its trace included.
+fn shown(r: &cameleon::ops::InnerRun) -> serde_json::Value {
+    let mut j = serde_json::to_value(r.end()).unwrap();
+    j["net"] = r.net().into();
+    if let Some(i) = r.item() {
+        j["item"] = i.into();
+    }
+    j["steps"] = r.steps().into();
+    j["firings"] = r.firings().into();
+    j["trace"] = r.with_cvm(Cvm::trace_lines).unwrap_or_default().into();
+    j
 }

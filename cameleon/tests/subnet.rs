@@ -205,7 +205,7 @@ fn the_inner_history_is_kept_and_viewable() {
         })
         .unwrap();
     assert_eq!(ops, ["x", "count", "inc", "y"]);
-    let trace = run.trace();
+    let trace = run.with_cvm(Cvm::trace_lines).unwrap();
     assert_eq!(trace.len(), 4);
     assert_eq!(trace[2]["op"], "inc");
     assert_eq!(trace[2]["emitted"][0]["value"], json!(2));
@@ -561,8 +561,7 @@ fn map_with_error_connected_runs_every_item_and_lists_the_failed_ones() {
 fn map_results_and_runs_never_depend_on_timing() {
     let _g = counting();
     let render = |cvm: &Cvm| -> String {
-        let runs: Vec<serde_json::Value> =
-            map_of(cvm).runs()[0].iter().map(|r| r.to_json()).collect();
+        let runs: Vec<serde_json::Value> = map_of(cvm).runs()[0].iter().map(|r| shown(r)).collect();
         format!("{:?} {}", got(cvm, "out"), serde_json::Value::Array(runs))
     };
     let mut first = None;
@@ -654,4 +653,17 @@ fn back_over_a_map_rewinds_every_item_run_and_replays_none() {
     cvm.step().unwrap();
     assert_eq!(RUNS.load(Ordering::SeqCst), 3, "replayed, not re-run");
     assert_eq!(map_of(&cvm).runs()[0].len(), 3);
+}
+
+/// An inner run as the CLI shows it (its end's fields at the top), its trace included.
+fn shown(r: &cameleon::ops::InnerRun) -> serde_json::Value {
+    let mut j = serde_json::to_value(r.end()).unwrap();
+    j["net"] = r.net().into();
+    if let Some(i) = r.item() {
+        j["item"] = i.into();
+    }
+    j["steps"] = r.steps().into();
+    j["firings"] = r.firings().into();
+    j["trace"] = r.with_cvm(Cvm::trace_lines).unwrap_or_default().into();
+    j
 }

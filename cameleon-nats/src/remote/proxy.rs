@@ -78,13 +78,7 @@ impl RemoteOp {
             }));
         }
         if let Some(json) = reply.state {
-            let model = self.inner.save_state().ok_or_else(|| {
-                OpError::new(format!(
-                    "satellite `{}` sent an internal state for `{}`, whose type has none",
-                    reply.satellite, self.instance
-                ))
-            })?;
-            let s = model.from_json_like(json).map_err(|e| {
+            let s = cameleon::operator::read_state(&*self.inner, json).map_err(|e| {
                 OpError::new(format!(
                     "the internal state of `{}` sent by satellite `{}` cannot be read: {e}",
                     self.instance, reply.satellite

@@ -112,10 +112,7 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest, permit: OwnedSemaphorePerm
         Err(e) => return bad(format!("`{}` ({}): {e}", req.instance, req.ty)),
     };
     if let Some(json) = req.state {
-        let restored = op
-            .save_state()
-            .ok_or_else(|| format!("operator type `{}` has no internal state", req.ty))
-            .and_then(|model| model.from_json_like(json).map_err(|e| e.to_string()));
+        let restored = cameleon::operator::read_state(&*op, json);
         match restored {
             Ok(s) => op.restore_state(&s),
             Err(e) => {

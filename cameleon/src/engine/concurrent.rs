@@ -446,8 +446,7 @@ impl Cvm {
                 error,
             });
         }
-        let first_token = self.tokens.len() as u32;
-        let node = self.hist.open_node();
+        let node = self.hist.open_node(self.tokens.len() as u32);
         for (j, ((o, before), emitted)) in pending.into_iter().zip(ran.emitted).enumerate() {
             let o = o as usize;
             let after = if before.is_some() {
@@ -462,7 +461,7 @@ impl Cvm {
         self.hist.path.push(node);
         if self.recorder.is_some() {
             let observed = self.observed();
-            self.record_commit(node, first_token, step, observed)?;
+            self.record_commit(node, step, observed)?;
         }
         if self.observed() {
             self.notify(|cvm| Event::StepCommitted {

@@ -60,8 +60,10 @@ mod loan;
 mod outcome;
 mod query;
 mod record;
+mod restore;
 mod spans;
 mod step;
+mod trace;
 
 pub use ask::ProvideError;
 use bits::{Bits, Scratch};
@@ -73,10 +75,8 @@ pub use outcome::{
     BackError, CheckoutError, ConnView, EndState, Marking, RunError, Step, StepError, Stuck,
     StuckReason, Waiting,
 };
-pub use record::{
-    Committed, CommittedFiring, Position, RecordError, Recorded, RecordedFiring, RecordedStep,
-    Recorder, RestoreError,
-};
+pub use record::{Committed, CommittedFiring, Position, RecordError, Recorder};
+pub use restore::RestoreError;
 
 /// The Caméléon virtual machine: a net, its marking, and its history.
 pub struct Cvm {

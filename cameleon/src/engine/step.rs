@@ -321,12 +321,11 @@ impl Cvm {
         } else {
             None
         };
-        let first_token = self.tokens.len() as u32;
-        let node = self.hist.open_node();
+        let node = self.hist.open_node(self.tokens.len() as u32);
         self.apply_firing(o, step, before, after, consumes);
         self.hist.path.push(node);
         if recording {
-            self.record_commit(node, first_token, step, observed)?;
+            self.record_commit(node, step, observed)?;
         }
         if observed {
             self.notify(|cvm| Event::StepCommitted {

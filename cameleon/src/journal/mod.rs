@@ -71,8 +71,9 @@
 //! at once (SQLite serialises the writers; each waits up to a minute for the others). A file
 //! that is not a journal, a journal written by a newer version, a damaged file, an unknown run
 //! id, or a stored net whose operator types this program lacks are each a [`JournalError`];
-//! the file is left as it was. Schema (version 1, in `meta.schema` and `PRAGMA user_version`;
-//! a newer version is refused):
+//! the file is left as it was. Schema (version 2, in `meta.schema` and `PRAGMA user_version`;
+//! a newer version is refused, an older one is migrated in place when the file is opened, in
+//! one transaction: see `migrate.rs`):
 //!
 //! | table | column | holds |
 //! |---|---|---|
@@ -94,10 +95,11 @@
 //! | | `parent` | the parent node (`NULL`: a first step) |
 //! | | `step`, `branch` | the node's depth (1-based) and branch number (1-based, creation order) |
 //! | | `ops` | JSON array of the names of the operators that fired |
-//! | | `body` | JSON `{"firings":[{"op":i,"consumed":[c…],"written":[[c,prior,new]…],"tokens":[{"type":T,"value":V}…],"before":S,"after":S}…]}`: operator and connection indices in declaration order, token indices in the run's token arena (tokens are numbered in node order, then emission order) |
+//! | | `body` | the step's record, [`StepRecord`](crate::history::StepRecord), as JSON: `{"parent":N\|null,"firings":[{"op":i,"consumed":[c…],"written":[[c,prior,new]…],"tokens":[{"type":T,"value":V}…],"before":S,"after":S}…]}` (empty lists and absent states left out): operator and connection indices in declaration order, token indices in the run's token arena (tokens are numbered in node order, then emission order) |
 //!
 //! A later feature adds its own table keyed by `runs.id` (answers to `ask`, a memory's
-//! documents) and raises the schema version, migrating older files forward.
+//! documents), or a kind of step or note to the record, and raises the schema version,
+//! migrating older files forward (`migrate.rs`).
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -107,7 +109,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalogue::Catalogue;
 use crate::cm::{CmError, Loader};
-use crate::engine::{Cvm, EndState, Recorded};
+use crate::engine::{Cvm, EndState};
+use crate::history::Recorded;
 use crate::operator::capability::Spent;
 use crate::net::{Mode, Net};
 use crate::operator::capability::Capabilities;
@@ -115,6 +118,7 @@ use crate::tools::ToolRegistry;
 
 mod codec;
 mod lock;
+mod migrate;
 mod resume;
 mod store;
 mod writer;

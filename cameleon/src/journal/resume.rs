@@ -243,7 +243,7 @@ impl Journal {
             b = b.capabilities(caps);
         }
         let mut cvm = b.build();
-        let recorded = self.recorded(&id, seq, cvm.net(), tip, redo_tip)?;
+        let recorded = self.recorded(&id, seq, tip, redo_tip)?;
         cvm.restore(recorded)
             .map_err(|e| JournalError::Incompatible {
                 run: id.clone(),
@@ -283,40 +283,36 @@ impl Journal {
         Ok(resumed)
     }
 
-    /// Reads run `id`'s entries into a [`Recorded`] history for `net`.
+    /// Reads run `id`'s entries into a [`Recorded`] history.
     fn recorded(
         &self,
         id: &str,
         seq: i64,
-        net: &Net,
         tip: Option<i64>,
         redo_tip: Option<i64>,
     ) -> Result<Recorded, JournalError> {
-        let rows: Vec<(i64, Option<i64>, String)> = self.with(|c| {
+        let rows: Vec<(i64, String)> = self.with(|c| {
             let mut st = c.prepare_cached(
-                "SELECT node, parent, body FROM entries WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
+                "SELECT node, body FROM entries WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
             )?;
             let range = (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX));
-            st.query_map(range, |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+            st.query_map(range, |r| Ok((r.get(0)?, r.get(1)?)))?
                 .collect()
         })?;
         let mut rec = Recorded {
-            steps: Vec::with_capacity(rows.len()),
+            nodes: Vec::with_capacity(rows.len()),
             tip: node_index(tip).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?,
             redo_tip: node_index(redo_tip).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?,
         };
-        for (i, (node, parent, body)) in rows.into_iter().enumerate() {
+        for (i, (node, body)) in rows.into_iter().enumerate() {
             if node != i as i64 {
                 return Err(self.corrupt(format!("run `{id}`: entry #{i} is missing")));
             }
-            let parent =
-                node_index(parent).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?;
-            let step =
-                codec::decode(net, parent, &body).map_err(|what| JournalError::Incompatible {
-                    run: id.to_owned(),
-                    what: format!("entry #{i}: {what}"),
-                })?;
-            rec.steps.push(step);
+            let step = codec::decode(&body).map_err(|what| JournalError::Incompatible {
+                run: id.to_owned(),
+                what: format!("entry #{i}: {what}"),
+            })?;
+            rec.nodes.push(step);
         }
         Ok(rec)
     }

@@ -8,8 +8,9 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
 use super::JournalError;
 
-/// The schema version this code writes and reads (`meta.schema`, also `PRAGMA user_version`).
-pub(super) const SCHEMA: i64 = 1;
+/// The schema version this code writes and reads (`meta.schema`, also `PRAGMA user_version`);
+/// an older journal is migrated when opened (`migrate.rs`).
+pub(super) const SCHEMA: i64 = 2;
 
 /// `meta.format`: what marks a SQLite file as a Caméléon journal.
 pub(super) const FORMAT: &str = "cameleon-journal";
@@ -138,8 +139,8 @@ pub(super) fn open(path: &Path, create: bool) -> Result<Connection, JournalError
             });
         }
         retry_busy(|| init(&conn)).map_err(|e| JournalError::sql(path, e))?;
-    } else {
-        check(&conn, path, &tables)?;
+    } else if check(&conn, path, &tables)? < SCHEMA {
+        super::migrate::migrate(&conn, path)?;
     }
     Ok(conn)
 }
@@ -178,7 +179,7 @@ fn table_names(conn: &Connection) -> rusqlite::Result<Vec<String>> {
 /// calling the busy handler, when switching a file to WAL while another connection opens it, or
 /// when reading its WAL index while another process recovers it. Two processes creating one
 /// journal at the same instant meet exactly those cases.
-fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+pub(super) fn retry_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
     let start = std::time::Instant::now();
     let mut pause = Duration::from_millis(1);
     loop {
@@ -226,8 +227,8 @@ fn init(conn: &Connection) -> rusqlite::Result<()> {
     }
 }
 
-/// Checks that a database with tables is a journal this code reads.
-fn check(conn: &Connection, path: &Path, tables: &[String]) -> Result<(), JournalError> {
+/// Checks that a database with tables is a journal this code reads; returns its schema version.
+fn check(conn: &Connection, path: &Path, tables: &[String]) -> Result<i64, JournalError> {
     let shown = path.display().to_string();
     if !tables.iter().any(|t| t == "meta") {
         return Err(JournalError::NotAJournal {
@@ -270,7 +271,7 @@ fn check(conn: &Connection, path: &Path, tables: &[String]) -> Result<(), Journa
             });
         }
     }
-    Ok(())
+    Ok(version)
 }
 
 /// A writer's connection to a journal already checked by [`open`].

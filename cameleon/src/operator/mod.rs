@@ -45,7 +45,7 @@ pub use ports::{AnyInPort, In, InPort, InputHandle, Out, OutPort};
 pub use question::{AnswerError, Question};
 pub use settings::{Execution, OpFuture, OpSettings, Retry};
 pub use spec::{Cancels, OpSpec, PortSpec, Region, TypeRef};
-pub use state::{InputSet, OpState, StateCodec, StateError};
+pub use state::{InputSet, OpState, StateCodec, StateError, read_state};
 pub use typed::{CanFire, Emitted, Run, RunAsync, run_async_blocking, run_async_boxed};
 
 /// An operator's parameters as written in `.cm` `params:` (declaration order kept).

@@ -58,6 +58,21 @@ pub enum StateError {
     /// serde failed.
     #[error("{0}")]
     Serde(String),
+    /// A state was given to an operator whose type has none.
+    #[error("its operator type has no internal state")]
+    Stateless,
+}
+
+/// Reads operator `op`'s internal state back from its serde form: the one way a state that
+/// was written out comes back — from a journal, an inner run's record, a satellite's reply or
+/// request (the operator as built lends its state's type).
+pub fn read_state(
+    op: &dyn crate::operator::Operator,
+    json: serde_json::Value,
+) -> Result<OpState, StateError> {
+    op.save_state()
+        .ok_or(StateError::Stateless)?
+        .from_json_like(json)
 }
 
 fn codec_to_json<S: Serialize + 'static>(

@@ -37,8 +37,8 @@ pub use structural::{
     Accumulator, Barrier, Fork, Gate, Guard, Join, MAX_ARITY, MAX_PARTIAL_ARITY, Merge, letter_port,
 };
 pub use subnet::{
-    Batch, Boundary, DEFAULT_CONCURRENCY, Dynamic, InnerRun, Map, MapPorts, Runs, Subnet,
-    SubnetError, SubnetInput, SubnetOutput, inner_runs, port_index, trace_line, trace_lines,
+    Boundary, DEFAULT_CONCURRENCY, Dynamic, FiringRuns, InnerRun, Map, MapPorts, Runs, Subnet,
+    SubnetError, SubnetInput, SubnetOutput, inner_runs, port_index,
 };
 pub use test_expr::Test;
 pub use text::{Case, JoinText, RegexExtract, Replace, SplitText, Trim, Truncate};

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use serde_json::{Value as Json, json};
 
-use super::runs::{Batch, InnerRun, Runs};
+use super::runs::{FiringRuns, InnerRun, Runs};
 use super::subnet::SubnetError;
 use super::template::{Source, Template, load};
 use crate::catalogue::{BuildContext, CatalogueEntry, ParamError, ParamInfo, ParamReader, PortDoc};
@@ -113,10 +113,10 @@ impl Map {
         self
     }
 
-    /// The inner runs so far: one batch per firing along the current history (one run per item
-    /// that ran, in item order), first first.
-    pub fn runs(&self) -> Vec<Batch> {
-        self.runs.batches()
+    /// The inner runs so far: the runs of each firing along the current history (one run per
+    /// item that ran, in item order), first first.
+    pub fn runs(&self) -> Vec<FiringRuns> {
+        self.runs.by_firing()
     }
 }
 
@@ -420,13 +420,13 @@ impl Map {
                 },
             );
         }
-        let batch: Batch = done
+        let runs: FiringRuns = done
             .into_iter()
             .flatten()
             .filter_map(|d| d.run)
             .map(Arc::new)
             .collect();
-        self.runs = self.runs.push(batch);
+        self.runs = self.runs.push(runs);
         Ok(())
     }
 }
@@ -475,28 +475,16 @@ impl Operator for Map {
     }
 
     fn restore_state(&mut self, state: &OpState) {
-        if let Some(r) = state.get::<Runs>() {
-            self.runs = r.clone();
-        }
+        self.runs.restore_state(state);
     }
 
     fn rollback(&mut self, before: Option<&OpState>, _emitted: &[(u16, Value)]) {
-        if let Some(before) = before.and_then(|s| s.get::<Runs>()) {
-            let before = self.runs.back_to(before);
-            self.runs.rewind_to(&before);
-            self.runs = before;
-        }
+        self.runs.rollback(before);
     }
 
     fn replay(&mut self, after: Option<&OpState>, _emitted: &[(u16, Value)]) {
-        if let Some(after) = after.and_then(|s| s.get::<Runs>()) {
-            let after = self.runs.advance_to(after);
-            // Runs read back from a journal get their engines back, no inner operator run.
-            self.runs
-                .restore_newer(&after, || self.template.instantiate().ok());
-            self.runs.replay_to(&after);
-            self.runs = after;
-        }
+        let template = &self.template;
+        self.runs.replay(after, || template.instantiate().ok());
     }
 
     fn fresh(&self) -> Option<Box<dyn Operator>> {

@@ -7,7 +7,7 @@
 //! |---|---|
 //! | `boundary` | `input` and `output` |
 //! | `template` | the inner net: loaded once (recursion detected), its boundary read, instantiated per run |
-//! | `runs` | [`InnerRun`], the runs a sub-net keeps, and how `back` and replay treat them |
+//! | `runs` | [`InnerRun`] (one shape, its serde form, for both operators), [`Runs`]: the runs a `subnet` or `map` keeps and the one protocol both follow to save, restore, undo and replay them |
 //! | `subnet` | [`Subnet`], [`Boundary`] (a boundary declared in Rust), the `subnet` catalogue entry |
 //! | `map` | [`Map`] and its catalogue entry |
 
@@ -20,12 +20,12 @@ mod template;
 
 pub use boundary::{SubnetInput, SubnetOutput};
 pub use map::{DEFAULT_CONCURRENCY, Map, MapPorts};
-pub use runs::{Batch, InnerRun, Runs, trace_line, trace_lines};
+pub use runs::{FiringRuns, InnerRun, Runs};
 pub use subnet::{Boundary, Dynamic, Subnet, SubnetError};
 
 /// The inner runs of the operator `node` when it is a `subnet` (as a `.cm` file builds it) or a
-/// `map`: one batch per firing along the current history, first first.
-pub fn inner_runs(node: &crate::net::OpNode) -> Option<Vec<Batch>> {
+/// `map`: the runs of each firing along the current history, first first.
+pub fn inner_runs(node: &crate::net::OpNode) -> Option<Vec<FiringRuns>> {
     if let Some(s) = node.downcast_ref::<Subnet>() {
         return Some(s.runs());
     }

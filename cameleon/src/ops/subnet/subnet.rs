@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::runs::{Batch, Runs};
+use super::runs::{FiringRuns, Runs};
 use super::template::{Source, Template, load};
 use crate::catalogue::{BuildContext, CatalogueEntry, ParamError, ParamInfo, ParamReader};
 use crate::dsl::{HasPorts, InputDecl};
@@ -163,10 +163,9 @@ impl<B: ?Sized> Subnet<B> {
         self
     }
 
-    /// The inner runs so far, one batch (of one run) per firing along the current history,
-    /// first first.
-    pub fn runs(&self) -> Vec<Batch> {
-        self.runs.batches()
+    /// The inner runs so far, one run per firing along the current history, first first.
+    pub fn runs(&self) -> Vec<FiringRuns> {
+        self.runs.by_firing()
     }
 
     /// The inner net's name as messages show it: the `net` param, or the net's name.
@@ -329,32 +328,18 @@ impl<B: ?Sized + 'static> Operator for Subnet<B> {
     }
 
     fn restore_state(&mut self, state: &OpState) {
-        if let Some(r) = state.get::<Runs>() {
-            self.runs = r.clone();
-        }
+        self.runs.restore_state(state);
     }
 
     fn rollback(&mut self, before: Option<&OpState>, _emitted: &[(u16, Value)]) {
-        if let Some(before) = before.and_then(|s| s.get::<Runs>()) {
-            let before = self.runs.back_to(before);
-            self.runs.rewind_to(&before);
-            self.runs = before;
-        }
+        self.runs.rollback(before);
     }
 
     fn replay(&mut self, after: Option<&OpState>, _emitted: &[(u16, Value)]) {
-        if let Some(after) = after.and_then(|s| s.get::<Runs>()) {
-            let after = self.runs.advance_to(after);
-            // Runs read back from a journal get their engines back, no inner operator run.
-            self.runs.restore_newer(&after, || {
-                self.source
-                    .template()
-                    .ok()
-                    .and_then(|t| t.instantiate().ok())
-            });
-            self.runs.replay_to(&after);
-            self.runs = after;
-        }
+        let source = &self.source;
+        self.runs.replay(after, || {
+            source.template().ok().and_then(|t| t.instantiate().ok())
+        });
     }
 
     fn fresh(&self) -> Option<Box<dyn Operator>> {

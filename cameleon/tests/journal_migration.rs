@@ -1,0 +1,277 @@
+//! Journals written by an older version of the code are migrated in place when opened, inside
+//! one transaction, and their runs go on as if nothing happened (docs/semantics.md §5.5).
+//!
+//! `fixtures/journal/v1.db` was written by the code of journal schema 1 (before the history
+//! record had a type of its own), by [`write_fixture`] below, from the `.cm` files next to it:
+//!
+//! - `loop`: `loop.cm`, sequential, 9 steps, 2 backward steps, a re-fire (a second branch) and
+//!   2 more steps, unfinished (`RUNNING`);
+//! - `nested`: `nested.cm` (a `subnet` and a `map` of `inner.cm`), sequential, stopped after
+//!   both inner nets fired (`RUNNING`);
+//! - `nested-parallel`: `nested.cm` in parallel mode (steps of several firings), `COMPLETED`.
+
+use std::path::{Path, PathBuf};
+
+use cameleon::journal::{Journal, JournalError, ResumeOptions, Resumed, RunOptions};
+use cameleon::prelude::*;
+
+/// The fixture folder.
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/journal")
+}
+
+fn load(dir: &Path, file: &str) -> Net {
+    let text = std::fs::read_to_string(dir.join(file)).unwrap();
+    cameleon::cm::Loader::new()
+        .base_dir(dir)
+        .load_str(&text)
+        .unwrap()
+}
+
+/// Writes the fixture journal with the code as it is, at `CAMELEON_WRITE_JOURNAL_FIXTURE` (a
+/// path): run by hand before a change of the journal's schema, to keep a journal of the schema
+/// it replaces (`cargo test -p cameleon --test journal_migration -- --ignored write_fixture`).
+#[test]
+#[ignore = "writes a fixture: run by hand before a change of the journal schema"]
+fn write_fixture() {
+    let Ok(out) = std::env::var("CAMELEON_WRITE_JOURNAL_FIXTURE") else {
+        panic!("set CAMELEON_WRITE_JOURNAL_FIXTURE to the path of the journal to write");
+    };
+    let dir = fixtures();
+    let journal = Journal::create(&out).unwrap();
+    let opts = |name: &str| RunOptions {
+        name: Some(name.into()),
+        base_dir: Some(dir.clone()),
+        ..RunOptions::default()
+    };
+
+    let mut cvm = Cvm::new(load(&dir, "loop.cm"));
+    journal.start(&mut cvm, &opts("loop")).unwrap();
+    for _ in 0..9 {
+        cvm.step().unwrap();
+    }
+    cvm.back().unwrap();
+    cvm.back().unwrap();
+    cvm.refire().unwrap();
+    cvm.step().unwrap();
+    cvm.step().unwrap();
+    assert_eq!(cvm.branches().len(), 2);
+    drop(cvm);
+
+    let mut cvm = Cvm::new(load(&dir, "nested.cm"));
+    journal.start(&mut cvm, &opts("nested")).unwrap();
+    let fired = |cvm: &Cvm, op: &str| {
+        cvm.history()
+            .entries()
+            .iter()
+            .any(|e| e.firings.iter().any(|f| cvm.net().op(f.op).name == op))
+    };
+    while !(fired(&cvm, "sub") && fired(&cvm, "m")) {
+        cvm.step().unwrap();
+    }
+    drop(cvm);
+
+    let mut cvm = Cvm::builder(load(&dir, "nested.cm"))
+        .mode(Mode::Parallel)
+        .build();
+    journal.start(&mut cvm, &opts("nested-parallel")).unwrap();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    drop(cvm);
+    drop(journal);
+}
+
+/// A copy of the fixture folder (the journal and its `.cm` files), to migrate.
+fn copy() -> (test_support::TempDir, PathBuf) {
+    let dir = test_support::TempDir::new("journal-migration");
+    for f in ["v1.db", "loop.cm", "nested.cm", "inner.cm"] {
+        std::fs::copy(fixtures().join(f), dir.join(f)).unwrap();
+    }
+    let db = dir.join("v1.db");
+    (dir, db)
+}
+
+fn schema(db: &Path) -> (String, i64) {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let meta: String = c
+        .query_row("SELECT value FROM meta WHERE key = 'schema'", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let user: i64 = c
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .unwrap();
+    (meta, user)
+}
+
+fn id_of(journal: &Journal, name: &str) -> String {
+    journal
+        .runs()
+        .unwrap()
+        .into_iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no run `{name}`"))
+        .id
+}
+
+/// Run `name`, resumed in `dir` (the fixture's copy: the folder the journal recorded was the
+/// one it was written in).
+fn resume(journal: &Journal, dir: &Path, name: &str) -> Resumed {
+    let opts = ResumeOptions {
+        base_dir: Some(dir.to_path_buf()),
+        allow_outside: false,
+    };
+    journal
+        .resume_with_options(Some(&id_of(journal, name)), &opts, |_, _| {
+            <dyn cameleon::operator::capability::Capabilities>::none()
+        })
+        .unwrap()
+}
+
+fn received(cvm: &Cvm, sink: &str) -> Vec<serde_json::Value> {
+    cvm.received(sink).iter().map(|v| v.to_json()).collect()
+}
+
+/// Each inner run of `op`, as JSON with its trace.
+fn inner(cvm: &Cvm, op: &str) -> Vec<serde_json::Value> {
+    let node = &cvm.net().operators()[cvm.net().op_id(op).unwrap().index()];
+    cameleon::ops::inner_runs(node)
+        .unwrap()
+        .iter()
+        .flatten()
+        .map(|r| shown(r))
+        .collect()
+}
+
+#[test]
+fn the_fixture_is_a_journal_of_schema_1() {
+    assert_eq!(schema(&fixtures().join("v1.db")), ("1".into(), 1));
+}
+
+#[test]
+fn a_schema_1_journal_is_migrated_on_open_and_its_runs_go_on() {
+    let (dir, db) = copy();
+    let journal = Journal::open(&db).unwrap();
+    assert_eq!(schema(&db), ("2".into(), 2), "migrated in place");
+    let runs = journal.runs().unwrap();
+    let status = |name: &str| runs.iter().find(|r| r.name == name).unwrap().status.clone();
+    assert_eq!(status("loop"), "RUNNING");
+    assert_eq!(status("nested"), "RUNNING");
+    assert_eq!(status("nested-parallel"), "COMPLETED");
+
+    // The loop: its tree (two branches) and position come back; it finishes as a run that was
+    // never interrupted does.
+    let h = journal.history(&id_of(&journal, "loop")).unwrap();
+    assert_eq!(h.branches.len(), 2);
+    assert_eq!(h.entries.len(), 12, "9 steps, then 3 on the second branch");
+    let mut cvm = resume(&journal, &dir, "loop").cvm;
+    assert_eq!(cvm.depth(), 10);
+    assert_eq!(cvm.branches().len(), 2);
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let mut reference = Cvm::new(load(&dir, "loop.cm"));
+    assert_eq!(reference.run().unwrap(), EndState::Completed);
+    for sink in ["done", "pairs"] {
+        assert_eq!(received(&cvm, sink), received(&reference, sink), "{sink}");
+    }
+    drop(cvm);
+
+    // The nested run: its inner runs are restored from the old record, not run again.
+    let mut reference = Cvm::new(load(&dir, "nested.cm"));
+    assert_eq!(reference.run().unwrap(), EndState::Completed);
+    let mut cvm = resume(&journal, &dir, "nested").cvm;
+    for op in ["sub", "m"] {
+        assert_eq!(inner(&cvm, op), inner(&reference, op), "{op}");
+        assert!(!inner(&cvm, op)[0]["trace"].as_array().unwrap().is_empty());
+    }
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    for sink in ["out", "results"] {
+        assert_eq!(received(&cvm, sink), received(&reference, sink), "{sink}");
+    }
+    drop(cvm);
+
+    // The parallel run: steps of several firings, read back whole.
+    let finished = resume(&journal, &dir, "nested-parallel");
+    assert_eq!(finished.end, Some(EndState::Completed));
+    let mut parallel = Cvm::builder(load(&dir, "nested.cm"))
+        .mode(Mode::Parallel)
+        .build();
+    assert_eq!(parallel.run().unwrap(), EndState::Completed);
+    assert_eq!(finished.cvm.depth(), parallel.depth());
+    assert!(
+        finished
+            .cvm
+            .history()
+            .entries()
+            .iter()
+            .any(|e| e.firings.len() > 1)
+    );
+    assert_eq!(
+        received(&finished.cvm, "results"),
+        received(&parallel, "results")
+    );
+    for op in ["sub", "m"] {
+        assert_eq!(inner(&finished.cvm, op), inner(&parallel, op), "{op}");
+    }
+}
+
+#[test]
+fn a_migrated_journal_opens_again_unchanged() {
+    let (_dir, db) = copy();
+    drop(Journal::open(&db).unwrap());
+    let bodies = |db: &Path| -> Vec<String> {
+        let c = rusqlite::Connection::open(db).unwrap();
+        let mut st = c.prepare("SELECT body FROM entries ORDER BY id").unwrap();
+        st.query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let once = bodies(&db);
+    drop(Journal::open(&db).unwrap());
+    assert_eq!(bodies(&db), once);
+    assert_eq!(schema(&db), ("2".into(), 2));
+}
+
+#[test]
+fn a_journal_whose_migration_fails_is_left_as_it_was_and_the_error_names_the_entry() {
+    let (_dir, db) = copy();
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute(
+        "UPDATE entries SET body = '{\"firings\": 7}' WHERE id = (SELECT max(id) FROM entries)",
+        [],
+    )
+    .unwrap();
+    let first: String = c
+        .query_row("SELECT body FROM entries ORDER BY id LIMIT 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    drop(c);
+    match Journal::open(&db) {
+        Err(JournalError::Corrupt { what, .. }) => {
+            assert!(what.contains("entry #"), "{what}");
+            assert!(what.contains("schema 1"), "{what}");
+        }
+        other => panic!("expected a damaged journal, got {other:?}"),
+    }
+    assert_eq!(schema(&db), ("1".into(), 1), "nothing migrated");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let still: String = c
+        .query_row("SELECT body FROM entries ORDER BY id LIMIT 1", [], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(still, first, "no entry rewritten");
+}
+
+/// An inner run as the CLI shows it (its end's fields at the top), its trace included.
+fn shown(r: &cameleon::ops::InnerRun) -> serde_json::Value {
+    let mut j = serde_json::to_value(r.end()).unwrap();
+    j["net"] = r.net().into();
+    if let Some(i) = r.item() {
+        j["item"] = i.into();
+    }
+    j["steps"] = r.steps().into();
+    j["firings"] = r.firings().into();
+    j["trace"] = r.with_cvm(Cvm::trace_lines).unwrap_or_default().into();
+    j
+}
