@@ -27,9 +27,9 @@ use super::kinds::{Build, KindConfig, Section, find, kinds};
 use super::mcp_section::{MCP, McpEntry, read_mcp};
 use super::untrusted::{GRANTS, check_trust, read_grants};
 use super::{CapabilitiesBuilder, CapabilityNames, Entry};
-use crate::operator::capability::Price;
 use crate::cm::tree::{self, Kind, Node, Span};
 use crate::cm::{CmError, CmProblem, CmProblemKind};
+use crate::operator::capability::Price;
 
 /// The environment variable naming a capabilities file.
 pub const ENV_VAR: &str = "CAMELEON_CAPABILITIES";
@@ -210,29 +210,52 @@ fn load_into(
     }
     #[cfg(feature = "mcp")]
     for server in read.mcp {
-        b.mcp_server(super::mcp_section::config(server, name, base, untrusted.is_none()));
+        b.mcp_server(super::mcp_section::config(
+            server,
+            name,
+            base,
+            untrusted.is_none(),
+        ));
     }
     for (section, cfg, line, build, price) in built {
         let from = format!("`{name}` line {line}");
         match build {
             Build::Chat(f) => match f(&cfg) {
                 Ok(v) => {
-                    b.chat
-                        .insert(cfg.name.clone(), Entry { value: v, from, price });
+                    b.chat.insert(
+                        cfg.name.clone(),
+                        Entry {
+                            value: v,
+                            from,
+                            price,
+                        },
+                    );
                 }
                 Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
             },
             Build::Embedder(f) => match f(&cfg) {
                 Ok(v) => {
-                    b.embedders
-                        .insert(cfg.name.clone(), Entry { value: v, from, price });
+                    b.embedders.insert(
+                        cfg.name.clone(),
+                        Entry {
+                            value: v,
+                            from,
+                            price,
+                        },
+                    );
                 }
                 Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
             },
             Build::Memory(f) => match f(&cfg) {
                 Ok(v) => {
-                    b.memories
-                        .insert(cfg.name.clone(), Entry { value: v, from, price });
+                    b.memories.insert(
+                        cfg.name.clone(),
+                        Entry {
+                            value: v,
+                            from,
+                            price,
+                        },
+                    );
                 }
                 Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
             },

@@ -111,9 +111,9 @@ use crate::catalogue::Catalogue;
 use crate::cm::{CmError, Loader};
 use crate::engine::{Cvm, EndState};
 use crate::history::Recorded;
-use crate::operator::capability::Spent;
 use crate::net::{Mode, Net};
 use crate::operator::capability::Capabilities;
+use crate::operator::capability::Spent;
 use crate::tools::ToolRegistry;
 
 mod codec;

@@ -293,7 +293,9 @@ fn absorb(
                         fresh.keys.push(key);
                         fresh.slots.push(slot as u32);
                         if table.fill(slot, tag | (base + l)) {
-                            let Fresh { words: fw, slots, .. } = &mut *fresh;
+                            let Fresh {
+                                words: fw, slots, ..
+                            } = &mut *fresh;
                             table.grow(
                                 id_mask,
                                 |id| {

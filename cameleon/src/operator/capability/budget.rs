@@ -291,6 +291,23 @@ impl ChatModel for MeteredChat {
             Ok(reply)
         })
     }
+
+    /// The provider's own streaming, metered as [`chat`](Self::chat) is.
+    fn chat_streamed<'a>(
+        &'a self,
+        request: &'a ChatRequest,
+        delta: &'a (dyn Fn(&str) + Send + Sync),
+    ) -> CapFuture<'a, Result<ChatReply, CapabilityError>> {
+        Box::pin(async move {
+            self.meter.check()?;
+            self.meter.request();
+            let reply = self.inner.chat_streamed(request, delta).await?;
+            if let Some(u) = reply.usage {
+                self.meter.add(u, self.price);
+            }
+            Ok(reply)
+        })
+    }
 }
 
 /// An embedder whose requests go through a run's [`Meter`]: their tokens count when the
