@@ -514,3 +514,30 @@ fn the_shipped_cm_files_are_the_verified_nets() {
         assert_eq!(check(&loaded).to_json(), check(&net).to_json(), "{stem}");
     }
 }
+
+/// Threads (docs/semantics.md §8.8), with the library's own sharing out: the parallel split of 8
+/// branches (65 540 states, levels of up to ~10 000 states, shared between the threads, and
+/// partitioned tables past 65 536 states) gives the report of one thread — whole, and cut by the
+/// state budget in the middle of a shared level.
+#[test]
+fn threads_report_what_one_thread_reports() {
+    let net = parallel_split(8);
+    for max_states in [10_000_000, 30_000] {
+        let opts = VerifyOptions::default()
+            .reduce(Reduction::None)
+            .max_states(max_states);
+        let one = verify(&net, &opts.threads(1));
+        if max_states > 65_540 {
+            assert_eq!(one.states, 4u64.pow(8) + 4);
+            assert_eq!(one.verdict, Verdict::Holds);
+        } else {
+            assert_eq!(one.states, max_states);
+            assert_eq!(one.verdict, Verdict::Inconclusive);
+        }
+        for threads in [2, 4, 0] {
+            let many = verify(&net, &opts.threads(threads));
+            assert_eq!(one.to_json(), many.to_json(), "{threads} threads");
+            assert_eq!(one.to_string(), many.to_string(), "{threads} threads");
+        }
+    }
+}

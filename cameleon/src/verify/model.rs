@@ -200,7 +200,10 @@ fn candidates_of(
             }
         }
     }
-    out.sort_unstable();
+    // Most often already in order (consumers follow their connections' order).
+    if !out.is_sorted() {
+        out.sort_unstable();
+    }
     out.dedup();
 }
 
