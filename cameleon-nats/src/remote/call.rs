@@ -194,7 +194,9 @@ impl Remote {
                     Some(h) => deadline.min(now + (h.period / 20).max(Duration::from_millis(1))),
                     None => deadline,
                 };
+                // A message already there is taken without arming the timer.
                 let message = tokio::select! {
+                    biased;
                     m = replies.recv() => m,
                     () = tokio::time::sleep_until(wake.into()) => {
                         if let Some(h) = &holder
