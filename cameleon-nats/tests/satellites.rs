@@ -758,3 +758,53 @@ async fn the_remote_firings_of_a_parallel_step_are_sent_together() {
     let ran: u64 = sats.iter().map(Satellite::executions).sum();
     assert_eq!(ran, n as u64);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_inline_firing_answered_at_once_is_still_acknowledged_first() {
+    use cameleon_nats::wire::{ACK_HEADER, OpReply, VERSION_HEADER, WANT_ACK_HEADER};
+    use futures_util::StreamExt;
+    let nats = server();
+    let a = satellite(&nats.url(), "ack-a", 1000).await;
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let inbox = client.new_inbox();
+    let mut replies = client.subscribe(inbox.clone()).await.unwrap();
+    // `counter` runs inline: the satellite answers it on the loop that takes it.
+    let req = OpRequest {
+        v: cameleon_nats::WIRE_VERSION,
+        run: "run-ack".into(),
+        branch: 1,
+        step: 1,
+        instance: "inc".into(),
+        key: "run-ack/1/1/inc".into(),
+        ty: "counter".into(),
+        params: serde_json::Map::new(),
+        inputs: vec![WireInput {
+            state: WireState::New,
+            value: Some(TypedValue(Value::new(DataJSON(json!(1))))),
+        }],
+        outputs: vec![true],
+        parallel: false,
+        state: None,
+        tools: None,
+    };
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(VERSION_HEADER, "1");
+    headers.insert(WANT_ACK_HEADER, "1");
+    client
+        .publish_with_reply_and_headers(
+            "cameleon.op.counter",
+            inbox,
+            headers,
+            serde_json::to_vec(&req).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    let ack = replies.next().await.unwrap();
+    let acker = ack.headers.as_ref().and_then(|h| h.get(ACK_HEADER));
+    assert_eq!(acker.map(|v| v.as_str()), Some("ack-a"), "{ack:?}");
+    assert!(ack.payload.is_empty());
+    let reply = replies.next().await.unwrap();
+    let reply: OpReply = serde_json::from_slice(&reply.payload).unwrap();
+    assert!(reply.ok && reply.satellite == "ack-a", "{reply:?}");
+    assert_eq!(a.executions(), 1);
+}
