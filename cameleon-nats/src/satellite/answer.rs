@@ -49,34 +49,38 @@ fn version_error(v: u32) -> String {
 
 /// Reads a firing request. `Err`: the reply to one the satellite does not take (another wire
 /// version, unreadable, a type it does not host).
-pub(super) fn read_op(shared: &Shared, m: &Message) -> Result<OpRequest, OpReply> {
+pub(super) fn read_op(shared: &Shared, m: &Message) -> Result<OpRequest, Box<OpReply>> {
     let name = &shared.name;
     if let Some(v) = version_of(m).filter(|v| *v != WIRE_VERSION) {
-        return Err(OpReply::failed(name, ErrorKind::Version, version_error(v)));
+        return Err(Box::new(OpReply::failed(
+            name,
+            ErrorKind::Version,
+            version_error(v),
+        )));
     }
     let req: OpRequest = serde_json::from_slice(&m.payload).map_err(|e| {
-        OpReply::failed(
+        Box::new(OpReply::failed(
             name,
             ErrorKind::BadRequest,
             format!("satellite `{name}` cannot read the firing request: {e}"),
-        )
+        ))
     })?;
     if req.v != WIRE_VERSION {
-        return Err(OpReply::failed(
+        return Err(Box::new(OpReply::failed(
             name,
             ErrorKind::Version,
             version_error(req.v),
-        ));
+        )));
     }
     if !shared.ops.contains(&req.ty) {
-        return Err(OpReply::failed(
+        return Err(Box::new(OpReply::failed(
             name,
             ErrorKind::Unknown,
             format!(
                 "satellite `{name}` does not host operator type `{}`",
                 req.ty
             ),
-        ));
+        )));
     }
     Ok(req)
 }
@@ -102,9 +106,9 @@ impl Prepared {
 }
 
 /// Builds the operator and restores its state. `Err`: the reply (`bad_request`).
-pub(super) fn prepare(shared: &Shared, req: OpRequest) -> Result<Prepared, OpReply> {
+pub(super) fn prepare(shared: &Shared, req: OpRequest) -> Result<Prepared, Box<OpReply>> {
     let name = &shared.name;
-    let bad = |msg: String| OpReply::failed(name, ErrorKind::BadRequest, msg);
+    let bad = |msg: String| Box::new(OpReply::failed(name, ErrorKind::BadRequest, msg));
     let cx = BuildContext {
         base_dir: Some(shared.base_dir.clone()),
         ..BuildContext::default()
@@ -185,7 +189,7 @@ pub(super) fn answer_op_now(
     shared: &Shared,
     p: Prepared,
     permit: OwnedSemaphorePermit,
-) -> Result<OpReply, (Prepared, OwnedSemaphorePermit)> {
+) -> Result<OpReply, Box<(Prepared, OwnedSemaphorePermit)>> {
     let key = p.key.clone();
     match shared.op_cache.answer_now(
         &key,
@@ -198,7 +202,7 @@ pub(super) fn answer_op_now(
             r.cached = true;
             Ok(r)
         }
-        Err(back) => Err(back),
+        Err(back) => Err(Box::new(back)),
     }
 }
 

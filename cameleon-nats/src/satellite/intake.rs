@@ -169,7 +169,10 @@ async fn take(shared: &Arc<Shared>, kind: Kind, call: Call) {
                         return;
                     }
                     // The same key runs now: wait for its reply on a task.
-                    Err((p, permit)) => return spawn(shared, call, Work::Waiting(p), permit),
+                    Err(back) => {
+                        let (p, permit) = *back;
+                        return spawn(shared, call, Work::Waiting(p), permit);
+                    }
                 }
             }
             Work::Op(p)

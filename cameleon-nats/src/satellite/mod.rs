@@ -129,6 +129,9 @@ impl SatelliteConfig {
     }
 }
 
+/// The capabilities kept for the last tool policy seen.
+type KeptCaps = Option<(Option<ToolPolicy>, Arc<dyn Capabilities>)>;
+
 /// What every task of a satellite shares.
 pub(crate) struct Shared {
     name: String,
@@ -150,7 +153,7 @@ pub(crate) struct Shared {
     tasks: Mutex<JoinSet<()>>,
     /// The capabilities of the last firing's tool policy: a run sends the same one with every
     /// firing, and they do not change between firings.
-    last_caps: Mutex<Option<(Option<ToolPolicy>, Arc<dyn Capabilities>)>>,
+    last_caps: Mutex<KeptCaps>,
     /// The headers of a reply, and of an acknowledgement.
     reply_headers: HeaderMap,
     ack_headers: HeaderMap,
