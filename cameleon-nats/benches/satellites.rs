@@ -1,6 +1,7 @@
 //! Satellites on a loopback `nats-server`: the round trip of a trivial remote firing against
 //! the same firing in process (with p50/p99 printed), eight 10 ms `delay`s over two
-//! satellites in parallel mode, and the throughput of 1 000 remote firings over two satellites.
+//! satellites in parallel mode, the throughput of 1 000 remote firings over two satellites,
+//! and a parallel-mode step of 200 remote firings (sent together) over two satellites.
 //!
 //! `cargo bench -p cameleon-nats` (needs `nats-server`: `apt-get install -y nats-server`).
 
@@ -61,6 +62,24 @@ fn fan_out(ms: u64) -> String {
         );
     }
     s += "  - from: join.out_data\n    to: out.in_data\n";
+    s
+}
+
+/// `n` remote `counter`s fed by a `const` each, their sinks: in parallel mode, one step fires
+/// the `n` counters on satellites.
+fn wide_step(n: usize) -> String {
+    let mut s = String::from("cameleon: 1\nname: wide\nconfig:\n  mode: parallel\noperators:\n");
+    for i in 0..n {
+        s += &format!(
+            "  - id: c{i}\n    type: const\n    params:\n      value: {i}\n  - id: inc{i}\n    type: counter\n    placement: remote\n  - id: out{i}\n    type: sink\n"
+        );
+    }
+    s += "connections:\n";
+    for i in 0..n {
+        s += &format!(
+            "  - from: c{i}.out_data\n    to: inc{i}.in_data\n  - from: inc{i}.out_data\n    to: out{i}.in_data\n"
+        );
+    }
     s
 }
 
@@ -186,6 +205,41 @@ fn satellites(c: &mut Criterion) {
     g.sample_size(10);
     g.bench_function("throughput_1000_over_2", |b| {
         b.iter_custom(|iters| (0..iters).map(|_| thousand()).sum())
+    });
+
+    // A parallel-mode step of 200 remote firings: the run's wall, each step of it timed.
+    let wide = wide_step(200);
+    let run_wide = || {
+        let mut net = cameleon::cm::Loader::new().load_str(&wide).unwrap();
+        assert_eq!(remote.place(&mut net), 200);
+        let mut cvm = Cvm::builder(net).build();
+        let mut remote_step = Duration::ZERO;
+        loop {
+            let t0 = Instant::now();
+            match cvm.step().unwrap() {
+                cameleon::Step::Ended(end) => {
+                    assert_eq!(end, EndState::Completed);
+                    break;
+                }
+                cameleon::Step::Fired { step, .. } => {
+                    // Step 1: the consts; step 2: the counters, on the satellites.
+                    if step == 2 {
+                        remote_step = t0.elapsed();
+                    }
+                }
+            }
+        }
+        remote_step
+    };
+    let mut steps: Vec<Duration> = (0..30).map(|_| run_wide()).collect();
+    steps.sort();
+    let median = steps[steps.len() / 2];
+    println!(
+        "a parallel step of 200 remote firings over 2 satellites, 30 runs: median {median:?}, {:.0} firings/s",
+        200.0 / median.as_secs_f64()
+    );
+    g.bench_function("step_of_200_remote_over_2", |b| {
+        b.iter_custom(|iters| (0..iters).map(|_| run_wide()).sum())
     });
     g.finish();
 }

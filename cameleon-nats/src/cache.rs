@@ -96,6 +96,39 @@ impl<R: Clone + Send + Sync> Cache<R> {
         let guard = Unfinished { cache: self, key };
         let reply = run.await;
         std::mem::forget(guard);
+        self.finish(key, keep, tx, reply)
+    }
+
+    /// [`answer`](Self::answer) without waiting, for a call that runs at once (`run(input)`
+    /// does not wait either): `Err(input)` when a call of the same key is running now (the
+    /// caller then waits for it with [`answer`](Self::answer)).
+    pub(crate) fn answer_now<T>(
+        &self,
+        key: &str,
+        keep: fn(&R) -> bool,
+        input: T,
+        run: impl FnOnce(T) -> R,
+    ) -> Result<Answer<R>, T> {
+        match self.claim(key) {
+            Claim::Done(r) => Ok(Answer::Cached(r)),
+            Claim::Wait(_) => Err(input),
+            Claim::Run(tx) => {
+                let guard = Unfinished { cache: self, key };
+                let reply = run(input);
+                std::mem::forget(guard);
+                Ok(self.finish(key, keep, tx, reply))
+            }
+        }
+    }
+
+    /// Keeps `reply` (when `keep` says so) and hands it to whoever waits for `key`.
+    fn finish(
+        &self,
+        key: &str,
+        keep: fn(&R) -> bool,
+        tx: watch::Sender<Option<R>>,
+        reply: R,
+    ) -> Answer<R> {
         {
             let mut inner = self
                 .inner
@@ -115,7 +148,10 @@ impl<R: Clone + Send + Sync> Cache<R> {
                 inner.slots.remove(key);
             }
         }
-        let _ = tx.send(Some(reply.clone()));
+        // Only a call that waits for this one needs the reply.
+        if tx.receiver_count() > 0 {
+            let _ = tx.send(Some(reply.clone()));
+        }
         Answer::Ran(reply)
     }
 }

@@ -684,3 +684,127 @@ async fn a_lost_satellite_is_noticed_in_three_heartbeats_and_its_call_goes_to_a_
         3 * hb + 100
     );
 }
+
+/// How many `st_barrier` firings have started, and a signal when one starts.
+static ARRIVED: AtomicUsize = AtomicUsize::new(0);
+static ARRIVALS: LazyLock<tokio::sync::Notify> = LazyLock::new(tokio::sync::Notify::new);
+
+/// Passes its input on once `n` firings of its type have started (on this process's
+/// satellites): it ends only if they all run at the same time.
+#[operator(id = "st_barrier", family = behavioral, exec = async)]
+pub struct Barrier {
+    #[param(default = 1)]
+    n: u64,
+    #[input]
+    in_data: In<DataJSON>,
+    #[output]
+    out_data: Out<DataJSON>,
+}
+
+impl RunAsync for Barrier {
+    async fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        ARRIVED.fetch_add(1, Ordering::SeqCst);
+        ARRIVALS.notify_waiters();
+        loop {
+            let next = ARRIVALS.notified();
+            if ARRIVED.load(Ordering::SeqCst) as u64 >= self.n {
+                break;
+            }
+            next.await;
+        }
+        let v = cx.get(Self::in_data)?.0.clone();
+        cx.emit(Self::out_data, DataJSON(v));
+        Ok(())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_remote_firings_of_a_parallel_step_are_sent_together() {
+    let nats = server();
+    let options = NatsOptions::new(nats.url());
+    // Room for every firing of the step on the two satellites together.
+    let mut sats = Vec::new();
+    for name in ["wide-a", "wide-b"] {
+        let mut c = SatelliteConfig::new(name).ops(["st_barrier"]);
+        c.concurrency = 8;
+        sats.push(Satellite::start(&options, c).await.unwrap());
+    }
+    let n = 8;
+    let mut text = String::from("cameleon: 1\nname: wide\nconfig:\n  mode: parallel\noperators:\n");
+    for i in 0..n {
+        text += &format!(
+            "  - id: c{i}\n    type: const\n    params:\n      value: {i}\n  - id: wait{i}\n    type: st_barrier\n    params:\n      n: {n}\n    placement: remote\n  - id: out{i}\n    type: sink\n"
+        );
+    }
+    text += "connections:\n";
+    for i in 0..n {
+        text += &format!(
+            "  - from: c{i}.out_data\n    to: wait{i}.in_data\n  - from: wait{i}.out_data\n    to: out{i}.in_data\n"
+        );
+    }
+    let remote = Remote::connect_async(&options).await.unwrap();
+    // Each firing ends only once all have started: a step that awaited a reply before sending
+    // the next request would never end (its first firing waits for the others).
+    let (end, cvm) = run_cm(&text, Some(remote)).await;
+    assert_eq!(end, EndState::Completed);
+    assert_eq!(ARRIVED.load(Ordering::SeqCst), n);
+    let steps: Vec<u32> = firings(&cvm)
+        .into_iter()
+        .filter(|(_, op, _)| op.starts_with("wait"))
+        .map(|(step, _, _)| step)
+        .collect();
+    assert_eq!(steps, vec![2; n], "one step fired them all");
+    assert_eq!(cvm.received("out7")[0].to_json(), json!(7));
+    let ran: u64 = sats.iter().map(Satellite::executions).sum();
+    assert_eq!(ran, n as u64);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_inline_firing_answered_at_once_is_still_acknowledged_first() {
+    use cameleon_nats::wire::{ACK_HEADER, OpReply, VERSION_HEADER, WANT_ACK_HEADER};
+    use futures_util::StreamExt;
+    let nats = server();
+    let a = satellite(&nats.url(), "ack-a", 1000).await;
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let inbox = client.new_inbox();
+    let mut replies = client.subscribe(inbox.clone()).await.unwrap();
+    // `counter` runs inline: the satellite answers it on the loop that takes it.
+    let req = OpRequest {
+        v: cameleon_nats::WIRE_VERSION,
+        run: "run-ack".into(),
+        branch: 1,
+        step: 1,
+        instance: "inc".into(),
+        key: "run-ack/1/1/inc".into(),
+        ty: "counter".into(),
+        params: serde_json::Map::new(),
+        inputs: vec![WireInput {
+            state: WireState::New,
+            value: Some(TypedValue(Value::new(DataJSON(json!(1))))),
+        }],
+        outputs: vec![true],
+        parallel: false,
+        state: None,
+        tools: None,
+    };
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(VERSION_HEADER, "1");
+    headers.insert(WANT_ACK_HEADER, "1");
+    client
+        .publish_with_reply_and_headers(
+            "cameleon.op.counter",
+            inbox,
+            headers,
+            serde_json::to_vec(&req).unwrap().into(),
+        )
+        .await
+        .unwrap();
+    let ack = replies.next().await.unwrap();
+    let acker = ack.headers.as_ref().and_then(|h| h.get(ACK_HEADER));
+    assert_eq!(acker.map(|v| v.as_str()), Some("ack-a"), "{ack:?}");
+    assert!(ack.payload.is_empty());
+    let reply = replies.next().await.unwrap();
+    let reply: OpReply = serde_json::from_slice(&reply.payload).unwrap();
+    assert!(reply.ok && reply.satellite == "ack-a", "{reply:?}");
+    assert_eq!(a.executions(), 1);
+}

@@ -7,7 +7,6 @@
 
 use std::time::{Duration, Instant};
 
-use async_nats::HeaderMap;
 use bytes::Bytes;
 use cameleon::OpError;
 use cameleon::tools::ToolError;
@@ -16,7 +15,7 @@ use serde::de::DeserializeOwned;
 use super::{Failover, Remote};
 use crate::wire::{
     ACK_HEADER, ErrorKind, HEARTBEAT_HEADER, KEY_HEADER, OpReply, OpRequest, ToolReply,
-    ToolRequest, VERSION_HEADER, WANT_ACK_HEADER, WIRE_VERSION,
+    ToolRequest, WIRE_VERSION,
 };
 
 /// Why a call got no reply.
@@ -78,9 +77,33 @@ impl Remote {
     /// answers or all are busy, and to another satellite when the one running it is lost —
     /// until `limit` passes without a reply.
     pub async fn fire(&self, req: &OpRequest, limit: Duration) -> Result<OpReply, OpError> {
+        self.fire_in(req, limit, false).await
+    }
+
+    /// [`fire`](Self::fire), for a firing of a step with others (parallel mode): the request
+    /// is encoded, then the task yields once before publishing it, so the engine, polling the
+    /// step's firings together, encodes every remote firing of the step first and then
+    /// publishes them back to back — sent together, before any reply is awaited, which the
+    /// connection writes out in one go.
+    pub async fn fire_with_step(
+        &self,
+        req: &OpRequest,
+        limit: Duration,
+    ) -> Result<OpReply, OpError> {
+        self.fire_in(req, limit, true).await
+    }
+
+    async fn fire_in(
+        &self,
+        req: &OpRequest,
+        limit: Duration,
+        with_step: bool,
+    ) -> Result<OpReply, OpError> {
         let body = serde_json::to_vec(req)
             .map_err(|e| OpError::new(format!("cannot encode the firing request: {e}")))?;
-        let what = format!("operator type `{}` (instance `{}`)", req.ty, req.instance);
+        if with_step {
+            tokio::task::yield_now().await;
+        }
         let reply = self
             .exchange(
                 false,
@@ -91,7 +114,10 @@ impl Remote {
                 |r: &OpReply| r.kind == Some(ErrorKind::Busy),
             )
             .await
-            .map_err(|e| self.explain(e, &self.subjects.op(&req.ty), &what, limit))?;
+            .map_err(|e| {
+                let what = format!("operator type `{}` (instance `{}`)", req.ty, req.instance);
+                self.explain(e, &self.subjects.op(&req.ty), &what, limit)
+            })?;
         if reply.ok {
             self.record_ran(req, &reply.satellite);
         }
@@ -133,9 +159,7 @@ impl Remote {
         } else {
             self.subjects.op(name)
         };
-        let mut headers = HeaderMap::new();
-        headers.insert(VERSION_HEADER, WIRE_VERSION.to_string().as_str());
-        headers.insert(WANT_ACK_HEADER, "1");
+        let mut headers = self.follow.headers.clone();
         if let Some(k) = key {
             headers.insert(KEY_HEADER, k);
         }
@@ -170,7 +194,9 @@ impl Remote {
                     Some(h) => deadline.min(now + (h.period / 20).max(Duration::from_millis(1))),
                     None => deadline,
                 };
+                // A message already there is taken without arming the timer.
                 let message = tokio::select! {
+                    biased;
                     m = replies.recv() => m,
                     () = tokio::time::sleep_until(wake.into()) => {
                         if let Some(h) = &holder

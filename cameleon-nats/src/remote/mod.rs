@@ -22,7 +22,10 @@ use cameleon::operator::capability::ToolManifest;
 use cameleon::tools::Tool;
 use futures_util::StreamExt;
 
-use crate::wire::{Heartbeat, OpRequest, Subjects, WireOpType, WirePolicy};
+use crate::wire::{
+    Heartbeat, OpRequest, Subjects, VERSION_HEADER, WANT_ACK_HEADER, WIRE_VERSION, WireOpType,
+    WirePolicy,
+};
 use crate::{NatsError, NatsOptions};
 
 /// The default time a call may take, all tries included, when its instance sets no
@@ -66,6 +69,8 @@ struct Follow {
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
     ran: Mutex<Ran>,
     mux: mux::Mux,
+    /// The headers every call starts with (its key added).
+    headers: async_nats::HeaderMap,
 }
 
 /// The satellite that answered each of the last [`RAN_KEPT`] firings, by run, step and instance.
@@ -115,6 +120,12 @@ impl Remote {
             failovers: Mutex::default(),
             task: Mutex::default(),
             ran: Mutex::default(),
+            headers: {
+                let mut h = async_nats::HeaderMap::new();
+                h.insert(VERSION_HEADER, WIRE_VERSION.to_string().as_str());
+                h.insert(WANT_ACK_HEADER, "1");
+                h
+            },
         });
         let mut beats = client
             .subscribe(subjects.heartbeats())

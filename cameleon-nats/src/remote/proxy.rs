@@ -129,7 +129,12 @@ impl Operator for RemoteOp {
     fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> OpFuture<'a> {
         Box::pin(async move {
             let req = self.request(cx)?;
-            let reply = self.remote.fire(&req, self.limit).await?;
+            // In parallel mode the step's remote firings go out together.
+            let reply = if cx.parallel() {
+                self.remote.fire_with_step(&req, self.limit).await?
+            } else {
+                self.remote.fire(&req, self.limit).await?
+            };
             self.apply(reply, cx)
         })
     }

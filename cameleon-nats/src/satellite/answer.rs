@@ -14,11 +14,10 @@ use cameleon::operator::capability::Capabilities;
 use cameleon::runtime::{CatchPanic, catch_panic};
 use cameleon::tools::{ToolCall, ToolGate, ToolRegistry, ToolStatus};
 use cameleon::types::{TypedValue, Value};
-use cameleon::{Execution, OpError};
+use cameleon::{Execution, OpError, Operator};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::Shared;
-use super::caps::SatelliteCaps;
 use super::intake::tool_refusal;
 use crate::cache::Answer;
 use crate::wire::{
@@ -48,44 +47,129 @@ fn version_error(v: u32) -> String {
     )
 }
 
-/// Answers one firing request; `permit` is its place among the satellite's `concurrency`.
-pub(super) async fn handle_op(
-    shared: &Arc<Shared>,
-    m: &Message,
-    permit: OwnedSemaphorePermit,
-) -> OpReply {
+/// Reads a firing request. `Err`: the reply to one the satellite does not take (another wire
+/// version, unreadable, a type it does not host).
+pub(super) fn read_op(shared: &Shared, m: &Message) -> Result<OpRequest, Box<OpReply>> {
     let name = &shared.name;
     if let Some(v) = version_of(m).filter(|v| *v != WIRE_VERSION) {
-        return OpReply::failed(name, ErrorKind::Version, version_error(v));
+        return Err(Box::new(OpReply::failed(
+            name,
+            ErrorKind::Version,
+            version_error(v),
+        )));
     }
-    let req: OpRequest = match serde_json::from_slice(&m.payload) {
-        Ok(r) => r,
-        Err(e) => {
-            return OpReply::failed(
-                name,
-                ErrorKind::BadRequest,
-                format!("satellite `{name}` cannot read the firing request: {e}"),
-            );
-        }
-    };
+    let req: OpRequest = serde_json::from_slice(&m.payload).map_err(|e| {
+        Box::new(OpReply::failed(
+            name,
+            ErrorKind::BadRequest,
+            format!("satellite `{name}` cannot read the firing request: {e}"),
+        ))
+    })?;
     if req.v != WIRE_VERSION {
-        return OpReply::failed(name, ErrorKind::Version, version_error(req.v));
+        return Err(Box::new(OpReply::failed(
+            name,
+            ErrorKind::Version,
+            version_error(req.v),
+        )));
     }
     if !shared.ops.contains(&req.ty) {
-        return OpReply::failed(
+        return Err(Box::new(OpReply::failed(
             name,
             ErrorKind::Unknown,
             format!(
                 "satellite `{name}` does not host operator type `{}`",
                 req.ty
             ),
-        );
+        )));
     }
+    Ok(req)
+}
+
+/// A firing ready to run: its operator built from the request's type and params, its state
+/// restored, its inputs and capabilities.
+pub(super) struct Prepared {
+    op: Box<dyn Operator>,
+    detached: DetachedInputs,
+    caps: Arc<dyn Capabilities>,
+    ty: String,
+    instance: String,
+    /// The idempotency cache's key.
+    key: String,
+}
+
+impl Prepared {
+    /// Whether its operator is quick by declaration ([`Execution::Inline`]): it is answered
+    /// at once, by the loop that took it, without a task of its own.
+    pub(super) fn is_inline(&self) -> bool {
+        self.op.execution() == Execution::Inline
+    }
+}
+
+/// Builds the operator and restores its state. `Err`: the reply (`bad_request`).
+pub(super) fn prepare(shared: &Shared, req: OpRequest) -> Result<Prepared, Box<OpReply>> {
+    let name = &shared.name;
+    let bad = |msg: String| Box::new(OpReply::failed(name, ErrorKind::BadRequest, msg));
+    let cx = BuildContext {
+        base_dir: Some(shared.base_dir.clone()),
+        ..BuildContext::default()
+    };
+    let mut op = Catalogue::global()
+        .build(&req.ty, &req.params, &cx)
+        .map_err(|e| bad(format!("`{}` ({}): {e}", req.instance, req.ty)))?;
+    if let Some(json) = req.state {
+        let restored = cameleon::operator::read_state(&*op, json);
+        match restored {
+            Ok(s) => op.restore_state(&s),
+            Err(e) => {
+                return Err(bad(format!(
+                    "the internal state sent for `{}` cannot be read back: {e}",
+                    req.instance
+                )));
+            }
+        }
+    }
+    let inputs: Vec<(ConnState, Option<Value>)> = req
+        .inputs
+        .into_iter()
+        .map(|i| (i.state.into(), i.value.map(|t| t.0)))
+        .collect();
     let key = format!("op:{}", req.key);
+    let detached = DetachedInputs::new(
+        inputs,
+        u16::try_from(req.outputs.len()).unwrap_or(u16::MAX),
+        &req.outputs,
+        req.step,
+        req.instance.clone(),
+        req.run,
+        req.branch,
+        req.parallel,
+    );
+    let policy = req.tools.map(|p| ToolPolicy {
+        allow: p.allow,
+        approve: p.approve,
+    });
+    Ok(Prepared {
+        op,
+        detached,
+        caps: shared.caps(policy),
+        ty: req.ty,
+        instance: req.instance,
+        key,
+    })
+}
+
+/// Answers a prepared firing, once per idempotency key; `permit` is its place among the
+/// satellite's `concurrency`.
+pub(super) async fn answer_op(
+    shared: &Arc<Shared>,
+    p: Prepared,
+    permit: OwnedSemaphorePermit,
+) -> OpReply {
+    let key = p.key.clone();
     let s = Arc::clone(shared);
     match shared
         .op_cache
-        .answer(&key, |r| r.ok, async move { run_op(&s, req, permit).await })
+        .answer(&key, |r| r.ok, async move { run_op(&s, p, permit).await })
         .await
     {
         Answer::Ran(r) => r,
@@ -96,64 +180,66 @@ pub(super) async fn handle_op(
     }
 }
 
-/// Builds the operator, restores its state, fires it once — abandoned at the satellite's
-/// ceiling: an async operator is dropped there; a blocking one cannot be interrupted, so its
-/// thread keeps `permit` (its place) until it ends, and its result is dropped.
-async fn run_op(shared: &Arc<Shared>, req: OpRequest, permit: OwnedSemaphorePermit) -> OpReply {
+/// [`answer_op`] at once, for an inline operator ([`Prepared::is_inline`]). `Err`: the same
+/// key is running now: the firing and its place back, to wait for it with [`answer_op`].
+pub(super) fn answer_op_now(
+    shared: &Shared,
+    p: Prepared,
+    permit: OwnedSemaphorePermit,
+) -> Result<OpReply, Box<(Prepared, OwnedSemaphorePermit)>> {
+    let key = p.key.clone();
+    match shared.op_cache.answer_now(
+        &key,
+        |r| r.ok,
+        (p, permit),
+        |(p, permit)| run_inline(shared, p, permit),
+    ) {
+        Ok(Answer::Ran(r)) => Ok(r),
+        Ok(Answer::Cached(mut r)) => {
+            r.cached = true;
+            Ok(r)
+        }
+        Err(back) => Err(Box::new(back)),
+    }
+}
+
+/// Fires an inline operator here and now.
+fn run_inline(shared: &Shared, p: Prepared, permit: OwnedSemaphorePermit) -> OpReply {
+    shared.executions.fetch_add(1, Ordering::SeqCst);
+    let Prepared {
+        mut op,
+        detached,
+        caps,
+        ty,
+        ..
+    } = p;
+    let mut emitted = Vec::new();
+    let result = {
+        let mut cx = detached.firing(&mut emitted, &caps);
+        catch_panic(|| op.run(&mut cx)).unwrap_or_else(|p| Err(OpError::panicked(&p)))
+    };
+    drop(permit);
+    reply(&shared.name, &*op, &ty, emitted, result)
+}
+
+/// Fires the prepared operator once — abandoned at the satellite's ceiling: an async operator
+/// is dropped there; a blocking one cannot be interrupted, so its thread keeps `permit` (its
+/// place) until it ends, and its result is dropped.
+async fn run_op(shared: &Arc<Shared>, p: Prepared, permit: OwnedSemaphorePermit) -> OpReply {
+    if p.is_inline() {
+        return run_inline(shared, p, permit);
+    }
     shared.executions.fetch_add(1, Ordering::SeqCst);
     let name = shared.name.clone();
-    let bad = |msg: String| OpReply::failed(&name, ErrorKind::BadRequest, msg);
-    let cx = BuildContext {
-        base_dir: Some(shared.base_dir.clone()),
-        ..BuildContext::default()
-    };
-    let mut op = match Catalogue::global().build(&req.ty, &req.params, &cx) {
-        Ok(op) => op,
-        Err(e) => return bad(format!("`{}` ({}): {e}", req.instance, req.ty)),
-    };
-    if let Some(json) = req.state {
-        let restored = cameleon::operator::read_state(&*op, json);
-        match restored {
-            Ok(s) => op.restore_state(&s),
-            Err(e) => {
-                return bad(format!(
-                    "the internal state sent for `{}` cannot be read back: {e}",
-                    req.instance
-                ));
-            }
-        }
-    }
-    let ty = req.ty.clone();
-    let what = format!("the firing of `{}` ({ty})", req.instance);
-    let inputs: Vec<(ConnState, Option<Value>)> = req
-        .inputs
-        .into_iter()
-        .map(|i| (i.state.into(), i.value.map(|t| t.0)))
-        .collect();
-    let detached = DetachedInputs::new(
-        inputs,
-        u16::try_from(req.outputs.len()).unwrap_or(u16::MAX),
-        &req.outputs,
-        req.step,
-        req.instance,
-        req.run,
-        req.branch,
-        req.parallel,
-    );
-    let policy = req.tools.map(|p| ToolPolicy {
-        allow: p.allow,
-        approve: p.approve,
-    });
-    // The run's policy for the operator's own tool calls, within what the satellite hosts.
-    let inner = shared
-        .generation
-        .for_run(policy.as_ref(), shared.base_dir.clone());
-    let caps: Arc<dyn Capabilities> = Arc::new(SatelliteCaps::new(
-        inner,
-        &name,
-        &shared.tools,
-        &shared.config.approve,
-    ));
+    let Prepared {
+        mut op,
+        detached,
+        caps,
+        ty,
+        instance,
+        ..
+    } = p;
+    let what = || format!("the firing of `{instance}` ({ty})");
     let limit = shared.config.max_call;
     let (op, emitted, result) = match op.execution() {
         Execution::Async => {
@@ -168,7 +254,7 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest, permit: OwnedSemaphorePerm
                             return OpReply::failed(
                                 &name,
                                 ErrorKind::Timeout,
-                                abandoned(&name, &what, l),
+                                abandoned(&name, &what(), l),
                             );
                         }
                     },
@@ -179,17 +265,8 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest, permit: OwnedSemaphorePerm
             drop(permit);
             (op, emitted, result)
         }
-        Execution::Inline => {
-            // Quick by its declaration: run here, without a hand-over to another thread.
-            let mut emitted = Vec::new();
-            let result = {
-                let mut cx = detached.firing(&mut emitted, &caps);
-                catch_panic(|| op.run(&mut cx)).unwrap_or_else(|p| Err(OpError::panicked(&p)))
-            };
-            drop(permit);
-            (op, emitted, result)
-        }
         _ => {
+            let what = what();
             let handle = tokio::task::spawn_blocking(move || {
                 let _place = permit;
                 let mut emitted = Vec::new();
@@ -220,14 +297,25 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest, permit: OwnedSemaphorePerm
             }
         }
     };
+    reply(&name, &*op, &ty, emitted, result)
+}
+
+/// The reply to a firing that ran: its emissions and state, or its failure.
+fn reply(
+    name: &str,
+    op: &dyn Operator,
+    ty: &str,
+    emitted: Vec<(u16, Value)>,
+    result: Result<(), OpError>,
+) -> OpReply {
     if let Err(e) = result {
-        return OpReply::failed(&name, ErrorKind::Failed, e.message().to_owned());
+        return OpReply::failed(name, ErrorKind::Failed, e.message().to_owned());
     }
     let state = match op.save_state().map(|s| s.to_json()).transpose() {
         Ok(s) => s,
         Err(e) => {
             return OpReply::failed(
-                &name,
+                name,
                 ErrorKind::Failed,
                 format!(
                     "the internal state of an operator of type `{ty}` cannot be sent back: {e}"
@@ -237,7 +325,7 @@ async fn run_op(shared: &Arc<Shared>, req: OpRequest, permit: OwnedSemaphorePerm
     };
     OpReply {
         v: WIRE_VERSION,
-        satellite: name,
+        satellite: name.to_owned(),
         ok: true,
         emitted: emitted
             .into_iter()

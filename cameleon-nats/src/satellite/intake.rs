@@ -1,6 +1,7 @@
 //! A satellite's intake: bounded. A request over the size limit is answered `bad_request`, and
 //! one that arrives while the satellite runs as many calls as it may is answered `busy` — both
-//! at once, without a task. Every other call runs on a task of its own holding one of the
+//! at once, without a task. A firing of an inline operator (quick by declaration) is run and
+//! answered at once too; every other call runs on a task of its own. Each holds one of the
 //! `concurrency` places until its reply is sent.
 
 use std::sync::Arc;
@@ -11,12 +12,9 @@ use cameleon::tools::{ToolResult, ToolStatus};
 use futures_util::StreamExt;
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::answer::{handle_op, handle_tool};
+use super::answer::{Prepared, answer_op, answer_op_now, handle_tool, prepare, read_op};
 use super::{Shared, lock};
-use crate::wire::{
-    ACK_HEADER, ErrorKind, HEARTBEAT_HEADER, KEY_HEADER, OpReply, ToolReply, WANT_ACK_HEADER,
-    WIRE_VERSION,
-};
+use crate::wire::{ErrorKind, KEY_HEADER, OpReply, ToolReply, WANT_ACK_HEADER, WIRE_VERSION};
 
 /// What a subject serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,48 +26,64 @@ pub(super) enum Kind {
 }
 
 /// A request taken from an endpoint or from the satellite's own subjects.
-pub(super) struct Call {
-    pub(super) message: Message,
-    /// The services API's request (it counts the reply in `$SRV.STATS`), or none for a call
-    /// on the satellite's own subjects.
-    request: Option<async_nats::service::Request>,
+pub(super) enum Call {
+    /// From an endpoint: the services API's request (it counts the reply in `$SRV.STATS`).
+    Endpoint(async_nats::service::Request),
+    /// From the satellite's own subjects.
+    Direct(Message),
 }
 
 impl Call {
+    pub(super) fn message(&self) -> &Message {
+        match self {
+            Call::Endpoint(r) => &r.message,
+            Call::Direct(m) => m,
+        }
+    }
+
     async fn respond(&self, shared: &Shared, body: Bytes) {
-        match (&self.request, &self.message.reply) {
-            (Some(r), _) => {
+        match self {
+            Call::Endpoint(r) => {
                 let _ = r.respond_with_headers(Ok(body), shared.headers()).await;
             }
-            (None, Some(reply)) => {
-                let _ = shared
-                    .client
-                    .publish_with_headers(reply.clone(), shared.headers(), body)
-                    .await;
+            Call::Direct(m) => {
+                if let Some(reply) = &m.reply {
+                    let _ = shared
+                        .client
+                        .publish_with_headers(reply.clone(), shared.headers(), body)
+                        .await;
+                }
             }
-            (None, None) => {}
         }
     }
 
     /// Tells the caller this satellite holds the call (its name and heartbeat period).
     async fn acknowledge(&self, shared: &Shared) {
-        let wanted = self
-            .message
+        let m = self.message();
+        let wanted = m
             .headers
             .as_ref()
             .is_some_and(|h| h.get(WANT_ACK_HEADER).is_some());
-        if let (true, Some(reply)) = (wanted, &self.message.reply) {
-            let mut h = shared.headers();
-            h.insert(ACK_HEADER, shared.name.as_str());
-            h.insert(
-                HEARTBEAT_HEADER,
-                shared.config.heartbeat.as_millis().to_string().as_str(),
-            );
+        if let (true, Some(reply)) = (wanted, &m.reply) {
             let _ = shared
                 .client
-                .publish_with_headers(reply.clone(), h, Bytes::new())
+                .publish_with_headers(reply.clone(), shared.ack_headers.clone(), Bytes::new())
                 .await;
         }
+    }
+
+    fn log_taken(&self, shared: &Shared) {
+        let m = self.message();
+        tracing::info!(
+            satellite = %shared.name,
+            subject = %m.subject,
+            key = m
+                .headers
+                .as_ref()
+                .and_then(|h| h.get(KEY_HEADER))
+                .map_or("", |k| k.as_str()),
+            "call taken"
+        );
     }
 }
 
@@ -80,11 +94,7 @@ pub(super) async fn serve(
     mut endpoint: async_nats::service::endpoint::Endpoint,
 ) {
     while let Some(request) = endpoint.next().await {
-        let call = Call {
-            message: request.message.clone(),
-            request: Some(request),
-        };
-        take(&shared, kind, call).await;
+        take(&shared, kind, Call::Endpoint(request)).await;
     }
 }
 
@@ -107,21 +117,16 @@ pub(super) async fn serve_direct(shared: Arc<Shared>, mut sub: async_nats::Subsc
         } else {
             continue;
         };
-        take(
-            &shared,
-            kind,
-            Call {
-                message,
-                request: None,
-            },
-        )
-        .await;
+        take(&shared, kind, Call::Direct(message)).await;
     }
 }
 
-/// Answers `call` at once when it is too large or the satellite is full; runs it otherwise.
+/// Answers `call` at once when it is too large or the satellite is full, or when it is a firing
+/// it cannot take or of an inline operator (quick by declaration: acknowledged, run and
+/// answered here, the acknowledgement and the reply in one write); runs it on a task of its
+/// own otherwise.
 async fn take(shared: &Arc<Shared>, kind: Kind, call: Call) {
-    let size = call.message.payload.len();
+    let size = call.message().payload.len();
     let limit = shared.config.max_request_bytes;
     if size > limit {
         let why = format!(
@@ -142,29 +147,65 @@ async fn take(shared: &Arc<Shared>, kind: Kind, call: Call) {
             .await;
         return;
     };
+    let work = match kind {
+        Kind::Tool => Work::Tool,
+        Kind::Op => {
+            let prepared = read_op(shared, call.message()).and_then(|req| prepare(shared, req));
+            let p = match prepared {
+                Ok(p) => p,
+                Err(reply) => {
+                    // Taken, and answered at once: the request cannot run.
+                    call.acknowledge(shared).await;
+                    call.respond(shared, encode(&reply)).await;
+                    return;
+                }
+            };
+            if p.is_inline() {
+                call.acknowledge(shared).await;
+                call.log_taken(shared);
+                match answer_op_now(shared, p, permit) {
+                    Ok(reply) => {
+                        call.respond(shared, encode(&reply)).await;
+                        return;
+                    }
+                    // The same key runs now: wait for its reply on a task.
+                    Err(back) => {
+                        let (p, permit) = *back;
+                        return spawn(shared, call, Work::Waiting(p), permit);
+                    }
+                }
+            }
+            Work::Op(p)
+        }
+    };
+    spawn(shared, call, work, permit);
+}
+
+/// What a task does with a call.
+enum Work {
+    Tool,
+    /// A firing, prepared.
+    Op(Prepared),
+    /// A firing acknowledged already, whose key runs now.
+    Waiting(Prepared),
+}
+
+fn spawn(shared: &Arc<Shared>, call: Call, work: Work, permit: OwnedSemaphorePermit) {
     let s = Arc::clone(shared);
     let mut tasks = lock(&shared.tasks);
     while tasks.try_join_next().is_some() {}
-    tasks.spawn(async move { run(s, kind, call, permit).await });
+    tasks.spawn(async move { run(s, call, work, permit).await });
 }
 
 /// Runs one call on its task and sends the reply.
-async fn run(shared: Arc<Shared>, kind: Kind, call: Call, permit: OwnedSemaphorePermit) {
-    call.acknowledge(&shared).await;
-    tracing::info!(
-        satellite = %shared.name,
-        subject = %call.message.subject,
-        key = call
-            .message
-            .headers
-            .as_ref()
-            .and_then(|h| h.get(KEY_HEADER))
-            .map_or("", |k| k.as_str()),
-        "call taken"
-    );
-    let body = match kind {
-        Kind::Op => encode(&handle_op(&shared, &call.message, permit).await),
-        Kind::Tool => encode(&handle_tool(&shared, &call.message, permit).await),
+async fn run(shared: Arc<Shared>, call: Call, work: Work, permit: OwnedSemaphorePermit) {
+    if !matches!(work, Work::Waiting(_)) {
+        call.acknowledge(&shared).await;
+        call.log_taken(&shared);
+    }
+    let body = match work {
+        Work::Op(p) | Work::Waiting(p) => encode(&answer_op(&shared, p, permit).await),
+        Work::Tool => encode(&handle_tool(&shared, call.message(), permit).await),
     };
     call.respond(&shared, body).await;
 }

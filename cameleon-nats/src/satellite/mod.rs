@@ -30,10 +30,12 @@ use tokio::task::JoinSet;
 
 use crate::cache::Cache;
 use crate::wire::{
-    Heartbeat, OpReply, SERVICE_NAME, Subjects, ToolReply, VERSION_HEADER, WIRE_VERSION,
-    is_subject_token,
+    ACK_HEADER, HEARTBEAT_HEADER, Heartbeat, OpReply, SERVICE_NAME, Subjects, ToolReply,
+    VERSION_HEADER, WIRE_VERSION, is_subject_token,
 };
 use crate::{NatsError, NatsOptions};
+use cameleon::net::ToolPolicy;
+use cameleon::operator::capability::Capabilities;
 use intake::{Kind, encode, serve, serve_direct};
 
 /// The largest request a satellite reads by default (1 MiB, NATS's own default `max_payload`).
@@ -127,6 +129,9 @@ impl SatelliteConfig {
     }
 }
 
+/// The capabilities kept for the last tool policy seen.
+type KeptCaps = Option<(Option<ToolPolicy>, Arc<dyn Capabilities>)>;
+
 /// What every task of a satellite shares.
 pub(crate) struct Shared {
     name: String,
@@ -146,6 +151,12 @@ pub(crate) struct Shared {
     tool_cache: Cache<ToolReply>,
     generation: Arc<Generation>,
     tasks: Mutex<JoinSet<()>>,
+    /// The capabilities of the last firing's tool policy: a run sends the same one with every
+    /// firing, and they do not change between firings.
+    last_caps: Mutex<KeptCaps>,
+    /// The headers of a reply, and of an acknowledgement.
+    reply_headers: HeaderMap,
+    ack_headers: HeaderMap,
     /// Set when the satellite stops: its own subjects' loop ends then.
     stop: tokio::sync::watch::Sender<bool>,
 }
@@ -235,6 +246,17 @@ impl Satellite {
             tool_cache: Cache::new(config.cache_capacity),
             generation: runtime.current(),
             tasks: Mutex::new(JoinSet::new()),
+            last_caps: Mutex::new(None),
+            reply_headers: version_headers(),
+            ack_headers: {
+                let mut h = version_headers();
+                h.insert(ACK_HEADER, config.name.as_str());
+                h.insert(
+                    HEARTBEAT_HEADER,
+                    config.heartbeat.as_millis().to_string().as_str(),
+                );
+                h
+            },
             stop: tokio::sync::watch::Sender::new(false),
             config,
         });
@@ -418,10 +440,36 @@ impl Shared {
     }
 
     fn headers(&self) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert(VERSION_HEADER, WIRE_VERSION.to_string().as_str());
-        h
+        self.reply_headers.clone()
     }
+
+    /// What a firing under tool policy `policy` sees: the satellite's generation, the tools it
+    /// hosts, narrowed by `policy`.
+    fn caps(&self, policy: Option<ToolPolicy>) -> Arc<dyn Capabilities> {
+        let mut last = lock(&self.last_caps);
+        if let Some((p, caps)) = &*last
+            && *p == policy
+        {
+            return Arc::clone(caps);
+        }
+        let inner = self
+            .generation
+            .for_run(policy.as_ref(), self.base_dir.clone());
+        let caps: Arc<dyn Capabilities> = Arc::new(caps::SatelliteCaps::new(
+            inner,
+            &self.name,
+            &self.tools,
+            &self.config.approve,
+        ));
+        *last = Some((policy, Arc::clone(&caps)));
+        caps
+    }
+}
+
+fn version_headers() -> HeaderMap {
+    let mut h = HeaderMap::new();
+    h.insert(VERSION_HEADER, WIRE_VERSION.to_string().as_str());
+    h
 }
 
 /// Answers `<prefix>.discover` with the heartbeat.
