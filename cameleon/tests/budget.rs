@@ -483,3 +483,34 @@ connections:
     assert!(cvm.received("failed").is_empty(), "not caught as a failed item");
     assert_eq!(cvm.depth(), 1, "the map's firing is not recorded");
 }
+
+#[test]
+fn in_parallel_mode_the_step_whose_request_is_refused_is_discarded_and_the_run_stops_in_budget() {
+    // `b` asks the model `a`'s answer: two steps apart, whatever the mode.
+    let net = Net::from_cm(
+        "name: chain
+config:
+  mode: parallel
+  budget: {tokens: 1}
+operators:
+  - {id: q, type: source, params: {value: 'Why do chameleons change colour?'}}
+  - {id: a, type: llm}
+  - {id: b, type: llm}
+  - {id: out, type: sink}
+connections:
+  - {from: q.out_data, to: a.in_prompt}
+  - {from: a.out_text, to: b.in_prompt}
+  - {from: b.out_text, to: out.in_data}
+",
+    )
+    .unwrap();
+    let (rt, calls) = counting_runtime();
+    let mut cvm = rt.cvm(net, ".").build();
+    let end = cvm.run().unwrap();
+    let EndState::Budget { op, usage, .. } = &end else {
+        panic!("BUDGET expected, got {end}");
+    };
+    assert_eq!(op, "b");
+    assert_eq!((usage.requests, calls.load(Ordering::SeqCst)), (1, 1));
+    assert_eq!(cvm.depth(), 2, "`q`, then `a`; `b`'s step is not recorded");
+}
