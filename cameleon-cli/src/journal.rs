@@ -3,9 +3,9 @@
 use serde_json::json;
 
 use super::run::{Output, answers_for, drive_and_report, journal_failed, set_budget};
-use cameleon::engine::EndState;
 use super::{HistoryArgs, Io, ResumeArgs, RunsArgs, exit, report_invalid};
 use cameleon::capabilities::CapabilitiesError;
+use cameleon::engine::EndState;
 use cameleon::journal::{Journal, ResumeOptions};
 
 /// `resume DB [RUN_ID]`: continues the run (or the most recently started unfinished one); a

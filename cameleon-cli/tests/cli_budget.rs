@@ -38,8 +38,7 @@ connections:
 }
 
 fn json_of(o: &std::process::Output) -> Value {
-    serde_json::from_str(&stdout(o))
-        .unwrap_or_else(|e| panic!("{e}: {}{}", stdout(o), stderr(o)))
+    serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}{}", stdout(o), stderr(o)))
 }
 
 #[test]
@@ -78,7 +77,11 @@ fn a_journaled_run_stops_at_its_budget_and_resume_budget_goes_on_without_asking_
     assert_eq!(v["usage"]["requests"], 2);
     // At $1 per prompt token and $2 per completion token: 2 × (11 + 10).
     assert_eq!(v["usage"]["cost_usd"], 42.0);
-    assert_eq!(server.count(), 2, "no request after the budget reached the server");
+    assert_eq!(
+        server.count(),
+        2,
+        "no request after the budget reached the server"
+    );
     let id = v["run_id"].as_str().unwrap().to_owned();
 
     let o = CAMELEON.run(&["runs", &db, "--json"]);
@@ -107,7 +110,11 @@ fn a_journaled_run_stops_at_its_budget_and_resume_budget_goes_on_without_asking_
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
     let v = json_of(&o);
     assert_eq!(v["end"], "COMPLETED", "{v}");
-    assert_eq!(server.count(), 3, "the recorded firings were not asked again");
+    assert_eq!(
+        server.count(),
+        3,
+        "the recorded firings were not asked again"
+    );
     assert_eq!(v["usage"]["requests"], 3, "{v}");
     assert_eq!(v["usage"]["total_tokens"], 48);
     assert_eq!(v["sinks"]["outc"][0], "an answer");
@@ -120,7 +127,10 @@ fn a_journaled_run_stops_at_its_budget_and_resume_budget_goes_on_without_asking_
 #[test]
 fn an_offline_run_stops_at_a_budget_flag_with_usage_and_bad_budgets_exit_2() {
     let dir = TempDir::new("cli-budget-offline");
-    let cm = dir.write("three.cm", three_questions("{}")).display().to_string();
+    let cm = dir
+        .write("three.cm", three_questions("{}"))
+        .display()
+        .to_string();
     // The offline extractive model counts words: a one-token budget lets the first request
     // start and stops the run before the second.
     let o = CAMELEON.run(&["run", &cm, "--budget", "1", "--json"]);
@@ -139,7 +149,11 @@ fn an_offline_run_stops_at_a_budget_flag_with_usage_and_bad_budgets_exit_2() {
     assert!(text.contains("--budget N"), "{text}");
     assert!(text.contains("models: "), "{text}");
 
-    for bad in [["--budget", "0"], ["--budget-usd", "-1"], ["--budget-usd", "free"]] {
+    for bad in [
+        ["--budget", "0"],
+        ["--budget-usd", "-1"],
+        ["--budget-usd", "free"],
+    ] {
         let o = CAMELEON.run(&["run", &cm, bad[0], bad[1]]);
         assert_eq!(code(&o), 2, "{bad:?}: {}", stderr(&o));
     }
@@ -147,7 +161,8 @@ fn an_offline_run_stops_at_a_budget_flag_with_usage_and_bad_budgets_exit_2() {
     let o = CAMELEON.run(&["check", &bad.display().to_string()]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("bad.cm:3:") && stderr(&o).contains("`budget: tokens` must be at least 1"),
+        stderr(&o).contains("bad.cm:3:")
+            && stderr(&o).contains("`budget: tokens` must be at least 1"),
         "{}",
         stderr(&o)
     );

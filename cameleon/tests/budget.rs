@@ -13,7 +13,7 @@ use cameleon::cm::Loader;
 use cameleon::journal::{Journal, ResumeOptions, RunOptions};
 use cameleon::models::Extractive;
 use cameleon::operator::capability::{
-    Budget, CapFuture, CapabilityError, Capabilities, ChatModel, ChatReply, ChatRequest, Price,
+    Budget, CapFuture, Capabilities, CapabilityError, ChatModel, ChatReply, ChatRequest, Price,
     ToolRequest, Usage, Usd,
 };
 use cameleon::prelude::*;
@@ -124,7 +124,11 @@ fn a_run_stops_in_budget_before_the_first_request_past_it_and_reports_what_it_sp
     };
     assert_eq!(op, "c", "the third request is the one refused");
     assert_eq!(limit.tokens, Some(budget));
-    assert_eq!(calls.load(Ordering::SeqCst), 2, "no request after the budget");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        2,
+        "no request after the budget"
+    );
     assert_eq!(usage.requests, 2);
     assert_eq!(usage.total_tokens, per[0] + per[1]);
     assert_eq!(
@@ -160,7 +164,10 @@ fn without_a_budget_usage_is_still_summed_per_run() {
     let spent = cvm.capabilities().meter().unwrap().spent();
     assert_eq!(spent.requests, 3);
     assert_eq!(calls.load(Ordering::SeqCst), 3);
-    assert_eq!(spent.total_tokens, tokens_per_question().iter().sum::<u64>());
+    assert_eq!(
+        spent.total_tokens,
+        tokens_per_question().iter().sum::<u64>()
+    );
 }
 
 #[test]
@@ -183,7 +190,11 @@ fn a_journaled_run_stopped_by_its_budget_resumes_under_a_raised_one_without_aski
         .unwrap();
     let end = cvm.run().unwrap();
     assert_eq!(end.name(), "BUDGET", "{end}");
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "the second request is refused");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the second request is refused"
+    );
     drop(cvm);
     // The journal lists the run with what it spent.
     let runs = journal.runs().unwrap();
@@ -205,12 +216,14 @@ fn a_journaled_run_stopped_by_its_budget_resumes_under_a_raised_one_without_aski
         base_dir: Some(dir.path().to_path_buf()),
         allow_outside: false,
     };
-    let mut resumed = journal
-        .resume_with_options(Some(&id), &opts, pin)
-        .unwrap();
+    let mut resumed = journal.resume_with_options(Some(&id), &opts, pin).unwrap();
     assert!(!resumed.is_finished(), "a BUDGET run goes on");
     let meter = Arc::clone(resumed.cvm.capabilities().meter().unwrap());
-    assert_eq!(meter.spent().total_tokens, per[0], "what it spent before counts");
+    assert_eq!(
+        meter.spent().total_tokens,
+        per[0],
+        "what it spent before counts"
+    );
     assert_eq!(resumed.cvm.run().unwrap(), EndState::Completed);
     assert_eq!(
         calls.load(Ordering::SeqCst),
@@ -239,7 +252,10 @@ impl ChatModel for Tooling {
     }
     fn chat<'a>(&'a self, r: &'a ChatRequest) -> CapFuture<'a, Result<ChatReply, CapabilityError>> {
         *self.turns.lock().unwrap() += 1;
-        let first = !r.messages.iter().any(|m| m.role == cameleon::operator::capability::Role::Tool);
+        let first = !r
+            .messages
+            .iter()
+            .any(|m| m.role == cameleon::operator::capability::Role::Tool);
         let usage = Some(Usage {
             prompt_tokens: 30,
             completion_tokens: 10,
@@ -362,7 +378,10 @@ fn a_cost_budget_counts_at_the_models_prices() {
     let EndState::Budget { usage, .. } = &end else {
         panic!("BUDGET expected, got {end}");
     };
-    assert_eq!(usage.requests, 1, "the first question already costs more than $1.50");
+    assert_eq!(
+        usage.requests, 1,
+        "the first question already costs more than $1.50"
+    );
     assert!(usage.cost_usd.0 >= 1.5, "{usage}");
     assert_eq!(calls.load(Ordering::SeqCst), 1);
 }
@@ -405,18 +424,37 @@ fn a_budget_in_a_cm_file_is_checked_at_its_key_and_kept_by_the_canonical_form() 
         }
     );
     let again = Net::from_cm(&net.to_cm()).unwrap();
-    assert_eq!(again.config().budget, net.config().budget, "{}", net.to_cm());
+    assert_eq!(
+        again.config().budget,
+        net.config().budget,
+        "{}",
+        net.to_cm()
+    );
     for (budget, says) in [
         ("{tokens: 0}", "`budget: tokens` must be at least 1"),
-        ("{tokens: -5}", "`tokens` must be a whole number of tokens, at least 1, not -5"),
-        ("{tokens: lots}", "`tokens` must be a whole number of tokens, at least 1, not \"lots\""),
-        ("{cost_usd: free}", "`cost_usd` must be an amount of US dollars"),
-        ("{cost_usd: 0}", "`budget: cost_usd` must be an amount of US dollars above 0"),
+        (
+            "{tokens: -5}",
+            "`tokens` must be a whole number of tokens, at least 1, not -5",
+        ),
+        (
+            "{tokens: lots}",
+            "`tokens` must be a whole number of tokens, at least 1, not \"lots\"",
+        ),
+        (
+            "{cost_usd: free}",
+            "`cost_usd` must be an amount of US dollars",
+        ),
+        (
+            "{cost_usd: 0}",
+            "`budget: cost_usd` must be an amount of US dollars above 0",
+        ),
         ("{cost_usd: -1.5}", "`budget: cost_usd` must be an amount"),
         ("{dollars: 3}", "dollars"),
         ("12", "budget"),
     ] {
-        let text = format!("config:\n  budget: {budget}\noperators:\n  - {{id: s, type: source, params: {{value: x}}}}\n");
+        let text = format!(
+            "config:\n  budget: {budget}\noperators:\n  - {{id: s, type: source, params: {{value: x}}}}\n"
+        );
         let e = Net::from_cm(&text).unwrap_err();
         let p = &e.problems()[0];
         assert_eq!(p.line, 2, "{budget}: {e}");
@@ -478,9 +516,16 @@ connections:
         panic!("BUDGET expected, got {end}");
     };
     assert_eq!(op, "m", "the map's inner run made the refused request");
-    assert_eq!(calls.load(Ordering::SeqCst), 1, "the inner runs share the budget");
+    assert_eq!(
+        calls.load(Ordering::SeqCst),
+        1,
+        "the inner runs share the budget"
+    );
     assert_eq!(usage.requests, 1);
-    assert!(cvm.received("failed").is_empty(), "not caught as a failed item");
+    assert!(
+        cvm.received("failed").is_empty(),
+        "not caught as a failed item"
+    );
     assert_eq!(cvm.depth(), 1, "the map's firing is not recorded");
 }
 

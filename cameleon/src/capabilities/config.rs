@@ -26,9 +26,9 @@ use std::path::{Path, PathBuf};
 use super::kinds::{Build, KindConfig, Section, find, kinds};
 use super::untrusted::{GRANTS, check_trust, read_grants};
 use super::{CapabilitiesBuilder, CapabilityNames, Entry};
-use crate::operator::capability::Price;
 use crate::cm::tree::{self, Kind, Node, Span};
 use crate::cm::{CmError, CmProblem, CmProblemKind};
+use crate::operator::capability::Price;
 
 /// The environment variable naming a capabilities file.
 pub const ENV_VAR: &str = "CAMELEON_CAPABILITIES";
@@ -198,23 +198,23 @@ fn load_into(
         let from = format!("`{name}` line {line}");
         match build {
             Build::Chat(f) => match f(&cfg) {
-                Ok(v) => {
+                Ok(value) => {
                     b.chat
-                        .insert(cfg.name.clone(), Entry { value: v, from, price });
+                        .insert(cfg.name.clone(), Entry { value, from, price });
                 }
                 Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
             },
             Build::Embedder(f) => match f(&cfg) {
-                Ok(v) => {
+                Ok(value) => {
                     b.embedders
-                        .insert(cfg.name.clone(), Entry { value: v, from, price });
+                        .insert(cfg.name.clone(), Entry { value, from, price });
                 }
                 Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
             },
             Build::Memory(f) => match f(&cfg) {
-                Ok(v) => {
+                Ok(value) => {
                     b.memories
-                        .insert(cfg.name.clone(), Entry { value: v, from, price });
+                        .insert(cfg.name.clone(), Entry { value, from, price });
                 }
                 Err(e) => kind_error(&mut cx, &tree, section, &cfg, e),
             },

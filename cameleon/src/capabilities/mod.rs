@@ -63,8 +63,8 @@ pub use runtime::{
 use crate::net::ToolPolicy;
 use crate::operator::OpError;
 use crate::operator::capability::{
-    Budget, Capabilities, ChatModel, Embedder, Memory, Meter, MeteredChat, MeteredEmbedder,
-    Price, Telemetry, ToolAccess, TracingTelemetry,
+    Budget, Capabilities, ChatModel, Embedder, Memory, Meter, MeteredChat, MeteredEmbedder, Price,
+    Telemetry, ToolAccess, TracingTelemetry,
 };
 use crate::tools::{Tool, ToolGate, ToolRegistry};
 

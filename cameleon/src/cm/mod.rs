@@ -71,7 +71,9 @@ pub mod write;
 use std::path::{Path, PathBuf};
 
 pub use error::{CmError, CmProblem, CmProblemKind};
-pub use format::{CmBudget, CmConfig, CmConnection, CmFile, CmOperator, CmRetry, CmTools, FORMAT_VERSION};
+pub use format::{
+    CmBudget, CmConfig, CmConnection, CmFile, CmOperator, CmRetry, CmTools, FORMAT_VERSION,
+};
 pub use load::Loader;
 pub use write::leading_comments;
 

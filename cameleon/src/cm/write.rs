@@ -20,7 +20,9 @@ use std::fmt::Write as _;
 
 use serde_json::Value as Json;
 
-use super::format::{CmBudget, CmConfig, CmConnection, CmFile, CmOperator, CmRetry, CmTools, FORMAT_VERSION};
+use super::format::{
+    CmBudget, CmConfig, CmConnection, CmFile, CmOperator, CmRetry, CmTools, FORMAT_VERSION,
+};
 use crate::catalogue::Catalogue;
 use crate::net::{Net, NetConfig, Placement};
 use crate::operator::Params;

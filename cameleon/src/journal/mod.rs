@@ -108,9 +108,9 @@ use serde::{Deserialize, Serialize};
 use crate::catalogue::Catalogue;
 use crate::cm::{CmError, Loader};
 use crate::engine::{Cvm, EndState, Recorded};
-use crate::operator::capability::Spent;
 use crate::net::{Mode, Net};
 use crate::operator::capability::Capabilities;
+use crate::operator::capability::Spent;
 
 mod codec;
 mod lock;
@@ -187,12 +187,6 @@ pub struct RunInfo {
     /// (docs/semantics.md §4.7); `None` before its first model request.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<Spent>,
-}
-
-/// What a run spent, from its stored `end_state` JSON (`"usage"`).
-fn usage_of(end_state: &str) -> Option<Spent> {
-    let v: serde_json::Value = serde_json::from_str(end_state).ok()?;
-    serde_json::from_value(v.get("usage")?.clone()).ok()
 }
 
 /// An entry of a run's history tree, as [`Journal::history`] gives it.
@@ -581,7 +575,10 @@ impl Journal {
                     status: r.get(2)?,
                     steps: r.get::<_, i64>(3)?.max(0) as u64,
                     started: r.get(4)?,
-                    usage: r.get::<_, Option<String>>(5)?.as_deref().and_then(usage_of),
+                    usage: r
+                        .get::<_, Option<String>>(5)?
+                        .as_deref()
+                        .and_then(writer::usage_of),
                 })
             })?
             .collect()

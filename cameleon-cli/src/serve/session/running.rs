@@ -196,8 +196,7 @@ mod tests {
             allow_outside: false,
             satellites: None,
         };
-        let mut s =
-            Session::open(served, runtime, None, super::super::Wires::default()).unwrap();
+        let mut s = Session::open(served, runtime, None, super::super::Wires::default()).unwrap();
         assert!(s.problems().is_empty(), "{:?}", s.problems());
         let before = serde_json::to_value(s.state()).unwrap();
         assert!(before.get("usage").is_none(), "no request yet: {before}");
