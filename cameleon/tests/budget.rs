@@ -237,6 +237,16 @@ fn a_journaled_run_stopped_by_its_budget_resumes_under_a_raised_one_without_aski
     let runs = journal.runs().unwrap();
     assert_eq!(runs[0].status, "COMPLETED");
     assert_eq!(runs[0].usage.unwrap().requests, 3);
+    // Its end, stored with the usage beside it, reads back as the end it is.
+    let (rt, calls) = counting_runtime();
+    let again = journal
+        .resume_with_options(Some(&id), &opts, |net: &mut Net, base: &Path| {
+            rt.pin(net, base) as Arc<dyn Capabilities>
+        })
+        .unwrap();
+    assert!(again.is_finished());
+    assert_eq!(again.end, Some(EndState::Completed));
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
 
 /// A generative model that asks for `calc` on its first turn and answers on the next, each
