@@ -569,3 +569,43 @@ connections:
     assert_eq!((usage.requests, calls.load(Ordering::SeqCst)), (1, 1));
     assert_eq!(cvm.depth(), 2, "`q`, then `a`; `b`'s step is not recorded");
 }
+
+/// A question to the model, whose answer is then embedded by `retrieve` (the offline `hash`
+/// embedder, which reports no tokens).
+fn ask_then_retrieve(budget: &str) -> Net {
+    Net::from_cm(&format!(
+        "name: embed
+config:
+  budget: {budget}
+operators:
+  - {{id: q, type: source, params: {{value: 'Why do chameleons change colour?'}}}}
+  - {{id: a, type: llm}}
+  - {{id: r, type: retrieve}}
+  - {{id: out, type: sink}}
+connections:
+  - {{from: q.out_data, to: a.in_prompt}}
+  - {{from: a.out_text, to: r.in_query}}
+  - {{from: r.out_data, to: out.in_data}}
+"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn embedding_requests_are_checked_and_counted_their_tokens_when_reported() {
+    let (rt, _) = counting_runtime();
+    // Unbounded: two requests, the embedder's without tokens.
+    let mut cvm = rt.cvm(ask_then_retrieve("{}"), ".").build();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let spent = cvm.capabilities().meter().unwrap().spent();
+    assert_eq!(spent.requests, 2);
+    assert_eq!(spent.total_tokens, tokens_per_question()[0]);
+    // Bounded: the embedding request is the one refused.
+    let mut cvm = rt.cvm(ask_then_retrieve("{tokens: 1}"), ".").build();
+    let end = cvm.run().unwrap();
+    let EndState::Budget { op, usage, .. } = &end else {
+        panic!("BUDGET expected, got {end}");
+    };
+    assert_eq!(op, "r");
+    assert_eq!(usage.requests, 1);
+}
