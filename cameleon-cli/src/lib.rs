@@ -31,7 +31,7 @@
 //!
 //! | command | exit code |
 //! |---|---|
-//! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json] [--answer OP=VALUE]… [--answers FILE.json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR, 6 WAITING, 130 CANCELLED (Ctrl-C) |
+//! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json] [--answer OP=VALUE]… [--answers FILE.json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT, STEP_LIMIT or BUDGET, 5 ERROR, 6 WAITING, 130 CANCELLED (Ctrl-C) |
 //! | `run FILE.cm --journal DB [--durability sync\|batch\|exit]` | as `run`; 2 also when `DB` is not a journal |
 //! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]… [--base DIR] [--allow-outside] [--grant TOOL]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file, a recorded folder outside the journal's without `--base`, a run another process holds |
 //! | `runs DB [--json]`, `history DB RUN_ID [--json]` | 0, 2 not a journal or an unknown id |
@@ -97,7 +97,7 @@ pub mod exit {
     pub const INVALID: i32 = 2;
     /// The run ended in DEADLOCK; `check --verify`: a property fails.
     pub const DEADLOCK: i32 = 3;
-    /// The run stopped in LOOP_LIMIT or STEP_LIMIT.
+    /// The run stopped in LOOP_LIMIT, STEP_LIMIT or BUDGET.
     pub const LIMIT: i32 = 4;
     /// An operator failed (ERROR).
     pub const ERROR: i32 = 5;
@@ -138,7 +138,7 @@ pub enum Command {
     /// Run a net to a terminal state; print the end state, the step count and what each sink
     /// received.
     #[command(after_help = "\
-Exit codes: 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT or STEP_LIMIT, 5 ERROR,
+Exit codes: 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT, STEP_LIMIT or BUDGET, 5 ERROR,
 6 WAITING (an `ask` waits for an answer: give it with --answer, --answers, or at the prompt
 when standard input is a terminal).
 

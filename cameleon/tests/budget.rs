@@ -237,6 +237,16 @@ fn a_journaled_run_stopped_by_its_budget_resumes_under_a_raised_one_without_aski
     let runs = journal.runs().unwrap();
     assert_eq!(runs[0].status, "COMPLETED");
     assert_eq!(runs[0].usage.unwrap().requests, 3);
+    // Its end, stored with the usage beside it, reads back as the end it is.
+    let (rt, calls) = counting_runtime();
+    let again = journal
+        .resume_with_options(Some(&id), &opts, |net: &mut Net, base: &Path| {
+            rt.pin(net, base) as Arc<dyn Capabilities>
+        })
+        .unwrap();
+    assert!(again.is_finished());
+    assert_eq!(again.end, Some(EndState::Completed));
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
 
 /// A generative model that asks for `calc` on its first turn and answers on the next, each
@@ -527,4 +537,75 @@ connections:
         "not caught as a failed item"
     );
     assert_eq!(cvm.depth(), 1, "the map's firing is not recorded");
+}
+
+#[test]
+fn in_parallel_mode_the_step_whose_request_is_refused_is_discarded_and_the_run_stops_in_budget() {
+    // `b` asks the model `a`'s answer: two steps apart, whatever the mode.
+    let net = Net::from_cm(
+        "name: chain
+config:
+  mode: parallel
+  budget: {tokens: 1}
+operators:
+  - {id: q, type: source, params: {value: 'Why do chameleons change colour?'}}
+  - {id: a, type: llm}
+  - {id: b, type: llm}
+  - {id: out, type: sink}
+connections:
+  - {from: q.out_data, to: a.in_prompt}
+  - {from: a.out_text, to: b.in_prompt}
+  - {from: b.out_text, to: out.in_data}
+",
+    )
+    .unwrap();
+    let (rt, calls) = counting_runtime();
+    let mut cvm = rt.cvm(net, ".").build();
+    let end = cvm.run().unwrap();
+    let EndState::Budget { op, usage, .. } = &end else {
+        panic!("BUDGET expected, got {end}");
+    };
+    assert_eq!(op, "b");
+    assert_eq!((usage.requests, calls.load(Ordering::SeqCst)), (1, 1));
+    assert_eq!(cvm.depth(), 2, "`q`, then `a`; `b`'s step is not recorded");
+}
+
+/// A question to the model, whose answer is then embedded by `retrieve` (the offline `hash`
+/// embedder, which reports no tokens).
+fn ask_then_retrieve(budget: &str) -> Net {
+    Net::from_cm(&format!(
+        "name: embed
+config:
+  budget: {budget}
+operators:
+  - {{id: q, type: source, params: {{value: 'Why do chameleons change colour?'}}}}
+  - {{id: a, type: llm}}
+  - {{id: r, type: retrieve}}
+  - {{id: out, type: sink}}
+connections:
+  - {{from: q.out_data, to: a.in_prompt}}
+  - {{from: a.out_text, to: r.in_query}}
+  - {{from: r.out_data, to: out.in_data}}
+"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn embedding_requests_are_checked_and_counted_their_tokens_when_reported() {
+    let (rt, _) = counting_runtime();
+    // Unbounded: two requests, the embedder's without tokens.
+    let mut cvm = rt.cvm(ask_then_retrieve("{}"), ".").build();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    let spent = cvm.capabilities().meter().unwrap().spent();
+    assert_eq!(spent.requests, 2);
+    assert_eq!(spent.total_tokens, tokens_per_question()[0]);
+    // Bounded: the embedding request is the one refused.
+    let mut cvm = rt.cvm(ask_then_retrieve("{tokens: 1}"), ".").build();
+    let end = cvm.run().unwrap();
+    let EndState::Budget { op, usage, .. } = &end else {
+        panic!("BUDGET expected, got {end}");
+    };
+    assert_eq!(op, "r");
+    assert_eq!(usage.requests, 1);
 }

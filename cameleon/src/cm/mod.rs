@@ -6,6 +6,7 @@
 //! config:                      # optional
 //!   mode: sequential           # or parallel
 //!   max_loop_iterations: 10000
+//!   budget: {tokens: 20000, cost_usd: 0.50}   # optional: BUDGET before the request past it
 //! tools:                       # optional: without it, every tool call is denied
 //!   allow: [calc, read_file]   # tools that run when called
 //!   approve: [write_file]      # tools that run once a person approves the call

@@ -208,12 +208,6 @@ pub struct RunInfo {
     pub usage: Option<Spent>,
 }
 
-/// What a run spent, from its stored `end_state` JSON (`"usage"`).
-fn usage_of(end_state: &str) -> Option<Spent> {
-    let v: serde_json::Value = serde_json::from_str(end_state).ok()?;
-    serde_json::from_value(v.get("usage")?.clone()).ok()
-}
-
 /// An entry of a run's history tree, as [`Journal::history`] gives it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct HistoryEntry {
@@ -601,7 +595,10 @@ impl Journal {
                     status: r.get(2)?,
                     steps: r.get::<_, i64>(3)?.max(0) as u64,
                     started: r.get(4)?,
-                    usage: r.get::<_, Option<String>>(5)?.as_deref().and_then(usage_of),
+                    usage: r
+                        .get::<_, Option<String>>(5)?
+                        .as_deref()
+                        .and_then(writer::usage_of),
                 })
             })?
             .collect()

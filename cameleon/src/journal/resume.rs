@@ -228,7 +228,7 @@ impl Journal {
         });
         // What the run spent before counts against its budget (docs/semantics.md §4.7).
         if let Some(meter) = caps.as_ref().and_then(|c| c.meter())
-            && let Some(spent) = end_state.as_deref().and_then(super::usage_of)
+            && let Some(spent) = end_state.as_deref().and_then(super::writer::usage_of)
         {
             meter.start_from(spent);
         }

@@ -244,6 +244,13 @@ fn flusher(shared: &Shared, every: Duration) {
     }
 }
 
+/// What a run spent, from its stored `end_state` JSON (`"usage"`, written by
+/// [`JournalRecorder`]).
+pub(super) fn usage_of(end_state: &str) -> Option<crate::operator::capability::Spent> {
+    let v: serde_json::Value = serde_json::from_str(end_state).ok()?;
+    serde_json::from_value(v.get("usage")?.clone()).ok()
+}
+
 /// The status of a run that ended in `end`, and the end state's JSON.
 pub(super) fn status_of(end: &EndState) -> (String, Option<String>) {
     (end.name().to_owned(), serde_json::to_string(end).ok())

@@ -25,7 +25,7 @@ fn main() {
     };
 
     let mut b = Net::builder("linear");
-    b.config(cameleon::net::NetConfig { mode: Mode::Sequential, max_loop_iterations: 50 });
+    b.config(cameleon::net::NetConfig { mode: Mode::Sequential, max_loop_iterations: 50, ..Default::default() });
     b.add("loader", Source::new(text)).at(90.0, 150.0).label("Loader").instance(7);
     b.add("up", Transform::new()).at(300.5, 150.0);
     b.add("chunk", Chunker { size: 8, overlap: 0 });
