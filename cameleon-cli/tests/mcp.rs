@@ -154,9 +154,17 @@ fn the_servers_of_a_cameleon_killed_with_sigkill_are_gone_within_two_seconds() {
     assert!(took <= Duration::from_secs(2), "the server outlived cameleon by {took:?}");
 }
 
+/// `examples/mcp` of this checkout.
+fn examples_mcp() -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/mcp")
+        .display()
+        .to_string()
+}
+
 /// What the Python SDK's client saw (`tests/mcp/client.py`).
 fn python_client(args: &[&str]) -> serde_json::Value {
-    let script = test_support::root().join("cameleon-cli/tests/mcp/client.py");
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
     let o = test_support::Cmd::new(test_support::mcp::python())
         .arg(&script)
         .args(args)
@@ -187,14 +195,14 @@ fn assert_served(seen: &serde_json::Value) {
 
 #[test]
 fn the_python_sdk_lists_and_calls_the_nets_of_cameleon_mcp_over_stdio() {
-    let nets = test_support::example("mcp");
+    let nets = examples_mcp();
     let seen = python_client(&["stdio", CAMELEON.path(), "mcp", "--nets", &nets]);
     assert_served(&seen);
 }
 
 #[test]
 fn the_python_sdk_calls_cameleon_mcp_over_streamable_http_with_its_token() {
-    let nets = test_support::example("mcp");
+    let nets = examples_mcp();
     let mut server = CAMELEON
         .cmd()
         .args(["mcp", "--nets", &nets, "--port", "0"])
