@@ -47,6 +47,7 @@
 //! | `satellites --nats URL [--json]` | 0, 2 invalid arguments, 5 NATS unreachable |
 //! | `schema` | 0 |
 //! | `trust FILE` | 0 trusted, 2 not a valid capabilities file or no config directory |
+//! | `mcp [--nets DIR] [--port P [--bind ADDR] [--token T \| --no-token]] [--capabilities FILE] [--grant TOOL]…` | 0 on a clean end (standard input closed; Ctrl-C or SIGTERM with `--port`), 2 invalid arguments or capabilities, or the port is taken |
 #![deny(missing_docs)]
 
 use std::ffi::OsString;
@@ -67,6 +68,8 @@ mod export;
 mod fmt;
 mod journal;
 mod live;
+
+mod mcp;
 pub mod render;
 mod report;
 mod run;
@@ -80,6 +83,7 @@ pub use args::{
     ReduceArg, ResumeArgs, RunArgs, RunsArgs, ToolsArgs,
 };
 pub use catalogue::catalogue_text;
+pub use mcp::McpArgs;
 pub use report::{RunReport, trace_jsonl};
 pub use satellite::{NatsArgs, SatelliteArgs, SatellitesArgs};
 pub use serve::ServeArgs;
@@ -332,6 +336,23 @@ Exit codes: 0 trusted, 2 not a valid capabilities file (nothing recorded), no co
 Examples:
   cameleon trust examples/cameleon.yaml")]
     Trust(TrustArgs),
+    /// Serve the nets of a folder to MCP clients (Model Context Protocol): each `.cm` file
+    /// with an `input`/`output` boundary whose `check --verify` holds is a tool (arguments:
+    /// its inputs; result: its outputs), plus `check` and `catalogue`.
+    #[command(after_help = "\
+Over standard input and output by default (what an MCP client that starts `cameleon mcp` as a
+program uses); with --port, streamable HTTP at http://127.0.0.1:P/mcp, each request with
+`Authorization: Bearer T` (the token printed at start, or --token T). A net that ends waiting
+for a person's answer returns a tool error naming the question. Nets that are not offered are
+listed on stderr with why.
+
+Exit codes: 0 on a clean end (the client closed standard input; Ctrl-C or SIGTERM with --port),
+2 invalid arguments, an invalid capabilities file, or the port is taken.
+
+Examples:
+  cameleon mcp --nets examples/mcp
+  cameleon mcp --nets examples/mcp --port 8931")]
+    Mcp(McpArgs),
 }
 
 /// Where a command reads and writes, and what the terminal can do.
@@ -454,6 +475,7 @@ where
         Command::Satellite(a) => satellite::satellite(&a, io),
         Command::Satellites(a) => satellite::satellites(&a, io),
         Command::Trust(a) => trust::trust(&a, io),
+        Command::Mcp(a) => mcp::mcp(&a, io),
         Command::Schema => {
             write!(io.stdout, "{}", cameleon::cm::schema::schema_json()).map(|()| exit::OK)
         }

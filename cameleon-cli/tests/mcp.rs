@@ -203,3 +203,83 @@ fn the_servers_of_a_cameleon_killed_with_sigkill_are_gone_within_two_seconds() {
         "the server outlived cameleon by {took:?}"
     );
 }
+
+/// `examples/mcp` of this checkout.
+fn examples_mcp() -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples/mcp")
+        .display()
+        .to_string()
+}
+
+/// What the Python SDK's client saw (`tests/mcp/client.py`).
+fn python_client(args: &[&str]) -> serde_json::Value {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/client.py");
+    let o = test_support::Cmd::new(test_support::mcp::python())
+        .arg(&script)
+        .args(args)
+        .run();
+    assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
+    serde_json::from_str(stdout(&o).trim()).unwrap_or_else(|e| panic!("{e}: {}", stdout(&o)))
+}
+
+fn assert_served(seen: &serde_json::Value) {
+    let tools = &seen["tools"];
+    for t in ["shout", "calc", "review", "check", "catalogue"] {
+        assert!(tools.get(t).is_some(), "{t} not listed: {tools}");
+    }
+    // Arguments: the inputs, typed by their data types' JSON schemas.
+    assert_eq!(tools["shout"]["input_schema"]["properties"]["text"]["type"], "string");
+    assert_eq!(tools["shout"]["input_schema"]["required"], serde_json::json!(["text"]));
+    assert_eq!(seen["shout"]["is_error"], false, "{seen}");
+    assert_eq!(seen["shout"]["structured"]["loud"], "BONJOUR", "{seen}");
+    assert_eq!(seen["calc"]["structured"]["value"], 1024, "{seen}");
+    // A net that asks a person: a tool error naming the question.
+    assert_eq!(seen["review"]["is_error"], true, "{seen}");
+    assert!(
+        seen["review"]["text"].as_str().unwrap().contains("Publish this text?"),
+        "{seen}"
+    );
+    assert_eq!(seen["check"]["structured"]["valid"], false, "{seen}");
+}
+
+#[test]
+fn the_python_sdk_lists_and_calls_the_nets_of_cameleon_mcp_over_stdio() {
+    let nets = examples_mcp();
+    let seen = python_client(&["stdio", CAMELEON.path(), "mcp", "--nets", &nets]);
+    assert_served(&seen);
+}
+
+#[test]
+fn the_python_sdk_calls_cameleon_mcp_over_streamable_http_with_its_token() {
+    let nets = examples_mcp();
+    let mut server = CAMELEON
+        .cmd()
+        .args(["mcp", "--nets", &nets, "--port", "0"])
+        .spawn();
+    let printed = server.wait_stdout("the endpoint and token", test_support::WAIT_TIMEOUT, |t| {
+        t.lines().any(|l| l.starts_with("token "))
+    });
+    let line = |prefix: &str| {
+        printed
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no `{prefix}` line in {printed}"))
+            .to_owned()
+    };
+    let (url, token) = (line("MCP endpoint "), line("token "));
+    let seen = python_client(&["http", &url, &token]);
+    assert_served(&seen);
+    // Without the token: 401, and nothing runs.
+    let o = test_support::Cmd::new(test_support::mcp::python())
+        .args([
+            "-c",
+            "import sys, httpx2; r = httpx2.post(sys.argv[1], json={}); print(r.status_code)",
+            &url,
+        ])
+        .run();
+    assert_eq!(stdout(&o).trim(), "401", "{}", stderr(&o));
+    server.signal(Signal::Term);
+    let status = server.wait(test_support::WAIT_TIMEOUT);
+    assert_eq!(status.code(), Some(0));
+}

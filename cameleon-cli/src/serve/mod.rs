@@ -36,7 +36,7 @@ mod guard;
 mod session;
 mod shared;
 mod stream;
-mod token;
+pub(crate) mod token;
 mod view;
 
 use std::net::{IpAddr, SocketAddr};

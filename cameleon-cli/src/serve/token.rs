@@ -42,6 +42,11 @@ impl Token {
         Ok(Token(bytes.iter().map(|b| format!("{b:02x}")).collect()))
     }
 
+    /// The token itself, to print once for the user who started the server.
+    pub(crate) fn reveal(&self) -> &str {
+        &self.0
+    }
+
     /// The token, percent-encoded for a query or a cookie.
     pub(crate) fn encoded(&self) -> String {
         utf8_percent_encode(&self.0, ENCODED).to_string()

@@ -171,10 +171,17 @@ impl McpServer {
         }
         match peer.call_tool(params).await {
             Ok(r) => content_of(&self.config.name, &remote, r),
-            Err(e) if peer.is_transport_closed() => Err(ToolError::new(format!(
-                "{} stopped during the call of `{remote}` ({e}); the call may or may not have acted",
-                self.label()
-            ))),
+            Err(e) if peer.is_transport_closed() => {
+                let next = if self.state.lock().await.starts >= MAX_STARTS {
+                    "it was started again once already, so its tools fail from now on in this capability generation"
+                } else {
+                    "it is started again at the next call"
+                };
+                Err(ToolError::new(format!(
+                    "{} stopped during the call of `{remote}` ({e}): the call may or may not have acted; {next}",
+                    self.label()
+                )))
+            }
             Err(e) => Err(ToolError::new(format!(
                 "{} failed the call of `{remote}`: {e}",
                 self.label()

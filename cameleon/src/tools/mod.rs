@@ -43,6 +43,7 @@ mod effects;
 mod error;
 mod fs;
 mod gate;
+mod net_tool;
 mod registry;
 mod schema;
 mod std_tools;
@@ -54,6 +55,7 @@ pub use calc::{CalcError, eval as calc_eval};
 pub use effects::{net_effects, op_effects, tools_called};
 pub use error::{ToolError, ToolErrorKind};
 pub use gate::{Approval, Approver, ToolGate};
+pub use net_tool::{NetTool, type_schema};
 pub use registry::{
     DuplicateTool, Tool, ToolContext, ToolEntry, ToolFn, ToolOutput, ToolProvider, ToolRegistry,
 };
