@@ -75,6 +75,7 @@ mod report;
 mod run;
 mod satellite;
 mod serve;
+mod telemetry;
 mod tools;
 mod trust;
 
@@ -134,6 +135,16 @@ pub struct Cli {
     /// `tracing` filter (default `info`; e.g. `cameleon=debug`).
     #[arg(long, global = true, value_name = "FILTER", num_args = 0..=1, default_missing_value = "info")]
     pub log: Option<String>,
+    /// Export the spans (run, step, firing; `chat` and `execute_tool` with OpenTelemetry's
+    /// GenAI attributes) to an OpenTelemetry collector over OTLP HTTP/protobuf. ENDPOINT is
+    /// its base URL (`http://127.0.0.1:4318`; `/v1/traces` is added) or the full traces URL.
+    /// Default: the environment variable OTEL_EXPORTER_OTLP_ENDPOINT, if set.
+    #[arg(long, global = true, value_name = "ENDPOINT")]
+    pub otlp: Option<String>,
+    /// With --otlp: send header NAME with the value of environment variable VAR (an API key
+    /// the collector wants). Repeatable.
+    #[arg(long, global = true, value_name = "NAME=VAR")]
+    pub otlp_header: Vec<String>,
 }
 
 /// The subcommands.
@@ -457,9 +468,37 @@ where
             return if to_stdout { exit::OK } else { exit::INVALID };
         }
     };
-    if let Some(filter) = &cli.log {
-        start_logging(filter);
-    }
+    let endpoint = cli.otlp.clone().or_else(|| {
+        std::env::var(telemetry::ENDPOINT_ENV)
+            .ok()
+            .filter(|v| !v.trim().is_empty())
+    });
+    let otlp = match endpoint
+        .map(|e| {
+            Ok::<_, String>((
+                telemetry::traces_url(&e)?,
+                telemetry::headers(&cli.otlp_header)?,
+            ))
+        })
+        .transpose()
+    {
+        Ok(o) => o,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return exit::INVALID;
+        }
+    };
+    // Held to the end of the command: dropping it sends the spans still queued.
+    let _exporter = match telemetry::start(
+        cli.log.as_deref(),
+        otlp.as_ref().map(|(url, h)| (url.as_str(), h.clone())),
+    ) {
+        Ok(e) => e,
+        Err(e) => {
+            let _ = writeln!(io.stderr, "error: {e}");
+            return exit::INVALID;
+        }
+    };
     let r = match cli.command {
         Command::RunNet(a) => run::run(&a, io),
         Command::Check(a) => check::check(&a, io),
@@ -487,19 +526,6 @@ where
         }
         exit::ERROR
     })
-}
-
-/// `--log FILTER`: a `tracing` fmt subscriber on stderr, for the whole process (a second call,
-/// e.g. a second command run in one test process, keeps the first).
-fn start_logging(filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
-        .with_span_events(tracing_subscriber::fmt::format::FmtSpan::CLOSE)
-        .try_init();
 }
 
 /// Loads `path` for a command; on failure prints the problems (rendered, or as JSON) and

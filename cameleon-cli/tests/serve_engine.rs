@@ -206,3 +206,61 @@ fn a_50_mib_token_costs_the_page_a_preview_and_the_server_the_value_alone() {
         SIZE >> 10
     );
 }
+
+#[test]
+fn a_streaming_answer_reaches_the_page_while_it_is_written_coalesced_per_flush() {
+    let model = Server::start();
+    let answer = "Chameleons change colour to signal mood.";
+    model.script([Reply::chat(answer).held_after(3)]);
+    let (_dir, server) = served("serve-engine-stream", &model);
+    let mut events = server.events();
+    events.wait_for_state(0);
+    assert_eq!(server.post("/api/step", "").0, 200); // the question
+    std::thread::scope(|sc| {
+        let stepper = sc.spawn(|| server.post("/api/step", ""));
+        // The first two words, streamed, reach the page while the rest is held: the firing
+        // has not finished.
+        let mut text = String::new();
+        while text != "Chameleons change" {
+            let e = events.next_event();
+            let finished = e.data["event"] == "firing_finished" && e.data["op"] == "answer";
+            assert!(
+                !finished,
+                "the answer finished before it streamed: {text:?}"
+            );
+            if e.data["event"] == "partial" {
+                assert_eq!(
+                    (&e.data["step"], &e.data["op"]),
+                    (&json!(2), &json!("answer"))
+                );
+                text.push_str(e.data["text"].as_str().unwrap());
+            }
+        }
+        assert!(!stepper.is_finished(), "the step is still under way");
+        model.release();
+        // The rest: coalesced, fewer events than pieces.
+        let mut partials = 0;
+        loop {
+            let e = events.next_event();
+            if e.data["event"] == "partial" {
+                partials += 1;
+                text.push_str(e.data["text"].as_str().unwrap());
+            }
+            if e.data["event"] == "step_committed" {
+                break;
+            }
+        }
+        assert_eq!(text, answer);
+        // Four pieces arrive in one burst: one event (two if a flush fell inside the burst).
+        assert!(partials <= 2, "4 pieces in {partials} events");
+        assert_eq!(stepper.join().unwrap().0, 200);
+    });
+    assert_eq!(server.post("/api/step", "").0, 200); // the sink
+    let (_, o) = server.get("/api/outputs");
+    assert_eq!(
+        o["sinks"][0]["values"][0]["json"],
+        json!(answer).to_string(),
+        "{o}"
+    );
+    assert_eq!(model.requests()[0].body["stream"], true);
+}

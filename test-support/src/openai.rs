@@ -43,6 +43,9 @@ pub struct Reply {
     pub delay: Duration,
     /// Answer only once the test opens the server's gate ([`Server::release`]).
     pub held: bool,
+    /// Streamed (`stream: true`): send this many events at once, the rest only once the test
+    /// opens the gate.
+    pub held_after: Option<usize>,
 }
 
 impl Reply {
@@ -59,6 +62,7 @@ impl Reply {
             headers: Vec::new(),
             delay: Duration::ZERO,
             held: false,
+            held_after: None,
         }
     }
 
@@ -103,6 +107,13 @@ impl Reply {
     /// The same, after a wait.
     pub fn after(mut self, d: Duration) -> Self {
         self.delay = d;
+        self
+    }
+
+    /// The same, streamed to a request asking `stream: true` up to its `n`th event, the rest
+    /// held until the test calls [`Server::release`]: the answer is partly written.
+    pub fn held_after(mut self, n: usize) -> Self {
+        self.held_after = Some(n);
         self
     }
 
@@ -291,11 +302,33 @@ async fn answer(st: &State, uri: Uri, headers: HeaderMap, body: Bytes) -> Respon
     let streamed = recorded.body["stream"] == true && reply.status == 200;
     let events = if streamed { sse_of(&reply.body) } else { None };
     let is_events = events.is_some();
-    let mut resp = (
-        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
-        events.unwrap_or(reply.body),
-    )
-        .into_response();
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut resp = match (events, reply.held_after) {
+        (Some(events), Some(n)) => {
+            // The first `n` events now, the rest when the gate opens.
+            let cut = events
+                .match_indices("\n\n")
+                .nth(n.saturating_sub(1))
+                .map_or(0, |(i, _)| i + 2);
+            let (now, later) = events.split_at(if n == 0 { 0 } else { cut });
+            let (now, later) = (now.to_owned(), later.to_owned());
+            let open = st.gate.subscribe();
+            let body = futures_util::stream::unfold(
+                (Some(now), Some(later), open),
+                |(now, later, mut open)| async move {
+                    if let Some(n) = now {
+                        return Some((Ok::<_, std::io::Error>(n), (None, later, open)));
+                    }
+                    let later = later?;
+                    let _ =
+                        tokio::time::timeout(crate::WAIT_TIMEOUT * 5, open.wait_for(|o| *o)).await;
+                    Some((Ok(later), (None, None, open)))
+                },
+            );
+            (status, axum::body::Body::from_stream(body)).into_response()
+        }
+        (events, _) => (status, events.unwrap_or(reply.body)).into_response(),
+    };
     resp.headers_mut().insert(
         "content-type",
         if is_events {

@@ -486,12 +486,88 @@ function logLine(text) {
   log.scrollTop = log.scrollHeight;
 }
 
+// ---------------------------------------------------------------------------------------------
+// Live output: what a firing writes while it runs (a model's answer streaming in), from the
+// stream's `partial` events (the server coalesces them per flush). Shown on the operator in the
+// drawing and in the Outputs panel until the step ends; the result then shows as usual.
+
+const live = new Map(); // op -> { step, text }
+let liveFrame = 0;
+
+function onPartial(e) {
+  let l = live.get(e.op);
+  if (!l || l.step !== e.step) {
+    l = { step: e.step, text: "" };
+    live.set(e.op, l);
+  }
+  l.text += e.text;
+  stats.partial = (stats.partial || 0) + 1;
+  if (!liveFrame) liveFrame = requestAnimationFrame(drawLive);
+}
+
+function endLive(e) {
+  let changed = false;
+  for (const [op, l] of live) {
+    if (e.event === "ended" || l.step === e.step) {
+      live.delete(op);
+      changed = true;
+    }
+  }
+  if (changed && !liveFrame) liveFrame = requestAnimationFrame(drawLive);
+}
+
+function drawLive() {
+  liveFrame = 0;
+  const box = $("live");
+  box.textContent = "";
+  for (const [op, l] of live) {
+    const div = document.createElement("div");
+    div.className = "live";
+    div.dataset.op = op;
+    const name = document.createElement("b");
+    name.textContent = op + " ";
+    const text = document.createElement("span");
+    text.textContent = l.text;
+    div.append(name, text);
+    box.appendChild(div);
+  }
+  const svg = $("visual").querySelector("svg");
+  if (!svg) return;
+  for (const t of svg.querySelectorAll("text.live-text")) {
+    if (!live.has(t.parentNode.getAttribute("data-op"))) t.remove();
+  }
+  for (const [op, l] of live) {
+    const g = svg.querySelector('g[data-op="' + CSS.escape(op) + '"]');
+    if (!g) continue;
+    let t = g.querySelector("text.live-text");
+    if (!t) {
+      t = document.createElementNS("http://www.w3.org/2000/svg", "text");
+      t.setAttribute("class", "live-text");
+      const box = g.getBBox();
+      t.setAttribute("x", String(box.x));
+      t.setAttribute("y", String(box.y + box.height + 12));
+      g.appendChild(t);
+    }
+    const tail = l.text.replace(/\s+/g, " ");
+    t.textContent = tail.length > 48 ? "…" + tail.slice(-47) : tail;
+  }
+}
+
 let pendingLog = [];
 let logTimer = 0;
 function connect() {
   const es = new EventSource("/api/events");
   es.onmessage = (m) => {
     stats.events++;
+    let e = null;
+    try {
+      e = JSON.parse(m.data);
+    } catch (_) {}
+    if (e && e.event === "partial") {
+      onPartial(e); // live text, not a line of the log
+      return;
+    }
+    if (e && (e.event === "step_committed" || e.event === "step_discarded" || e.event === "ended")) endLive(e);
     pendingLog.push(m.data);
     if (pendingLog.length > 40) pendingLog.splice(0, pendingLog.length - 40);
     if (!logTimer)

@@ -410,15 +410,51 @@ impl ToolAccess for ToolGate {
     }
 
     fn call<'a>(&'a self, call: ToolCall) -> CapFuture<'a, ToolResult> {
-        Box::pin(ToolGate::call(self, call))
+        let span = tool_span(&call);
+        Box::pin(async move {
+            let r = tracing::Instrument::instrument(ToolGate::call(self, call), span.clone()).await;
+            record_status(&span, &r);
+            r
+        })
     }
 
     fn call_blocking(&self, call: ToolCall) -> ToolResult {
-        ToolGate::call_blocking(self, call)
+        let span = tool_span(&call);
+        let r = span.in_scope(|| ToolGate::call_blocking(self, call));
+        record_status(&span, &r);
+        r
     }
 
     fn asks_first(&self, name: &str) -> Option<AskFirst> {
         ToolGate::asks_first(self, name)
+    }
+}
+
+/// The span of one tool call, named after the OpenTelemetry GenAI conventions
+/// (`execute_tool {tool}`, `gen_ai.operation.name`, `gen_ai.tool.name`); its status recorded
+/// when it returns. Never the arguments or the result (they may hold anything).
+fn tool_span(call: &ToolCall) -> tracing::Span {
+    tracing::info_span!(
+        target: "cameleon::tools",
+        "execute_tool",
+        "otel.name" = %format_args!("execute_tool {}", call.tool),
+        "gen_ai.operation.name" = "execute_tool",
+        "gen_ai.tool.name" = %call.tool,
+        "gen_ai.tool.type" = "function",
+        status = tracing::field::Empty,
+        "error.type" = tracing::field::Empty,
+    )
+}
+
+fn record_status(span: &tracing::Span, r: &ToolResult) {
+    if span.is_disabled() {
+        return;
+    }
+    let status = serde_json::to_value(r.status).ok();
+    let status = status.as_ref().and_then(|s| s.as_str()).unwrap_or("?");
+    span.record("status", status);
+    if status != "ok" {
+        span.record("error.type", status);
     }
 }
 

@@ -309,6 +309,11 @@ impl Session {
             Arc::clone(&self.wires.firing),
             Arc::clone(&self.wires.dirty),
         );
+        // Partial output goes to the outbox at once (not with the run's slice: it is live),
+        // each piece appended to the one before it while no flush took it: a fast stream is
+        // one event per operator per flush.
+        let live = Arc::clone(&outbox);
+        cvm.on_partial(move |e| coalesce(&live, e));
         cvm.on_event(move |e| {
             note_firing(&firing, e);
             if matches!(e, Event::FiringStarted { .. }) {
@@ -358,6 +363,27 @@ impl Session {
     }
 }
 
+/// Puts partial output `e` in `outbox`: appended to the last event when that is partial output
+/// of the same firing, else as a new event.
+fn coalesce(outbox: &Mutex<Vec<Event>>, e: &Event) {
+    let Event::Partial { step, op, text } = e else {
+        return;
+    };
+    let mut out = outbox.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(Event::Partial {
+        step: s,
+        op: o,
+        text: t,
+    }) = out.last_mut()
+        && s == step
+        && o == op
+    {
+        t.push_str(text);
+        return;
+    }
+    out.push(e.clone());
+}
+
 /// Keeps `firing` — the operators whose firing started and has not finished — up to date
 /// with engine event `e`.
 fn note_firing(firing: &Mutex<Vec<String>>, e: &Event) {
@@ -386,4 +412,39 @@ fn not_saved(e: &CmError) -> ApiError {
 /// net.
 fn not_a_net() -> ApiError {
     ApiError::conflict("the served file is not a valid net: fix it in the Code view")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn partial(step: u32, op: &str, text: &str) -> Event {
+        Event::Partial {
+            step,
+            op: op.into(),
+            text: text.into(),
+        }
+    }
+
+    #[test]
+    fn partial_output_is_coalesced_per_firing_until_a_flush_takes_it() {
+        let outbox = Mutex::new(Vec::new());
+        for piece in ["Cha", "me", "leons"] {
+            coalesce(&outbox, &partial(2, "ask", piece));
+        }
+        coalesce(&outbox, &partial(2, "other", "x"));
+        coalesce(&outbox, &partial(2, "ask", " are"));
+        assert_eq!(
+            *outbox.lock().unwrap(),
+            [
+                partial(2, "ask", "Chameleons"),
+                partial(2, "other", "x"),
+                partial(2, "ask", " are")
+            ]
+        );
+        // A flush took them: the next piece starts a new event.
+        outbox.lock().unwrap().clear();
+        coalesce(&outbox, &partial(2, "ask", " lizards"));
+        assert_eq!(*outbox.lock().unwrap(), [partial(2, "ask", " lizards")]);
+    }
 }

@@ -302,6 +302,10 @@ impl ChatModel for OpenAiChat {
         "openai"
     }
 
+    fn model_name(&self) -> Option<&str> {
+        Some(&self.config().model)
+    }
+
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,

@@ -130,6 +130,12 @@ pub trait ChatModel: Send + Sync + fmt::Debug {
         true
     }
 
+    /// The model the provider asks for (`llama3.2`, `gpt-4o-mini`), for traces
+    /// (`gen_ai.request.model`). Default: none (the run's name for the model is used).
+    fn model_name(&self) -> Option<&str> {
+        None
+    }
+
     /// Answers `request`.
     fn chat<'a>(
         &'a self,

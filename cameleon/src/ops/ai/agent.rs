@@ -158,7 +158,7 @@ impl RunAsync for Agent {
         };
         let mut log = FiringLog::default();
         for turn in 1..=self.max_turns {
-            let reply = ask(&*model, &req, &partials)
+            let reply = ask(&*model, &self.model, &req, &partials)
                 .await
                 .map_err(|e| call_error("chat model", &self.model, model.kind(), e))?;
             log.push(ModelCall::Chat {

@@ -5,7 +5,7 @@ use serde_json::Value as Json;
 use super::{FiringLog, ModelCall, ModelLog, ask, call_error, require_generative};
 use crate::operator;
 use crate::operator::capability::{ChatMessage, ChatRequest, Role};
-use crate::operator::{Firing, In, OpError, Out, ParamError, RunAsync};
+use crate::operator::{Firing, In, OpError, Out, ParamError, Partials, RunAsync};
 use crate::tools::{SCHEMAS, Schema};
 use crate::types::{DataChunk, DataJSON, DataString};
 
@@ -125,7 +125,7 @@ impl RunAsync for Llm {
             self.temperature,
             self.max_tokens,
         );
-        let reply = ask(&*model, &req, &cx.partials())
+        let reply = ask(&*model, &self.model, &req, &cx.partials())
             .await
             .map_err(|e| call_error("chat model", &self.model, model.kind(), e))?;
         let text = reply.text.clone();
@@ -270,8 +270,8 @@ impl RunAsync for LlmJson {
         let mut log = FiringLog::default();
         let attempts = self.retries + 1;
         for attempt in 1..=attempts {
-            let reply = model
-                .chat(&req)
+            // JSON is not prose to watch: never streamed.
+            let reply = ask(&*model, &self.model, &req, &Partials::none())
                 .await
                 .map_err(|e| call_error("chat model", &self.model, model.kind(), e))?;
             let text = reply.text.clone();

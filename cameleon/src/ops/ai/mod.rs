@@ -70,19 +70,73 @@ crate::submit_operator_effects!(crate::operator::capability::OperatorEffects {
     effects: crate::operator::capability::OpEffects::OfTools,
 });
 
-/// Asks `model`; while the firing's output is watched ([`Partials::listening`]) the answer
-/// streams in, each piece shown as the firing's partial output (docs/semantics.md §4.12).
+/// Asks `model` (chat model `name` of the run); while the firing's output is watched
+/// ([`Partials::listening`]) the answer streams in, each piece shown as the firing's partial
+/// output (docs/semantics.md §4.12). The call is a `tracing` span named after the OpenTelemetry
+/// GenAI conventions (`chat {model}`, `gen_ai.*` attributes, docs/cli.md `--otlp`).
 async fn ask(
     model: &dyn ChatModel,
+    name: &str,
     req: &ChatRequest,
     partials: &Partials,
 ) -> Result<ChatReply, CapabilityError> {
-    if partials.listening() {
-        let show = |piece: &str| partials.send(piece);
-        model.chat_streamed(req, &show).await
-    } else {
-        model.chat(req).await
+    let span = chat_span(model, name, req);
+    let call = async {
+        if partials.listening() {
+            let show = |piece: &str| partials.send(piece);
+            model.chat_streamed(req, &show).await
+        } else {
+            model.chat(req).await
+        }
+    };
+    let reply = tracing::Instrument::instrument(call, span.clone()).await;
+    if !span.is_disabled() {
+        match &reply {
+            Ok(r) => {
+                if let Some(u) = r.usage {
+                    span.record("gen_ai.usage.input_tokens", u.prompt_tokens);
+                    span.record("gen_ai.usage.output_tokens", u.completion_tokens);
+                }
+                let why = if r.tool_calls.is_empty() {
+                    "stop"
+                } else {
+                    "tool_calls"
+                };
+                span.record("gen_ai.response.finish_reasons", why);
+            }
+            Err(e) => {
+                span.record(
+                    "error.type",
+                    if e.retryable { "retryable" } else { "failed" },
+                );
+            }
+        }
     }
+    reply
+}
+
+/// The span of one chat call: OpenTelemetry's GenAI attributes (`gen_ai.operation.name`
+/// `chat`, the provider, the requested model and its settings; the usage recorded when the
+/// answer comes). Never the messages or a key.
+fn chat_span(model: &dyn ChatModel, name: &str, req: &ChatRequest) -> tracing::Span {
+    use tracing::field::Empty;
+    let requested = model.model_name().unwrap_or(name);
+    tracing::info_span!(
+        target: "cameleon::models",
+        "chat",
+        "otel.name" = %format_args!("chat {requested}"),
+        "otel.kind" = "client",
+        "gen_ai.operation.name" = "chat",
+        "gen_ai.provider.name" = model.kind(),
+        "gen_ai.request.model" = requested,
+        "gen_ai.request.temperature" = req.temperature.map(f64::from),
+        "gen_ai.request.max_tokens" = req.max_tokens,
+        "cameleon.model" = name,
+        "gen_ai.usage.input_tokens" = Empty,
+        "gen_ai.usage.output_tokens" = Empty,
+        "gen_ai.response.finish_reasons" = Empty,
+        "error.type" = Empty,
+    )
 }
 
 /// A provider's error as the firing's error, naming what was called.
