@@ -36,6 +36,8 @@ pub enum DurabilityArg {
     Batch,
     /// Steps are committed when the run ends.
     Exit,
+    /// As sync, and each commit is synced to the disk (an fsync per step): survives a power loss.
+    Strict,
 }
 
 /// `cameleon run`.

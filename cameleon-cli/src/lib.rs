@@ -32,7 +32,7 @@
 //! | command | exit code |
 //! |---|---|
 //! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json] [--answer OP=VALUE]… [--answers FILE.json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT, STEP_LIMIT or BUDGET, 5 ERROR, 6 WAITING, 130 CANCELLED (Ctrl-C) |
-//! | `run FILE.cm --journal DB [--durability sync\|batch\|exit]` | as `run`; 2 also when `DB` is not a journal |
+//! | `run FILE.cm --journal DB [--durability sync\|batch\|exit\|strict]` | as `run`; 2 also when `DB` is not a journal |
 //! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]… [--base DIR] [--allow-outside] [--grant TOOL]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file, a recorded folder outside the journal's without `--base`, a run another process holds |
 //! | `runs DB [--json]`, `history DB RUN_ID [--json]` | 0, 2 not a journal or an unknown id |
 //! | `run FILE.cm --follow WITNESS [--json]` | 0 replayed, 2 not replayable, 3 it ends in DEADLOCK |

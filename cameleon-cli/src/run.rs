@@ -373,6 +373,7 @@ fn durability(a: &RunArgs) -> Durability {
         DurabilityArg::Sync => Durability::Sync,
         DurabilityArg::Batch => Durability::Batch { ms: a.batch_ms },
         DurabilityArg::Exit => Durability::Exit,
+        DurabilityArg::Strict => Durability::Strict,
     }
 }
 

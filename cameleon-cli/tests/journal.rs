@@ -362,7 +362,7 @@ fn crash_test(mode: &str, seed: u64) {
 
     let mut rng = test_support::Rng::new(seed);
     let mut counted = 0;
-    let durabilities = ["sync", "batch", "sync", "exit", "sync", "batch", "sync"];
+    let durabilities = ["sync", "batch", "strict", "exit", "sync", "batch", "sync"];
     for (round, durability) in durabilities.iter().enumerate() {
         let db = d.join(format!("round{round}.db"));
         let effects = d.join(format!("round{round}.effects"));

@@ -5,7 +5,10 @@
 //! `cargo bench -p cameleon --bench journal`
 //!
 //! The journal files live in the system's temporary folder (a disk, not memory, on most
-//! machines); `sync` commits each step without an fsync (WAL, `synchronous = NORMAL`).
+//! machines); `sync` commits each step without an fsync (WAL, `synchronous = NORMAL`), `strict`
+//! with one (`synchronous = FULL`). `journal_bare_commit` is the floor they are measured against:
+//! a bare prepared `BEGIN`/`INSERT`/`COMMIT` of one row of the same bytes per step, in a table of
+//! the journal's shape, with the same settings.
 
 use std::hint::black_box;
 use std::path::PathBuf;
@@ -80,9 +83,10 @@ fn db(name: &str) -> PathBuf {
     p
 }
 
-const MODES: [(&str, Option<Durability>); 4] = [
+const MODES: [(&str, Option<Durability>); 5] = [
     ("in_memory", None),
     ("sync", Some(Durability::Sync)),
+    ("strict", Some(Durability::Strict)),
     ("batch_50ms", Some(Durability::Batch { ms: 50 })),
     ("exit", Some(Durability::Exit)),
 ];
@@ -124,6 +128,51 @@ fn journaled_loop(c: &mut Criterion) {
     bench_net(c, "journal_loop_1000", 3 * 1_000 + 2, &|| {
         counter_loop(1_000)
     });
+}
+
+/// The floor of `sync` and `strict`: per element, one `BEGIN IMMEDIATE`, a prepared `INSERT` of
+/// a row of the bytes a step of the loop journals (`entries`' shape), `COMMIT` — WAL, with
+/// `synchronous` NORMAL (as `sync`) and FULL (as `strict`).
+fn bare_commit(c: &mut Criterion) {
+    const ROWS: u64 = 1_000;
+    // The body and ops of a step of the loop (`inc` firing: its consumed, written, token and
+    // states), about the bytes per firing `bytes_per_firing` prints.
+    let body = r#"{"parent":1233,"firings":[{"op":2,"consumed":[1],"written":[[2,1232,1234]],"tokens":[{"type":"DataInt","value":412}],"before":{"count":411},"after":{"count":412}}]}"#;
+    let ops = r#"["inc"]"#;
+    let mut g = c.benchmark_group("journal_bare_commit");
+    g.throughput(Throughput::Elements(ROWS));
+    g.sample_size(20);
+    for sync in ["NORMAL", "FULL"] {
+        let path = db(&format!("bare-{sync}"));
+        let conn = rusqlite::Connection::open(&path).expect("opens");
+        conn.pragma_update(None, "journal_mode", "WAL").expect("wal");
+        conn.pragma_update(None, "synchronous", sync).expect("sync");
+        conn.execute_batch(
+            "CREATE TABLE entries (id INTEGER PRIMARY KEY, run INTEGER NOT NULL,
+             node INTEGER NOT NULL, parent INTEGER, step INTEGER NOT NULL,
+             branch INTEGER NOT NULL, ops TEXT NOT NULL, body TEXT NOT NULL)",
+        )
+        .expect("table");
+        let mut next = 0i64;
+        g.bench_function(BenchmarkId::from_parameter(sync.to_lowercase()), |b| {
+            b.iter(|| {
+                for _ in 0..ROWS {
+                    conn.execute_batch("BEGIN IMMEDIATE").expect("begin");
+                    conn.prepare_cached(
+                        "INSERT INTO entries (id, run, node, parent, step, branch, ops, body)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    )
+                    .expect("prepares")
+                    .execute((next, 1, next, next - 1, next, 0, ops, body))
+                    .expect("inserts");
+                    conn.execute_batch("COMMIT").expect("commits");
+                    next += 1;
+                }
+            })
+        });
+    }
+    g.finish();
+    println!("bare row: {} bytes (body + ops + keys)", body.len() + ops.len() + 24);
 }
 
 fn resume(c: &mut Criterion) {
@@ -194,6 +243,7 @@ fn bytes_per_firing(_c: &mut Criterion) {
 
 criterion_group!(
     benches,
+    bare_commit,
     journaled_chain,
     journaled_loop,
     resume,

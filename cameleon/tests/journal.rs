@@ -860,7 +860,11 @@ fn a_journal_starts_on_a_fresh_engine_only() {
 
 #[test]
 fn sync_commits_each_step_before_the_next_and_exit_only_at_the_end() {
-    for (durability, per_step) in [(Durability::Sync, true), (Durability::Exit, false)] {
+    for (durability, per_step) in [
+        (Durability::Sync, true),
+        (Durability::Strict, true),
+        (Durability::Exit, false),
+    ] {
         let path = db(&format!("durability-{}", durability.name()));
         let journal = Journal::create(&path).unwrap();
         let mut cvm = Cvm::new(chain("durability", 3));

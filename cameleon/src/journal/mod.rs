@@ -52,9 +52,12 @@
 //! [`Durability::Batch`] commits at most every `ms` milliseconds (from a background thread, so
 //! a step waits at most that long on memory), [`Durability::Exit`] when the run ends. A crash
 //! of the process (`kill -9`, a panic, the OOM killer) loses at most what was not committed; a
-//! resumed run executes those steps again. Commits are not synced to the disk one by one
-//! (SQLite's WAL with `synchronous = NORMAL`): an OS crash or a power loss may also lose the
-//! last committed steps, which a resumed run likewise executes again.
+//! resumed run executes those steps again. In those three modes commits are not synced to the
+//! disk one by one (SQLite's WAL with `synchronous = NORMAL`): an OS crash or a power loss may
+//! also lose the last committed steps, which a resumed run likewise executes again.
+//! [`Durability::Strict`] commits each step as `sync` does and syncs it to the disk (an fsync per
+//! step, `synchronous = FULL`) before the next one starts: a committed step survives a power loss
+//! too.
 //!
 //! ## Resuming, and idempotency
 //!
@@ -143,16 +146,21 @@ pub enum Durability {
     },
     /// Steps are committed when the run ends (or its engine is dropped).
     Exit,
+    /// As [`Sync`](Durability::Sync), and each commit is synced to the disk (an fsync, SQLite's
+    /// `synchronous = FULL`) before the next step starts: a committed step survives a power
+    /// loss or an OS crash too.
+    Strict,
 }
 
 impl Durability {
     /// The default wait of [`Durability::Batch`], in milliseconds.
     pub const DEFAULT_BATCH_MS: u64 = 50;
 
-    /// `sync`, `batch` or `exit`.
+    /// `sync`, `batch`, `exit` or `strict`.
     pub fn name(self) -> &'static str {
         match self {
             Durability::Sync => "sync",
+            Durability::Strict => "strict",
             Durability::Batch { .. } => "batch",
             Durability::Exit => "exit",
         }
@@ -436,6 +444,7 @@ impl Config {
                 ms: self.batch_ms.unwrap_or(Durability::DEFAULT_BATCH_MS),
             },
             "exit" => Durability::Exit,
+            "strict" => Durability::Strict,
             _ => Durability::Sync,
         }
     }

@@ -274,8 +274,12 @@ fn check(conn: &Connection, path: &Path, tables: &[String]) -> Result<i64, Journ
     Ok(version)
 }
 
-/// A writer's connection to a journal already checked by [`open`].
-pub(super) fn open_writer(path: &Path) -> Result<Connection, JournalError> {
+/// A writer's connection to a journal already checked by [`open`], for a run recorded as
+/// `durability` says.
+pub(super) fn open_writer(
+    path: &Path,
+    durability: super::Durability,
+) -> Result<Connection, JournalError> {
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
@@ -283,13 +287,21 @@ pub(super) fn open_writer(path: &Path) -> Result<Connection, JournalError> {
     .map_err(|e| JournalError::sql(path, e))?;
     conn.busy_timeout(BUSY)
         .map_err(|e| JournalError::sql(path, e))?;
-    // In WAL mode, NORMAL: a committed transaction survives any crash of the process (kill -9
-    // included) without an fsync per commit; an OS crash or a power loss may lose the last
-    // commits (the WAL is synced at checkpoints). FULL would fsync every step: tens of
-    // milliseconds each on common disks.
-    conn.pragma_update(None, "synchronous", "NORMAL")
+    conn.pragma_update(None, "synchronous", synchronous(durability))
         .map_err(|e| JournalError::sql(path, e))?;
     Ok(conn)
+}
+
+/// The writer's `PRAGMA synchronous` for `durability`. In WAL mode, NORMAL: a committed
+/// transaction survives any crash of the process (kill -9 included) without an fsync per
+/// commit; an OS crash or a power loss may lose the last commits (the WAL is synced at
+/// checkpoints). `strict` asks for FULL: the WAL is synced at every commit, which then survives
+/// a power loss too, at the price of an fsync per step.
+pub(super) fn synchronous(durability: super::Durability) -> &'static str {
+    match durability {
+        super::Durability::Strict => "FULL",
+        _ => "NORMAL",
+    }
 }
 
 /// FNV-1a (64 bits) of `text`, as 16 hex digits: detects a stored net that was edited or
@@ -301,4 +313,30 @@ pub(super) fn hash(text: &str) -> String {
         h = h.wrapping_mul(0x0100_0000_01b3);
     }
     format!("{h:016x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Durability, Journal};
+    use super::*;
+
+    /// `strict` syncs each commit (FULL, 2); the other modes leave it to checkpoints (NORMAL, 1).
+    #[test]
+    fn strict_writers_sync_every_commit_and_the_others_do_not() {
+        let dir = test_support::TempDir::new("journal-synchronous");
+        let path = dir.join("j.db");
+        Journal::create(&path).unwrap();
+        for (d, level) in [
+            (Durability::Strict, 2),
+            (Durability::Sync, 1),
+            (Durability::Batch { ms: 5 }, 1),
+            (Durability::Exit, 1),
+        ] {
+            let conn = open_writer(&path, d).unwrap();
+            let got: i64 = conn
+                .query_row("PRAGMA synchronous", [], |r| r.get(0))
+                .unwrap();
+            assert_eq!(got, level, "{}", d.name());
+        }
+    }
 }

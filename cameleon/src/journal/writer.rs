@@ -2,6 +2,7 @@
 //! the durability mode says.
 //!
 //! - `sync`: every step is committed before the engine goes on;
+//! - `strict`: as `sync`, and each commit is synced to the disk (`synchronous = FULL`);
 //! - `batch`: steps wait in memory; a flusher thread commits what is waiting at most every
 //!   `ms` milliseconds, in one transaction;
 //! - `exit`: steps wait in memory until the run ends (or the recorder is dropped).
@@ -114,7 +115,7 @@ pub(super) struct JournalRecorder {
 impl JournalRecorder {
     /// A recorder writing run `run` into the journal at `path`.
     pub(super) fn new(path: &Path, run: i64, durability: Durability) -> Result<Self, JournalError> {
-        let conn = super::store::open_writer(path)?;
+        let conn = super::store::open_writer(path, durability)?;
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
             wake: Condvar::new(),
@@ -191,7 +192,7 @@ impl JournalRecorder {
                 p.status = status;
             }
         }
-        if now || self.durability == Durability::Sync {
+        if now || matches!(self.durability, Durability::Sync | Durability::Strict) {
             flush(&self.shared)?;
         }
         Ok(())
