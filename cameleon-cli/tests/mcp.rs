@@ -229,15 +229,24 @@ fn assert_served(seen: &serde_json::Value) {
         assert!(tools.get(t).is_some(), "{t} not listed: {tools}");
     }
     // Arguments: the inputs, typed by their data types' JSON schemas.
-    assert_eq!(tools["shout"]["input_schema"]["properties"]["text"]["type"], "string");
-    assert_eq!(tools["shout"]["input_schema"]["required"], serde_json::json!(["text"]));
+    assert_eq!(
+        tools["shout"]["input_schema"]["properties"]["text"]["type"],
+        "string"
+    );
+    assert_eq!(
+        tools["shout"]["input_schema"]["required"],
+        serde_json::json!(["text"])
+    );
     assert_eq!(seen["shout"]["is_error"], false, "{seen}");
     assert_eq!(seen["shout"]["structured"]["loud"], "BONJOUR", "{seen}");
     assert_eq!(seen["calc"]["structured"]["value"], 1024, "{seen}");
     // A net that asks a person: a tool error naming the question.
     assert_eq!(seen["review"]["is_error"], true, "{seen}");
     assert!(
-        seen["review"]["text"].as_str().unwrap().contains("Publish this text?"),
+        seen["review"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Publish this text?"),
         "{seen}"
     );
     assert_eq!(seen["check"]["structured"]["valid"], false, "{seen}");

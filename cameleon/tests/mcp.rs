@@ -238,8 +238,15 @@ fn a_server_that_dies_mid_call_fails_that_call_is_started_again_once_then_fails_
         );
     }
     let r = gate.call_blocking(ToolCall::new("everything.echo", json!({"message": "x"})));
-    assert!(r.error.unwrap().contains("was started again once; it stopped again"));
-    assert!(processes_with(&marker).is_empty(), "not started a third time");
+    assert!(
+        r.error
+            .unwrap()
+            .contains("was started again once; it stopped again")
+    );
+    assert!(
+        processes_with(&marker).is_empty(),
+        "not started a third time"
+    );
 }
 
 #[test]
