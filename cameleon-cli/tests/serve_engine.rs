@@ -264,3 +264,45 @@ fn a_streaming_answer_reaches_the_page_while_it_is_written_coalesced_per_flush()
     );
     assert_eq!(model.requests()[0].body["stream"], true);
 }
+
+#[test]
+fn reset_cuts_an_answer_streaming_in_without_waiting_for_the_rest() {
+    let model = Server::start();
+    model.script([Reply::chat("Chameleons change colour to signal mood.").held_after(2)]);
+    let (_dir, server) = served("serve-engine-reset", &model);
+    let mut events = server.events();
+    events.wait_for_state(0);
+    std::thread::scope(|sc| {
+        let runner = sc.spawn(|| server.post("/api/run", ""));
+        // The first word is shown; the rest is held by the model server.
+        loop {
+            let e = events.next_event();
+            if e.data["event"] == "partial" {
+                break;
+            }
+        }
+        let (code, s) = server.post("/api/reset", "");
+        assert_eq!(code, 200, "{s}");
+        assert_eq!(
+            (&s["step"], &s["running"]),
+            (&json!(0), &json!(false)),
+            "{s}"
+        );
+        // The model still holds the rest of its answer: the step in flight was cancelled, not
+        // waited for (a wait would end in the model's timeout, an ERROR).
+        loop {
+            let e = events.next_event();
+            if e.data["event"] == "step_discarded" {
+                assert_eq!(
+                    (&e.data["step"], &e.data["reason"]),
+                    (&json!(2), &json!("CANCELLED"))
+                );
+                break;
+            }
+        }
+        assert_eq!(runner.join().unwrap().0, 200);
+    });
+    model.release();
+    let (_, o) = server.get("/api/outputs");
+    assert_eq!(o["sinks"][0]["count"], 0, "{o}");
+}

@@ -207,8 +207,10 @@ async fn refire(State(s): State<App>, _: NoBody) -> Result<Json<Arc<StateView>>,
     with_session(s, Session::refire).await
 }
 
-/// Pauses a run in progress first, and waits for it to stop (its step in flight ends first).
+/// Pauses a run in progress first and cancels its step in flight (a model's answer streaming
+/// in is cut at once), and waits for it to stop.
 async fn reset(State(s): State<App>, _: NoBody) -> Result<Json<Arc<StateView>>, ApiError> {
+    s.cancel_step();
     let state = s
         .blocking(|shared| {
             let _busy = shared.busy();

@@ -36,6 +36,8 @@ pub(crate) struct Shared {
     pub(super) dirty: Arc<AtomicBool>,
     /// The operators firing now.
     firing: Arc<Mutex<Vec<String>>>,
+    /// The installed engine's cancellation token.
+    cancel: Arc<Mutex<Option<cameleon::CancelToken>>>,
     /// Changes under way in the engine (the state's `busy`).
     busy: AtomicUsize,
     /// Messages sent so far.
@@ -63,6 +65,7 @@ impl Shared {
                 wires.dirty
             },
             firing: wires.firing,
+            cancel: wires.cancel,
             busy: AtomicUsize::new(0),
             sent: AtomicU64::new(0),
         }
@@ -121,6 +124,14 @@ impl Shared {
     /// Asks the run in progress, if any, to stop before its next step; answers at once.
     pub(crate) fn pause(&self) {
         self.pause.store(true, Ordering::SeqCst);
+    }
+
+    /// Cancels the step in flight, if any (Reset): its firings are dropped — a streaming
+    /// model request is closed — and nothing of the step is recorded.
+    pub(crate) fn cancel_step(&self) {
+        if let Some(t) = &*self.cancel.lock().unwrap_or_else(PoisonError::into_inner) {
+            t.cancel();
+        }
     }
 
     /// Runs `f` in tokio's blocking pool. `Err`: the task died.

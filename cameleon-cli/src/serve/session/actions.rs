@@ -70,7 +70,15 @@ impl Session {
                 self.install(cvm);
             }
             None => {
-                // The text is invalid: rewind the last valid net instead.
+                // The text is invalid: rewind the last valid net instead, with a fresh
+                // cancellation token (Reset may have cancelled the old one between steps).
+                let token = cameleon::CancelToken::new();
+                *self
+                    .wires
+                    .cancel
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(token.clone());
+                self.cvm()?.set_cancel_token(token);
                 self.cvm()?.rewind();
                 self.last_end = None;
                 self.touch();

@@ -83,6 +83,9 @@ pub(crate) struct Wires {
     pub(crate) firing: Arc<Mutex<Vec<String>>>,
     /// Set when something the page shows changed: the next flush sends the state.
     pub(crate) dirty: Arc<AtomicBool>,
+    /// The cancellation token of the engine installed last: Reset cancels the step in flight
+    /// with it (a model's answer streaming in is cut at once).
+    pub(crate) cancel: Arc<Mutex<Option<cameleon::CancelToken>>>,
 }
 
 /// The served file, its text, and its engine when the text is a valid net.
@@ -303,6 +306,11 @@ impl Session {
 
     fn install(&mut self, mut cvm: Cvm) {
         self.touch();
+        *self
+            .wires
+            .cancel
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(cvm.cancel_token());
         let (outbox, pending) = (Arc::clone(&self.wires.outbox), Arc::clone(&self.pending));
         let batching = Arc::clone(&self.batching);
         let (firing, dirty) = (
