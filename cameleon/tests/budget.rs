@@ -16,6 +16,7 @@ use cameleon::operator::capability::{
     Budget, CapFuture, Capabilities, CapabilityError, ChatModel, ChatReply, ChatRequest, Price,
     ToolRequest, Usage, Usd,
 };
+use cameleon::Event;
 use cameleon::prelude::*;
 use serde_json::json;
 use test_support::TempDir;
@@ -608,4 +609,38 @@ fn embedding_requests_are_checked_and_counted_their_tokens_when_reported() {
     };
     assert_eq!(op, "r");
     assert_eq!(usage.requests, 1);
+}
+
+#[test]
+fn a_request_refused_by_the_budget_is_not_retried() {
+    let net = Net::from_cm(
+        "name: retried
+config:
+  budget: {tokens: 1}
+operators:
+  - {id: q, type: source, params: {value: 'Why do chameleons change colour?'}}
+  - {id: a, type: llm}
+  - {id: b, type: llm, retry: {max: 3}}
+  - {id: out, type: sink}
+connections:
+  - {from: q.out_data, to: a.in_prompt}
+  - {from: a.out_text, to: b.in_prompt}
+  - {from: b.out_text, to: out.in_data}
+",
+    )
+    .unwrap();
+    let (rt, _) = counting_runtime();
+    let retries = Arc::new(AtomicUsize::new(0));
+    let r = Arc::clone(&retries);
+    let mut cvm = rt
+        .cvm(net, ".")
+        .on_event(move |e| {
+            if matches!(e, Event::FiringRetrying { .. }) {
+                r.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+        .build();
+    let end = cvm.run().unwrap();
+    assert_eq!(end.name(), "BUDGET", "{end}");
+    assert_eq!(retries.load(Ordering::SeqCst), 0, "a spent budget is not an outage");
 }
