@@ -145,7 +145,8 @@ fn bare_commit(c: &mut Criterion) {
     for sync in ["NORMAL", "FULL"] {
         let path = db(&format!("bare-{sync}"));
         let conn = rusqlite::Connection::open(&path).expect("opens");
-        conn.pragma_update(None, "journal_mode", "WAL").expect("wal");
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .expect("wal");
         conn.pragma_update(None, "synchronous", sync).expect("sync");
         conn.execute_batch(
             "CREATE TABLE entries (id INTEGER PRIMARY KEY, run INTEGER NOT NULL,
@@ -172,7 +173,10 @@ fn bare_commit(c: &mut Criterion) {
         });
     }
     g.finish();
-    println!("bare row: {} bytes (body + ops + keys)", body.len() + ops.len() + 24);
+    println!(
+        "bare row: {} bytes (body + ops + keys)",
+        body.len() + ops.len() + 24
+    );
 }
 
 fn resume(c: &mut Criterion) {

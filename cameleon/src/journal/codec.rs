@@ -97,9 +97,8 @@ fn write_body(c: &Committed<'_>, out: &mut Vec<u8>) -> Result<(), RecordError> {
             out.extend_from_slice(if first { b",\"tokens\":[" } else { b"," });
             first = false;
             out.extend_from_slice(b"{\"type\":");
-            serde_json::to_writer(&mut *out, t.type_name()).map_err(|e| {
-                RecordError(format!("cannot encode the step: {e}"))
-            })?;
+            serde_json::to_writer(&mut *out, t.type_name())
+                .map_err(|e| RecordError(format!("cannot encode the step: {e}")))?;
             out.extend_from_slice(b",\"value\":");
             t.value.write_json(out).map_err(|e| {
                 RecordError(format!(
