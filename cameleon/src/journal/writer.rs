@@ -49,16 +49,21 @@ struct Writer {
     conn: Connection,
     /// The run's `runs.seq`.
     run: i64,
+    /// The status and end state last written: a step that does not change them does not
+    /// write them again.
+    written: Option<(String, Option<String>)>,
 }
 
 impl Writer {
-    /// Commits `rows`, then the position and status, in one transaction.
+    /// Commits `rows`, then the position and status, in one transaction (prepared statements,
+    /// cached on the connection; one `entries` row per step and at most one `runs` update).
     fn flush(
         &mut self,
         rows: &[Row],
         position: Option<Position>,
         status: Option<&(String, Option<String>)>,
     ) -> rusqlite::Result<()> {
+        let status = status.filter(|s| self.written.as_ref() != Some(*s));
         if rows.is_empty() && position.is_none() && status.is_none() {
             return Ok(());
         }
@@ -82,22 +87,37 @@ impl Writer {
                     &r.body,
                 ))?;
             }
-            if let Some(p) = position {
-                tx.prepare_cached(
-                    "UPDATE runs SET tip = ?2, redo_tip = ?3, steps = ?4,
-                     updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE seq = ?1",
-                )?
-                .execute((self.run, p.tip, p.redo_tip, p.depth))?;
-            }
-            if let Some((status, end)) = status {
-                tx.prepare_cached(
-                    "UPDATE runs SET status = ?2, end_state = ?3 WHERE seq = ?1 AND
-                     (status IS NOT ?2 OR end_state IS NOT ?3)",
-                )?
-                .execute((self.run, status, end))?;
+            match (position, status) {
+                (Some(p), Some((status, end))) => {
+                    tx.prepare_cached(
+                        "UPDATE runs SET tip = ?2, redo_tip = ?3, steps = ?4, status = ?5,
+                         end_state = ?6, updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
+                         WHERE seq = ?1",
+                    )?
+                    .execute((self.run, p.tip, p.redo_tip, p.depth, status, end))?;
+                }
+                (Some(p), None) => {
+                    tx.prepare_cached(
+                        "UPDATE runs SET tip = ?2, redo_tip = ?3, steps = ?4,
+                         updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE seq = ?1",
+                    )?
+                    .execute((self.run, p.tip, p.redo_tip, p.depth))?;
+                }
+                (None, Some((status, end))) => {
+                    tx.prepare_cached(
+                        "UPDATE runs SET status = ?2, end_state = ?3 WHERE seq = ?1 AND
+                         (status IS NOT ?2 OR end_state IS NOT ?3)",
+                    )?
+                    .execute((self.run, status, end))?;
+                }
+                (None, None) => {}
             }
         }
-        tx.commit()
+        tx.commit()?;
+        if let Some(s) = status {
+            self.written = Some(s.clone());
+        }
+        Ok(())
     }
 }
 
@@ -119,7 +139,11 @@ impl JournalRecorder {
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
             wake: Condvar::new(),
-            writer: Mutex::new(Writer { conn, run }),
+            writer: Mutex::new(Writer {
+                conn,
+                run,
+                written: None,
+            }),
         });
         let flusher = match durability {
             Durability::Batch { ms } => {
