@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
+use cameleon::Event;
 use cameleon::capabilities::{CodeSource, Runtime, Section};
 use cameleon::cm::Loader;
 use cameleon::journal::{Journal, ResumeOptions, RunOptions};
@@ -16,7 +17,6 @@ use cameleon::operator::capability::{
     Budget, CapFuture, Capabilities, CapabilityError, ChatModel, ChatReply, ChatRequest, Price,
     ToolRequest, Usage, Usd,
 };
-use cameleon::Event;
 use cameleon::prelude::*;
 use serde_json::json;
 use test_support::TempDir;
@@ -642,5 +642,9 @@ connections:
         .build();
     let end = cvm.run().unwrap();
     assert_eq!(end.name(), "BUDGET", "{end}");
-    assert_eq!(retries.load(Ordering::SeqCst), 0, "a spent budget is not an outage");
+    assert_eq!(
+        retries.load(Ordering::SeqCst),
+        0,
+        "a spent budget is not an outage"
+    );
 }
