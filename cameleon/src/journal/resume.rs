@@ -118,7 +118,7 @@ impl Journal {
         id: Option<&str>,
         catalogue: &Catalogue,
         record: bool,
-        pin: Option<Pin<'_>>,
+        pin: Option<PinCaps<'_>>,
         opts: &ResumeOptions,
     ) -> Result<Resumed, JournalError> {
         let id = self.pick(id)?;
