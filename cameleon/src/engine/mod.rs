@@ -32,10 +32,15 @@
 //! | `deadlock` | terminal states and the stuck report |
 //! | `ask` | operators waiting for an outside value: [`Cvm::provide`], [`Cvm::waiting`] (`WAITING`) |
 //! | `concurrent` | maximal steps (parallel mode), async stepping, timeouts, retries, cancellation |
+//! | `firings` | running the firings of one step together, until the first failure in declaration order |
 //! | `attempt` | **the** firing routine every mode goes through |
 //! | `loan` | lending an operator to tokio's blocking pool |
 //! | `cancel`, `events` | [`CancelToken`]; the [`Event`] stream |
 //! | `outcome` | [`Step`], [`EndState`], the errors, [`ConnView`], [`Marking`] |
+//! | `record` | the [`Recorder`] hook a journal plugs into; [`Committed`], a step just committed |
+//! | `restore` | [`Cvm::record`] and [`Cvm::restore`]: the history in its one record, and back |
+//! | `trace` | [`Cvm::trace_lines`]: the history as `cameleon run --trace` writes it |
+//! | `spans`, `bits` | `tracing` spans of runs, steps and firings; the enabled set and scratch buffers |
 
 use std::fmt;
 use std::sync::Arc;
@@ -56,6 +61,7 @@ mod cancel;
 mod concurrent;
 mod deadlock;
 mod events;
+mod firings;
 mod loan;
 mod outcome;
 mod query;

@@ -145,7 +145,7 @@ impl Journal {
         id: Option<&str>,
         loading: Loading<'_>,
         record: bool,
-        pin: Option<Pin<'_>>,
+        pin: Option<PinCaps<'_>>,
         opts: &ResumeOptions,
     ) -> Result<Resumed, JournalError> {
         let id = self.pick(id)?;

@@ -10,8 +10,10 @@
 //! | `runs` | [`InnerRun`] (one shape, its serde form, for both operators), [`Runs`]: the runs a `subnet` or `map` keeps and the one protocol both follow to save, restore, undo and replay them |
 //! | `subnet` | [`Subnet`], [`Boundary`] (a boundary declared in Rust), the `subnet` catalogue entry |
 //! | `map` | [`Map`] and its catalogue entry |
+//! | `items` | running a `map`'s items: at most `concurrency` at once, the plan of those still needed |
 
 mod boundary;
+mod items;
 mod map;
 mod runs;
 #[allow(clippy::module_inception)] // the `subnet` operator in the `subnet` family of modules

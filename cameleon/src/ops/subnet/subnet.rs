@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::runs::{FiringRuns, Runs};
-use super::template::{Source, Template, load};
+use super::template::{InnerNet, Template, load};
 use crate::catalogue::{BuildContext, CatalogueEntry, ParamError, ParamInfo, ParamReader};
 use crate::dsl::{HasPorts, InputDecl};
 use crate::net::Net;
@@ -84,7 +84,7 @@ pub struct Subnet<B: ?Sized = Dynamic> {
     max_depth: Option<u32>,
     /// How deep this operator is nested: 1 in a top net.
     level: u32,
-    source: Arc<Source>,
+    source: Arc<InnerNet>,
     runs: Runs,
     _boundary: PhantomData<fn() -> B>,
 }
@@ -132,7 +132,7 @@ impl<B: ?Sized> Subnet<B> {
     fn from_net(net: Net) -> Result<Self, SubnetError> {
         let shown = net.name().to_owned();
         let t = Template::from_net(net, BuildContext::default(), shown).map_err(SubnetError)?;
-        Ok(Subnet::with(None, None, 1, Source::Ready(Arc::new(t))))
+        Ok(Subnet::with(None, None, 1, InnerNet::Ready(Arc::new(t))))
     }
 
     fn from_file(path: &Path) -> Result<Self, SubnetError> {
@@ -146,7 +146,7 @@ impl<B: ?Sized> Subnet<B> {
         Ok(Subnet::with(Some(param), None, 1, source))
     }
 
-    fn with(param: Option<String>, max_depth: Option<u32>, level: u32, source: Source) -> Self {
+    fn with(param: Option<String>, max_depth: Option<u32>, level: u32, source: InnerNet) -> Self {
         Subnet {
             param,
             max_depth,

@@ -36,12 +36,12 @@ pub(crate) struct Side {
 
 /// A sub-net's ports: its inner net's `input`s and `output`s, in declaration order.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Boundary {
+pub(crate) struct InnerPorts {
     pub(crate) inputs: Vec<Side>,
     pub(crate) outputs: Vec<Side>,
 }
 
-impl Boundary {
+impl InnerPorts {
     /// The spec of an operator with these ports: `in_NAME` per input, `out_NAME` per output,
     /// each typed by the inner net and saying so.
     pub(crate) fn spec(&self, type_id: &'static str, label: &'static str) -> OpSpec {
@@ -56,8 +56,8 @@ impl Boundary {
     }
 
     /// Reads the boundary of a validated net: its `input` and `output` operators.
-    fn of_net(net: &Net, shown: &str) -> Result<Boundary, String> {
-        let mut b = Boundary::default();
+    fn of_net(net: &Net, shown: &str) -> Result<InnerPorts, String> {
+        let mut b = InnerPorts::default();
         for (i, node) in net.operators().iter().enumerate() {
             let kind = node.spec.type_id.as_ref();
             if kind != "input" && kind != "output" {
@@ -119,8 +119,8 @@ impl Boundary {
     /// Reads the boundary from a file's declarations, without building its net: for a sub-net
     /// that includes itself, whose net is built only when it runs. Types come from the `type`
     /// params (`Any` without one).
-    fn of_file(file: &CmFile, shown: &str) -> Result<Boundary, String> {
-        let mut b = Boundary::default();
+    fn of_file(file: &CmFile, shown: &str) -> Result<InnerPorts, String> {
+        let mut b = InnerPorts::default();
         for op in &file.operators {
             let kind = op.type_.as_deref().unwrap_or(&op.id);
             if kind != "input" && kind != "output" {
@@ -187,7 +187,7 @@ pub(crate) struct Template {
     cx: BuildContext,
     /// How messages name it: the `net` param as written, or the net's name.
     pub(crate) shown: String,
-    pub(crate) boundary: Boundary,
+    pub(crate) boundary: InnerPorts,
     /// The emission sets of an operator with its boundary (indices into `boundary.outputs`).
     pub(crate) emits: Vec<Vec<u16>>,
     /// Whether a run is better awaited than run synchronously: the net runs in parallel mode,
@@ -208,7 +208,7 @@ impl Template {
     /// The template of `net` (validated), whose operators are built anew with `cx`. Checks
     /// its boundary and that every operator can be built anew.
     pub(crate) fn from_net(net: Net, cx: BuildContext, shown: String) -> Result<Template, String> {
-        let boundary = Boundary::of_net(&net, &shown)?;
+        let boundary = InnerPorts::of_net(&net, &shown)?;
         let emits = emission_sets(&net, &boundary);
         let asynchronous = net.config().mode == Mode::Parallel
             || net.operators().iter().any(|n| {
@@ -318,7 +318,7 @@ impl Template {
 /// Which sets of outputs a run can complete with: for each COMPLETED state of the inner net's
 /// control abstraction, the outputs whose input was consumed. Every output at once when the
 /// exploration is too large or finds no completion.
-fn emission_sets(net: &Net, b: &Boundary) -> Vec<Vec<u16>> {
+fn emission_sets(net: &Net, b: &InnerPorts) -> Vec<Vec<u16>> {
     let all: Vec<u16> = (0..b.outputs.len() as u16).collect();
     let conn_of: Vec<Option<usize>> = b
         .outputs
@@ -351,7 +351,7 @@ fn emission_sets(net: &Net, b: &Boundary) -> Vec<Vec<u16>> {
 }
 
 /// Where a sub-net's inner net comes from.
-pub(crate) enum Source {
+pub(crate) enum InnerNet {
     /// Loaded (a file, or a net built in code).
     Ready(Arc<Template>),
     /// A file that includes itself: loaded when it runs, one level deeper each time.
@@ -363,38 +363,38 @@ pub(crate) struct Lazy {
     shown: String,
     /// The build context of the net naming it: the loaded net is one level deeper.
     cx: BuildContext,
-    pub(crate) boundary: Boundary,
+    pub(crate) boundary: InnerPorts,
     loaded: OnceLock<Result<Arc<Template>, String>>,
 }
 
-impl Source {
-    pub(crate) fn boundary(&self) -> &Boundary {
+impl InnerNet {
+    pub(crate) fn boundary(&self) -> &InnerPorts {
         match self {
-            Source::Ready(t) => &t.boundary,
-            Source::Lazy(l) => &l.boundary,
+            InnerNet::Ready(t) => &t.boundary,
+            InnerNet::Lazy(l) => &l.boundary,
         }
     }
 
     /// The emission sets over the boundary's outputs.
     pub(crate) fn emits(&self) -> Vec<Vec<u16>> {
         match self {
-            Source::Ready(t) => t.emits.clone(),
-            Source::Lazy(l) => vec![(0..l.boundary.outputs.len() as u16).collect()],
+            InnerNet::Ready(t) => t.emits.clone(),
+            InnerNet::Lazy(l) => vec![(0..l.boundary.outputs.len() as u16).collect()],
         }
     }
 
     pub(crate) fn shown(&self) -> &str {
         match self {
-            Source::Ready(t) => &t.shown,
-            Source::Lazy(l) => &l.shown,
+            InnerNet::Ready(t) => &t.shown,
+            InnerNet::Lazy(l) => &l.shown,
         }
     }
 
     /// The template, loading a recursive sub-net's file the first time it runs.
     pub(crate) fn template(&self) -> Result<Arc<Template>, OpError> {
         match self {
-            Source::Ready(t) => Ok(Arc::clone(t)),
-            Source::Lazy(l) => l
+            InnerNet::Ready(t) => Ok(Arc::clone(t)),
+            InnerNet::Lazy(l) => l
                 .loaded
                 .get_or_init(|| {
                     load_template(&l.path, &l.shown, &l.cx)
@@ -421,7 +421,7 @@ pub(crate) fn load(
     param: &str,
     cx: &BuildContext,
     max_depth: Option<u32>,
-) -> Result<Source, ParamError> {
+) -> Result<InnerNet, ParamError> {
     let err = |msg: String, hint: Option<&str>| {
         let e = ParamError::new("net".to_owned(), msg);
         match hint {
@@ -471,8 +471,8 @@ pub(crate) fn load(
                 None,
             )
         })?;
-        let boundary = Boundary::of_file(&file, param).map_err(|m| err(m, None))?;
-        return Ok(Source::Lazy(Lazy {
+        let boundary = InnerPorts::of_file(&file, param).map_err(|m| err(m, None))?;
+        return Ok(InnerNet::Lazy(Lazy {
             path,
             shown: param.to_owned(),
             cx: cx.clone(),
@@ -480,7 +480,7 @@ pub(crate) fn load(
             loaded: OnceLock::new(),
         }));
     }
-    load_template(&path, param, cx).map(|t| Source::Ready(Arc::new(t)))
+    load_template(&path, param, cx).map(|t| InnerNet::Ready(Arc::new(t)))
 }
 
 /// Counts one more sub-net file loaded for the top net; past the budget, why not.
