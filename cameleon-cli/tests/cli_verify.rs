@@ -364,7 +364,11 @@ fn threads_give_the_same_report_and_bad_counts_are_refused() {
             let one = run("1");
             assert!(one.1.contains("\"verdict\""), "{file}: {}", one.1);
             for threads in ["2", "7", "1024"] {
-                assert_eq!(run(threads), one, "{file} --reduce {reduce} --threads {threads}");
+                assert_eq!(
+                    run(threads),
+                    one,
+                    "{file} --reduce {reduce} --threads {threads}"
+                );
             }
         }
     }

@@ -181,7 +181,6 @@ impl Explored {
         ops.into_iter()
             .all(|o| model.outcomes_in(o as usize, &s).1 == 0)
     }
-
 }
 
 /// One strongly connected component, as [`tarjan`] reports it.

@@ -211,13 +211,8 @@ pub(crate) fn verify_split(
     if report.reduced && report.may_loop == Some(true) {
         // A cycle is reachable (the reduction preserves that), but the shortest lasso is one of
         // the full state space: explore it, within the budget.
-        let full = parallel::explore_split(
-            &mut model,
-            opts.max_states,
-            opts.threads,
-            split,
-            progress,
-        );
+        let full =
+            parallel::explore_split(&mut model, opts.max_states, opts.threads, split, progress);
         bytes = bytes.max(full.bytes());
         report.properties.may_loop = if full.budget_hit {
             LoopCheck {

@@ -24,8 +24,8 @@
 use std::fmt::Write;
 
 use super::DEFAULT_MAX_STATES;
-use super::parallel::explore_full;
 use super::model::{Model, unpack};
+use super::parallel::explore_full;
 use crate::net::Net;
 
 /// Most local combinations enumerated for one operator.

@@ -282,7 +282,11 @@ impl Store {
         s.chunks.iter().map(|c| c.capacity() * 8).sum::<usize>()
             + s.parents.iter().map(|c| c.capacity() * 4).sum::<usize>()
             + s.chunks.capacity() * 2 * std::mem::size_of::<Vec<u64>>()
-            + self.parts.iter().map(|t| t.slots.capacity() * 4).sum::<usize>()
+            + self
+                .parts
+                .iter()
+                .map(|t| t.slots.capacity() * 4)
+                .sum::<usize>()
     }
 
     /// The path of parents from the initial state to `id`, as state numbers (initial first).

@@ -94,8 +94,8 @@ fn the_store_finds_every_state_across_growth_and_chunks() {
 mod nets;
 
 use super::explore::Explored;
-use super::parallel::explore_full;
 use super::model::Blames;
+use super::parallel::explore_full;
 use proptest::prelude::*;
 
 /// Every stored state of a full exploration of `net` (at most 3 000).
