@@ -176,7 +176,7 @@ mod build;
 mod view;
 
 pub(crate) use blame::Blames;
-pub(crate) use view::View;
+pub(crate) use view::{Outcomes, View};
 
 /// [`Model::candidates`], from the parts of the model it reads (a [`View`] has them too).
 #[inline]

@@ -27,7 +27,7 @@ use std::collections::BinaryHeap;
 use std::ops::Range;
 
 use super::explore::{Explored, Progress};
-use super::model::{Model, Outcome, View};
+use super::model::{Model, Outcomes, View};
 use super::store::{ROOT, States, Store, Table, hash, part_of};
 use crate::connection::NONE;
 
@@ -54,53 +54,6 @@ const PARTS: usize = 64;
 /// The thread count of "every core".
 pub(crate) fn all_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
-/// What an expansion reads: the model itself (which computes what it does not know) or a
-/// [`View`] of it (which does not).
-trait Outcomes {
-    fn candidates(&self, s: &[u64], out: &mut Vec<u32>);
-    /// `None`: not computed yet.
-    fn outcomes_in(&mut self, o: usize, s: &[u64]) -> Option<(usize, usize)>;
-    fn apply(&self, k: usize, s: &mut [u64]);
-    fn outcome(&self, k: usize) -> &Outcome;
-    fn any_new(&self, s: &[u64]) -> bool;
-}
-
-impl Outcomes for View<'_> {
-    fn candidates(&self, s: &[u64], out: &mut Vec<u32>) {
-        View::candidates(self, s, out)
-    }
-    fn outcomes_in(&mut self, o: usize, s: &[u64]) -> Option<(usize, usize)> {
-        View::outcomes_in(self, o, s)
-    }
-    fn apply(&self, k: usize, s: &mut [u64]) {
-        View::apply(self, k, s)
-    }
-    fn outcome(&self, k: usize) -> &Outcome {
-        &self.outcomes[k]
-    }
-    fn any_new(&self, s: &[u64]) -> bool {
-        View::any_new(self, s)
-    }
-}
-
-impl Outcomes for Model<'_> {
-    fn candidates(&self, s: &[u64], out: &mut Vec<u32>) {
-        Model::candidates(self, s, out)
-    }
-    fn outcomes_in(&mut self, o: usize, s: &[u64]) -> Option<(usize, usize)> {
-        Some(Model::outcomes_in(self, o, s))
-    }
-    fn apply(&self, k: usize, s: &mut [u64]) {
-        Model::apply(self, k, s)
-    }
-    fn outcome(&self, k: usize) -> &Outcome {
-        &self.outcomes[k]
-    }
-    fn any_new(&self, s: &[u64]) -> bool {
-        Model::any_new(self, s)
-    }
 }
 
 /// Successors bound for one partition: packed states and their positions

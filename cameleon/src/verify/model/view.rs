@@ -1,7 +1,7 @@
 //! A read-only view of a [`Model`]'s memoised outcomes, which the threads of a parallel
 //! exploration share (`parallel.rs`). It never calls an operator (operators are `Send`, not
 //! `Sync`): an outcome not computed yet is a *miss*, and the state that needs it is expanded
-//! by the thread that owns the model.
+//! by the thread that owns the model. [`Outcomes`] is what an expansion reads: a view or the model.
 
 use super::{Field, Memo, Model, Outcome, UNKNOWN, candidates_of, unpack};
 
@@ -98,5 +98,52 @@ impl View<'_> {
         for &(f, v) in &self.writes[oc.writes_start as usize..oc.writes_end as usize] {
             self.fields[f as usize].set(s, v);
         }
+    }
+}
+
+/// What an expansion reads: the model itself (which computes what it does not know) or a
+/// [`View`] of it (which does not).
+pub(crate) trait Outcomes {
+    fn candidates(&self, s: &[u64], out: &mut Vec<u32>);
+    /// `None`: not computed yet.
+    fn outcomes_in(&mut self, o: usize, s: &[u64]) -> Option<(usize, usize)>;
+    fn apply(&self, k: usize, s: &mut [u64]);
+    fn outcome(&self, k: usize) -> &Outcome;
+    fn any_new(&self, s: &[u64]) -> bool;
+}
+
+impl Outcomes for View<'_> {
+    fn candidates(&self, s: &[u64], out: &mut Vec<u32>) {
+        View::candidates(self, s, out)
+    }
+    fn outcomes_in(&mut self, o: usize, s: &[u64]) -> Option<(usize, usize)> {
+        View::outcomes_in(self, o, s)
+    }
+    fn apply(&self, k: usize, s: &mut [u64]) {
+        View::apply(self, k, s)
+    }
+    fn outcome(&self, k: usize) -> &Outcome {
+        &self.outcomes[k]
+    }
+    fn any_new(&self, s: &[u64]) -> bool {
+        View::any_new(self, s)
+    }
+}
+
+impl Outcomes for Model<'_> {
+    fn candidates(&self, s: &[u64], out: &mut Vec<u32>) {
+        Model::candidates(self, s, out)
+    }
+    fn outcomes_in(&mut self, o: usize, s: &[u64]) -> Option<(usize, usize)> {
+        Some(Model::outcomes_in(self, o, s))
+    }
+    fn apply(&self, k: usize, s: &mut [u64]) {
+        Model::apply(self, k, s)
+    }
+    fn outcome(&self, k: usize) -> &Outcome {
+        &self.outcomes[k]
+    }
+    fn any_new(&self, s: &[u64]) -> bool {
+        Model::any_new(self, s)
     }
 }
