@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 
 use super::kinds::{Build, KindConfig, Section, find, kinds};
 use super::mcp_section::{MCP, McpEntry, read_mcp};
+use super::price::{PRICE, read_price};
 use super::untrusted::{GRANTS, check_trust, read_grants};
 use super::{CapabilitiesBuilder, CapabilityNames, Entry};
 use crate::cm::tree::{self, Kind, Node, Span};
@@ -167,6 +168,11 @@ pub(super) struct Cx<'s> {
 }
 
 impl Cx<'_> {
+    /// The file's text.
+    pub(super) fn src(&self) -> &str {
+        self.src
+    }
+
     /// How many problems so far.
     pub(super) fn problems_len(&self) -> usize {
         self.problems.len()
@@ -376,54 +382,6 @@ fn read_entries(
 
 /// An entry ready to build: its section, config, line, the kind's factory, and its price.
 type Ready = (Section, KindConfig, usize, Build, Option<Price>);
-
-/// The key of a chat model's or embedder's price (docs/capabilities.md).
-const PRICE: &str = "price_usd";
-
-/// Reads `price_usd: {prompt_per_mtok: X, completion_per_mtok: Y}` (US dollars per million
-/// tokens, each a finite number ≥ 0) of entry `name`; `None` after a problem.
-fn read_price(cx: &mut Cx<'_>, section: Section, name: &str, v: &Node) -> Option<Price> {
-    let hint = "e.g. `price_usd: {prompt_per_mtok: 0.15, completion_per_mtok: 0.60}` (US dollars per million tokens)";
-    if section == Section::Memories {
-        cx.push(
-            CmProblemKind::Schema,
-            v.span,
-            format!("memory `{name}` has no price: only chat models and embedders are priced"),
-            None,
-        );
-        return None;
-    }
-    let price = match tree::from_node::<Price>(v, cx.src) {
-        Ok(p) => p,
-        Err(e) => {
-            for p in e.0 {
-                cx.push(
-                    CmProblemKind::Schema,
-                    p.span.unwrap_or(v.span),
-                    format!("`{PRICE}` of {} `{name}`: {}", section.what(), p.message),
-                    Some(p.hint.unwrap_or_else(|| hint.into())),
-                );
-            }
-            return None;
-        }
-    };
-    for (key, x) in [
-        ("prompt_per_mtok", price.prompt_per_mtok),
-        ("completion_per_mtok", price.completion_per_mtok),
-    ] {
-        if !x.is_finite() || x < 0.0 {
-            let span = v.get(key).map_or(v.span, |n| n.span);
-            cx.push(
-                CmProblemKind::Schema,
-                span,
-                format!("`{key}` must be a number of US dollars, 0 or more, not {x}"),
-                Some(hint.into()),
-            );
-            return None;
-        }
-    }
-    Some(price)
-}
 
 /// Reads `chat:` (or another section): a mapping of names to entries.
 fn read_section(cx: &mut Cx<'_>, section: Section, v: &Node, base: &Path, out: &mut Vec<Ready>) {

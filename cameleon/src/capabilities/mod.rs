@@ -44,6 +44,7 @@ mod config;
 mod kinds;
 mod mcp_section;
 mod names;
+mod price;
 mod providers;
 mod runtime;
 pub mod trust;

@@ -120,6 +120,7 @@ use crate::operator::capability::Spent;
 use crate::tools::ToolRegistry;
 
 mod codec;
+mod durability;
 mod error;
 mod lock;
 mod migrate;
@@ -127,6 +128,7 @@ mod resume;
 mod store;
 mod writer;
 
+pub use durability::Durability;
 pub use error::JournalError;
 pub use lock::RunLock;
 pub use resume::{RecordedFolder, ResumeOptions};
@@ -134,40 +136,6 @@ use writer::JournalRecorder;
 
 /// What gives a resumed run its capabilities, from its net and base folder.
 type PinCaps<'a> = Box<dyn FnOnce(&mut Net, &Path) -> Arc<dyn Capabilities> + 'a>;
-
-/// When a journaled run's steps reach the disk.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Durability {
-    /// Each step is committed before the next one starts.
-    #[default]
-    Sync,
-    /// Steps are committed together, at most every `ms` milliseconds.
-    Batch {
-        /// The longest a committed step waits in memory.
-        ms: u64,
-    },
-    /// Steps are committed when the run ends (or its engine is dropped).
-    Exit,
-    /// As [`Sync`](Durability::Sync), and each commit is synced to the disk (an fsync, SQLite's
-    /// `synchronous = FULL`) before the next step starts: a committed step survives a power
-    /// loss or an OS crash too.
-    Strict,
-}
-
-impl Durability {
-    /// The default wait of [`Durability::Batch`], in milliseconds.
-    pub const DEFAULT_BATCH_MS: u64 = 50;
-
-    /// `sync`, `batch`, `exit` or `strict`.
-    pub fn name(self) -> &'static str {
-        match self {
-            Durability::Sync => "sync",
-            Durability::Strict => "strict",
-            Durability::Batch { .. } => "batch",
-            Durability::Exit => "exit",
-        }
-    }
-}
 
 /// What the operator types and tools a journaled net names resolve against when its `.cm` text
 /// is loaded back — when the run starts (to check it will load) and when it is resumed: this
