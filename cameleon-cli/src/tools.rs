@@ -49,7 +49,10 @@ pub(super) fn tools(a: &ToolsArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     };
     let manifests = registry.manifests();
     for (server, why) in registry.unavailable() {
-        writeln!(io.stderr, "warning: the tools of MCP server `{server}` are not listed: {why}")?;
+        writeln!(
+            io.stderr,
+            "warning: the tools of MCP server `{server}` are not listed: {why}"
+        )?;
     }
     let text = if a.json {
         let mut s = serde_json::to_string_pretty(&manifests).unwrap_or_default();

@@ -69,9 +69,19 @@ fn tools_call_and_run_reach_the_reference_servers_tools() {
     let net = dir.write("sum.cm", NET);
     let o = CAMELEON.run(&["check", net.to_str().unwrap(), "--capabilities", caps]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let o = CAMELEON.run(&["run", net.to_str().unwrap(), "--capabilities", caps, "--json"]);
+    let o = CAMELEON.run(&[
+        "run",
+        net.to_str().unwrap(),
+        "--capabilities",
+        caps,
+        "--json",
+    ]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("The sum of 20 and 22 is 42."), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("The sum of 20 and 22 is 42."),
+        "{}",
+        stdout(&o)
+    );
     // The run ended: its server is gone.
     test_support::wait_until("the server to be gone", CAP, || {
         processes_with(&marker).is_empty()
@@ -88,7 +98,11 @@ fn a_project_file_that_would_start_a_server_stops_the_run_until_trusted_and_chec
     let net = net.to_str().unwrap();
 
     for cmd in ["check", "run"] {
-        let o = CAMELEON.cmd().args([cmd, net]).config_dir(config.path()).run();
+        let o = CAMELEON
+            .cmd()
+            .args([cmd, net])
+            .config_dir(config.path())
+            .run();
         assert_eq!(code(&o), 2, "{cmd}: {}", stderr(&o));
         let e = stderr(&o);
         assert!(
@@ -97,7 +111,10 @@ fn a_project_file_that_would_start_a_server_stops_the_run_until_trusted_and_chec
                 && e.contains("cameleon trust"),
             "{cmd}: {e}"
         );
-        assert!(processes_with(&marker).is_empty(), "{cmd} started the server");
+        assert!(
+            processes_with(&marker).is_empty(),
+            "{cmd} started the server"
+        );
     }
     // `check` of the trusted file starts nothing either.
     let o = CAMELEON
@@ -106,52 +123,100 @@ fn a_project_file_that_would_start_a_server_stops_the_run_until_trusted_and_chec
         .config_dir(config.path())
         .run();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    let o = CAMELEON.cmd().args(["check", net]).config_dir(config.path()).run();
+    let o = CAMELEON
+        .cmd()
+        .args(["check", net])
+        .config_dir(config.path())
+        .run();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert!(processes_with(&marker).is_empty(), "check started the server");
-    let o = CAMELEON.cmd().args(["run", net]).config_dir(config.path()).run();
+    assert!(
+        processes_with(&marker).is_empty(),
+        "check started the server"
+    );
+    let o = CAMELEON
+        .cmd()
+        .args(["run", net])
+        .config_dir(config.path())
+        .run();
     assert_eq!(code(&o), 0, "{}", stderr(&o));
-    assert!(stdout(&o).contains("The sum of 20 and 22 is 42."), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("The sum of 20 and 22 is 42."),
+        "{}",
+        stdout(&o)
+    );
 
     // A tool of a server nobody configured is a located error of `check`.
-    let other = dir.write("other.cm", NET.replace("everything.get-sum", "nowhere.get-sum"));
+    let other = dir.write(
+        "other.cm",
+        NET.replace("everything.get-sum", "nowhere.get-sum"),
+    );
     let o = CAMELEON
         .cmd()
         .args(["check", other.to_str().unwrap()])
         .config_dir(config.path())
         .run();
     assert_eq!(code(&o), 2, "{}", stderr(&o));
-    assert!(stderr(&o).contains("names MCP server `nowhere`"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("names MCP server `nowhere`"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
 fn the_servers_of_a_cameleon_killed_with_sigkill_are_gone_within_two_seconds() {
     let dir = TempDir::new("cli-mcp-kill");
     let marker = format!("server-kill-{}", std::process::id());
-    let caps = dir.write("caps.yaml", caps_text(&marker));
+    let keeper = format!("keeper-kill-{}", std::process::id());
+    // As `npx` does, the command starts the server under a shell, with a child of its own
+    // (`keeper`) that neither reads standard input nor ends by itself: only the end of the
+    // whole process group ends it.
+    let script = format!(
+        "node -e 'setInterval(() => {{}}, 1000)' {keeper} & exec node {} stdio {marker}",
+        everything().display()
+    );
+    let caps = dir.write(
+        "caps.yaml",
+        format!("mcp:\n  everything: {{command: sh, args: [\"-c\", {script:?}]}}\n"),
+    );
     let net = dir.write(
         "long.cm",
-        NET.replace("everything.get-sum", "everything.trigger-long-running-operation")
-            .replace("{a: 20, b: 22}", "{duration: 600, steps: 600}"),
+        NET.replace(
+            "everything.get-sum",
+            "everything.trigger-long-running-operation",
+        )
+        .replace("{a: 20, b: 22}", "{duration: 600, steps: 600}"),
     );
     let mut run = CAMELEON
         .cmd()
-        .args(["run", net.to_str().unwrap(), "--capabilities", caps.to_str().unwrap()])
+        .args([
+            "run",
+            net.to_str().unwrap(),
+            "--capabilities",
+            caps.to_str().unwrap(),
+        ])
         .spawn();
-    let server = test_support::wait_for("the server and its guard", CAP, || {
+    let (server, kept) = test_support::wait_for("the server, its child and its guard", CAP, || {
         if let Some(status) = run.try_wait() {
             panic!("the run ended ({status}) before it was killed");
         }
-        let p = processes_with(&marker);
-        let [pid] = p.as_slice() else { return None };
+        let (s, k) = (processes_with(&marker), processes_with(&keeper));
+        let ([pid], [kept]) = (s.as_slice(), k.as_slice()) else {
+            return None;
+        };
         let guard = format!("cameleon-mcp-guard\u{0}{pid}\u{0}");
-        (!processes_with(&guard).is_empty()).then_some(*pid)
+        (!processes_with(&guard).is_empty()).then_some((*pid, *kept))
     });
     run.signal(Signal::Kill);
     let killed = Instant::now();
-    test_support::wait_until("the server to be gone", CAP, || !alive(server));
+    test_support::wait_until("the server and its child to be gone", CAP, || {
+        !alive(server) && !alive(kept)
+    });
     let took = killed.elapsed();
-    assert!(took <= Duration::from_secs(2), "the server outlived cameleon by {took:?}");
+    assert!(
+        took <= Duration::from_secs(2),
+        "the server outlived cameleon by {took:?}"
+    );
 }
 
 /// `examples/mcp` of this checkout.
@@ -179,15 +244,24 @@ fn assert_served(seen: &serde_json::Value) {
         assert!(tools.get(t).is_some(), "{t} not listed: {tools}");
     }
     // Arguments: the inputs, typed by their data types' JSON schemas.
-    assert_eq!(tools["shout"]["input_schema"]["properties"]["text"]["type"], "string");
-    assert_eq!(tools["shout"]["input_schema"]["required"], serde_json::json!(["text"]));
+    assert_eq!(
+        tools["shout"]["input_schema"]["properties"]["text"]["type"],
+        "string"
+    );
+    assert_eq!(
+        tools["shout"]["input_schema"]["required"],
+        serde_json::json!(["text"])
+    );
     assert_eq!(seen["shout"]["is_error"], false, "{seen}");
     assert_eq!(seen["shout"]["structured"]["loud"], "BONJOUR", "{seen}");
     assert_eq!(seen["calc"]["structured"]["value"], 1024, "{seen}");
     // A net that asks a person: a tool error naming the question.
     assert_eq!(seen["review"]["is_error"], true, "{seen}");
     assert!(
-        seen["review"]["text"].as_str().unwrap().contains("Publish this text?"),
+        seen["review"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("Publish this text?"),
         "{seen}"
     );
     assert_eq!(seen["check"]["structured"]["valid"], false, "{seen}");

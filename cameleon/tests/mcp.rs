@@ -90,7 +90,10 @@ fn the_reference_servers_tools_join_the_gate_as_server_dot_tool_with_their_manif
     assert_eq!(echo.input_schema["properties"]["message"]["type"], "string");
     // `readOnlyHint: true`, from a trusted file (given in code).
     assert_eq!(echo.effects, Effect::Read);
-    assert_eq!(g.tools().get("everything.echo").unwrap().origin(), "mcp:everything");
+    assert_eq!(
+        g.tools().get("everything.echo").unwrap().origin(),
+        "mcp:everything"
+    );
     assert_eq!(processes_with(&marker).len(), 1, "one server, started once");
 }
 
@@ -133,14 +136,18 @@ connections:
 
     // `isError`: status `error` with the server's text. The tool is not read-only, so it
     // needs the user's grant under `allow:`.
-    let gate = gate(&rt, &["everything.gzip-file-as-resource"]).grants(["everything.gzip-file-as-resource"]);
+    let gate = gate(&rt, &["everything.gzip-file-as-resource"])
+        .grants(["everything.gzip-file-as-resource"]);
     let r = gate.call_blocking(ToolCall::new(
         "everything.gzip-file-as-resource",
         json!({"name": "x.gz", "data": "ftp://example.invalid/x"}),
     ));
     assert_eq!(r.status, ToolStatus::Error, "{r:?}");
     assert!(
-        r.error.as_deref().unwrap().contains("Unsupported URL protocol"),
+        r.error
+            .as_deref()
+            .unwrap()
+            .contains("Unsupported URL protocol"),
         "{r:?}"
     );
     assert_eq!(r.meta.origin, "mcp:everything");
@@ -150,7 +157,11 @@ connections:
         json!({"name": "x.gz", "data": "ftp://example.invalid/x"}),
     ));
     assert_eq!(r.status, ToolStatus::Denied, "{r:?}");
-    assert!(r.error.unwrap().contains("--grant everything.gzip-file-as-resource"));
+    assert!(
+        r.error
+            .unwrap()
+            .contains("--grant everything.gzip-file-as-resource")
+    );
 }
 
 fn gate_without_grant(rt: &Runtime) -> ToolGate {
@@ -167,7 +178,10 @@ fn a_server_that_dies_mid_call_fails_that_call_is_started_again_once_then_fails_
         .unwrap();
     let gate = Arc::new(gate(
         &rt,
-        &["everything.echo", "everything.trigger-long-running-operation"],
+        &[
+            "everything.echo",
+            "everything.trigger-long-running-operation",
+        ],
     ));
     let long = || {
         let gate = Arc::clone(&gate);
@@ -185,7 +199,9 @@ fn a_server_that_dies_mid_call_fails_that_call_is_started_again_once_then_fails_
     let read = bytes_read(first);
     let call = long();
     // Killed once it has read the long call's request.
-    test_support::wait_until("the server to read the call", CAP, || bytes_read(first) > read);
+    test_support::wait_until("the server to read the call", CAP, || {
+        bytes_read(first) > read
+    });
     kill(first);
     let r = call.join().unwrap();
     assert_eq!(r.status, ToolStatus::Error, "{r:?}");
@@ -198,7 +214,10 @@ fn a_server_that_dies_mid_call_fails_that_call_is_started_again_once_then_fails_
     );
 
     // Started again, once: the next call works on a new process.
-    let r = gate.call_blocking(ToolCall::new("everything.echo", json!({"message": "again"})));
+    let r = gate.call_blocking(ToolCall::new(
+        "everything.echo",
+        json!({"message": "again"}),
+    ));
     assert_eq!(r.content, json!("Echo: again"), "{r:?}");
     let second = server_pid(&marker);
     assert_ne!(first, second);
@@ -219,8 +238,15 @@ fn a_server_that_dies_mid_call_fails_that_call_is_started_again_once_then_fails_
         );
     }
     let r = gate.call_blocking(ToolCall::new("everything.echo", json!({"message": "x"})));
-    assert!(r.error.unwrap().contains("was started again once; it stopped again"));
-    assert!(processes_with(&marker).is_empty(), "not started a third time");
+    assert!(
+        r.error
+            .unwrap()
+            .contains("was started again once; it stopped again")
+    );
+    assert!(
+        processes_with(&marker).is_empty(),
+        "not started a third time"
+    );
 }
 
 #[test]
@@ -329,9 +355,8 @@ fn the_idempotency_key_travels_in_the_requests_meta() {
     .unwrap();
     let rt = Runtime::builder().config_file(&path).build().unwrap();
     let gate = gate(&rt, &["py.meta"]).grants(["py.meta"]);
-    let r = gate.call_blocking(
-        ToolCall::new("py.meta", json!({})).idempotency_key("run-1/step-3/op"),
-    );
+    let r =
+        gate.call_blocking(ToolCall::new("py.meta", json!({})).idempotency_key("run-1/step-3/op"));
     assert!(r.is_ok(), "{r:?}");
     assert_eq!(r.content, json!({"result": "run-1/step-3/op"}), "{r:?}");
 }

@@ -47,7 +47,11 @@ impl Handler {
             .iter()
             .map(|t| {
                 let m = t.manifest();
-                let mut tool = Tool::new(m.name.clone(), m.description.clone(), object(&m.input_schema));
+                let mut tool = Tool::new(
+                    m.name.clone(),
+                    m.description.clone(),
+                    object(&m.input_schema),
+                );
                 tool.output_schema = Some(Arc::new(object(&m.output_schema)));
                 tool.annotations = Some(annotations(m.effects));
                 tool
@@ -138,7 +142,11 @@ impl ServerHandler for Handler {
             "catalogue" => return Ok(ok(Catalogue::global().to_json())),
             _ => {}
         }
-        let Some(i) = self.tools.iter().position(|t| t.manifest().name == request.name) else {
+        let Some(i) = self
+            .tools
+            .iter()
+            .position(|t| t.manifest().name == request.name)
+        else {
             return Err(McpError::invalid_params(
                 format!("no tool named `{}`", request.name),
                 None,

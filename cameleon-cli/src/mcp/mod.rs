@@ -27,7 +27,12 @@ pub struct McpArgs {
     #[arg(long, value_name = "P")]
     pub port: Option<u16>,
     /// With `--port`: the address to listen on. Beyond loopback, `--token` is required.
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1", requires = "port")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        default_value = "127.0.0.1",
+        requires = "port"
+    )]
     pub bind: IpAddr,
     /// With `--port`: the token clients send (`Authorization: Bearer T`); default: a random
     /// one, printed at start.
@@ -60,9 +65,12 @@ fn net_tools(
     let mut skipped = Vec::new();
     for f in files {
         match NetTool::load(&f, registry) {
-            Ok(t) if handler::RESERVED.contains(&t.manifest().name.as_str()) => skipped.push(
-                format!("`{}`: its name is one of the server's own tools (check, catalogue)", f.display()),
-            ),
+            Ok(t) if handler::RESERVED.contains(&t.manifest().name.as_str()) => {
+                skipped.push(format!(
+                    "`{}`: its name is one of the server's own tools (check, catalogue)",
+                    f.display()
+                ))
+            }
             Ok(t) => tools.push(t),
             Err(why) => skipped.push(why),
         }
@@ -72,7 +80,11 @@ fn net_tools(
 
 pub(super) fn mcp(a: &McpArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     if !a.nets.is_dir() {
-        writeln!(io.stderr, "error: `{}` is not a folder (--nets DIR)", a.nets.display())?;
+        writeln!(
+            io.stderr,
+            "error: `{}` is not a folder (--nets DIR)",
+            a.nets.display()
+        )?;
         return Ok(exit::INVALID);
     }
     let token = match a.port {
@@ -106,7 +118,11 @@ pub(super) fn mcp(a: &McpArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         "cameleon mcp: {} net tool(s) from `{}`{}, plus check and catalogue",
         tools.len(),
         a.nets.display(),
-        if offered.is_empty() { String::new() } else { format!(" ({})", offered.join(", ")) }
+        if offered.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", offered.join(", "))
+        }
     )?;
     io.stderr.flush()?;
     let handler = Handler::new(tools, Arc::clone(&rt));
@@ -151,7 +167,11 @@ fn token_for(a: &McpArgs) -> Result<Option<Token>, String> {
 /// Serves on standard input and output until the client closes its end. The protocol's
 /// output goes through `io.stdout` (the command line holds the process's standard output), fed
 /// by the server's task through a channel.
-fn stdio(runtime: &tokio::runtime::Runtime, handler: Handler, io: &mut Io<'_>) -> Result<i32, String> {
+fn stdio(
+    runtime: &tokio::runtime::Runtime,
+    handler: Handler,
+    io: &mut Io<'_>,
+) -> Result<i32, String> {
     use rmcp::ServiceExt;
     let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
     let task = runtime.spawn(async move {
@@ -167,7 +187,12 @@ fn stdio(runtime: &tokio::runtime::Runtime, handler: Handler, io: &mut Io<'_>) -
     });
     // Until the server's task ends and drops its writer.
     for chunk in rx {
-        if io.stdout.write_all(&chunk).and_then(|()| io.stdout.flush()).is_err() {
+        if io
+            .stdout
+            .write_all(&chunk)
+            .and_then(|()| io.stdout.flush())
+            .is_err()
+        {
             break; // the client is gone
         }
     }
@@ -216,7 +241,9 @@ async fn http(
     io: &mut Io<'_>,
 ) -> Result<i32, String> {
     use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-    use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+    use rmcp::transport::streamable_http_server::{
+        StreamableHttpServerConfig, StreamableHttpService,
+    };
     let listener = tokio::net::TcpListener::bind((bind, port))
         .await
         .map_err(|e| format!("cannot listen on {bind}:{port}: {e}"))?;

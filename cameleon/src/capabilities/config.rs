@@ -209,7 +209,12 @@ fn load_into(
     }
     #[cfg(feature = "mcp")]
     for server in read.mcp {
-        b.mcp_server(super::mcp_section::config(server, name, base, untrusted.is_none()));
+        b.mcp_server(super::mcp_section::config(
+            server,
+            name,
+            base,
+            untrusted.is_none(),
+        ));
     }
     for (section, cfg, line, build) in built {
         let from = format!("`{name}` line {line}");

@@ -72,7 +72,10 @@ pub(super) fn read_mcp(cx: &mut Cx<'_>, v: &Node, out: &mut Vec<McpEntry>) {
                 CmProblemKind::Schema,
                 k.span,
                 format!("`{name}` is not an MCP server name"),
-                Some("a name is letters, digits, `_` and `-` (its tools are named `NAME.TOOL`)".into()),
+                Some(
+                    "a name is letters, digits, `_` and `-` (its tools are named `NAME.TOOL`)"
+                        .into(),
+                ),
             );
             continue;
         }
@@ -129,7 +132,9 @@ fn read_server(cx: &mut Cx<'_>, name: &str, entry: &Node) -> Option<McpEntry> {
                     CmProblemKind::Schema,
                     v.span,
                     format!("`args` must be a list of strings, not {}", other.describe()),
-                    Some("e.g. `args: [\"-y\", \"@modelcontextprotocol/server-everything\"]`".into()),
+                    Some(
+                        "e.g. `args: [\"-y\", \"@modelcontextprotocol/server-everything\"]`".into(),
+                    ),
                 ),
             },
             "headers_env" => read_headers(cx, name, v, &mut headers_env),
@@ -152,7 +157,9 @@ fn read_server(cx: &mut Cx<'_>, name: &str, entry: &Node) -> Option<McpEntry> {
                     None => format!("the keys of an MCP server are {}", KEYS.join(", ")),
                 };
                 let message = if key == "env" || key.ends_with("_env") {
-                    format!("unknown key `{key}` of MCP server `{name}` (only `headers_env` sends variables, as headers)")
+                    format!(
+                        "unknown key `{key}` of MCP server `{name}` (only `headers_env` sends variables, as headers)"
+                    )
                 } else {
                     format!("unknown key `{key}` of MCP server `{name}`")
                 };
@@ -202,7 +209,14 @@ fn read_server(cx: &mut Cx<'_>, name: &str, entry: &Node) -> Option<McpEntry> {
                     None,
                 );
             }
-            check_http_trust(cx, name, &url, url_span, &headers_env, span_of("headers_env"));
+            check_http_trust(
+                cx,
+                name,
+                &url,
+                url_span,
+                &headers_env,
+                span_of("headers_env"),
+            );
             Transport::Http { url, headers_env }
         }
         (Some(_), Some(_)) => {
@@ -210,7 +224,10 @@ fn read_server(cx: &mut Cx<'_>, name: &str, entry: &Node) -> Option<McpEntry> {
                 CmProblemKind::Schema,
                 span_of("url"),
                 format!("MCP server `{name}` has both `command` and `url`"),
-                Some("a server is a program to run (`command`) or an address (`url`), not both".into()),
+                Some(
+                    "a server is a program to run (`command`) or an address (`url`), not both"
+                        .into(),
+                ),
             );
             return None;
         }
@@ -305,13 +322,16 @@ fn check_http_trust(
     let Some(u) = cx.untrusted else {
         return;
     };
-    let host = super::trust::host_of(url).map_or_else(|| "its endpoint".to_owned(), |h| format!("`{h}`"));
+    let host =
+        super::trust::host_of(url).map_or_else(|| "its endpoint".to_owned(), |h| format!("`{h}`"));
     for (header, var) in headers_env {
         untrusted(
             cx,
             u,
             headers_span,
-            format!("MCP server `{name}` would send the environment variable `{var}` (its header `{header}` of `headers_env`) to {host}"),
+            format!(
+                "MCP server `{name}` would send the environment variable `{var}` (its header `{header}` of `headers_env`) to {host}"
+            ),
         );
     }
     if !super::trust::is_loopback_url(url) {
@@ -319,7 +339,9 @@ fn check_http_trust(
             cx,
             u,
             url_span,
-            format!("MCP server `{name}` would send the run's tool calls to {host} (its `url`), which is not a loopback address"),
+            format!(
+                "MCP server `{name}` would send the run's tool calls to {host} (its `url`), which is not a loopback address"
+            ),
         );
     }
 }

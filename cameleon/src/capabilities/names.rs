@@ -366,7 +366,11 @@ fn unknown_servers(
     let mut listed: Vec<(String, Span)> = Vec::new();
     for key in ["allow", "approve"] {
         let items = tree.and_then(|t| t.get("tools")).and_then(|t| t.get(key));
-        let list = if key == "allow" { &policy.allow } else { &policy.approve };
+        let list = if key == "allow" {
+            &policy.allow
+        } else {
+            &policy.approve
+        };
         for (i, name) in list.iter().enumerate() {
             let span = items
                 .map(|a| match &a.kind {
@@ -379,7 +383,10 @@ fn unknown_servers(
     }
     for node in net.operators() {
         if let Some(t) = node.op.calls_tool() {
-            listed.push((t.to_owned(), Locator::new(tree, &node.name).param("name", 0)));
+            listed.push((
+                t.to_owned(),
+                Locator::new(tree, &node.name).param("name", 0),
+            ));
         }
     }
     for (name, span) in listed {

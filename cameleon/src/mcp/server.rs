@@ -5,9 +5,9 @@ use std::fmt;
 use std::process::Stdio;
 use std::sync::{Arc, Weak};
 
+use rmcp::ServiceExt;
 use rmcp::model::{CallToolRequestParams, MetaObject, RequestMetaObject};
 use rmcp::service::{Peer, RoleClient, RunningService};
-use rmcp::ServiceExt;
 use serde_json::Value as Json;
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStderr, Command};
@@ -24,7 +24,7 @@ const MAX_STARTS: u32 = 2;
 /// when the server is stopped, or when this process ends, however it ends — then kills the
 /// group (itself included). It ignores the terminal's signals, so a Ctrl-C that ends this
 /// process does not end the guard before it has done its work.
-const GUARD: &str = "trap '' INT TERM HUP; read -r _; kill -KILL -- \"-$1\" 2>/dev/null";
+const GUARD: &str = "trap '' INT TERM HUP; read -r _; kill -s KILL -- \"-$1\" 2>/dev/null";
 
 /// One MCP server of a capability generation: a [`ToolProvider`] of tools named `NAME.TOOL`.
 pub struct McpServer {
@@ -165,7 +165,8 @@ impl McpServer {
         };
         if let Some(k) = key {
             let mut meta = MetaObject::new();
-            meta.0.insert(IDEMPOTENCY_META_KEY.to_owned(), Json::String(k));
+            meta.0
+                .insert(IDEMPOTENCY_META_KEY.to_owned(), Json::String(k));
             params.meta = Some(RequestMetaObject(meta));
         }
         match peer.call_tool(params).await {
@@ -211,10 +212,10 @@ async fn start(cfg: &McpServerConfig) -> Result<Conn, String> {
     match &cfg.transport {
         McpTransport::Stdio { command, args, cwd } => {
             let (process, stdout, stdin) = spawn(&cfg.name, command, args, cwd)?;
-            let service = ()
-                .serve((stdout, stdin))
-                .await
-                .map_err(|e| format!("the MCP handshake failed: {e}"))?;
+            let service =
+                ().serve((stdout, stdin))
+                    .await
+                    .map_err(|e| format!("the MCP handshake failed: {e}"))?;
             Ok(Conn {
                 service,
                 process: Some(process),
@@ -241,7 +242,14 @@ fn spawn(
     command: &str,
     args: &[String],
     cwd: &std::path::Path,
-) -> Result<(Process, tokio::process::ChildStdout, tokio::process::ChildStdin), String> {
+) -> Result<
+    (
+        Process,
+        tokio::process::ChildStdout,
+        tokio::process::ChildStdin,
+    ),
+    String,
+> {
     let mut child = Command::new(command)
         .args(args)
         .current_dir(cwd)
@@ -327,10 +335,7 @@ fn ensure_tls_provider() {
 fn http_transport(
     url: &str,
     headers_env: &std::collections::BTreeMap<String, String>,
-) -> Result<
-    rmcp::transport::StreamableHttpClientTransport<reqwest::Client>,
-    String,
-> {
+) -> Result<rmcp::transport::StreamableHttpClientTransport<reqwest::Client>, String> {
     use reqwest::header::{HeaderName, HeaderValue};
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     ensure_tls_provider();
@@ -352,5 +357,7 @@ fn http_transport(
         value.set_sensitive(true);
         cfg.custom_headers.insert(name, value);
     }
-    Ok(rmcp::transport::StreamableHttpClientTransport::with_client(client, cfg))
+    Ok(rmcp::transport::StreamableHttpClientTransport::with_client(
+        client, cfg,
+    ))
 }

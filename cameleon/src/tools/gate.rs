@@ -297,7 +297,12 @@ impl ToolGate {
         let reg = match self.registry.lookup(name) {
             Lookup::Found(reg) => reg,
             Lookup::Unavailable(why) => {
-                return Err(ToolResult::failed(ToolStatus::Error, name, why.to_owned(), 0));
+                return Err(ToolResult::failed(
+                    ToolStatus::Error,
+                    name,
+                    why.to_owned(),
+                    0,
+                ));
             }
             Lookup::Missing => return Err(self.missing(name)),
         };

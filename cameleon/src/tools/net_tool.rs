@@ -45,13 +45,19 @@ impl NetTool {
     /// verification that runs out of its state budget counts as not holding).
     pub fn load(file: &Path, registry: &Arc<ToolRegistry>) -> Result<NetTool, String> {
         let shown = file.display();
-        let text = std::fs::read_to_string(file).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
+        let text =
+            std::fs::read_to_string(file).map_err(|e| format!("cannot read `{shown}`: {e}"))?;
         let net = Loader::new()
             .tools(Arc::clone(registry))
             .file_name(shown.to_string())
             .base_dir(crate::cm::folder_of(file))
             .load_str(&text)
-            .map_err(|e| format!("`{shown}` is not a valid net: {}", first_line(&e.to_string())))?;
+            .map_err(|e| {
+                format!(
+                    "`{shown}` is not a valid net: {}",
+                    first_line(&e.to_string())
+                )
+            })?;
         let (inputs, outputs) = boundary(&net);
         if inputs.is_empty() && outputs.is_empty() {
             return Err(format!(
@@ -139,7 +145,10 @@ impl NetTool {
                 )));
             };
             let value = (side.ty.from_json)(v.clone()).map_err(|e| {
-                ToolError::invalid_args(format!("argument `{}` is not a {}: {e}", side.name, side.ty.name))
+                ToolError::invalid_args(format!(
+                    "argument `{}` is not a {}: {e}",
+                    side.name, side.ty.name
+                ))
             })?;
             if let Some(id) = net.op_id(&side.op) {
                 let op: &mut dyn std::any::Any = &mut *net.ops[id.index()].op;
@@ -231,7 +240,9 @@ pub fn type_schema(ty: &TypeInfo) -> Json {
         "DataString" => json!({"type": "string"}),
         "DataBool" => json!({"type": "boolean"}),
         "DataChunk" => json!({"type": "array", "items": {"type": "string"}}),
-        "Binary" => json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255}}),
+        "Binary" => {
+            json!({"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 255}})
+        }
         "DataError" => json!({
             "type": "object",
             "properties": {"operator": {"type": "string"}, "message": {"type": "string"}},
