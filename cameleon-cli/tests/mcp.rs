@@ -167,7 +167,18 @@ fn a_project_file_that_would_start_a_server_stops_the_run_until_trusted_and_chec
 fn the_servers_of_a_cameleon_killed_with_sigkill_are_gone_within_two_seconds() {
     let dir = TempDir::new("cli-mcp-kill");
     let marker = format!("server-kill-{}", std::process::id());
-    let caps = dir.write("caps.yaml", caps_text(&marker));
+    let keeper = format!("keeper-kill-{}", std::process::id());
+    // As `npx` does, the command starts the server under a shell, with a child of its own
+    // (`keeper`) that neither reads standard input nor ends by itself: only the end of the
+    // whole process group ends it.
+    let script = format!(
+        "node -e 'setInterval(() => {{}}, 1000)' {keeper} & exec node {} stdio {marker}",
+        everything().display()
+    );
+    let caps = dir.write(
+        "caps.yaml",
+        format!("mcp:\n  everything: {{command: sh, args: [\"-c\", {script:?}]}}\n"),
+    );
     let net = dir.write(
         "long.cm",
         NET.replace(
@@ -185,18 +196,22 @@ fn the_servers_of_a_cameleon_killed_with_sigkill_are_gone_within_two_seconds() {
             caps.to_str().unwrap(),
         ])
         .spawn();
-    let server = test_support::wait_for("the server and its guard", CAP, || {
+    let (server, kept) = test_support::wait_for("the server, its child and its guard", CAP, || {
         if let Some(status) = run.try_wait() {
             panic!("the run ended ({status}) before it was killed");
         }
-        let p = processes_with(&marker);
-        let [pid] = p.as_slice() else { return None };
+        let (s, k) = (processes_with(&marker), processes_with(&keeper));
+        let ([pid], [kept]) = (s.as_slice(), k.as_slice()) else {
+            return None;
+        };
         let guard = format!("cameleon-mcp-guard\u{0}{pid}\u{0}");
-        (!processes_with(&guard).is_empty()).then_some(*pid)
+        (!processes_with(&guard).is_empty()).then_some((*pid, *kept))
     });
     run.signal(Signal::Kill);
     let killed = Instant::now();
-    test_support::wait_until("the server to be gone", CAP, || !alive(server));
+    test_support::wait_until("the server and its child to be gone", CAP, || {
+        !alive(server) && !alive(kept)
+    });
     let took = killed.elapsed();
     assert!(
         took <= Duration::from_secs(2),

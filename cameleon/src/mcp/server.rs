@@ -24,7 +24,7 @@ const MAX_STARTS: u32 = 2;
 /// when the server is stopped, or when this process ends, however it ends — then kills the
 /// group (itself included). It ignores the terminal's signals, so a Ctrl-C that ends this
 /// process does not end the guard before it has done its work.
-const GUARD: &str = "trap '' INT TERM HUP; read -r _; kill -KILL -- \"-$1\" 2>/dev/null";
+const GUARD: &str = "trap '' INT TERM HUP; read -r _; kill -s KILL -- \"-$1\" 2>/dev/null";
 
 /// One MCP server of a capability generation: a [`ToolProvider`] of tools named `NAME.TOOL`.
 pub struct McpServer {
