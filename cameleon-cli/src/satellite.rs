@@ -364,12 +364,19 @@ impl Connected {
         &self,
         io: &mut Io<'_>,
     ) -> std::io::Result<Result<cameleon::journal::Names, i32>> {
+        let setup = self.loader_setup();
         Ok(self
             .catalogue(io)?
             .map(|catalogue| cameleon::journal::Names {
                 catalogue: Some(catalogue),
-                tools: Some(self.registry()),
+                loader: Some(setup),
             }))
+    }
+
+    /// Tells a loader the tools a file may name: this program's and the satellites'.
+    pub(super) fn loader_setup(&self) -> cameleon::journal::LoaderSetup {
+        let tools = self.registry();
+        Arc::new(move |l: cameleon::cm::Loader<'_>| l.tools(Arc::clone(&tools)))
     }
 
     /// Every instance of a type only a satellite hosts must be placed remote. `Err`: the exit

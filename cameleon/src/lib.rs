@@ -183,6 +183,7 @@ pub mod journal;
 pub mod mcp;
 pub mod models;
 pub mod net;
+pub mod nets;
 pub mod operator;
 pub mod ops;
 pub mod policy;

@@ -20,7 +20,8 @@ use crate::serve::token::{Presented, Token};
 use cameleon::capabilities::Runtime;
 use cameleon::catalogue::Catalogue;
 use cameleon::cm::Loader;
-use cameleon::tools::{Effect, NetTool};
+use cameleon::nets::NetTool;
+use cameleon::tools::Effect;
 
 /// The server's own tools, whose names a net cannot take.
 pub(super) const RESERVED: &[&str] = &["check", "catalogue"];

@@ -13,7 +13,7 @@ use clap::Args;
 use super::{Io, exit};
 use crate::serve::token::Token;
 use cameleon::capabilities::CapabilitiesError;
-use cameleon::tools::NetTool;
+use cameleon::nets::NetTool;
 use handler::Handler;
 
 /// `cameleon mcp`.

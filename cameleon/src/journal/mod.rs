@@ -117,7 +117,6 @@ use crate::history::Recorded;
 use crate::net::{Mode, Net};
 use crate::operator::capability::Capabilities;
 use crate::operator::capability::Spent;
-use crate::tools::ToolRegistry;
 
 mod codec;
 mod durability;
@@ -141,12 +140,25 @@ type PinCaps<'a> = Box<dyn FnOnce(&mut Net, &Path) -> Arc<dyn Capabilities> + 'a
 /// is loaded back — when the run starts (to check it will load) and when it is resumed: this
 /// program's own by default. A run with satellites gives theirs too (`cameleon run|resume
 /// --nats`, docs/cli.md "Satellites").
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Names {
     /// The operator types (default: [`Catalogue::global`]).
     pub catalogue: Option<Catalogue>,
-    /// The tools (default: [`ToolRegistry::global`]).
-    pub tools: Option<Arc<ToolRegistry>>,
+    /// What else the loader is told, e.g. the tools the net may name
+    /// ([`Loader::tools`]; default: this program's).
+    pub loader: Option<LoaderSetup>,
+}
+
+/// A change to the loader of a stored net (see [`Names::loader`]).
+pub type LoaderSetup = Arc<dyn for<'c> Fn(Loader<'c>) -> Loader<'c> + Send + Sync>;
+
+impl std::fmt::Debug for Names {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Names")
+            .field("catalogue", &self.catalogue.as_ref().map(|_| "given"))
+            .field("loader", &self.loader.as_ref().map(|_| "given"))
+            .finish()
+    }
 }
 
 /// Options of a journaled run.
@@ -366,7 +378,7 @@ impl Journal {
         let cm = net.to_cm();
         let loader = loader(
             opts.names.catalogue.as_ref().unwrap_or(Catalogue::global()),
-            opts.names.tools.clone(),
+            opts.names.loader.as_ref(),
             opts.base_dir.as_deref(),
             opts.allow_outside,
         );
@@ -547,15 +559,15 @@ fn node_index(n: Option<i64>) -> Result<Option<u32>, String> {
 
 fn loader<'c>(
     catalogue: &'c Catalogue,
-    tools: Option<Arc<ToolRegistry>>,
+    setup: Option<&LoaderSetup>,
     base: Option<&Path>,
     allow_outside: bool,
 ) -> Loader<'c> {
     let mut l = Loader::new()
         .catalogue(catalogue)
         .allow_outside(allow_outside);
-    if let Some(t) = tools {
-        l = l.tools(t);
+    if let Some(setup) = setup {
+        l = setup(l);
     }
     match base {
         Some(b) => l.base_dir(b),

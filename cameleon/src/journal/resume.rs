@@ -19,7 +19,7 @@ pub struct ResumeOptions {
 /// What a stored net is loaded with.
 struct Loading<'c> {
     catalogue: &'c Catalogue,
-    tools: Option<Arc<ToolRegistry>>,
+    setup: Option<&'c LoaderSetup>,
 }
 
 /// What a journal recorded of where a run was started: see [`Journal::recorded_folder`].
@@ -107,7 +107,7 @@ impl Journal {
         let catalogue = names.catalogue.as_ref().unwrap_or(Catalogue::global());
         let loading = Loading {
             catalogue,
-            tools: names.tools.clone(),
+            setup: names.loader.as_ref(),
         };
         self.load_pinned(id, loading, true, Some(Box::new(pin)), opts)
     }
@@ -135,7 +135,7 @@ impl Journal {
     ) -> Result<Resumed, JournalError> {
         let loading = Loading {
             catalogue,
-            tools: None,
+            setup: None,
         };
         self.load_pinned(id, loading, record, None, &ResumeOptions::default())
     }
@@ -212,7 +212,7 @@ impl Journal {
         let base_dir = opts.base_dir.clone().or_else(|| config.base_dir.clone());
         let mut net = loader(
             loading.catalogue,
-            loading.tools,
+            loading.setup,
             base_dir.as_deref(),
             opts.allow_outside,
         )

@@ -43,7 +43,6 @@ mod effects;
 mod error;
 mod fs;
 mod gate;
-mod net_tool;
 mod registry;
 mod schema;
 mod std_tools;
@@ -55,7 +54,6 @@ pub use calc::{CalcError, eval as calc_eval};
 pub use effects::{net_effects, op_effects, tools_called};
 pub use error::{ToolError, ToolErrorKind};
 pub use gate::{Approval, Approver, ToolGate};
-pub use net_tool::{NetTool, type_schema};
 pub use registry::{
     DuplicateTool, Tool, ToolContext, ToolEntry, ToolFn, ToolOutput, ToolProvider, ToolRegistry,
 };

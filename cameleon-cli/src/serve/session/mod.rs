@@ -283,11 +283,11 @@ impl Session {
                 // Loaded back with the satellites' types and tools, as served.
                 names: cameleon::journal::Names {
                     catalogue: self.served.satellites.as_ref().map(|s| s.catalogue.clone()),
-                    tools: self
+                    loader: self
                         .served
                         .satellites
                         .as_ref()
-                        .map(|s| s.connected.registry()),
+                        .map(|s| s.connected.loader_setup()),
                 },
                 ..RunOptions::default()
             };

@@ -7,13 +7,13 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value as Json, json};
 
-use super::{ToolError, ToolRegistry};
 use crate::capabilities::Generation;
 use crate::cm::Loader;
 use crate::engine::{Cvm, EndState};
 use crate::net::Net;
 use crate::operator::capability::ToolManifest;
 use crate::ops::SubnetInput;
+use crate::tools::{ToolError, ToolRegistry};
 use crate::types::{Any, TypeInfo};
 use crate::verify::{Verdict, VerifyOptions, verify};
 
@@ -96,7 +96,7 @@ impl NetTool {
         let manifest = ToolManifest {
             name,
             description,
-            effects: super::net_effects(&net, registry),
+            effects: crate::tools::net_effects(&net, registry),
             input_schema: json!({
                 "type": "object",
                 "properties": props(&inputs),
