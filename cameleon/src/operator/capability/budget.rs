@@ -273,6 +273,10 @@ impl ChatModel for MeteredChat {
         self.inner.kind()
     }
 
+    fn model_name(&self) -> Option<&str> {
+        self.inner.model_name()
+    }
+
     fn generative(&self) -> bool {
         self.inner.generative()
     }
