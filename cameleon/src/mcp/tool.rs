@@ -24,7 +24,8 @@ pub const IDEMPOTENCY_META_KEY: &str = "cameleon/idempotency_key";
 /// use cameleon::tools::Effect;
 /// use rmcp::model::ToolAnnotations;
 ///
-/// let ro = ToolAnnotations { read_only_hint: Some(true), ..Default::default() };
+/// let mut ro = ToolAnnotations::default();
+/// ro.read_only_hint = Some(true);
 /// assert_eq!(effects_of(Some(&ro), true), Effect::Read);
 /// assert_eq!(effects_of(Some(&ro), false), Effect::External);
 /// assert_eq!(effects_of(None, true), Effect::External);
