@@ -103,6 +103,12 @@ pub struct RunArgs {
     /// run then goes on with `cameleon resume DB`. The first line on stderr is `run <ID>`.
     #[arg(long, value_name = "DB")]
     pub journal: Option<PathBuf>,
+    /// Before calling a behavioral operator, look for a recorded firing with the same key
+    /// (operator type, params, state, inputs, model) in the journal DB (or in its run RUN_ID
+    /// only) and apply it instead of calling the operator (docs/semantics.md §5.9): a re-run
+    /// after a change pays only for the firings the change reaches.
+    #[arg(long, value_name = "DB[:RUN_ID]")]
+    pub reuse: Option<String>,
     /// With --journal: when steps reach the disk.
     #[arg(long, value_enum, default_value_t = DurabilityArg::Sync, requires = "journal")]
     pub durability: DurabilityArg,
@@ -184,6 +190,45 @@ pub struct HistoryArgs {
     /// As JSON: `{"entries":[{"step","ops","branch"}…],"branches":[…]}`.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `cameleon diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The journal file.
+    pub db: String,
+    /// The first run (A).
+    pub run_a: String,
+    /// The second run (B).
+    pub run_b: String,
+    /// As JSON: `{"same","equal","changed","new","removed","first":{"op","a","b","difference"}}`.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `cameleon test`.
+#[derive(Debug, Args)]
+pub struct TestArgs {
+    /// The .cm file.
+    pub file: PathBuf,
+    /// The journal holding the recorded run.
+    #[arg(long, value_name = "DB")]
+    pub against: String,
+    /// The recorded run.
+    pub run_id: String,
+    /// As JSON: `{"equal","end","error","reused","sinks":[…],"diff":{…}}`.
+    #[arg(long)]
+    pub json: bool,
+    /// Let file-reading operators read outside the .cm file's folder.
+    #[arg(long)]
+    pub allow_outside: bool,
+    /// The capabilities file, as `run` (the models must be those of the recorded run: a
+    /// model's identity is part of a firing's key).
+    #[arg(long, value_name = "FILE")]
+    pub capabilities: Option<PathBuf>,
+    /// Grant TOOL (repeatable), as `run --grant`.
+    #[arg(long, value_name = "TOOL")]
+    pub grant: Vec<String>,
 }
 
 /// `cameleon check`.

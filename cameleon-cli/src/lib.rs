@@ -35,6 +35,9 @@
 //! | `run FILE.cm --journal DB [--durability sync\|batch\|exit\|strict]` | as `run`; 2 also when `DB` is not a journal |
 //! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]… [--base DIR] [--allow-outside] [--grant TOOL]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file, a recorded folder outside the journal's without `--base`, a run another process holds |
 //! | `runs DB [--json]`, `history DB RUN_ID [--json]` | 0, 2 not a journal or an unknown id |
+//! | `run FILE.cm --reuse DB[:RUN_ID]` | as `run`; 2 also when `DB` is not a journal or the run id is unknown |
+//! | `diff DB RUN_A RUN_B [--json]` | 0 the same firings, 1 different, 2 invalid |
+//! | `test FILE.cm --against DB RUN_ID [--json]` | 0 every sink as recorded, 1 different (or a call with no recorded answer), 2 invalid |
 //! | `run FILE.cm --follow WITNESS [--json]` | 0 replayed, 2 not replayable, 3 it ends in DEADLOCK |
 //! | `check FILE.cm [--capabilities FILE] [--verify [--max-states N]] [--json]` | 0 valid (and every property holds; warnings alone keep 0), 2 invalid (a capability name that is not defined included), 3 a property fails, 4 the state budget ran out first |
 //! | `fmt FILE.cm [--check]` (`-`: stdin to stdout) | 0, 1 if `--check` finds a difference, 2 invalid |
@@ -64,6 +67,7 @@ mod answers;
 mod args;
 mod catalogue;
 mod check;
+mod ctrl_c;
 mod export;
 mod fmt;
 mod journal;
@@ -72,6 +76,7 @@ mod live;
 mod mcp;
 pub mod render;
 mod report;
+mod reuse;
 mod run;
 mod satellite;
 mod serve;
@@ -80,8 +85,8 @@ mod tools;
 mod trust;
 
 pub use args::{
-    CallArgs, CatalogueArgs, CheckArgs, DurabilityArg, ExportArgs, FmtArgs, HistoryArgs, ModeArg,
-    ReduceArg, ResumeArgs, RunArgs, RunsArgs, ToolsArgs,
+    CallArgs, CatalogueArgs, CheckArgs, DiffArgs, DurabilityArg, ExportArgs, FmtArgs, HistoryArgs,
+    ModeArg, ReduceArg, ResumeArgs, RunArgs, RunsArgs, TestArgs, ToolsArgs,
 };
 pub use catalogue::catalogue_text;
 pub use mcp::McpArgs;
@@ -276,6 +281,15 @@ Examples:
   cameleon history runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11
   cameleon history runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11 --json")]
     History(HistoryArgs),
+    /// Compare two runs of a journal: the first firing where they part (operator, inputs and
+    /// outputs side by side, where the values differ), and counts of equal, changed, new and
+    /// removed firings.
+    #[command(after_help = reuse::DIFF_HELP)]
+    Diff(DiffArgs),
+    /// Re-run a net against a recorded run, every model, embedder and tool call answered from
+    /// the record (none is made), and compare every sink with it: a golden test.
+    #[command(after_help = reuse::TEST_HELP)]
+    Test(TestArgs),
     /// Serve a local web page to watch, step and answer a net, see its results, and edit its .cm text.
     #[command(after_help = "\
 The page has three views: Visual (the net fitted to the window, coloured by data type,
@@ -409,42 +423,11 @@ pub fn main() -> ExitCode {
         color: terminal && std::env::var_os("NO_COLOR").is_none(),
         progress: terminal,
         prompt: std::io::stdin().is_terminal(),
-        interrupt: Some(cancel_on_ctrl_c()),
+        interrupt: Some(ctrl_c::cancel_on_ctrl_c()),
     };
     let code = run_cli(std::env::args_os(), &mut io);
     let _ = io.stdout.flush();
     ExitCode::from(u8::try_from(code).unwrap_or(1))
-}
-
-/// A token cancelled by the first Ctrl-C; a second Ctrl-C exits at once with
-/// [`exit::CANCELLED`].
-fn cancel_on_ctrl_c() -> cameleon::CancelToken {
-    let token = cameleon::CancelToken::new();
-    let cancel = token.clone();
-    let listener = std::thread::Builder::new()
-        .name("cameleon-ctrl-c".into())
-        .spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return; // no signal handling: Ctrl-C keeps its default effect
-            };
-            rt.block_on(async {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    // Say it before cancelling: the run may end, and the process exit, at once.
-                    eprintln!(
-                        "\ninterrupted: stopping after the current step (Ctrl-C again to quit now)"
-                    );
-                    cancel.cancel();
-                    if tokio::signal::ctrl_c().await.is_ok() {
-                        std::process::exit(exit::CANCELLED);
-                    }
-                }
-            });
-        });
-    drop(listener); // detached: it lives as long as the process
-    token
 }
 
 /// Runs the command line `args` (the first is the program name) against `io`; returns the
@@ -510,6 +493,8 @@ where
         Command::Resume(a) => journal::resume(&a, io),
         Command::Runs(a) => journal::runs(&a, io),
         Command::History(a) => journal::history(&a, io),
+        Command::Diff(a) => reuse::diff(&a, io),
+        Command::Test(a) => reuse::test(&a, io),
         Command::Serve(a) => serve::serve(&a, io),
         Command::Satellite(a) => satellite::satellite(&a, io),
         Command::Satellites(a) => satellite::satellites(&a, io),

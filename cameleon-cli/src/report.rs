@@ -36,6 +36,8 @@ pub struct RunReport {
     /// The firings whose answers quote their context because their chat model is not
     /// generative (the offline `extractive`): `(step, operator, model, kind)`, in history order.
     pub quoted: Vec<(u32, String, String, String)>,
+    /// With `run --reuse`: how many firings were reused from the recorded runs.
+    pub reused: Option<usize>,
 }
 
 impl RunReport {
@@ -76,6 +78,7 @@ impl RunReport {
             spent: cvm.capabilities().meter().map(|m| m.spent()),
             inner,
             quoted: quoted_of(cvm),
+            reused: cvm.reuse().map(|_| cvm.reused_firings()),
         }
     }
 
@@ -106,6 +109,9 @@ impl RunReport {
         let mut m = self.end_json();
         m.insert("steps".into(), json!(self.steps));
         m.insert("firings".into(), json!(self.firings));
+        if let Some(n) = self.reused {
+            m.insert("reused".into(), json!(n));
+        }
         let sinks: Map<String, Json> = self
             .sinks
             .iter()
@@ -181,6 +187,9 @@ impl RunReport {
             plural(self.steps, "step"),
             plural(self.firings, "firing")
         );
+        if let Some(n) = self.reused {
+            s.push_str(&format!("  {} reused from the recorded runs\n", plural(n, "firing")));
+        }
         match &self.end {
             EndState::Completed | EndState::Cancelled => {}
             EndState::Deadlock { stuck } => {

@@ -157,6 +157,15 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         b = b.cancel_token(token.clone());
     }
     let mut cvm = b.build();
+    if let Some(arg) = &a.reuse {
+        match crate::reuse::open_reuse(arg, false) {
+            Ok(reuse) => cvm.set_reuse(Some(reuse)),
+            Err(e) => {
+                writeln!(io.stderr, "error: --reuse: {e}")?;
+                return Ok(exit::INVALID);
+            }
+        }
+    }
     set_budget(&cvm, a.budget, a.budget_usd);
     let mut answers = match answers_for(&mut cvm, &a.answer, a.answers.as_deref(), io)? {
         Ok(ans) => ans,

@@ -676,10 +676,12 @@ fn a_stored_net_whose_operator_types_this_program_lacks_exits_2_naming_them() {
             h = h.wrapping_mul(0x0100_0000_01b3);
         }
         c.execute(
-            "UPDATE runs SET cm = ?1, cm_hash = ?2, status = 'RUNNING'",
+            "UPDATE runs SET cm = ?1, cm_hash = ?2",
             (&cm, format!("{h:016x}")),
         )
         .unwrap();
+        c.execute("UPDATE progress SET status = 'RUNNING'", [])
+            .unwrap();
     }
     let before = std::fs::read(&db).unwrap();
     let o = CAMELEON.run(&["resume", &s(&db), &id, "--base", &example("")]);

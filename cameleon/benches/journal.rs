@@ -1,6 +1,7 @@
 //! Journal benchmarks: the per-firing cost of journaling in `sync`, `batch` and
 //! `exit` modes against the in-memory engine, on a chain and on the merge/counter/guard loop;
-//! journal bytes per firing; resuming a run of 10 000 entries.
+//! journal bytes per firing; resuming a run of 10 000 entries; the reuse lookup of a firing key
+//! among 100 000 recorded firings (docs/semantics.md §5.9).
 //!
 //! `cargo bench -p cameleon --bench journal`
 //!
@@ -235,18 +236,88 @@ fn bytes_per_firing(_c: &mut Criterion) {
                 |r| r.get(0),
             )
             .expect("sums");
+        // The firing-key index: key, ports and the three integers of each row.
+        let keys: i64 = c
+            .query_row(
+                "SELECT coalesce(sum(length(key) + length(ports) + 12), 0) FROM firing_keys",
+                [],
+                |r| r.get(0),
+            )
+            .expect("sums");
         drop(c);
         let file = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
         println!(
-            "journal bytes per firing ({name}): {:.1} in entries (body + ops + keys), {:.1} of file",
+            "journal bytes per firing ({name}): {:.1} in entries (body + ops + keys), {:.1} in firing_keys, {:.1} of file",
             payload as f64 / firings as f64,
+            keys as f64 / firings as f64,
             file as f64 / firings as f64
         );
     }
 }
 
+/// The lookup every reusable firing pays when a run reuses a journal: one probe of the
+/// `firing_keys` index, in a journal of 100 000 recorded firings (a key found, a key not found),
+/// and a hit's whole lookup (the probe, then the entry read and decoded).
+fn reuse_lookup(c: &mut Criterion) {
+    const RECORDED: u64 = 100_000;
+    let path = db("reuse");
+    let journal = Journal::create(&path).expect("journal");
+    // A real run first (its keys point to real entries), then synthetic keys up to RECORDED.
+    let mut cvm = Cvm::new(counter_loop(100));
+    let opts = RunOptions {
+        durability: Durability::Exit,
+        ..RunOptions::default()
+    };
+    let id = journal.start(&mut cvm, &opts).expect("journaled");
+    cvm.run().expect("runs");
+    drop(cvm);
+    drop(journal);
+    let conn = rusqlite::Connection::open(&path).expect("opens");
+    let real: Vec<Vec<u8>> = {
+        let mut st = conn.prepare("SELECT key FROM firing_keys").expect("prepares");
+        st.query_map([], |r| r.get(0))
+            .expect("reads")
+            .collect::<Result<_, _>>()
+            .expect("keys")
+    };
+    assert!(!real.is_empty(), "the loop's counter firings are keyed");
+    let mut rng = test_support::Rng::new(7);
+    conn.execute_batch("BEGIN").expect("begin");
+    for i in real.len() as u64..RECORDED {
+        let key: Vec<u8> = (0..16).map(|_| rng.below(256) as u8).collect();
+        conn.execute(
+            "INSERT OR IGNORE INTO firing_keys (key, run, node, firing, ports) VALUES (?1, 1, ?2, 0, '0')",
+            (key, i as i64),
+        )
+        .expect("inserts");
+    }
+    conn.execute_batch("COMMIT").expect("commit");
+    drop(conn);
+    let source = cameleon::journal::ReuseJournal::open(&path, None).expect("opens");
+    let found = u128::from_be_bytes(real[real.len() / 2].as_slice().try_into().expect("16"));
+    let hit = source.probe(found).expect("reads").expect("found");
+    let mut g = c.benchmark_group("reuse_lookup_100000");
+    g.sample_size(20);
+    g.bench_function("probe_hit", |b| {
+        b.iter(|| black_box(source.probe(black_box(found)).expect("reads")))
+    });
+    g.bench_function("probe_miss", |b| {
+        let mut k = 0u128;
+        b.iter(|| {
+            k = k.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            black_box(source.probe(black_box(k)).expect("reads"))
+        })
+    });
+    g.bench_function("hit_loaded", |b| {
+        b.iter(|| black_box(source.load(black_box(&hit)).expect("reads")))
+    });
+    g.finish();
+    let _ = id;
+}
+
 criterion_group!(
     benches,
+    reuse_lookup,
     bare_commit,
     journaled_chain,
     journaled_loop,

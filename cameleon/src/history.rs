@@ -61,6 +61,17 @@ const _: () = {
     assert!(size_of::<crate::connection::Token>() == size_of::<[usize; 3]>());
 };
 
+/// Where a reused firing was recorded (docs/semantics.md §5.9): the source run and its
+/// 1-based step. Kept with the firing in the history, written to a journal as a `reused`
+/// note of the firing's record, shown in the trace.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ReusedFrom {
+    /// The source run's id.
+    pub run: String,
+    /// The step of that run whose firing was reused.
+    pub step: u32,
+}
+
 /// Saved internal state of a stateful operator around one firing.
 pub(crate) struct SavedStates {
     pub(crate) firing: u32,
@@ -76,6 +87,8 @@ pub(crate) struct Store {
     pub(crate) consumed: Vec<u32>,
     pub(crate) written: Vec<Written>,
     pub(crate) states: Vec<SavedStates>,
+    /// The reused firings (by index, ascending) and where each was recorded.
+    pub(crate) reused: Vec<(u32, ReusedFrom)>,
     /// Applied nodes, root first.
     pub(crate) path: Vec<u32>,
     /// Nodes a forward step replays, next one last.
@@ -113,6 +126,7 @@ impl Store {
             consumed: Vec::with_capacity(conns),
             written: Vec::with_capacity(conns),
             states: Vec::new(),
+            reused: Vec::new(),
             path: Vec::with_capacity(ops),
             redo: Vec::new(),
             has_child: Vec::with_capacity(ops),
@@ -158,6 +172,18 @@ impl Store {
             .get(firing + 1)
             .map_or(self.written.len(), |f| f.written_start as usize);
         start..end
+    }
+
+    /// Where firing `firing` was reused from, if it was.
+    pub(crate) fn reused_of(&self, firing: usize) -> Option<&ReusedFrom> {
+        if self.reused.is_empty() {
+            return None;
+        }
+        let i = self
+            .reused
+            .binary_search_by_key(&(firing as u32), |r| r.0)
+            .ok()?;
+        self.reused.get(i).map(|r| &r.1)
     }
 
     pub(crate) fn saved(&self, firing: usize) -> Option<&SavedStates> {
@@ -276,6 +302,13 @@ impl Store {
         {
             self.states.pop();
         }
+        while self
+            .reused
+            .last()
+            .is_some_and(|(f, _)| *f as usize >= first)
+        {
+            self.reused.pop();
+        }
         if node.parent == NONE {
             self.root_has_child = self.nodes.iter().any(|n| n.parent == NONE);
         } else {
@@ -358,6 +391,9 @@ pub struct FiringView {
     pub consumed: Vec<ConnId>,
     /// Connections it wrote, with the index of the token it put there.
     pub written: Vec<(ConnId, u32)>,
+    /// Where it was reused from, if a recorded firing was applied instead of calling the
+    /// operator (docs/semantics.md §5.9).
+    pub reused: Option<ReusedFrom>,
 }
 
 /// One history entry: a step (one firing in sequential mode, a maximal step in parallel mode).
@@ -434,6 +470,7 @@ impl History<'_> {
                     .iter()
                     .map(|w| (ConnId(w.conn), w.new_tok))
                     .collect(),
+                reused: s.reused_of(f).cloned(),
             })
             .collect();
         Entry { step, firings }

@@ -885,7 +885,7 @@ fn sync_commits_each_step_before_the_next_and_exit_only_at_the_end() {
         }
         assert_eq!(cvm.run().unwrap(), EndState::Completed);
         assert_eq!(rows(&path, "SELECT count(*) FROM entries"), 5);
-        assert_eq!(rows(&path, "SELECT steps FROM runs"), 5);
+        assert_eq!(rows(&path, "SELECT steps FROM progress"), 5);
     }
 }
 
@@ -908,7 +908,7 @@ fn batch_commits_what_waits_from_its_own_thread() {
         waited += 1;
         assert!(waited < 12_000, "the batch was never committed");
     }
-    assert_eq!(rows(&path, "SELECT steps FROM runs"), 2);
+    assert_eq!(rows(&path, "SELECT steps FROM progress"), 2);
     assert_eq!(
         journal.runs().unwrap()[0].status,
         "RUNNING",
@@ -1276,9 +1276,9 @@ fn open_run_travels_a_run_without_changing_its_journal() {
     assert_eq!(run.cvm.depth(), 0);
     assert_eq!(run.cvm.history().redo_len(), 4);
     drop(run);
-    assert_eq!(rows(&path, "SELECT steps FROM runs"), 4);
+    assert_eq!(rows(&path, "SELECT steps FROM progress"), 4);
     assert_eq!(
-        rows(&path, "SELECT count(*) FROM runs WHERE redo_tip IS NULL"),
+        rows(&path, "SELECT count(*) FROM progress WHERE redo_tip IS NULL"),
         1
     );
     assert_eq!(journal.runs().unwrap()[0].status, "COMPLETED");

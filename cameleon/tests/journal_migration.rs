@@ -2,7 +2,9 @@
 //! one transaction, and their runs go on as if nothing happened (docs/semantics.md §5.5).
 //!
 //! `fixtures/journal/v1.db` was written by the code of journal schema 1 (before the history
-//! record had a type of its own), by [`write_fixture`] below, from the `.cm` files next to it:
+//! record had a type of its own), `fixtures/journal/v2.db` by the code of schema 2 (before a
+//! run's progress had a table of its own and firings a key index), each by [`write_fixture`]
+//! below, from the `.cm` files next to it:
 //!
 //! - `loop`: `loop.cm`, sequential, 9 steps, 2 backward steps, a re-fire (a second branch) and
 //!   2 more steps, unfinished (`RUNNING`);
@@ -80,13 +82,18 @@ fn write_fixture() {
     drop(journal);
 }
 
-/// A copy of the fixture folder (the journal and its `.cm` files), to migrate.
+/// A copy of the fixture folder (the journal of schema 1 and its `.cm` files), to migrate.
 fn copy() -> (test_support::TempDir, PathBuf) {
+    copy_of("v1.db")
+}
+
+/// A copy of the fixture folder with journal `db`.
+fn copy_of(db: &str) -> (test_support::TempDir, PathBuf) {
     let dir = test_support::TempDir::new("journal-migration");
-    for f in ["v1.db", "loop.cm", "nested.cm", "inner.cm"] {
+    for f in [db, "loop.cm", "nested.cm", "inner.cm"] {
         std::fs::copy(fixtures().join(f), dir.join(f)).unwrap();
     }
-    let db = dir.join("v1.db");
+    let db = dir.join(db);
     (dir, db)
 }
 
@@ -148,10 +155,67 @@ fn the_fixture_is_a_journal_of_schema_1() {
 }
 
 #[test]
+fn the_second_fixture_is_a_journal_of_schema_2() {
+    assert_eq!(schema(&fixtures().join("v2.db")), ("2".into(), 2));
+}
+
+#[test]
 fn a_schema_1_journal_is_migrated_on_open_and_its_runs_go_on() {
-    let (dir, db) = copy();
+    migrated_runs_go_on("v1.db");
+}
+
+/// Schema 2 → 3: each run's status, end state, position and step count move to its own
+/// `progress` row (out of the row holding its `.cm` text), the firing-key index appears; the
+/// runs go on as they would have.
+#[test]
+fn a_schema_2_journal_is_migrated_on_open_and_its_runs_go_on() {
+    let (_dir, db) = copy_of("v2.db");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let before: Vec<(String, String, i64, Option<i64>)> = c
+        .prepare("SELECT id, status, steps, tip FROM runs ORDER BY seq")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    drop(c);
+    drop(Journal::open(&db).unwrap());
+    assert_eq!(schema(&db), ("3".into(), 3), "migrated in place");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let after: Vec<(String, String, i64, Option<i64>)> = c
+        .prepare(
+            "SELECT id, status, steps, tip FROM runs JOIN progress ON progress.run = runs.seq
+             ORDER BY seq",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(after, before, "every run's progress, moved");
+    let columns: Vec<String> = c
+        .prepare("SELECT name FROM pragma_table_info('runs')")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    for gone in ["status", "end_state", "steps", "tip", "redo_tip", "updated"] {
+        assert!(!columns.iter().any(|c| c == gone), "{gone}: {columns:?}");
+    }
+    let keys: i64 = c
+        .query_row("SELECT count(*) FROM firing_keys", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(keys, 0, "runs recorded before have no keys");
+    drop(c);
+    migrated_runs_go_on("v2.db");
+}
+
+/// The fixture `db`, migrated when opened: its runs go on as runs that were never interrupted.
+fn migrated_runs_go_on(db: &str) {
+    let (dir, db) = copy_of(db);
     let journal = Journal::open(&db).unwrap();
-    assert_eq!(schema(&db), ("2".into(), 2), "migrated in place");
+    assert_eq!(schema(&db), ("3".into(), 3), "migrated in place");
     let runs = journal.runs().unwrap();
     let status = |name: &str| runs.iter().find(|r| r.name == name).unwrap().status.clone();
     assert_eq!(status("loop"), "RUNNING");
@@ -215,7 +279,13 @@ fn a_schema_1_journal_is_migrated_on_open_and_its_runs_go_on() {
 
 #[test]
 fn a_migrated_journal_opens_again_unchanged() {
-    let (_dir, db) = copy();
+    for f in ["v1.db", "v2.db"] {
+        opens_again_unchanged(f);
+    }
+}
+
+fn opens_again_unchanged(f: &str) {
+    let (_dir, db) = copy_of(f);
     drop(Journal::open(&db).unwrap());
     let bodies = |db: &Path| -> Vec<String> {
         let c = rusqlite::Connection::open(db).unwrap();
@@ -228,7 +298,7 @@ fn a_migrated_journal_opens_again_unchanged() {
     let once = bodies(&db);
     drop(Journal::open(&db).unwrap());
     assert_eq!(bodies(&db), once);
-    assert_eq!(schema(&db), ("2".into(), 2));
+    assert_eq!(schema(&db), ("3".into(), 3));
 }
 
 #[test]

@@ -68,6 +68,8 @@ pub(super) struct FiringCx<'a> {
     pub(super) parallel: bool,
     /// Where partial output goes ([`Firing::partial`]), while somebody listens.
     pub(super) partial: Option<&'a PartialSink>,
+    /// Recorded firings to reuse instead of calling the operator (`reuse.rs`), if any.
+    pub(super) reuse: Option<&'a super::reuse::Reuse>,
 }
 
 impl<'a> FiringCx<'a> {
@@ -113,6 +115,8 @@ pub(super) struct Outcome {
     pub(super) attempts: u32,
     /// Wall-clock time, retries and backoffs included (zero unless the firing was timed).
     pub(super) elapsed: Duration,
+    /// The recorded firing applied instead of calling the operator, if it was reused.
+    pub(super) reused: Option<super::reuse::ReusedFrom>,
 }
 
 impl Outcome {
@@ -162,6 +166,7 @@ pub(super) fn fire_now(
         result,
         attempts,
         elapsed: started.map(|t| t.elapsed()).unwrap_or_default(),
+        reused: None,
     }
 }
 
@@ -175,6 +180,10 @@ pub(super) async fn fire(
     cx: FiringCx<'_>,
     emitted: &mut Emissions,
 ) -> Outcome {
+    // A recorded firing with the same key, applied instead of calling the operator.
+    if let Some(out) = super::reuse::reused(slot, spec, &cx, emitted) {
+        return out;
+    }
     let started = cx.timed.then(Instant::now);
     // Owned (a borrowed state could not be held across an await by a `Send` future).
     let before = slot.save_state();
@@ -204,6 +213,7 @@ pub(super) async fn fire(
         result,
         attempts,
         elapsed: started.map(|t| t.elapsed()).unwrap_or_default(),
+        reused: None,
     }
 }
 
@@ -295,7 +305,7 @@ fn caught_failure(spec: &OpSpec, cx: &FiringCx<'_>, error: &OpError) -> Option<(
 
 /// Checks what a firing emitted: existing ports, at most once each, values of the port's type.
 #[inline(always)]
-fn check_emissions(
+pub(super) fn check_emissions(
     emitted: &[(u16, Value)],
     topo: &Topo,
     o: usize,

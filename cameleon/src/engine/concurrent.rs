@@ -233,6 +233,7 @@ impl Cvm {
                 caps,
                 mode,
                 partial,
+                reuse,
                 ..
             } = self;
             run_firings(
@@ -250,6 +251,7 @@ impl Cvm {
                     spans: &spans,
                     parallel: *mode == Mode::Parallel,
                     partial: partial.as_ref(),
+                    reuse: reuse.as_deref(),
                 },
                 &mut net.ops,
                 cancel,
@@ -319,6 +321,7 @@ impl Cvm {
                 caps,
                 parallel: *mode == Mode::Parallel,
                 partial: partial.as_ref(),
+                reuse: None,
             };
             let mut out_emitted = Vec::new();
             let entered = spans.get(j).map(Span::enter);
@@ -438,8 +441,12 @@ impl Cvm {
             });
         }
         let node = self.hist.open_node(self.tokens.len() as u32);
+        let mut outcomes = ran.outcomes;
         for (j, ((o, before), emitted)) in pending.into_iter().zip(ran.emitted).enumerate() {
             let o = o as usize;
+            if let Some(from) = outcomes[j].as_mut().and_then(|out| out.reused.take()) {
+                self.hist.reused.push((self.hist.firings.len() as u32, from));
+            }
             let after = if before.is_some() {
                 self.net.ops[o].op.save_state()
             } else {

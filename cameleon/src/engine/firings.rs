@@ -51,6 +51,8 @@ pub(super) struct StepFirings<'a> {
     pub(super) parallel: bool,
     /// Where partial output goes, while somebody listens.
     pub(super) partial: Option<&'a PartialSink>,
+    /// Recorded firings to reuse, if any.
+    pub(super) reuse: Option<&'a super::reuse::Reuse>,
 }
 
 /// How the firings of a step ended: one outcome and its emissions per firing (`None`: cancelled
@@ -109,6 +111,7 @@ pub(super) async fn run_firings(
             caps: b.caps,
             parallel: b.parallel,
             partial: b.partial,
+            reuse: b.reuse,
         };
         let Some(out) = slots.next() else {
             break; // unreachable: one emission vector per firing

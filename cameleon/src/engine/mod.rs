@@ -67,6 +67,7 @@ mod outcome;
 mod query;
 mod record;
 mod restore;
+mod reuse;
 mod spans;
 mod step;
 mod trace;
@@ -83,6 +84,10 @@ pub use outcome::{
 };
 pub use record::{Committed, CommittedFiring, Position, RecordError, Recorder};
 pub use restore::RestoreError;
+pub use reuse::{
+    FiringKey, KeyCache, NotReusable, RecordedFiring, Reuse, ReuseSource,
+};
+pub use crate::history::ReusedFrom;
 
 /// The Caméléon virtual machine: a net, its marking, and its history.
 pub struct Cvm {
@@ -138,6 +143,8 @@ pub struct Cvm {
     any_asks: bool,
     /// The operators whose rule holds but which wait for an answer: not in `enabled`.
     waiting: Bits,
+    /// Recorded firings reused instead of calling operators (`reuse.rs`), if installed.
+    reuse: Option<Arc<reuse::Reuse>>,
 }
 
 impl fmt::Debug for Cvm {
@@ -209,6 +216,7 @@ impl Cvm {
             caps: <dyn Capabilities>::none(),
             traced: false,
             run_span: None,
+            reuse: None,
             net,
         };
         cvm.update_slow();

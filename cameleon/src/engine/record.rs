@@ -105,6 +105,7 @@ impl<'a> Committed<'a> {
             .map(move |f| CommittedFiring {
                 cvm,
                 f,
+                node: self.node,
                 tokens: tokens.clone(),
             })
     }
@@ -120,6 +121,8 @@ impl<'a> Committed<'a> {
 pub struct CommittedFiring<'a> {
     cvm: &'a Cvm,
     f: usize,
+    /// The step's node.
+    node: u32,
     /// The arena range of the step's tokens.
     tokens: std::ops::Range<usize>,
 }
@@ -180,6 +183,22 @@ impl<'a> CommittedFiring<'a> {
     /// The operator's internal state after the firing, if it has one.
     pub fn after(&self) -> Option<&'a OpState> {
         self.cvm.hist.saved(self.f).and_then(|s| s.after.as_ref())
+    }
+
+    /// Where the firing was reused from, if a recorded firing was applied instead of calling
+    /// the operator (docs/semantics.md §5.9).
+    pub fn reused(&self) -> Option<&'a crate::history::ReusedFrom> {
+        self.cvm.hist.reused_of(self.f)
+    }
+
+    /// The engine.
+    pub(super) fn cvm(&self) -> &'a Cvm {
+        self.cvm
+    }
+
+    /// The step's node.
+    pub(super) fn node_index(&self) -> u32 {
+        self.node
     }
 }
 

@@ -107,7 +107,14 @@ impl Cvm {
                 tokens: emitted,
                 before: state(saved.and_then(|s| s.before.as_ref()))?,
                 after: state(saved.and_then(|s| s.after.as_ref()))?,
-                notes: Vec::new(),
+                notes: h
+                    .reused_of(f)
+                    .map(|r| crate::history::Note {
+                        kind: "reused".into(),
+                        data: serde_json::to_value(r).unwrap_or_default(),
+                    })
+                    .into_iter()
+                    .collect(),
             });
         }
         Ok(StepRecord {
@@ -220,6 +227,16 @@ impl Cvm {
                 return Err(format!("`{name}` fires twice"));
             }
             let firing = self.hist.firings.len() as u32;
+            // A `reused` note: where the firing was reused from (a later run's reuse); notes of
+            // other kinds are not this program's.
+            if let Some(from) = fr
+                .notes
+                .iter()
+                .find(|n| n.kind == "reused")
+                .and_then(|n| serde_json::from_value(n.data.clone()).ok())
+            {
+                self.hist.reused.push((firing, from));
+            }
             self.hist.firings.push(FiringRec {
                 op: o as u32,
                 consumed_start: self.hist.consumed.len() as u32,

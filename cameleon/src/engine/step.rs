@@ -288,6 +288,7 @@ impl Cvm {
             caps,
             parallel: false,
             partial: partial.as_ref(),
+            reuse: None,
         };
         let entered = span.as_ref().map(tracing::Span::enter);
         let out = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), &mut s.emitted);

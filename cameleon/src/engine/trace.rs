@@ -1,5 +1,6 @@
 //! The history as `cameleon run --trace` writes it (docs/cli.md): one JSON object per firing,
-//! `{"step","op","consumed","emitted"}`, each emission with its connection, type and value.
+//! `{"step","op","consumed","emitted"}`, each emission with its connection, type and value, and
+//! `"reused": {"run","step"}` for a firing reused from a recorded run (docs/semantics.md §5.9).
 
 use serde_json::{Value as Json, json};
 
@@ -44,11 +45,15 @@ impl Cvm {
                 }
             })
             .collect();
-        json!({
+        let mut line = json!({
             "step": step,
             "op": net.op(f.op).name,
             "consumed": consumed,
             "emitted": emitted,
-        })
+        });
+        if let Some(r) = &f.reused {
+            line["reused"] = json!({"run": r.run, "step": r.step});
+        }
+        line
     }
 }

@@ -7,7 +7,7 @@
 
 use std::io::Write as _;
 
-use crate::engine::{Committed, RecordError};
+use crate::engine::{Committed, FiringKey, KeyCache, RecordError};
 use crate::history::StepRecord;
 
 /// What a row of `entries` holds, ready to insert.
@@ -19,6 +19,26 @@ pub(super) struct Row {
     pub(super) branch: u32,
     pub(super) ops: String,
     pub(super) body: String,
+    /// The reuse keys of its firings that may be reused: key, the firing's index in the step,
+    /// the output port of each token it emitted (`-`: written to no connection), comma-separated.
+    pub(super) keys: Vec<(FiringKey, u32, String)>,
+}
+
+/// The reuse keys of `c`'s firings (see [`Row::keys`]).
+pub(super) fn keys(c: &Committed<'_>, cache: &mut KeyCache) -> Vec<(FiringKey, u32, String)> {
+    let mut out = Vec::new();
+    for (i, f) in c.firings().enumerate() {
+        let Some(key) = f.reuse_key(cache) else {
+            continue;
+        };
+        let ports: Vec<String> = f
+            .token_ports()
+            .into_iter()
+            .map(|p| p.map_or_else(|| "-".to_owned(), |p| p.to_string()))
+            .collect();
+        out.push((key, i as u32, ports.join(",")));
+    }
+    out
 }
 
 /// Encodes a committed step: its record's JSON into `buf` (reused from step to step), and the
@@ -49,6 +69,7 @@ pub(super) fn encode(c: &Committed<'_>, buf: &mut Vec<u8>) -> Result<Row, Record
         branch: c.branch(),
         ops,
         body,
+        keys: Vec::new(),
     })
 }
 
@@ -118,6 +139,12 @@ fn write_body(c: &Committed<'_>, out: &mut Vec<u8>) -> Result<(), RecordError> {
             write!(out, ",\"{key}\":").map_err(io)?;
             serde_json::to_writer(&mut *out, &json)
                 .map_err(|e| RecordError(format!("cannot encode the step: {e}")))?;
+        }
+        if let Some(r) = f.reused() {
+            out.extend_from_slice(b",\"notes\":[{\"kind\":\"reused\",\"data\":");
+            serde_json::to_writer(&mut *out, r)
+                .map_err(|e| RecordError(format!("cannot encode the step: {e}")))?;
+            out.extend_from_slice(b"}]");
         }
         out.push(b'}');
     }

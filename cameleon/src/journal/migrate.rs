@@ -5,6 +5,7 @@
 //! | from | to | what changes |
 //! |---|---|---|
 //! | 1 | 2 | an entry's `body` becomes its step's record, [`StepRecord`]: its `parent` is in it, empty lists and absent states are left out |
+//! | 2 | 3 | a run's status, end state, position and step count move from `runs` to a `progress` row of their own (a step no longer rewrites the row holding the run's `.cm` text); a `firing_keys` table indexes recorded firings by key for reuse (docs/semantics.md §5.9): the runs recorded before have no keys, so they are not reused |
 
 use std::path::Path;
 
@@ -35,6 +36,9 @@ pub(super) fn migrate(conn: &Connection, path: &Path) -> Result<(), JournalError
         }
         if version < 2 {
             bodies_as_records(conn, path)?;
+        }
+        if version < 3 {
+            progress_apart(conn).map_err(sql)?;
         }
         conn.execute(
             "UPDATE meta SET value = ?1 WHERE key = 'schema'",
@@ -91,4 +95,20 @@ fn bodies_as_records(conn: &Connection, path: &Path) -> Result<(), JournalError>
         update.execute((id, body)).map_err(sql)?;
     }
     Ok(())
+}
+
+/// Schema 2 → 3: the `progress` and `firing_keys` tables; each run's status, end state,
+/// position and step count copied to its `progress` row, then dropped from `runs`.
+fn progress_apart(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute_batch(super::store::CREATE_V3)?;
+    conn.execute_batch(
+        "INSERT INTO progress (run, status, end_state, steps, tip, redo_tip, updated)
+         SELECT seq, status, end_state, steps, tip, redo_tip, updated FROM runs;
+         ALTER TABLE runs DROP COLUMN status;
+         ALTER TABLE runs DROP COLUMN end_state;
+         ALTER TABLE runs DROP COLUMN steps;
+         ALTER TABLE runs DROP COLUMN tip;
+         ALTER TABLE runs DROP COLUMN redo_tip;
+         ALTER TABLE runs DROP COLUMN updated;",
+    )
 }

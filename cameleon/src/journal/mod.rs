@@ -74,7 +74,7 @@
 //! at once (SQLite serialises the writers; each waits up to a minute for the others). A file
 //! that is not a journal, a journal written by a newer version, a damaged file, an unknown run
 //! id, or a stored net whose operator types this program lacks are each a [`JournalError`];
-//! the file is left as it was. Schema (version 2, in `meta.schema` and `PRAGMA user_version`;
+//! the file is left as it was. Schema (version 3, in `meta.schema` and `PRAGMA user_version`;
 //! a newer version is refused, an older one is migrated in place when the file is opened, in
 //! one transaction: see `migrate.rs`):
 //!
@@ -88,17 +88,22 @@
 //! | | `mode` | `sequential` or `parallel` |
 //! | | `config` | JSON: `max_loop_iterations`, `max_steps`, `durability`, `batch_ms`, `base_dir`, `allow_outside` |
 //! | | `generation` | the capability generation the run pinned (`NULL`: none) |
+//! | | `started` | UTC wall time, RFC 3339 (an annotation) |
+//! | `progress` | `run` | the run (`runs.seq`): what a step updates, in a small row of its own |
 //! | | `status` | `RUNNING` (unfinished, crashed included), `WAITING`, or an end state (`COMPLETED`, `DEADLOCK`, `LOOP_LIMIT`, `STEP_LIMIT`, `BUDGET`, `ERROR`, `CANCELLED`) |
 //! | | `end_state` | the end state as JSON (`{"end":"ERROR","op":…,"error":…}`), `NULL` while running; once the run made a model request, with `"usage"`: what it spent so far (`{"usage":…}` alone while running) |
 //! | | `steps` | applied steps (the depth of the position) |
 //! | | `tip`, `redo_tip` | the position: the last applied node, and the deepest node of the recorded future (`NULL`: none) |
-//! | | `started`, `updated` | UTC wall time, RFC 3339 (annotations only) |
+//! | | `updated` | UTC wall time, RFC 3339 (an annotation) |
 //! | `entries` | `id` | `runs.seq << 32 \| node`: a run's entries are one range, in node order |
 //! | | `run`, `node` | the run (`runs.seq`), and the node's index in the history tree (creation order, from 0) |
 //! | | `parent` | the parent node (`NULL`: a first step) |
 //! | | `step`, `branch` | the node's depth (1-based) and branch number (1-based, creation order) |
 //! | | `ops` | JSON array of the names of the operators that fired |
-//! | | `body` | the step's record, [`StepRecord`](crate::history::StepRecord), as JSON: `{"parent":N\|null,"firings":[{"op":i,"consumed":[c…],"written":[[c,prior,new]…],"tokens":[{"type":T,"value":V}…],"before":S,"after":S}…]}` (empty lists and absent states left out): operator and connection indices in declaration order, token indices in the run's token arena (tokens are numbered in node order, then emission order) |
+//! | | `body` | the step's record, [`StepRecord`](crate::history::StepRecord), as JSON: `{"parent":N\|null,"firings":[{"op":i,"consumed":[c…],"written":[[c,prior,new]…],"tokens":[{"type":T,"value":V}…],"before":S,"after":S,"notes":[…]}…]}` (empty lists and absent states left out; a reused firing's note: `{"kind":"reused","data":{"run","step"}}`): operator and connection indices in declaration order, token indices in the run's token arena (tokens are numbered in node order, then emission order) |
+//! | `firing_keys` | `key` | a firing's reuse key (16 bytes, big-endian; docs/semantics.md §5.9), the primary key's first column: the index a reusing run looks keys up in |
+//! | | `run`, `node`, `firing` | where the firing is: the run (`runs.seq`), its entry, its index in the step |
+//! | | `ports` | the output port of each token it emitted, comma-separated (`-`: written to no connection) |
 //!
 //! A later feature adds its own table keyed by `runs.id` (answers to `ask`, a memory's
 //! documents), or a kind of step or note to the record, and raises the schema version,
@@ -121,9 +126,11 @@ use crate::operator::capability::Spent;
 mod codec;
 mod durability;
 mod error;
+mod listing;
 mod lock;
 mod migrate;
 mod resume;
+mod reuse;
 mod store;
 mod writer;
 
@@ -131,6 +138,7 @@ pub use durability::Durability;
 pub use error::JournalError;
 pub use lock::RunLock;
 pub use resume::{RecordedFolder, ResumeOptions};
+pub use reuse::{KeyHit, ReuseJournal};
 use writer::JournalRecorder;
 
 /// What gives a resumed run its capabilities, from its net and base folder.
@@ -412,16 +420,23 @@ impl Journal {
         // locked" (a stale snapshot), which no busy wait cures.
         let seq = self.with(|c| {
             c.execute_batch("BEGIN IMMEDIATE")?;
-            let r = c.execute(
-                "INSERT INTO runs (id, name, cm, cm_hash, mode, config, generation, status, steps,
-                                   started, updated)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'RUNNING', 0,
-                         strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-                (&id, &name, &cm, store::hash(&cm), mode, &config, opts.generation.map(|g| g as i64)),
-            );
+            let r = c
+                .execute(
+                    "INSERT INTO runs (id, name, cm, cm_hash, mode, config, generation, started)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                    (&id, &name, &cm, store::hash(&cm), mode, &config, opts.generation.map(|g| g as i64)),
+                )
+                .and_then(|_| {
+                    c.execute(
+                        "INSERT INTO progress (run, status, steps, updated)
+                         VALUES (?1, 'RUNNING', 0, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
+                        [c.last_insert_rowid()],
+                    )
+                });
             match r {
                 Ok(_) => {
-                    let seq = c.last_insert_rowid();
+                    let seq: i64 =
+                        c.query_row("SELECT seq FROM runs WHERE id = ?1", [&id], |r| r.get(0))?;
                     c.execute_batch("COMMIT").map(|()| seq)
                 }
                 Err(e) => {
@@ -435,116 +450,6 @@ impl Journal {
         cvm.set_run_id(id.as_str());
         cvm.set_recorder(Box::new(recorder));
         Ok(id)
-    }
-
-    /// Every run, newest first.
-    pub fn runs(&self) -> Result<Vec<RunInfo>, JournalError> {
-        self.with(|c| {
-            let mut st = c.prepare(
-                "SELECT id, name, status, steps, started, end_state FROM runs
-                 ORDER BY started DESC, id DESC",
-            )?;
-            st.query_map([], |r| {
-                Ok(RunInfo {
-                    id: r.get(0)?,
-                    name: r.get(1)?,
-                    status: r.get(2)?,
-                    steps: r.get::<_, i64>(3)?.max(0) as u64,
-                    started: r.get(4)?,
-                    usage: r
-                        .get::<_, Option<String>>(5)?
-                        .as_deref()
-                        .and_then(writer::usage_of),
-                })
-            })?
-            .collect()
-        })
-    }
-
-    /// The id of the run to resume: `id` if it exists, else the most recently started one that
-    /// has not finished (`RUNNING`, `WAITING`, `CANCELLED` or `BUDGET`).
-    pub fn pick(&self, id: Option<&str>) -> Result<String, JournalError> {
-        match id {
-            Some(id) => {
-                let found: Option<String> = self.with(|c| {
-                    c.query_row("SELECT id FROM runs WHERE id = ?1", [id], |r| r.get(0))
-                        .optional()
-                })?;
-                match found {
-                    Some(id) => Ok(id),
-                    None => Err(JournalError::UnknownRun {
-                        path: self.path.display().to_string(),
-                        id: id.to_owned(),
-                        known: self.runs()?.into_iter().take(3).map(|r| r.id).collect(),
-                    }),
-                }
-            }
-            None => self
-                .with(|c| {
-                    c.query_row(
-                        "SELECT id FROM runs WHERE status IN ('RUNNING', 'WAITING', 'CANCELLED', 'BUDGET')
-                         ORDER BY started DESC, id DESC LIMIT 1",
-                        [],
-                        |r| r.get(0),
-                    )
-                    .optional()
-                })?
-                .ok_or_else(|| JournalError::NothingToResume {
-                    path: self.path.display().to_string(),
-                }),
-        }
-    }
-
-    /// Run `id`'s history tree: every entry, every branch.
-    pub fn history(&self, id: &str) -> Result<RunHistory, JournalError> {
-        let id = self.pick(Some(id))?;
-        let (seq, tip, redo_tip): (i64, Option<i64>, Option<i64>) = self.with(|c| {
-            c.query_row(
-                "SELECT seq, tip, redo_tip FROM runs WHERE id = ?1",
-                [&id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-        })?;
-        let rows: Vec<(i64, Option<i64>, i64, i64, String)> = self.with(|c| {
-            let mut st = c.prepare(
-                "SELECT node, parent, step, branch, ops FROM entries
-                 WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
-            )?;
-            let range = (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX));
-            st.query_map(range, |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
-            })?
-            .collect()
-        })?;
-        let mut entries = Vec::with_capacity(rows.len());
-        for (node, parent, step, branch, ops) in rows {
-            let ops: Vec<String> = serde_json::from_str(&ops)
-                .map_err(|e| self.corrupt(format!("run `{id}`: entry #{node}: {e}")))?;
-            entries.push(HistoryEntry {
-                step: step.max(0) as u32,
-                ops,
-                branch: branch.max(0) as u32,
-                node: node.max(0) as u32,
-                parent: parent.map(|p| p.max(0) as u32),
-            });
-        }
-        // The current branch: the one of the deepest node of the position.
-        let here = redo_tip.or(tip).map(|n| n.max(0) as u32);
-        let current = here.and_then(|n| entries.get(n as usize)).map(|e| e.branch);
-        let mut branches: Vec<BranchInfo> = Vec::new();
-        for e in &entries {
-            match branches.iter_mut().find(|b| b.branch == e.branch) {
-                Some(b) => b.steps = b.steps.max(e.step),
-                None => branches.push(BranchInfo {
-                    branch: e.branch,
-                    from_step: e.step,
-                    steps: e.step,
-                    current: current == Some(e.branch),
-                }),
-            }
-        }
-        branches.sort_by_key(|b| b.branch);
-        Ok(RunHistory { entries, branches })
     }
 }
 

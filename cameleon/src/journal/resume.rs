@@ -153,7 +153,8 @@ impl Journal {
         // read (a finished one is only reported).
         let unfinished: bool = self.with(|c| {
             c.query_row(
-                "SELECT status IN ('RUNNING', 'WAITING', 'CANCELLED') FROM runs WHERE id = ?1",
+                "SELECT status IN ('RUNNING', 'WAITING', 'CANCELLED') FROM runs
+                 JOIN progress ON progress.run = runs.seq WHERE id = ?1",
                 [&id],
                 |r| r.get(0),
             )
@@ -178,7 +179,7 @@ impl Journal {
         let row: RunRow = self.with(|c| {
             c.query_row(
                 "SELECT seq, name, cm, cm_hash, mode, config, status, end_state, tip, redo_tip
-                 FROM runs WHERE id = ?1",
+                 FROM runs JOIN progress ON progress.run = runs.seq WHERE id = ?1",
                 [&id],
                 |r| {
                     Ok((

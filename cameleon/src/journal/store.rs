@@ -10,7 +10,7 @@ use super::JournalError;
 
 /// The schema version this code writes and reads (`meta.schema`, also `PRAGMA user_version`);
 /// an older journal is migrated when opened (`migrate.rs`).
-pub(super) const SCHEMA: i64 = 2;
+pub(super) const SCHEMA: i64 = 3;
 
 /// `meta.format`: what marks a SQLite file as a Caméléon journal.
 pub(super) const FORMAT: &str = "cameleon-journal";
@@ -38,13 +38,7 @@ CREATE TABLE runs (
     mode       TEXT NOT NULL,
     config     TEXT NOT NULL,
     generation INTEGER,
-    status     TEXT NOT NULL,
-    end_state  TEXT,
-    steps      INTEGER NOT NULL DEFAULT 0,
-    tip        INTEGER,
-    redo_tip   INTEGER,
-    started    TEXT NOT NULL,
-    updated    TEXT NOT NULL
+    started    TEXT NOT NULL
 );
 CREATE INDEX runs_by_start ON runs (started, id);
 CREATE TABLE entries (
@@ -57,6 +51,29 @@ CREATE TABLE entries (
     ops    TEXT NOT NULL,
     body   TEXT NOT NULL
 );
+";
+
+/// The tables schema 3 added: a run's progress (its position and status, the small row a
+/// step updates, away from the run's `.cm` text) and the firing-key index (docs/semantics.md
+/// §5.9).
+pub(super) const CREATE_V3: &str = "
+CREATE TABLE progress (
+    run       INTEGER PRIMARY KEY REFERENCES runs (seq),
+    status    TEXT NOT NULL,
+    end_state TEXT,
+    steps     INTEGER NOT NULL DEFAULT 0,
+    tip       INTEGER,
+    redo_tip  INTEGER,
+    updated   TEXT NOT NULL
+);
+CREATE TABLE firing_keys (
+    key    BLOB NOT NULL,
+    run    INTEGER NOT NULL,
+    node   INTEGER NOT NULL,
+    firing INTEGER NOT NULL,
+    ports  TEXT NOT NULL,
+    PRIMARY KEY (key, run, node, firing)
+) WITHOUT ROWID;
 ";
 
 /// What a file is, read from its first bytes before SQLite opens it (so a foreign file is
@@ -211,6 +228,7 @@ fn init(conn: &Connection) -> rusqlite::Result<()> {
             return Ok(());
         }
         conn.execute_batch(CREATE)?;
+        conn.execute_batch(CREATE_V3)?;
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('format', ?1), ('schema', ?2)",
             (FORMAT, SCHEMA.to_string()),
@@ -263,7 +281,11 @@ fn check(conn: &Connection, path: &Path, tables: &[String]) -> Result<i64, Journ
             supported: SCHEMA,
         });
     }
-    for t in ["runs", "entries"] {
+    let mut needed = vec!["runs", "entries"];
+    if version >= 3 {
+        needed.extend(["progress", "firing_keys"]);
+    }
+    for t in needed {
         if !tables.iter().any(|x| x == t) {
             return Err(JournalError::Corrupt {
                 path: shown,

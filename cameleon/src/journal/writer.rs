@@ -75,7 +75,14 @@ impl Writer {
                 "INSERT INTO entries (id, run, node, parent, step, branch, ops, body)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )?;
+            let mut key = tx.prepare_cached(
+                "INSERT OR IGNORE INTO firing_keys (key, run, node, firing, ports)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
             for r in rows {
+                for (k, firing, ports) in &r.keys {
+                    key.execute((&k.to_be_bytes()[..], self.run, r.node, firing, ports))?;
+                }
                 insert.execute((
                     super::store::entry_id(self.run, r.node),
                     self.run,
@@ -90,22 +97,22 @@ impl Writer {
             match (position, status) {
                 (Some(p), Some((status, end))) => {
                     tx.prepare_cached(
-                        "UPDATE runs SET tip = ?2, redo_tip = ?3, steps = ?4, status = ?5,
+                        "UPDATE progress SET tip = ?2, redo_tip = ?3, steps = ?4, status = ?5,
                          end_state = ?6, updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-                         WHERE seq = ?1",
+                         WHERE run = ?1",
                     )?
                     .execute((self.run, p.tip, p.redo_tip, p.depth, status, end))?;
                 }
                 (Some(p), None) => {
                     tx.prepare_cached(
-                        "UPDATE runs SET tip = ?2, redo_tip = ?3, steps = ?4,
-                         updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE seq = ?1",
+                        "UPDATE progress SET tip = ?2, redo_tip = ?3, steps = ?4,
+                         updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE run = ?1",
                     )?
                     .execute((self.run, p.tip, p.redo_tip, p.depth))?;
                 }
                 (None, Some((status, end))) => {
                     tx.prepare_cached(
-                        "UPDATE runs SET status = ?2, end_state = ?3 WHERE seq = ?1 AND
+                        "UPDATE progress SET status = ?2, end_state = ?3 WHERE run = ?1 AND
                          (status IS NOT ?2 OR end_state IS NOT ?3)",
                     )?
                     .execute((self.run, status, end))?;
@@ -128,6 +135,8 @@ pub(super) struct JournalRecorder {
     meter: Option<Arc<Meter>>,
     /// Reused for encoding each step.
     buf: Vec<u8>,
+    /// Each operator's fixed part of its firings' reuse keys.
+    keys: crate::engine::KeyCache,
     shared: Arc<Shared>,
     flusher: Option<JoinHandle<()>>,
 }
@@ -162,6 +171,7 @@ impl JournalRecorder {
             durability,
             meter: None,
             buf: Vec::with_capacity(512),
+            keys: crate::engine::KeyCache::new(),
             shared,
             flusher,
         })
@@ -283,7 +293,8 @@ pub(super) fn status_of(end: &EndState) -> (String, Option<String>) {
 
 impl Recorder for JournalRecorder {
     fn committed(&mut self, step: &Committed<'_>) -> Result<(), RecordError> {
-        let row = codec::encode(step, &mut self.buf)?;
+        let mut row = codec::encode(step, &mut self.buf)?;
+        row.keys = codec::keys(step, &mut self.keys);
         let status = Some(self.status("RUNNING", None));
         self.queue(Some(row), Some(step.position()), status, false)
     }

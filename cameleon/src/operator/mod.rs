@@ -169,6 +169,14 @@ pub trait Operator: StdAny + Send {
         None
     }
 
+    /// Whether a firing of this operator may be replaced by a recorded firing with the same key
+    /// when a run reuses an earlier one (docs/semantics.md §5.9). Default: `true` (only
+    /// behavioral operators are ever reused; one that asks a question never is). An operator
+    /// type declared with `#[operator]` opts out with `cameleon::submit_not_reusable!("id")`.
+    fn reusable(&self) -> bool {
+        true
+    }
+
     /// The operator type's default timeout and retries; a net's instance settings override
     /// them field by field. Default: none.
     fn settings(&self) -> OpSettings {

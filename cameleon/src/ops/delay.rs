@@ -30,6 +30,9 @@ pub struct Delay<T: PortType = Any> {
     out_data: Out<T>,
 }
 
+// A delay's point is to take time: a run that reuses recorded firings still waits.
+inventory::submit! { crate::engine::NotReusable { op_type: "delay" } }
+
 impl Delay {
     /// The default wait, in milliseconds.
     pub const DEFAULT_MS: u64 = 100;

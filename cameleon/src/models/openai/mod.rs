@@ -306,6 +306,16 @@ impl ChatModel for OpenAiChat {
         Some(&self.config().model)
     }
 
+    fn identity(&self) -> serde_json::Value {
+        let c = self.config();
+        serde_json::json!({
+            "kind": "openai",
+            "model": c.model,
+            "base_url": c.base_url,
+            "structured_output": c.structured_output,
+        })
+    }
+
     fn chat<'a>(
         &'a self,
         request: &'a ChatRequest,
@@ -392,6 +402,16 @@ impl OpenAiEmbedder {
 impl Embedder for OpenAiEmbedder {
     fn kind(&self) -> &str {
         "openai"
+    }
+
+    fn identity(&self) -> serde_json::Value {
+        let c = self.config();
+        serde_json::json!({
+            "kind": "openai",
+            "model": c.model,
+            "base_url": c.base_url,
+            "dim": c.dim,
+        })
     }
 
     fn dim(&self) -> usize {

@@ -277,6 +277,10 @@ impl ChatModel for MeteredChat {
         self.inner.model_name()
     }
 
+    fn identity(&self) -> serde_json::Value {
+        self.inner.identity()
+    }
+
     fn generative(&self) -> bool {
         self.inner.generative()
     }
@@ -342,6 +346,10 @@ impl Embedder for MeteredEmbedder {
 
     fn dim(&self) -> usize {
         self.inner.dim()
+    }
+
+    fn identity(&self) -> serde_json::Value {
+        self.inner.identity()
     }
 
     fn embed<'a>(

@@ -136,6 +136,15 @@ pub trait ChatModel: Send + Sync + fmt::Debug {
         None
     }
 
+    /// What identifies the answers of this model, for reusing recorded firings across runs
+    /// (docs/semantics.md §5.9): a firing that names it is reused only from a firing that
+    /// named a model of the same identity. Default: its kind and model name; a provider adds
+    /// what else changes its answers (`openai`: the base URL and the structured-output form).
+    /// Never a secret.
+    fn identity(&self) -> serde_json::Value {
+        serde_json::json!({"kind": self.kind(), "model": self.model_name()})
+    }
+
     /// Answers `request`.
     fn chat<'a>(
         &'a self,
@@ -172,6 +181,12 @@ pub trait Embedder: Send + Sync + fmt::Debug {
 
     /// The length of every vector it returns.
     fn dim(&self) -> usize;
+
+    /// What identifies the vectors of this embedder, for reusing recorded firings across runs
+    /// (see [`ChatModel::identity`]). Default: its kind and length. Never a secret.
+    fn identity(&self) -> serde_json::Value {
+        serde_json::json!({"kind": self.kind(), "dim": self.dim()})
+    }
 
     /// One vector per text, in order.
     fn embed<'a>(

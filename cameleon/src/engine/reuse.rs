@@ -1,0 +1,487 @@
+//! Reuse across runs (docs/semantics.md §5.9): before a behavioral operator is called, its
+//! firing's **key** — operator type, params, which outputs are connected, internal state
+//! before, input values (canonical JSON, hashed) and, for an operator that names models,
+//! embedders, memories or tools, those providers' identity — is looked up in a
+//! [`ReuseSource`] (a journal of earlier runs). On a hit the recorded emissions and state after
+//! are applied **without calling the operator** (its `replay` re-installs the state, so a
+//! reused `index` puts its documents back in the memory, as a resumed run does); on a miss the
+//! operator runs as usual. The engine calls [`reused`] from one place: the firing routine,
+//! where a firing would call its operator.
+//!
+//! The same key is what a journal records for each committed firing
+//! ([`CommittedFiring::reuse_key`]), so a later run can find it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::Value as Json;
+use xxhash_rust::xxh3::Xxh3;
+
+use super::Cvm;
+use super::attempt::{Emissions, FiringCx, Outcome};
+use super::record::CommittedFiring;
+use crate::connection::{NONE, Token};
+use crate::history::{ReusedFrom, TokenRecord};
+use crate::operator::capability::{
+    Capabilities, Effect, Named, OpEffects, capability_params, operator_effects,
+};
+use crate::operator::{Family, OpError, OpSpec, OpState, Operator};
+use crate::types::type_by_name;
+
+/// A firing's key: 128 bits of XXH3 over its canonical description.
+pub type FiringKey = u128;
+
+/// A recorded firing found for a key.
+#[derive(Clone, Debug)]
+pub struct RecordedFiring {
+    /// Where it was recorded.
+    pub from: ReusedFrom,
+    /// What it emitted, in emission order: the output port (index in the operator type's
+    /// outputs) and the value's record.
+    pub emitted: Vec<(u16, TokenRecord)>,
+    /// Its operator's state after the firing (serde form), if it had one.
+    pub after: Option<Json>,
+}
+
+/// Where recorded firings are looked up by key (a journal: `cameleon::journal::ReuseJournal`).
+pub trait ReuseSource: Send + Sync {
+    /// The recorded firing with this key, if any. `Err`: the source could not be read (the
+    /// firing then runs live, and the error is reported once).
+    fn find(&self, key: FiringKey) -> Result<Option<RecordedFiring>, String>;
+}
+
+/// An operator type that declares its firings must not be reused (`delay`: its point is to
+/// take time), submitted with [`inventory`]: `cameleon::submit_not_reusable!("my_type")`. A
+/// hand-written operator may instead answer `false` from [`Operator::reusable`].
+#[derive(Clone, Copy, Debug)]
+pub struct NotReusable {
+    /// The operator type's catalogue id.
+    pub op_type: &'static str,
+}
+
+inventory::collect!(NotReusable);
+
+/// Declares that the firings of operator type `$id` are never reused (see [`NotReusable`]).
+#[macro_export]
+macro_rules! submit_not_reusable {
+    ($id:expr) => {
+        $crate::__private::inventory::submit! { $crate::engine::NotReusable { op_type: $id } }
+    };
+}
+
+fn declared_not_reusable(op_type: &str) -> bool {
+    inventory::iter::<NotReusable>
+        .into_iter()
+        .any(|n| n.op_type == op_type)
+}
+
+/// What an operator's key starts with, the same for all its firings in a run.
+#[derive(Clone, Debug)]
+pub(super) struct Fixed {
+    /// Hash of type, params, connected outputs and provider identities.
+    hash: FiringKey,
+    /// What the operator would call (`model `default``), for a required reuse's miss.
+    calls: Vec<String>,
+}
+
+/// Reuse installed on an engine ([`Cvm::set_reuse`]).
+pub struct Reuse {
+    source: Arc<dyn ReuseSource>,
+    /// A miss on a firing that would call a model, an embedder or a tool fails it (`cameleon
+    /// test`).
+    required: bool,
+    /// Per operator: its fixed part (`None`: not reusable), computed on first use.
+    fixed: Mutex<Vec<Option<Option<Fixed>>>>,
+    hits: AtomicU64,
+    /// The first error of the source, reported once.
+    error: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for Reuse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Reuse")
+            .field("required", &self.required)
+            .field("hits", &self.hits.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Reuse {
+    /// Reuse from `source`; `required`: a firing that would call a model, an embedder or a
+    /// tool and finds no recorded firing fails instead of calling it.
+    pub fn new(source: Arc<dyn ReuseSource>, required: bool) -> Self {
+        Reuse {
+            source,
+            required,
+            fixed: Mutex::new(Vec::new()),
+            hits: AtomicU64::new(0),
+            error: Mutex::new(None),
+        }
+    }
+
+    /// Firings reused so far.
+    pub fn hits(&self) -> u64 {
+        self.hits.load(Ordering::Relaxed)
+    }
+
+    /// The source's first read error, if any.
+    pub fn error(&self) -> Option<String> {
+        self.error
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn fixed_of(
+        &self,
+        o: usize,
+        op: &dyn Operator,
+        spec: &OpSpec,
+        connected: u64,
+        caps: &dyn Capabilities,
+    ) -> Option<Fixed> {
+        let mut all = self.fixed.lock().unwrap_or_else(PoisonError::into_inner);
+        if all.len() <= o {
+            all.resize(o + 1, None);
+        }
+        all[o]
+            .get_or_insert_with(|| fixed(op, spec, connected, caps))
+            .clone()
+    }
+}
+
+/// Whether operator `op` may be reused, and the fixed part of its key. Behavioral operators
+/// are, unless they say otherwise ([`Operator::reusable`], [`NotReusable`]), ask a question
+/// (`ask`, a tool under `approve:`), have effects of their own (a file reader: what it reads is
+/// not in its key), or call a tool with `write` or `external` effects; every capability they
+/// name must resolve.
+pub(super) fn fixed(
+    op: &dyn Operator,
+    spec: &OpSpec,
+    connected: u64,
+    caps: &dyn Capabilities,
+) -> Option<Fixed> {
+    if spec.family != Family::Behavioral
+        || !op.reusable()
+        || op.question().is_some()
+        || declared_not_reusable(&spec.type_id)
+    {
+        return None;
+    }
+    // What a file reader reads, or an operator with effects does, is not in its key.
+    if let OpEffects::Fixed(e) = operator_effects(&spec.type_id)
+        && e != Effect::None
+    {
+        return None;
+    }
+    let params = op.params();
+    let mut providers = Vec::new();
+    let mut calls = Vec::new();
+    let mut tool_names: Vec<String> = op.calls_tool().map(str::to_owned).into_iter().collect();
+    for p in capability_params().filter(|p| p.op_type == spec.type_id) {
+        let names: Vec<String> = match params.get(p.param) {
+            Some(Json::String(s)) => vec![s.clone()],
+            Some(Json::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+            _ => vec!["default".to_owned()],
+        };
+        for name in names {
+            let identity = match p.names {
+                Named::Chat => {
+                    calls.push(format!("model `{name}`"));
+                    caps.chat(&name).ok()?.identity()
+                }
+                Named::Embedder => {
+                    calls.push(format!("embedder `{name}`"));
+                    caps.embedder(&name).ok()?.identity()
+                }
+                Named::Memory => {
+                    let m = caps.memory(&name).ok()?;
+                    serde_json::json!({"kind": m.kind(), "items": m.len()})
+                }
+                Named::Tool => {
+                    tool_names.push(name);
+                    continue;
+                }
+            };
+            providers.push(serde_json::json!([p.param, name, identity]));
+        }
+    }
+    for name in tool_names {
+        let m = caps.tools().manifest(&name)?;
+        if matches!(m.effects, Effect::Write | Effect::External) {
+            return None;
+        }
+        calls.push(format!("tool `{name}`"));
+        providers.push(serde_json::json!(["tool", name, m]));
+    }
+    let described = serde_json::json!({
+        "type": spec.type_id,
+        "params": Json::Object(params),
+        "connected": connected,
+        "providers": providers,
+    });
+    let mut h = Xxh3::new();
+    let mut buf = Vec::with_capacity(256);
+    canonical(&described, &mut buf);
+    h.update(&buf);
+    Some(Fixed {
+        hash: h.digest128(),
+        calls,
+    })
+}
+
+/// The key of a firing: its operator's fixed part, its state before, its input values.
+pub(super) fn key<'t>(
+    fixed: &Fixed,
+    before: Option<&OpState>,
+    inputs: impl Iterator<Item = Option<&'t Token>>,
+) -> Option<FiringKey> {
+    let mut h = Xxh3::new();
+    h.update(&fixed.hash.to_le_bytes());
+    let mut buf = Vec::with_capacity(256);
+    match before {
+        Some(s) => {
+            buf.push(b'S');
+            canonical(&s.to_json().ok()?, &mut buf);
+        }
+        None => buf.push(b'-'),
+    }
+    for t in inputs {
+        match t {
+            Some(t) => {
+                buf.push(b'I');
+                buf.extend_from_slice(t.type_name().as_bytes());
+                buf.push(b':');
+                canonical(&t.value.try_to_json().ok()?, &mut buf);
+            }
+            None => buf.push(b'_'),
+        }
+        h.update(&buf);
+        buf.clear();
+    }
+    h.update(&buf);
+    Some(h.digest128())
+}
+
+/// JSON with every object's keys sorted: one text per value, whatever the order it was built
+/// in.
+fn canonical(v: &Json, out: &mut Vec<u8>) {
+    match v {
+        Json::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push(b'{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                let _ = serde_json::to_writer(&mut *out, k);
+                out.push(b':');
+                canonical(&m[k], out);
+            }
+            out.push(b'}');
+        }
+        Json::Array(a) => {
+            out.push(b'[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                canonical(x, out);
+            }
+            out.push(b']');
+        }
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
+    }
+}
+
+/// The reuse hook of the firing routine: when the engine reuses from a source and the firing's
+/// operator may be reused, looks its key up. A hit applies the recorded firing — its state
+/// after through the operator's `replay`, its emissions into `emitted` — and returns its
+/// outcome; a miss returns `None` (the operator runs), except under a required reuse, where a
+/// firing that would call a model, an embedder or a tool fails, naming it.
+pub(super) fn reused(
+    slot: &mut Box<dyn Operator>,
+    spec: &OpSpec,
+    cx: &FiringCx<'_>,
+    emitted: &mut Emissions,
+) -> Option<Outcome> {
+    let reuse = cx.reuse?;
+    let connected = cx.topo.out_connected[cx.o];
+    let fixed = reuse.fixed_of(cx.o, &**slot, spec, connected, &**cx.caps)?;
+    let before = slot.save_state();
+    let inputs = cx.inputs.iter().map(|s| token(cx.tokens, s.token));
+    let found = key(&fixed, before.as_ref(), inputs).and_then(|k| match reuse.source.find(k) {
+        Ok(f) => f,
+        Err(e) => {
+            let mut first = reuse.error.lock().unwrap_or_else(PoisonError::into_inner);
+            first.get_or_insert(e);
+            None
+        }
+    });
+    let applied = found.and_then(|f| apply(slot, spec, cx, before.as_ref(), f, emitted));
+    match applied {
+        Some(out) => {
+            reuse.hits.fetch_add(1, Ordering::Relaxed);
+            Some(out)
+        }
+        None if reuse.required && !fixed.calls.is_empty() => Some(Outcome {
+            result: Err(OpError::new(format!(
+                "`{}` would call {}: no recorded answer for these inputs",
+                cx.name,
+                fixed.calls.join(", ")
+            ))),
+            attempts: 1,
+            elapsed: std::time::Duration::ZERO,
+            reused: None,
+        }),
+        None => None,
+    }
+}
+
+fn token(tokens: &[Token], t: u32) -> Option<&Token> {
+    if t == NONE {
+        None
+    } else {
+        tokens.get(t as usize)
+    }
+}
+
+/// Applies recorded firing `f` to the operator in `slot`; `None` (nothing changed) when the
+/// record does not fit this program (a data type it lacks, a value or state that does not read
+/// back, an emission its ports refuse): the firing then runs live.
+fn apply(
+    slot: &mut Box<dyn Operator>,
+    spec: &OpSpec,
+    cx: &FiringCx<'_>,
+    before: Option<&OpState>,
+    f: RecordedFiring,
+    emitted: &mut Emissions,
+) -> Option<Outcome> {
+    let mut values = Vec::with_capacity(f.emitted.len());
+    for (port, t) in f.emitted {
+        let info = type_by_name(&t.ty)?;
+        let value = (info.from_json)(t.value).ok()?;
+        if (port as usize) >= spec.outputs.len() {
+            return None;
+        }
+        values.push((port, value));
+    }
+    let after = match f.after {
+        Some(json) => Some(crate::operator::read_state(&**slot, json).ok()?),
+        None => None,
+    };
+    super::attempt::check_emissions(&values, cx.topo, cx.o, spec).ok()?;
+    let op = &mut **slot;
+    crate::operator::capability::applying(cx.caps, || op.replay(after.as_ref(), &values));
+    if before.is_some() && after.is_none() {
+        return None;
+    }
+    emitted.clear();
+    emitted.extend(values);
+    Some(Outcome {
+        result: Ok(()),
+        attempts: 1,
+        elapsed: std::time::Duration::ZERO,
+        reused: Some(f.from),
+    })
+}
+
+impl Cvm {
+    /// Reuses recorded firings from `reuse` (see the module): from now on each firing of a
+    /// reusable behavioral operator is looked up first. `None` removes it.
+    pub fn set_reuse(&mut self, reuse: Option<Arc<Reuse>>) {
+        self.reuse = reuse;
+        // A looked-up firing goes through the firing routine's future (its one call site).
+        for (o, node) in self.net.ops.iter().enumerate() {
+            let base = !self.settings[o].is_none() || self.exec[o] == crate::operator::Execution::Async;
+            self.guarded[o] = base || (self.reuse.is_some() && node.spec.family == Family::Behavioral);
+        }
+        self.update_slow();
+    }
+
+    /// The reuse installed, if any.
+    pub fn reuse(&self) -> Option<&Arc<Reuse>> {
+        self.reuse.as_ref()
+    }
+
+    /// How many firings of the applied path were reused from a recorded run.
+    pub fn reused_firings(&self) -> usize {
+        self.hist
+            .path
+            .iter()
+            .flat_map(|&n| self.hist.firing_range(n))
+            .filter(|&f| self.hist.reused_of(f).is_some())
+            .count()
+    }
+}
+
+/// What a journal writes of each committed firing so a later run can reuse it: the key and
+/// the output port of each emitted token. Keeps each operator's fixed part.
+#[derive(Debug, Default)]
+pub struct KeyCache {
+    fixed: Vec<Option<Option<Fixed>>>,
+}
+
+impl KeyCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        KeyCache::default()
+    }
+}
+
+impl CommittedFiring<'_> {
+    /// The firing's reuse key, if its operator may be reused (see the module).
+    pub fn reuse_key(&self, cache: &mut KeyCache) -> Option<FiringKey> {
+        let cvm = self.cvm();
+        let o = self.op().index();
+        if cache.fixed.len() <= o {
+            cache.fixed.resize(o + 1, None);
+        }
+        let node = &cvm.net.ops[o];
+        let fixed = cache.fixed[o]
+            .get_or_insert_with(|| {
+                fixed(
+                    &*node.op,
+                    &node.spec,
+                    cvm.topo.out_connected[o],
+                    &*cvm.caps,
+                )
+            })
+            .as_ref()?;
+        // The inputs as the firing read them: a connection some firing of this step wrote held
+        // the token that write replaced.
+        let n = self.node_index();
+        let h = &cvm.hist;
+        let written_in_step = |c: u32| {
+            h.firing_range(n)
+                .flat_map(|f| h.written_range(f))
+                .map(|i| h.written[i])
+                .find(|w| w.conn == c)
+                .map(|w| w.prior_tok)
+        };
+        let inputs = cvm.topo.ins(o).iter().map(|&c| {
+            if c == NONE {
+                return None;
+            }
+            let t = written_in_step(c).unwrap_or(cvm.tok[c as usize]);
+            token(&cvm.tokens, t)
+        });
+        key(fixed, self.before(), inputs)
+    }
+
+    /// The output port of each token the firing emitted, in emission order (`None`: written to
+    /// no connection).
+    pub fn token_ports(&self) -> Vec<Option<u16>> {
+        let cvm = self.cvm();
+        self.tokens()
+            .map(|(t, _)| {
+                self.written()
+                    .find(|(_, _, new)| *new == t)
+                    .map(|(c, _, _)| cvm.net.conns[c.index()].from.port)
+            })
+            .collect()
+    }
+}
