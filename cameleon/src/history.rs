@@ -89,6 +89,8 @@ pub(crate) struct Store {
     pub(crate) states: Vec<SavedStates>,
     /// The reused firings (by index, ascending) and where each was recorded.
     pub(crate) reused: Vec<(u32, ReusedFrom)>,
+    /// Reuse keys computed before their firings (by index, ascending; docs/semantics.md §5.9).
+    pub(crate) keys: Vec<(u32, u128)>,
     /// Applied nodes, root first.
     pub(crate) path: Vec<u32>,
     /// Nodes a forward step replays, next one last.
@@ -127,6 +129,7 @@ impl Store {
             written: Vec::with_capacity(conns),
             states: Vec::new(),
             reused: Vec::new(),
+            keys: Vec::new(),
             path: Vec::with_capacity(ops),
             redo: Vec::new(),
             has_child: Vec::with_capacity(ops),
@@ -184,6 +187,15 @@ impl Store {
             .binary_search_by_key(&(firing as u32), |r| r.0)
             .ok()?;
         self.reused.get(i).map(|r| &r.1)
+    }
+
+    /// The reuse key computed before firing `firing`, if one was.
+    pub(crate) fn key_of(&self, firing: usize) -> Option<u128> {
+        let i = self
+            .keys
+            .binary_search_by_key(&(firing as u32), |k| k.0)
+            .ok()?;
+        self.keys.get(i).map(|k| k.1)
     }
 
     pub(crate) fn saved(&self, firing: usize) -> Option<&SavedStates> {
@@ -308,6 +320,9 @@ impl Store {
             .is_some_and(|(f, _)| *f as usize >= first)
         {
             self.reused.pop();
+        }
+        while self.keys.last().is_some_and(|(f, _)| *f as usize >= first) {
+            self.keys.pop();
         }
         if node.parent == NONE {
             self.root_has_child = self.nodes.iter().any(|n| n.parent == NONE);

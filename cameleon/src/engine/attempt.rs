@@ -117,6 +117,8 @@ pub(super) struct Outcome {
     pub(super) elapsed: Duration,
     /// The recorded firing applied instead of calling the operator, if it was reused.
     pub(super) reused: Option<super::reuse::ReusedFrom>,
+    /// The firing's reuse key, when the hook computed it (`reuse.rs`).
+    pub(super) key: Option<super::reuse::FiringKey>,
 }
 
 impl Outcome {
@@ -167,6 +169,7 @@ pub(super) fn fire_now(
         attempts,
         elapsed: started.map(|t| t.elapsed()).unwrap_or_default(),
         reused: None,
+        key: None,
     }
 }
 
@@ -181,9 +184,11 @@ pub(super) async fn fire(
     emitted: &mut Emissions,
 ) -> Outcome {
     // A recorded firing with the same key, applied instead of calling the operator.
-    if let Some(out) = super::reuse::reused(slot, spec, &cx, emitted) {
-        return out;
-    }
+    let key = match super::reuse::reused(slot, spec, &cx, emitted) {
+        Ok(Some(out)) => return out,
+        Ok(None) => None,
+        Err(key) => key,
+    };
     let started = cx.timed.then(Instant::now);
     // Owned (a borrowed state could not be held across an await by a `Send` future).
     let before = slot.save_state();
@@ -214,6 +219,7 @@ pub(super) async fn fire(
         attempts,
         elapsed: started.map(|t| t.elapsed()).unwrap_or_default(),
         reused: None,
+        key,
     }
 }
 

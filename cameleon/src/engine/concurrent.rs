@@ -444,8 +444,14 @@ impl Cvm {
         let mut outcomes = ran.outcomes;
         for (j, ((o, before), emitted)) in pending.into_iter().zip(ran.emitted).enumerate() {
             let o = o as usize;
-            if let Some(from) = outcomes[j].as_mut().and_then(|out| out.reused.take()) {
-                self.hist.reused.push((self.hist.firings.len() as u32, from));
+            let firing = self.hist.firings.len() as u32;
+            if let Some(out) = outcomes[j].as_mut() {
+                if let Some(from) = out.reused.take() {
+                    self.hist.reused.push((firing, from));
+                }
+                if let Some(k) = out.key {
+                    self.hist.keys.push((firing, k));
+                }
             }
             let after = if before.is_some() {
                 self.net.ops[o].op.save_state()

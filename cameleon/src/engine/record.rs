@@ -200,6 +200,11 @@ impl<'a> CommittedFiring<'a> {
     pub(super) fn node_index(&self) -> u32 {
         self.node
     }
+
+    /// The firing's index in the history.
+    pub(super) fn firing_index(&self) -> usize {
+        self.f
+    }
 }
 
 fn some(i: u32) -> Option<u32> {
@@ -211,7 +216,7 @@ impl Cvm {
     /// Replaces (and returns) the one installed before.
     pub fn set_recorder(&mut self, recorder: Box<dyn Recorder>) -> Option<Box<dyn Recorder>> {
         let old = self.recorder.replace(recorder);
-        self.update_slow();
+        self.update_keying();
         old
     }
 
@@ -219,7 +224,7 @@ impl Cvm {
     pub fn take_recorder(&mut self) -> Option<Box<dyn Recorder>> {
         let old = self.recorder.take();
         self.deferred = None;
-        self.update_slow();
+        self.update_keying();
         old
     }
 

@@ -82,11 +82,14 @@ pub(super) struct Fixed {
     hash: FiringKey,
     /// What the operator would call (`model `default``), for a required reuse's miss.
     calls: Vec<String>,
+    /// The memories it names: what they hold at the firing is part of its key.
+    memories: Vec<String>,
 }
 
 /// Reuse installed on an engine ([`Cvm::set_reuse`]).
 pub struct Reuse {
-    source: Arc<dyn ReuseSource>,
+    /// Where recorded firings are looked up (`None`: keys are only computed, for a journal).
+    source: Option<Arc<dyn ReuseSource>>,
     /// A miss on a firing that would call a model, an embedder or a tool fails it (`cameleon
     /// test`).
     required: bool,
@@ -111,12 +114,29 @@ impl Reuse {
     /// tool and finds no recorded firing fails instead of calling it.
     pub fn new(source: Arc<dyn ReuseSource>, required: bool) -> Self {
         Reuse {
-            source,
+            source: Some(source),
             required,
             fixed: Mutex::new(Vec::new()),
             hits: AtomicU64::new(0),
             error: Mutex::new(None),
         }
+    }
+
+    /// Keys without a source: what a journaled run needs of its firings that name a memory,
+    /// whose key holds what the memory held before the firing.
+    fn keying() -> Self {
+        Reuse {
+            source: None,
+            required: false,
+            fixed: Mutex::new(Vec::new()),
+            hits: AtomicU64::new(0),
+            error: Mutex::new(None),
+        }
+    }
+
+    /// Whether recorded firings are looked up (else keys are only computed).
+    pub fn looks_up(&self) -> bool {
+        self.source.is_some()
     }
 
     /// Firings reused so far.
@@ -177,6 +197,7 @@ pub(super) fn fixed(
     let params = op.params();
     let mut providers = Vec::new();
     let mut calls = Vec::new();
+    let mut memories = Vec::new();
     let mut tool_names: Vec<String> = op.calls_tool().map(str::to_owned).into_iter().collect();
     for p in capability_params().filter(|p| p.op_type == spec.type_id) {
         let names: Vec<String> = match params.get(p.param) {
@@ -196,7 +217,8 @@ pub(super) fn fixed(
                 }
                 Named::Memory => {
                     let m = caps.memory(&name).ok()?;
-                    serde_json::json!({"kind": m.kind(), "items": m.len()})
+                    memories.push(name.clone());
+                    serde_json::json!({"kind": m.kind()})
                 }
                 Named::Tool => {
                     tool_names.push(name);
@@ -227,17 +249,26 @@ pub(super) fn fixed(
     Some(Fixed {
         hash: h.digest128(),
         calls,
+        memories,
     })
 }
 
-/// The key of a firing: its operator's fixed part, its state before, its input values.
+/// The key of a firing: its operator's fixed part, its state before, its input values, and
+/// what the memories it names hold (their number of items and, when the memory tells,
+/// a fingerprint of their content).
 pub(super) fn key<'t>(
     fixed: &Fixed,
     before: Option<&OpState>,
     inputs: impl Iterator<Item = Option<&'t Token>>,
+    caps: &dyn Capabilities,
 ) -> Option<FiringKey> {
     let mut h = Xxh3::new();
     h.update(&fixed.hash.to_le_bytes());
+    for name in &fixed.memories {
+        let m = caps.memory(name).ok()?;
+        h.update(&(m.len() as u64).to_le_bytes());
+        h.update(&m.fingerprint().unwrap_or_default().to_le_bytes());
+    }
     let mut buf = Vec::with_capacity(256);
     match before {
         Some(s) => {
@@ -297,23 +328,32 @@ fn canonical(v: &Json, out: &mut Vec<u8>) {
     }
 }
 
-/// The reuse hook of the firing routine: when the engine reuses from a source and the firing's
-/// operator may be reused, looks its key up. A hit applies the recorded firing — its state
-/// after through the operator's `replay`, its emissions into `emitted` — and returns its
-/// outcome; a miss returns `None` (the operator runs), except under a required reuse, where a
-/// firing that would call a model, an embedder or a tool fails, naming it.
+/// The reuse hook of the firing routine: when the firing's operator may be reused, computes
+/// its key and, when the engine reuses from a source, looks it up. A hit applies the recorded
+/// firing — its state after through the operator's `replay`, its emissions into `emitted` —
+/// and returns its outcome (`Ok(Some)`); a miss returns `Err(key)`: the operator runs, and the
+/// key goes with its outcome to the history — except under a required reuse, where a firing
+/// that would call a model, an embedder or a tool fails, naming it.
 pub(super) fn reused(
     slot: &mut Box<dyn Operator>,
     spec: &OpSpec,
     cx: &FiringCx<'_>,
     emitted: &mut Emissions,
-) -> Option<Outcome> {
-    let reuse = cx.reuse?;
+) -> Result<Option<Outcome>, Option<FiringKey>> {
+    let Some(reuse) = cx.reuse else {
+        return Err(None);
+    };
     let connected = cx.topo.out_connected[cx.o];
-    let fixed = reuse.fixed_of(cx.o, &**slot, spec, connected, &**cx.caps)?;
+    let Some(fixed) = reuse.fixed_of(cx.o, &**slot, spec, connected, &**cx.caps) else {
+        return Err(None);
+    };
     let before = slot.save_state();
     let inputs = cx.inputs.iter().map(|s| token(cx.tokens, s.token));
-    let found = key(&fixed, before.as_ref(), inputs).and_then(|k| match reuse.source.find(k) {
+    let key = key(&fixed, before.as_ref(), inputs, &**cx.caps);
+    let Some(source) = &reuse.source else {
+        return Err(key);
+    };
+    let found = key.and_then(|k| match source.find(k) {
         Ok(f) => f,
         Err(e) => {
             let mut first = reuse.error.lock().unwrap_or_else(PoisonError::into_inner);
@@ -323,11 +363,12 @@ pub(super) fn reused(
     });
     let applied = found.and_then(|f| apply(slot, spec, cx, before.as_ref(), f, emitted));
     match applied {
-        Some(out) => {
+        Some(mut out) => {
             reuse.hits.fetch_add(1, Ordering::Relaxed);
-            Some(out)
+            out.key = key;
+            Ok(Some(out))
         }
-        None if reuse.required && !fixed.calls.is_empty() => Some(Outcome {
+        None if reuse.required && !fixed.calls.is_empty() => Ok(Some(Outcome {
             result: Err(OpError::new(format!(
                 "`{}` would call {}: no recorded answer for these inputs",
                 cx.name,
@@ -336,8 +377,9 @@ pub(super) fn reused(
             attempts: 1,
             elapsed: std::time::Duration::ZERO,
             reused: None,
-        }),
-        None => None,
+            key: None,
+        })),
+        None => Err(key),
     }
 }
 
@@ -374,11 +416,11 @@ fn apply(
         None => None,
     };
     super::attempt::check_emissions(&values, cx.topo, cx.o, spec).ok()?;
-    let op = &mut **slot;
-    crate::operator::capability::applying(cx.caps, || op.replay(after.as_ref(), &values));
     if before.is_some() && after.is_none() {
         return None;
     }
+    let op = &mut **slot;
+    crate::operator::capability::applying(cx.caps, || op.replay(after.as_ref(), &values));
     emitted.clear();
     emitted.extend(values);
     Some(Outcome {
@@ -386,6 +428,7 @@ fn apply(
         attempts: 1,
         elapsed: std::time::Duration::ZERO,
         reused: Some(f.from),
+        key: None,
     })
 }
 
@@ -394,17 +437,30 @@ impl Cvm {
     /// reusable behavioral operator is looked up first. `None` removes it.
     pub fn set_reuse(&mut self, reuse: Option<Arc<Reuse>>) {
         self.reuse = reuse;
-        // A looked-up firing goes through the firing routine's future (its one call site).
-        for (o, node) in self.net.ops.iter().enumerate() {
-            let base = !self.settings[o].is_none() || self.exec[o] == crate::operator::Execution::Async;
-            self.guarded[o] = base || (self.reuse.is_some() && node.spec.family == Family::Behavioral);
-        }
-        self.update_slow();
+        self.update_keying();
     }
 
     /// The reuse installed, if any.
     pub fn reuse(&self) -> Option<&Arc<Reuse>> {
-        self.reuse.as_ref()
+        self.reuse.as_ref().filter(|r| r.looks_up())
+    }
+
+    /// Keeps reuse and keys in step with the recorder: a journaled run computes the key of a
+    /// firing that names a memory before the firing (what the memory held then is part of it);
+    /// a looked-up firing goes through the firing routine's future (the hook's one call site).
+    pub(super) fn update_keying(&mut self) {
+        let looks_up = self.reuse.as_ref().is_some_and(|r| r.looks_up());
+        if !looks_up {
+            self.reuse = self.recorder.is_some().then(|| Arc::new(Reuse::keying()));
+        }
+        for (o, node) in self.net.ops.iter().enumerate() {
+            let base = !self.settings[o].is_none()
+                || self.exec[o] == crate::operator::Execution::Async;
+            let behavioral = node.spec.family == Family::Behavioral;
+            let keyed = self.reuse.is_some() && (looks_up || names_memory(&node.spec.type_id));
+            self.guarded[o] = base || (behavioral && keyed);
+        }
+        self.update_slow();
     }
 
     /// How many firings of the applied path were reused from a recorded run.
@@ -416,6 +472,10 @@ impl Cvm {
             .filter(|&f| self.hist.reused_of(f).is_some())
             .count()
     }
+}
+
+fn names_memory(op_type: &str) -> bool {
+    capability_params().any(|p| p.op_type == op_type && p.names == Named::Memory)
 }
 
 /// What a journal writes of each committed firing so a later run can reuse it: the key and
@@ -451,6 +511,13 @@ impl CommittedFiring<'_> {
                 )
             })
             .as_ref()?;
+        // Computed before the firing, by the hook (what a memory held then is part of it).
+        if let Some(k) = cvm.hist.key_of(self.firing_index()) {
+            return Some(k);
+        }
+        if !fixed.memories.is_empty() {
+            return None;
+        }
         // The inputs as the firing read them: a connection some firing of this step wrote held
         // the token that write replaced.
         let n = self.node_index();
@@ -469,7 +536,7 @@ impl CommittedFiring<'_> {
             let t = written_in_step(c).unwrap_or(cvm.tok[c as usize]);
             token(&cvm.tokens, t)
         });
-        key(fixed, self.before(), inputs)
+        key(fixed, self.before(), inputs, &*cvm.caps)
     }
 
     /// The output port of each token the firing emitted, in emission order (`None`: written to

@@ -274,6 +274,13 @@ pub trait Memory: Send + Sync + fmt::Debug {
     /// How many items it holds.
     fn len(&self) -> usize;
 
+    /// A fingerprint of what the memory holds (its items' ids and texts), if the memory can
+    /// tell: part of the reuse key of a firing that names the memory (docs/semantics.md §5.9).
+    /// Default: `None` (only the number of items counts).
+    fn fingerprint(&self) -> Option<u64> {
+        None
+    }
+
     /// Whether it holds nothing.
     fn is_empty(&self) -> bool {
         self.len() == 0
