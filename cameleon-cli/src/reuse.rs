@@ -3,7 +3,6 @@
 //! every model, embedder and tool call answered from the record).
 
 use std::collections::HashMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 

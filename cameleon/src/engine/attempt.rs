@@ -116,7 +116,7 @@ pub(super) struct Outcome {
     /// Wall-clock time, retries and backoffs included (zero unless the firing was timed).
     pub(super) elapsed: Duration,
     /// The recorded firing applied instead of calling the operator, if it was reused.
-    pub(super) reused: Option<super::reuse::ReusedFrom>,
+    pub(super) reused: Option<crate::history::ReusedFrom>,
     /// The firing's reuse key, when the hook computed it (`reuse.rs`).
     pub(super) key: Option<super::reuse::FiringKey>,
 }

@@ -25,7 +25,8 @@ use crate::history::{ReusedFrom, TokenRecord};
 use crate::operator::capability::{
     Capabilities, Effect, Named, OpEffects, capability_params, operator_effects,
 };
-use crate::operator::{Family, OpError, OpSpec, OpState, Operator};
+use crate::operator::{OpError, OpSpec, OpState, Operator};
+use crate::policy::Family;
 use crate::types::type_by_name;
 
 /// A firing's key: 128 bits of XXH3 over its canonical description.
