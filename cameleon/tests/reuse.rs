@@ -43,7 +43,7 @@ impl Run for Times {
 fn net(tag: &str, value: i64, factor_b: i64) -> Net {
     Net::from_cm(&format!(
         "operators:
-  - {{id: src, type: source, params: {{value: {value}}}}}
+  - {{id: src, type: const, params: {{value: {value}}}}}
   - {{id: a, type: rt_times, params: {{tag: {tag}}}}}
   - {{id: b, type: rt_times, params: {{tag: {tag}, factor: {factor_b}}}}}
   - {{id: out, type: sink}}
@@ -89,18 +89,17 @@ fn a_recorded_firing_is_applied_without_calling_its_operator() {
     assert_eq!(calls("same"), 2, "no operator called");
     assert_eq!(out(&again), out(&first));
     assert_eq!(out(&again), vec![serde_json::json!(60)]);
-    assert_eq!(again.reused_firings(), 2);
+    // `const` and `sink` are behavioral too: every firing is reused.
+    assert_eq!(again.reused_firings(), 4);
     // The trace is the live one, plus where each reused firing came from.
     let live = first.trace_lines();
     let reused = again.trace_lines();
     assert_eq!(live.len(), reused.len());
     for (l, r) in live.iter().zip(&reused) {
         let mut r = r.clone();
-        if l["op"] == "a" || l["op"] == "b" {
-            assert_eq!(r["reused"]["run"], id.as_str(), "{r}");
-            assert_eq!(r["reused"]["step"], l["step"], "{r}");
-            r.as_object_mut().unwrap().remove("reused");
-        }
+        assert_eq!(r["reused"]["run"], id.as_str(), "{r}");
+        assert_eq!(r["reused"]["step"], l["step"], "{r}");
+        r.as_object_mut().unwrap().remove("reused");
         assert_eq!(&r, l);
     }
 
@@ -131,7 +130,7 @@ fn a_changed_param_misses_and_so_does_what_it_feeds_and_the_rest_hits() {
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(calls("param"), 3);
     assert_eq!(out(&cvm), vec![serde_json::json!(600)]);
-    assert_eq!(cvm.reused_firings(), 1);
+    assert_eq!(cvm.reused_firings(), 2, "`const` and `a`; `b` and the sink ran");
 
     // The source's value changed: `a`'s input differs, and so does `b`'s.
     let mut cvm = Cvm::new(net("param", 4, 10));
@@ -157,12 +156,12 @@ fn a_reused_run_journals_and_resumes_with_its_provenance() {
     assert_eq!(calls("resume"), 2);
     let back = journal.open_run(&second).unwrap().cvm;
     assert_eq!(back.trace_lines(), trace, "the reused provenance is journaled");
-    assert_eq!(back.reused_firings(), 2);
+    assert_eq!(back.reused_firings(), 4);
     // Keys are recorded for the second run too: a third run may reuse it alone.
     let mut third = Cvm::new(net("resume", 5, 10));
     third.set_reuse(Some(reuse_from(&db, Some(&second))));
     assert_eq!(third.run().unwrap(), EndState::Completed);
-    assert_eq!(third.reused_firings(), 2);
+    assert_eq!(third.reused_firings(), 4);
     assert!(
         third
             .trace_lines()
