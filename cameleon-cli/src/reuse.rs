@@ -17,7 +17,7 @@ use cameleon::journal::{Journal, JournalError, ReuseJournal};
 /// `diff`'s help after its options.
 pub(super) const DIFF_HELP: &str = "\
 Firings are matched per operator: the k-th firing of an operator in RUN_A against its k-th in
-RUN_B. Equal: the same inputs and outputs; changed: not; new: only in RUN_B; removed: only in
+RUN_B. Equal: the same params, inputs and outputs; changed: not; new: only in RUN_B; removed: only in
 RUN_A. No operator runs.
 
 Exit codes: 0 the same firings, 1 different, 2 invalid (not a journal, an unknown run id).
@@ -72,8 +72,17 @@ pub(super) fn open_reuse(arg: &str, required: bool) -> Result<Arc<Reuse>, String
 struct Firing {
     step: u64,
     op: String,
+    /// The operator's params in its run's net.
+    params: Json,
     inputs: Json,
     outputs: Json,
+}
+
+impl Firing {
+    /// What is compared: params, inputs, outputs.
+    fn compared(&self) -> Json {
+        json!({"params": self.params, "inputs": self.inputs, "outputs": self.outputs})
+    }
 }
 
 /// The firings of `cvm`'s history, in order, each with the values it consumed (the last value
@@ -96,9 +105,16 @@ fn firings(cvm: &Cvm) -> Vec<Firing> {
             let port = conn.split(" -> ").next().unwrap_or(&conn).to_owned();
             outputs.insert(port, e["value"].clone());
         }
+        let op = line["op"].as_str().unwrap_or_default().to_owned();
+        let params = cvm
+            .net()
+            .op_id(&op)
+            .map(|id| Json::Object(cvm.net().operators()[id.index()].params()))
+            .unwrap_or(Json::Null);
         out.push(Firing {
             step: line["step"].as_u64().unwrap_or_default(),
-            op: line["op"].as_str().unwrap_or_default().to_owned(),
+            op,
+            params,
             inputs: Json::Object(inputs),
             outputs: Json::Object(outputs),
         });
@@ -133,19 +149,20 @@ fn compare(a: &[Firing], b: &[Firing]) -> Compared {
     }
     let mut seen: HashMap<&str, usize> = HashMap::new();
     let mut c = Compared::default();
+    let mut candidates: Vec<(u64, Option<Firing>, Option<Firing>)> = Vec::new();
     for f in b {
         let k = seen.entry(&f.op).or_default();
         let other = by_op.get(f.op.as_str()).and_then(|v| v.get(*k)).copied();
         *k += 1;
         match other {
-            Some(o) if o.inputs == f.inputs && o.outputs == f.outputs => c.equal += 1,
+            Some(o) if o.compared() == f.compared() => c.equal += 1,
             Some(o) => {
                 c.changed += 1;
-                c.first.get_or_insert((Some(o.clone()), Some(f.clone())));
+                candidates.push((o.step.min(f.step), Some(o.clone()), Some(f.clone())));
             }
             None => {
                 c.new += 1;
-                c.first.get_or_insert((None, Some(f.clone())));
+                candidates.push((f.step, None, Some(f.clone())));
             }
         }
     }
@@ -153,9 +170,12 @@ fn compare(a: &[Firing], b: &[Firing]) -> Compared {
         let used = seen.get(op).copied().unwrap_or(0);
         if fs.len() > used {
             c.removed += fs.len() - used;
-            c.first.get_or_insert((Some(fs[used].clone()), None));
+            candidates.push((fs[used].step, Some(fs[used].clone()), None));
         }
     }
+    // The first difference: the earliest step, on either side.
+    candidates.sort_by_key(|(step, a, _)| (*step, a.is_none()));
+    c.first = candidates.into_iter().next().map(|(_, a, b)| (a, b));
     c
 }
 
@@ -222,17 +242,14 @@ fn compared_json(c: &Compared) -> Json {
     });
     if let Some((a, b)) = &c.first {
         let side = |f: &Option<Firing>| {
-            f.as_ref()
-                .map(|f| json!({"step": f.step, "inputs": f.inputs, "outputs": f.outputs}))
+            f.as_ref().map(|f| {
+                json!({"step": f.step, "params": f.params, "inputs": f.inputs, "outputs": f.outputs})
+            })
         };
         let op = a.as_ref().or(b.as_ref()).map(|f| f.op.clone());
         let mut first = json!({"op": op, "a": side(a), "b": side(b)});
         if let (Some(x), Some(y)) = (a, b)
-            && let Some((path, u, w)) = difference(
-                &json!({"inputs": x.inputs, "outputs": x.outputs}),
-                &json!({"inputs": y.inputs, "outputs": y.outputs}),
-                "",
-            )
+            && let Some((path, u, w)) = difference(&x.compared(), &y.compared(), "")
         {
             first["difference"] = json!({"path": path, "a": u, "b": w});
         }
@@ -259,11 +276,7 @@ fn compared_text(c: &Compared, a: &str, b: &str) -> String {
             s += &format!("  {what:<8} {a}: {}\n  {:<8} {b}: {}\n", side(x), "", side(y));
         }
         if let (Some(x), Some(y)) = (x, y)
-            && let Some((path, u, w)) = difference(
-                &json!({"inputs": x.inputs, "outputs": x.outputs}),
-                &json!({"inputs": y.inputs, "outputs": y.outputs}),
-                "",
-            )
+            && let Some((path, u, w)) = difference(&x.compared(), &y.compared(), "")
         {
             s += &format!("  at {path}: {u} → {w}\n");
         }
