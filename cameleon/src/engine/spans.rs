@@ -21,48 +21,48 @@ impl Cvm {
     #[inline]
     pub(super) fn check_traced(&mut self) {
         let on = tracing::enabled!(target: TARGET, tracing::Level::INFO);
-        if on != self.traced {
-            self.traced = on;
+        if on != self.context.traced {
+            self.context.traced = on;
             self.update_slow();
         }
-        if on && self.run_span.is_none() {
+        if on && self.context.run_span.is_none() {
             self.open_run_span();
         }
     }
 
     #[cold]
     fn open_run_span(&mut self) {
-        let run = &*self.run_id;
-        self.run_span = Some(tracing::info_span!(
+        let run = &*self.context.run_id;
+        self.context.run_span = Some(tracing::info_span!(
             target: TARGET,
             "run",
             run = %run,
             net = %self.net.name,
-            mode = %self.mode,
-            generation = self.caps.generation(),
+            mode = %self.context.mode,
+            generation = self.context.capabilities.generation(),
             end = Empty,
         ));
     }
 
     /// Closes the run's span (the run reached `end`); a later step opens a new one.
     pub(super) fn close_run_span(&mut self, end: &str) {
-        if let Some(span) = self.run_span.take() {
+        if let Some(span) = self.context.run_span.take() {
             span.record("end", end);
         }
     }
 
     /// The run's span (`None` span when nobody listens).
     pub(super) fn run_span(&self) -> Span {
-        self.run_span.clone().unwrap_or_else(Span::none)
+        self.context.run_span.clone().unwrap_or_else(Span::none)
     }
 
     /// The span of a step of operators `ops`, a child of the run's span.
     pub(super) fn step_span(&self, step: u32, ops: &[usize]) -> Span {
-        if !self.traced {
+        if !self.context.traced {
             return Span::none();
         }
         let names = self.names(ops.iter().copied()).join(",");
-        match &self.run_span {
+        match &self.context.run_span {
             Some(run) => {
                 tracing::info_span!(target: TARGET, parent: run, "step", step, ops = %names)
             }
@@ -72,7 +72,7 @@ impl Cvm {
 
     /// The span of one firing of operator `o`, a child of `parent`.
     pub(super) fn firing_span(&self, parent: &Span, o: usize, step: u32) -> Span {
-        if !self.traced {
+        if !self.context.traced {
             return Span::none();
         }
         let node = &self.net.ops[o];
@@ -80,11 +80,11 @@ impl Cvm {
             target: TARGET,
             parent: parent,
             "firing",
-            run = %self.run_id,
+            run = %self.context.run_id,
             step,
             op = %node.name,
             "type" = %node.spec.type_id,
-            generation = self.caps.generation(),
+            generation = self.context.capabilities.generation(),
             attempts = Empty,
             duration_ms = Empty,
             error = Empty,
