@@ -103,7 +103,8 @@ impl Cvm {
     /// An approval question names the tool and the arguments the call would have: `allow tool
     /// `write_file` with args {"path":"a.txt",…}?`.
     pub fn waiting(&self) -> Vec<Waiting> {
-        self.marking.waiting
+        self.marking
+            .waiting
             .iter()
             .filter_map(|o| {
                 let q = self.operators.questions[o].as_ref()?;
@@ -159,7 +160,8 @@ impl Cvm {
 
     /// The operators that ask questions, in declaration order.
     pub fn asking(&self) -> Vec<&str> {
-        self.operators.questions
+        self.operators
+            .questions
             .iter()
             .enumerate()
             .filter(|(_, q)| q.is_some())

@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::Event;
-use super::loan::Loan;
 use super::firings::StepCx;
+use super::loan::Loan;
 use crate::net::Topo;
 use crate::operator::{
     Execution, Firing, FiringInfo, FiringParts, InputSlot, OpError, OpSettings, OpSpec, OpState,

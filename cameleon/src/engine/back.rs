@@ -39,14 +39,17 @@ impl Cvm {
     fn undo_firing(&mut self, f: usize) {
         let o = self.history.firings[f].op as usize;
         let emitted = &mut self.scratch.replayed;
-        self.marking.emitted_by(&self.net, &self.history, f, emitted);
+        self.marking
+            .emitted_by(&self.net, &self.history, f, emitted);
         self.marking.undo(&self.operators.topo, &self.history, f);
         let saved = self.history.saved(f);
         let before = saved.and_then(|s| s.before.as_ref());
         let op = &mut self.net.ops[o].op;
-        crate::operator::capability::applying_if(saved.is_some(), &self.context.capabilities, || {
-            op.rollback(before, emitted)
-        });
+        crate::operator::capability::applying_if(
+            saved.is_some(),
+            &self.context.capabilities,
+            || op.rollback(before, emitted),
+        );
         emitted.clear();
         self.marking
             .refresh_around(&self.net, &self.operators, &self.history, f);

@@ -40,7 +40,13 @@ impl Cvm {
                 continue;
             }
             let node = &self.net.ops[o];
-            gather(&self.operators.topo, &self.marking.states, o, &mut ins, &mut outs);
+            gather(
+                &self.operators.topo,
+                &self.marking.states,
+                o,
+                &mut ins,
+                &mut outs,
+            );
             let e = Enabling {
                 inputs: &ins,
                 outputs: &outs,

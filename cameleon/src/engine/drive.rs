@@ -53,10 +53,7 @@ impl Cvm {
             return block_on(self.drive(how));
         }
         let mut step = std::pin::pin!(self.drive(how));
-        match step
-            .as_mut()
-            .poll(&mut Context::from_waker(Waker::noop()))
-        {
+        match step.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
             Poll::Ready(advanced) => advanced,
             // Unreachable: nothing in a step of inline firings waits.
             Poll::Pending => block_on(step),
@@ -193,10 +190,7 @@ impl Cvm {
         if self.scratch.ops.is_empty() {
             return Some(self.terminal_state().unwrap_or(EndState::Completed));
         }
-        self.scratch
-            .ops
-            .iter()
-            .find_map(|&o| self.limit_before(o))
+        self.scratch.ops.iter().find_map(|&o| self.limit_before(o))
     }
 
     /// The end state that stops the run before `o` fires, if any: the step budget, or `o`'s
@@ -304,12 +298,7 @@ impl Cvm {
     /// (`BUDGET`), or the first failure in declaration order, firing `j`.
     #[cold]
     #[inline(never)]
-    fn discard_step(
-        &mut self,
-        step: u32,
-        cancelled: bool,
-        j: usize,
-    ) -> Result<Advance, StepError> {
+    fn discard_step(&mut self, step: u32, cancelled: bool, j: usize) -> Result<Advance, StepError> {
         let interrupted = std::mem::take(&mut self.operators.interrupted);
         for (k, (o, before)) in interrupted.into_iter().enumerate() {
             let op = &mut self.net.ops[o as usize].op;

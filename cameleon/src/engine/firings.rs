@@ -143,7 +143,13 @@ pub(super) async fn run_firings(
         wanted.next();
         let OpNode { meta, op } = node;
         names.push(&meta.name);
-        let cx = FiringCx::new(b, j, &meta.name, Some(&stops[j]), observed.then_some(&queue));
+        let cx = FiringCx::new(
+            b,
+            j,
+            &meta.name,
+            Some(&stops[j]),
+            observed.then_some(&queue),
+        );
         let Some(out) = slots.next() else {
             break; // unreachable: one emission vector per firing
         };

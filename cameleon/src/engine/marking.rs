@@ -129,7 +129,13 @@ impl LiveMarking {
     /// what it consumed for another operator (a cancellation, docs/semantics.md §10.4) and the
     /// consumers of what it wrote. Nothing else can change (docs/semantics.md §3 reads only an
     /// operator's own ports).
-    pub(super) fn refresh_around(&mut self, net: &Net, table: &Operators, history: &Store, f: usize) {
+    pub(super) fn refresh_around(
+        &mut self,
+        net: &Net,
+        table: &Operators,
+        history: &Store,
+        f: usize,
+    ) {
         let o = history.firings[f].op;
         self.refresh(net, table, o as usize);
         let topo = &table.topo;

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use super::attempt::{Emissions, Outcome};
 use super::ask::question_of;
+use super::attempt::{Emissions, Outcome};
 use super::firings::StepPlan;
 use super::{CancelToken, RecordError, Recorder};
 use crate::net::{Mode, Net, Topo};

@@ -8,7 +8,8 @@ use crate::types::Value;
 impl Cvm {
     /// The enabled operators, in declaration order.
     pub fn fireable(&self) -> Vec<&str> {
-        self.marking.enabled
+        self.marking
+            .enabled
             .iter()
             .map(|o| self.net.ops[o].name.as_str())
             .collect()
@@ -16,7 +17,11 @@ impl Cvm {
 
     /// The enabled operators' ids, in declaration order.
     pub fn fireable_ids(&self) -> Vec<OpId> {
-        self.marking.enabled.iter().map(|o| OpId(o as u32)).collect()
+        self.marking
+            .enabled
+            .iter()
+            .map(|o| OpId(o as u32))
+            .collect()
     }
 
     /// The state and data of the connection named `a.out -> b.in`.
@@ -40,7 +45,10 @@ impl Cvm {
                 .map(|c| {
                     (
                         self.marking.states[c],
-                        self.marking.tokens.get(self.marking.token_of[c] as usize).cloned(),
+                        self.marking
+                            .tokens
+                            .get(self.marking.token_of[c] as usize)
+                            .cloned(),
                     )
                 })
                 .collect(),
@@ -104,7 +112,8 @@ impl Cvm {
 
     /// Connections still EMPTY: never reached (information, not an error, docs/semantics.md §6).
     pub fn unreached(&self) -> Vec<&str> {
-        self.marking.states
+        self.marking
+            .states
             .iter()
             .enumerate()
             .filter(|(_, s)| **s == ConnState::Empty)

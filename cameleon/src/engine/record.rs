@@ -174,12 +174,18 @@ impl<'a> CommittedFiring<'a> {
 
     /// The operator's internal state before the firing, if it has one.
     pub fn before(&self) -> Option<&'a OpState> {
-        self.cvm.history.saved(self.f).and_then(|s| s.before.as_ref())
+        self.cvm
+            .history
+            .saved(self.f)
+            .and_then(|s| s.before.as_ref())
     }
 
     /// The operator's internal state after the firing, if it has one.
     pub fn after(&self) -> Option<&'a OpState> {
-        self.cvm.history.saved(self.f).and_then(|s| s.after.as_ref())
+        self.cvm
+            .history
+            .saved(self.f)
+            .and_then(|s| s.after.as_ref())
     }
 }
 

@@ -161,7 +161,8 @@ impl Cvm {
             StepKind::Fired if st.firings.is_empty() => return Err("it has no firing".into()),
             StepKind::Fired => {}
         }
-        self.history.open_node_at(parent, self.marking.tokens.len() as u32);
+        self.history
+            .open_node_at(parent, self.marking.tokens.len() as u32);
         let mut seen = vec![false; 0];
         for fr in st.firings {
             let o = fr.op as usize;
@@ -192,7 +193,9 @@ impl Cvm {
             let first = self.marking.tokens.len() as u32;
             let end = first + fr.tokens.len() as u32;
             for w in &fr.written {
-                if w.conn as usize >= n_conns || self.operators.topo.producer[w.conn as usize] as usize != o {
+                if w.conn as usize >= n_conns
+                    || self.operators.topo.producer[w.conn as usize] as usize != o
+                {
                     return Err(format!(
                         "`{name}` wrote connection #{}, which is not one of its outputs",
                         w.conn
@@ -248,7 +251,11 @@ impl Cvm {
     }
 
     /// Re-applies the path to node `tip` and sets the recorded future to `redo_tip`.
-    fn restore_position(&mut self, tip: Option<u32>, redo_tip: Option<u32>) -> Result<(), RestoreError> {
+    fn restore_position(
+        &mut self,
+        tip: Option<u32>,
+        redo_tip: Option<u32>,
+    ) -> Result<(), RestoreError> {
         let n_nodes = self.history.nodes.len() as u32;
         let path = match tip {
             None => Vec::new(),
@@ -303,7 +310,9 @@ impl Cvm {
         // An operator with a question waits until it has an answer; the answer a recorded
         // firing used is in its saved state before the firing, not yet given back: its rule
         // holding is what counts (docs/semantics.md §6.1).
-        if !(self.marking.enabled.get(o) || (self.operators.any_asks && self.marking.waiting.get(o))) {
+        if !(self.marking.enabled.get(o)
+            || (self.operators.any_asks && self.marking.waiting.get(o)))
+        {
             return Err(diverged("is not enabled there"));
         }
         for i in self.history.consumed_range(f) {

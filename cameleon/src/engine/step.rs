@@ -167,13 +167,16 @@ impl Cvm {
         let o = self.history.firings[f].op as usize;
         self.marking.redo(&self.operators.topo, &self.history, f);
         let emitted = &mut self.scratch.replayed;
-        self.marking.emitted_by(&self.net, &self.history, f, emitted);
+        self.marking
+            .emitted_by(&self.net, &self.history, f, emitted);
         let saved = self.history.saved(f);
         let after = saved.and_then(|s| s.after.as_ref());
         let op = &mut self.net.ops[o].op;
-        crate::operator::capability::applying_if(saved.is_some(), &self.context.capabilities, || {
-            op.replay(after, emitted)
-        });
+        crate::operator::capability::applying_if(
+            saved.is_some(),
+            &self.context.capabilities,
+            || op.replay(after, emitted),
+        );
         emitted.clear();
         self.marking
             .refresh_around(&self.net, &self.operators, &self.history, f);

@@ -304,10 +304,16 @@ impl Journal {
             while let Some(row) = rows.next()? {
                 let node: i64 = row.get(0)?;
                 if node != i {
-                    return Ok(Err(self.corrupt(format!("run `{id}`: entry #{i} is missing"))));
+                    return Ok(Err(
+                        self.corrupt(format!("run `{id}`: entry #{i} is missing"))
+                    ));
                 }
                 let body = row.get_ref(1)?.as_str().map_err(|e| {
-                    rusqlite::Error::FromSqlConversionFailure(1, rusqlite::types::Type::Text, e.into())
+                    rusqlite::Error::FromSqlConversionFailure(
+                        1,
+                        rusqlite::types::Type::Text,
+                        e.into(),
+                    )
                 })?;
                 let step = match codec::decode(body) {
                     Ok(step) => step,
