@@ -13,7 +13,7 @@
 //! the ports, a failed attempt leaves nothing behind (its emissions dropped, the operator's
 //! internal state restored), it is retried while the settings allow, and a final failure is
 //! caught on the operator's `error: DataError` output when it has one (docs/semantics.md §4).
-//! So every mode reports the same [`Outcome`]: the emissions or the error, how many attempts,
+//! So every mode reports the same [`FiringOutcome`]: the emissions or the error, how many attempts,
 //! and (when asked) the wall-clock time.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -113,7 +113,7 @@ impl<'a> FiringCx<'a> {
 
 /// How one firing ended. The emissions are in the vector the firing was given.
 #[derive(Debug)]
-pub(super) struct Outcome {
+pub(super) struct FiringOutcome {
     /// `Ok`: the emissions are ready to apply (a caught failure is an emission on `error`).
     pub(super) result: Result<(), OpError>,
     /// How many attempts it took (1 without retries).
@@ -122,7 +122,7 @@ pub(super) struct Outcome {
     pub(super) elapsed: Duration,
 }
 
-impl Outcome {
+impl FiringOutcome {
     /// The `FiringFinished` event of this outcome.
     pub(super) fn event(&self, step: u32, op: &str) -> Event {
         Event::FiringFinished {
@@ -153,7 +153,7 @@ pub(super) fn fire_now(
     cx: &FiringCx<'_>,
     before: Option<&OpState>,
     emitted: &mut Emissions,
-) -> Outcome {
+) -> FiringOutcome {
     let started = cx.shared.timed.then(Instant::now);
     let mut attempts = 0;
     let result = loop {
@@ -165,7 +165,7 @@ pub(super) fn fire_now(
             Next::Retry(backoff) => std::thread::sleep(backoff),
         }
     };
-    Outcome {
+    FiringOutcome {
         result,
         attempts,
         elapsed: started.map(|t| t.elapsed()).unwrap_or_default(),
@@ -181,7 +181,7 @@ pub(super) async fn fire(
     spec: &OpSpec,
     cx: FiringCx<'_>,
     emitted: &mut Emissions,
-) -> Outcome {
+) -> FiringOutcome {
     let started = cx.shared.timed.then(Instant::now);
     // Owned (a borrowed state could not be held across an await by a `Send` future).
     let before = slot.save_state();
@@ -207,7 +207,7 @@ pub(super) async fn fire(
             Next::Retry(backoff) => tokio::time::sleep(backoff).await,
         }
     };
-    Outcome {
+    FiringOutcome {
         result,
         attempts,
         elapsed: started.map(|t| t.elapsed()).unwrap_or_default(),

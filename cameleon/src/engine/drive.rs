@@ -26,7 +26,7 @@ use std::task::{Context, Poll, Waker};
 
 use tracing::Span;
 
-use super::attempt::Outcome;
+use super::attempt::FiringOutcome;
 use super::firings::{StepCx, fire_inline, run_firings};
 use super::marking::NewFiring;
 use super::{Advance, Cvm, EndState, Event, StepError};
@@ -163,7 +163,7 @@ impl Cvm {
             .scratch
             .outcomes
             .iter()
-            .position(|r| matches!(r, Some(Outcome { result: Err(_), .. })));
+            .position(|r| matches!(r, Some(FiringOutcome { result: Err(_), .. })));
         if cancelled || failed.is_some() {
             return self.discard_step(step, cancelled, failed.unwrap_or_default());
         }
@@ -303,7 +303,7 @@ impl Cvm {
         for (k, (o, before)) in interrupted.into_iter().enumerate() {
             let op = &mut self.net.ops[o as usize].op;
             match &self.scratch.outcomes[k] {
-                Some(Outcome { result: Ok(()), .. }) => {
+                Some(FiringOutcome { result: Ok(()), .. }) => {
                     let emitted = &self.scratch.emitted[k];
                     crate::operator::capability::applying_if(
                         before.is_some(),
@@ -339,7 +339,7 @@ impl Cvm {
             return Ok(Advance::Ended(end));
         }
         let error = match self.scratch.outcomes.get_mut(j).and_then(Option::take) {
-            Some(Outcome { result: Err(e), .. }) => e,
+            Some(FiringOutcome { result: Err(e), .. }) => e,
             _ => OpError::new("failed"), // unreachable: `j` is a failure
         };
         Err(StepError::Operator { op: name, error })

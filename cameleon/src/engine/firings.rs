@@ -12,7 +12,7 @@ use std::task::{Context, Poll};
 
 use tracing::{Instrument, Span};
 
-use super::attempt::{Emissions, FiringCx, Outcome, fire, fire_now};
+use super::attempt::{Emissions, FiringCx, FiringOutcome, fire, fire_now};
 use super::spans::finish;
 use super::{CancelToken, Event, Observer};
 use crate::connection::Token;
@@ -79,7 +79,7 @@ pub(super) fn fire_inline(
     nodes: &mut [OpNode],
     before: &[(u32, Option<OpState>)],
     emitted: &mut [Emissions],
-    outcomes: &mut Vec<Option<Outcome>>,
+    outcomes: &mut Vec<Option<FiringOutcome>>,
     observer: &mut Option<Observer>,
 ) {
     for (j, &o) in b.ops.iter().enumerate() {
@@ -109,7 +109,7 @@ pub(super) fn fire_inline(
     outcomes.resize_with(b.ops.len(), || None);
 }
 
-type FiringFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
+type FiringFuture<'a> = Pin<Box<dyn Future<Output = FiringOutcome> + Send + 'a>>;
 
 /// Runs the step's firings concurrently through [`fire`] until all have finished, the first
 /// failure in declaration order is known, or the run is cancelled (`true`). `outcomes` and
@@ -119,7 +119,7 @@ pub(super) async fn run_firings(
     b: &StepCx<'_>,
     nodes: &mut [OpNode],
     emitted: &mut [Emissions],
-    outcomes: &mut Vec<Option<Outcome>>,
+    outcomes: &mut Vec<Option<FiringOutcome>>,
     cancel: &CancelToken,
     observer: &mut Option<Observer>,
 ) -> bool {

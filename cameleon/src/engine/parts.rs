@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use super::ask::question_of;
-use super::attempt::{Emissions, Outcome};
+use super::attempt::{Emissions, FiringOutcome};
 use super::firings::StepPlan;
 use super::{CancelToken, RecordError, Recorder};
 use crate::net::{Mode, Net, Topo};
@@ -141,7 +141,7 @@ pub(super) struct Scratch {
     /// Per firing of the step: its emissions.
     pub(super) emitted: Vec<Emissions>,
     /// Per firing of the step: how it ended (`None`: not run, or cancelled).
-    pub(super) outcomes: Vec<Option<Outcome>>,
+    pub(super) outcomes: Vec<Option<FiringOutcome>>,
     /// The emissions of a recorded firing being redone or undone.
     pub(super) replayed: Emissions,
 }

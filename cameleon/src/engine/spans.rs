@@ -10,7 +10,7 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use super::Cvm;
-use super::attempt::Outcome;
+use super::attempt::FiringOutcome;
 
 /// The target of every span.
 pub(super) const TARGET: &str = "cameleon::engine";
@@ -93,7 +93,7 @@ impl Cvm {
 }
 
 /// Records how a firing ended on its span.
-pub(super) fn finish(span: &Span, out: &Outcome) {
+pub(super) fn finish(span: &Span, out: &FiringOutcome) {
     if span.is_disabled() {
         return;
     }
