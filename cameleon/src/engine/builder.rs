@@ -102,7 +102,6 @@ impl CvmBuilder {
         if let Some(id) = self.run_id {
             cvm.context.run_id = id;
         }
-        cvm.update_slow();
         cvm
     }
 }

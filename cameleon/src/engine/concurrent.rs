@@ -64,7 +64,7 @@ impl Cvm {
     /// [`cancel_token`](Self::cancel_token), which restores everything before returning.
     pub async fn step_async(&mut self) -> Result<Step, StepError> {
         self.check_traced();
-        let advanced = self.drive(Forward::Next).await;
+        let advanced = self.drive_async(Forward::Next).await;
         if self.context.recorder.is_some() {
             self.record_outcome(&advanced)?;
         }
@@ -75,7 +75,7 @@ impl Cvm {
     /// history has one recorded here, which stays as a branch.
     pub async fn refire_async(&mut self) -> Result<Step, StepError> {
         self.check_traced();
-        let advanced = self.drive(Forward::Anew).await;
+        let advanced = self.drive_async(Forward::Anew).await;
         if self.context.recorder.is_some() {
             self.record_outcome(&advanced)?;
         }
@@ -131,7 +131,7 @@ impl Cvm {
             if self.context.cancel.take() {
                 break EndState::Cancelled;
             }
-            if let Some(end) = run_outcome(self.drive(Forward::Next).await)? {
+            if let Some(end) = run_outcome(self.drive_async(Forward::Next).await)? {
                 break end;
             }
         };

@@ -1,28 +1,26 @@
 //! **The** drive routine: every forward step — [`step`](Cvm::step), [`step_async`](Cvm::step_async),
 //! [`refire`](Cvm::refire), [`fire_op`](Cvm::fire_op), [`run`](Cvm::run), a maximal step of
-//! parallel mode — goes through [`Cvm::drive`] (docs/architecture.md, "the life of a firing"):
+//! parallel mode — goes through the same stages (docs/architecture.md, "the life of a firing"):
 //!
-//! 1. **replay** the next recorded step, if the history has one and the caller does not ask
-//!    for a step anew (docs/semantics.md §5);
-//! 2. else **choose** the firings: the first enabled operator (sequential mode,
-//!    docs/semantics.md §4), every enabled one (parallel mode, §7), or the one asked for; stop
-//!    at an end state or a limit (§4.7) or a cancellation;
-//! 3. **plan** what each reads — its inputs and what it will consume, at the start of the step
-//!    — and save its operator's state;
-//! 4. **fire** them through the firing routine (`attempt.rs`): one after the other on the
-//!    calling thread when none needs a future, else concurrently (`firings.rs`);
-//! 5. **settle** the step: if every firing succeeded, **commit** it — one history node, each
-//!    firing applied through the one apply path ([`LiveMarking::apply`]), the recorder told —
-//!    else **discard** it (operators' states restored, successful firings rolled back).
+//! 1. **begin** ([`Cvm::begin`]): replay the next recorded step, if the history has one and
+//!    the caller does not ask for a step anew (docs/semantics.md §5); else **choose** the
+//!    firings — the first enabled operator (sequential mode, docs/semantics.md §4), every
+//!    enabled one (parallel mode, §7), or the one asked for — stopping at an end state, a limit
+//!    (§4.7) or a cancellation; and **plan** what each reads — its inputs and what it will
+//!    consume, at the start of the step — saving its operator's state;
+//! 2. **fire** them through the firing routine (`attempt.rs`): one after the other on the
+//!    calling thread when none needs a future ([`Cvm::fire_here`]), else concurrently
+//!    ([`Cvm::fire_step`], `firings.rs`);
+//! 3. **settle** ([`Cvm::settle`]): if every firing succeeded, **commit** the step — one history
+//!    node, each firing applied through the one apply path ([`LiveMarking::apply`]), the
+//!    recorder told — else **discard** it (operators' states restored, successful firings
+//!    rolled back).
 //!
-//! The routine is a future; [`Cvm::drive_now`] runs it to completion on the calling thread:
-//! polled once when no firing of the step needs a runtime (the sequential hot path never
-//! waits), else on Caméléon's runtime.
+//! [`Cvm::drive`] runs the stages on the calling thread (a sequential step of inline firings
+//! without any future: the hot path; other firings on Caméléon's runtime), [`Cvm::drive_async`]
+//! awaits the firings.
 //!
 //! [`LiveMarking::apply`]: super::marking::LiveMarking::apply
-
-use std::future::Future;
-use std::task::{Context, Poll, Waker};
 
 use tracing::Span;
 
@@ -45,120 +43,158 @@ pub(super) enum Forward {
     Op(usize),
 }
 
+/// How a step began: already over (a replay, an end state, a failure), or its firings chosen
+/// and planned as step `step`.
+enum Begun {
+    Over(Result<Advance, StepError>),
+    Step(u32),
+}
+
+/// The step's shared context, from the engine's parts (a macro, so that the firings can borrow
+/// the net's operators and the observer mutably beside it).
+macro_rules! step_cx {
+    ($cvm:ident, $step:expr, $spans:expr) => {
+        StepCx {
+            step: $step,
+            branch: $cvm.history.next_branch(),
+            ops: &$cvm.scratch.ops,
+            plan: &$cvm.scratch.plan,
+            tokens: &$cvm.marking.tokens,
+            topo: &$cvm.operators.topo,
+            execution: &$cvm.operators.execution,
+            settings: &$cvm.operators.settings,
+            run: &$cvm.context.run_id,
+            caps: &$cvm.context.capabilities,
+            parallel: $cvm.context.mode == Mode::Parallel,
+            partial: $cvm.context.partial.as_ref(),
+            timed: $cvm.observer.is_some() || !$spans.is_empty(),
+            spans: $spans,
+        }
+    };
+}
+
 impl Cvm {
-    /// Runs [`drive`](Self::drive) to completion on the calling thread.
+    /// **The** drive routine, on the calling thread: [`begin`](Self::begin), fire, settle. A
+    /// sequential step of inline firings runs here without a future (the hot path); any other
+    /// step's firings run on Caméléon's runtime.
     #[inline]
-    pub(super) fn drive_now(&mut self, how: Forward) -> Result<Advance, StepError> {
-        if self.needs_runtime(how) {
-            return block_on(self.drive(how));
-        }
-        let mut step = std::pin::pin!(self.drive(how));
-        match step.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
-            Poll::Ready(advanced) => advanced,
-            // Unreachable: nothing in a step of inline firings waits.
-            Poll::Pending => block_on(step),
-        }
+    pub(super) fn drive(&mut self, how: Forward) -> Result<Advance, StepError> {
+        let step = match self.begin(how) {
+            Begun::Over(advanced) => return advanced,
+            Begun::Step(step) => step,
+        };
+        let cancelled = if self.context.mode == Mode::Sequential && self.inline_step() {
+            self.fire_here(step);
+            false
+        } else {
+            block_on(self.fire_step(step))
+        };
+        self.settle(step, cancelled)
     }
 
-    /// Whether the step `how` asks for runs a firing that needs Caméléon's runtime: parallel
-    /// mode, or an operator with a timeout, retries, or async.
-    #[inline]
-    fn needs_runtime(&self, how: Forward) -> bool {
-        if !self.context.slow {
-            return false;
-        }
-        let mode = self.context.mode;
-        match how {
-            Forward::Next if !self.history.redo.is_empty() => false,
-            Forward::Op(o) => mode == Mode::Parallel || !self.operators.runs_inline(o, mode),
-            _ if mode == Mode::Parallel => true,
-            _ => self
-                .marking
-                .enabled
-                .first()
-                .is_some_and(|o| !self.operators.runs_inline(o, mode)),
-        }
+    /// The drive routine, awaiting the step's firings (the async API, parallel runs).
+    pub(super) async fn drive_async(&mut self, how: Forward) -> Result<Advance, StepError> {
+        let step = match self.begin(how) {
+            Begun::Over(advanced) => return advanced,
+            Begun::Step(step) => step,
+        };
+        let cancelled = self.fire_step(step).await;
+        self.settle(step, cancelled)
     }
 
-    /// **The** drive routine: one step forward, as `how` asks (see the module's doc).
-    pub(super) async fn drive(&mut self, how: Forward) -> Result<Advance, StepError> {
+    /// The start of every step: states of an interrupted step restored; the next recorded
+    /// step replayed (for [`Forward::Next`]), or the firings chosen and planned — unless the
+    /// run ends here (nothing enabled, a limit, a cancellation).
+    #[inline(always)]
+    fn begin(&mut self, how: Forward) -> Begun {
         if !self.operators.interrupted.is_empty() {
             self.restore_interrupted();
         }
         if how == Forward::Next
             && let Some(&node) = self.history.redo.last()
         {
-            let advanced = self.replay_step(node)?;
-            self.record_move()?;
-            return Ok(advanced);
+            return Begun::Over(self.replay_step(node).and_then(|advanced| {
+                self.record_move()?;
+                Ok(advanced)
+            }));
         }
         if let Some(end) = self.choose(how) {
-            return Ok(Advance::Ended(end));
+            return Begun::Over(Ok(Advance::Ended(end)));
         }
         if self.context.cancel.take() {
-            return Ok(Advance::Ended(EndState::Cancelled));
+            return Begun::Over(Ok(Advance::Ended(EndState::Cancelled)));
         }
         let step = self.history.path.len() as u32 + 1;
         self.plan_step();
-        let observed = self.observer.is_some();
-        if observed {
+        if self.observer.is_some() {
             self.notify_started(step);
         }
-        let spans: Vec<Span> = if self.context.traced {
-            let step_span = self.step_span(step, &self.scratch.ops);
-            self.scratch
-                .ops
-                .iter()
-                .map(|&o| self.firing_span(&step_span, o, step))
-                .collect()
-        } else {
-            Vec::new()
-        };
+        Begun::Step(step)
+    }
+
+    /// Whether every firing of the chosen step runs on the calling thread.
+    #[inline]
+    fn inline_step(&self) -> bool {
         let mode = self.context.mode;
-        let n = self.scratch.ops.len();
-        let inline = self
-            .scratch
+        self.scratch
             .ops
             .iter()
-            .all(|&o| self.operators.runs_inline(o, mode));
-        let shared = StepCx {
-            step,
-            branch: self.history.next_branch(),
-            ops: &self.scratch.ops,
-            plan: &self.scratch.plan,
-            tokens: &self.marking.tokens,
-            topo: &self.operators.topo,
-            execution: &self.operators.execution,
-            settings: &self.operators.settings,
-            run: &self.context.run_id,
-            caps: &self.context.capabilities,
-            parallel: mode == Mode::Parallel,
-            partial: self.context.partial.as_ref(),
-            timed: observed || !spans.is_empty(),
-            spans: &spans,
-        };
-        let emitted = &mut self.scratch.emitted[..n];
-        let cancelled = if inline {
-            fire_inline(
-                &shared,
-                &mut self.net.ops,
-                &self.operators.interrupted,
-                emitted,
-                &mut self.scratch.outcomes,
-                &mut self.observer,
-            );
-            false
-        } else {
-            run_firings(
-                &shared,
-                &mut self.net.ops,
-                emitted,
-                &mut self.scratch.outcomes,
-                &self.context.cancel,
-                &mut self.observer,
-            )
-            .await
-        };
+            .all(|&o| self.operators.runs_inline(o, mode))
+    }
+
+    /// The `tracing` spans of the step's firings, when a subscriber listens (else none).
+    fn firing_spans(&self, step: u32) -> Vec<Span> {
+        if !self.context.traced {
+            return Vec::new();
+        }
+        let step_span = self.step_span(step, &self.scratch.ops);
+        self.scratch
+            .ops
+            .iter()
+            .map(|&o| self.firing_span(&step_span, o, step))
+            .collect()
+    }
+
+    /// Fires the step's firings one after the other on the calling thread.
+    #[inline(always)]
+    fn fire_here(&mut self, step: u32) {
+        let spans = self.firing_spans(step);
+        let shared = step_cx!(self, step, &spans);
+        let n = self.scratch.ops.len();
+        fire_inline(
+            &shared,
+            &mut self.net.ops,
+            &self.operators.interrupted,
+            &mut self.scratch.emitted[..n],
+            &mut self.scratch.outcomes,
+            &mut self.observer,
+        );
+    }
+
+    /// Fires the step's firings: on this task when all are inline, else concurrently.
+    /// `true`: the run was cancelled during the step.
+    async fn fire_step(&mut self, step: u32) -> bool {
+        if self.inline_step() {
+            self.fire_here(step);
+            return false;
+        }
+        let spans = self.firing_spans(step);
+        let shared = step_cx!(self, step, &spans);
+        let n = self.scratch.ops.len();
+        run_firings(
+            &shared,
+            &mut self.net.ops,
+            &mut self.scratch.emitted[..n],
+            &mut self.scratch.outcomes,
+            &self.context.cancel,
+            &mut self.observer,
+        )
+        .await
+    }
+
+    /// The end of every step anew: committed if every firing succeeded, else discarded.
+    #[inline(always)]
+    fn settle(&mut self, step: u32, cancelled: bool) -> Result<Advance, StepError> {
         let failed = self
             .scratch
             .outcomes

@@ -135,7 +135,6 @@ impl Cvm {
     /// ([`events`](Self::events) does).
     pub fn on_event(&mut self, f: impl FnMut(&Event) + Send + 'static) {
         self.observer = Some(Box::new(f));
-        self.update_slow();
     }
 
     /// A channel receiving every later [`Event`], [`Partial`](Event::Partial) output included
@@ -180,7 +179,6 @@ impl Cvm {
     pub fn clear_observer(&mut self) {
         self.observer = None;
         self.context.partial = None;
-        self.update_slow();
     }
 
     /// Sends the event `make` builds to the observer, if any (built only then).

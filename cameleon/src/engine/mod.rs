@@ -32,9 +32,9 @@
 //! | [`RunContext`](parts::RunContext) | run id, capabilities, cancel token, partial sink, recorder, mode, limits, spans |
 //! | `observer` | the [`Event`] callback (its own part: firings call it while the step reads the rest) |
 //!
-//! Every forward step goes through **one** drive routine, [`Cvm::drive`] (in `drive.rs`):
-//! replay a recorded step, or choose the firings, run them (on the calling thread, or
-//! concurrently as futures), settle them, and commit the step through **one** apply path
+//! Every forward step goes through **one** drive routine (`drive.rs`): begin (replay a
+//! recorded step, or choose the firings and plan what they read), fire them (on the calling
+//! thread, or concurrently as futures), settle: commit the step through **one** apply path
 //! ([`LiveMarking::apply`](marking::LiveMarking::apply)) — or discard it.
 //!
 //! | module | does |
@@ -148,7 +148,6 @@ impl Cvm {
             scratch: Scratch::default(),
             net,
         };
-        cvm.update_slow();
         cvm.refresh_all();
         cvm
     }
@@ -206,15 +205,6 @@ impl Cvm {
         for o in 0..self.net.ops.len() {
             self.refresh(o);
         }
-    }
-
-    /// Recomputes whether steps need more than the plain path (see [`RunContext::slow`]).
-    pub(super) fn update_slow(&mut self) {
-        self.context.slow = self.context.mode == Mode::Parallel
-            || self.observer.is_some()
-            || self.context.recorder.is_some()
-            || self.context.traced
-            || self.operators.guarded.contains(&true);
     }
 
     /// The capabilities every firing of this engine sees (see

@@ -105,10 +105,6 @@ pub(super) struct RunContext {
     pub(super) traced: bool,
     /// The `tracing` span of the run under way, when a subscriber listens.
     pub(super) run_span: Option<tracing::Span>,
-    /// Whether a step may need more than the plain path: parallel mode, an observer, a
-    /// recorder, an operator with settings or async, or a `tracing` subscriber listening (see
-    /// `Cvm::update_slow`). One flag, so the plain path pays one branch for all of it.
-    pub(super) slow: bool,
 }
 
 impl RunContext {
@@ -126,7 +122,6 @@ impl RunContext {
             max_steps: None,
             traced: false,
             run_span: None,
-            slow: false,
         }
     }
 }

@@ -197,16 +197,13 @@ impl Cvm {
     /// Installs `recorder`: from now on every committed step, move and end is reported to it.
     /// Replaces (and returns) the one installed before.
     pub fn set_recorder(&mut self, recorder: Box<dyn Recorder>) -> Option<Box<dyn Recorder>> {
-        let old = self.context.recorder.replace(recorder);
-        self.update_slow();
-        old
+        self.context.recorder.replace(recorder)
     }
 
     /// Removes the recorder.
     pub fn take_recorder(&mut self) -> Option<Box<dyn Recorder>> {
         let old = self.context.recorder.take();
         self.context.deferred = None;
-        self.update_slow();
         old
     }
 

@@ -4,7 +4,7 @@
 //!
 //! Nothing here runs unless a subscriber listens to target `cameleon::engine` at level INFO:
 //! the engine checks that once per `run` / `step` call ([`Cvm::check_traced`]) and only then
-//! takes its slow path, so an unobserved run pays one relaxed atomic load per call.
+//! makes spans, so an unobserved run pays one relaxed atomic load per call.
 
 use tracing::Span;
 use tracing::field::Empty;
@@ -21,10 +21,7 @@ impl Cvm {
     #[inline]
     pub(super) fn check_traced(&mut self) {
         let on = tracing::enabled!(target: TARGET, tracing::Level::INFO);
-        if on != self.context.traced {
-            self.context.traced = on;
-            self.update_slow();
-        }
+        self.context.traced = on;
         if on && self.context.run_span.is_none() {
             self.open_run_span();
         }

@@ -17,7 +17,7 @@ impl Cvm {
     /// Returns [`Step::Ended`] when nothing can fire. On `Err`, nothing changed.
     pub fn step(&mut self) -> Result<Step, StepError> {
         self.check_traced();
-        let advanced = self.drive_now(Forward::Next);
+        let advanced = self.drive(Forward::Next);
         if self.context.recorder.is_some() {
             self.record_outcome(&advanced)?;
         }
@@ -43,7 +43,7 @@ impl Cvm {
     /// the recorded future stays as it was.
     pub fn refire(&mut self) -> Result<Step, StepError> {
         self.check_traced();
-        let advanced = self.drive_now(Forward::Anew);
+        let advanced = self.drive(Forward::Anew);
         if self.context.recorder.is_some() {
             self.record_outcome(&advanced)?;
         }
@@ -70,7 +70,7 @@ impl Cvm {
                     .map_or_else(|| format!("#{o}"), |n| n.name.clone()),
             });
         }
-        let advanced = self.drive_now(Forward::Op(o));
+        let advanced = self.drive(Forward::Op(o));
         Ok(self.describe(advanced?))
     }
 
@@ -90,7 +90,7 @@ impl Cvm {
             if self.context.cancel.take() {
                 break EndState::Cancelled;
             }
-            if let Some(end) = run_outcome(self.drive_now(Forward::Next))? {
+            if let Some(end) = run_outcome(self.drive(Forward::Next))? {
                 break end;
             }
         };
