@@ -18,7 +18,7 @@ use serde_json::Value as Json;
 use xxhash_rust::xxh3::Xxh3;
 
 use super::Cvm;
-use super::attempt::{Emissions, FiringCx, Outcome};
+use super::attempt::{Emissions, FiringCx, FiringOutcome as Outcome};
 use super::record::CommittedFiring;
 use crate::connection::{NONE, Token};
 use crate::history::{ReusedFrom, TokenRecord};
@@ -341,16 +341,17 @@ pub(super) fn reused(
     cx: &FiringCx<'_>,
     emitted: &mut Emissions,
 ) -> Result<Option<Outcome>, Option<FiringKey>> {
-    let Some(reuse) = cx.reuse else {
+    let sh = cx.shared;
+    let Some(reuse) = sh.reuse else {
         return Err(None);
     };
-    let connected = cx.topo.out_connected[cx.o];
-    let Some(fixed) = reuse.fixed_of(cx.o, &**slot, spec, connected, &**cx.caps) else {
+    let connected = sh.topo.out_connected[cx.o];
+    let Some(fixed) = reuse.fixed_of(cx.o, &**slot, spec, connected, &**sh.caps) else {
         return Err(None);
     };
     let before = slot.save_state();
-    let inputs = cx.inputs.iter().map(|s| token(cx.tokens, s.token));
-    let key = key(&fixed, before.as_ref(), inputs, &**cx.caps);
+    let inputs = sh.plan.inputs(cx.j).iter().map(|s| token(sh.tokens, s.token));
+    let key = key(&fixed, before.as_ref(), inputs, &**sh.caps);
     let Some(source) = &reuse.source else {
         return Err(key);
     };
@@ -416,12 +417,12 @@ fn apply(
         Some(json) => Some(crate::operator::read_state(&**slot, json).ok()?),
         None => None,
     };
-    super::attempt::check_emissions(&values, cx.topo, cx.o, spec).ok()?;
+    super::attempt::check_emissions(&values, cx.shared.topo, cx.o, spec).ok()?;
     if before.is_some() && after.is_none() {
         return None;
     }
     let op = &mut **slot;
-    crate::operator::capability::applying(cx.caps, || op.replay(after.as_ref(), &values));
+    crate::operator::capability::applying(cx.shared.caps, || op.replay(after.as_ref(), &values));
     emitted.clear();
     emitted.extend(values);
     Some(Outcome {
@@ -437,40 +438,45 @@ impl Cvm {
     /// Reuses recorded firings from `reuse` (see the module): from now on each firing of a
     /// reusable behavioral operator is looked up first. `None` removes it.
     pub fn set_reuse(&mut self, reuse: Option<Arc<Reuse>>) {
-        self.reuse = reuse;
+        self.context.reuse = reuse;
         self.update_keying();
     }
 
     /// The reuse installed, if any.
     pub fn reuse(&self) -> Option<&Arc<Reuse>> {
-        self.reuse.as_ref().filter(|r| r.looks_up())
+        self.context.reuse.as_ref().filter(|r| r.looks_up())
     }
 
     /// Keeps reuse and keys in step with the recorder: a journaled run computes the key of a
     /// firing that names a memory before the firing (what the memory held then is part of it);
     /// a looked-up firing goes through the firing routine's future (the hook's one call site).
     pub(super) fn update_keying(&mut self) {
-        let looks_up = self.reuse.as_ref().is_some_and(|r| r.looks_up());
+        let looks_up = self.context.reuse.as_ref().is_some_and(|r| r.looks_up());
         if !looks_up {
-            self.reuse = self.recorder.is_some().then(|| Arc::new(Reuse::keying()));
+            self.context.reuse = self
+                .context
+                .recorder
+                .is_some()
+                .then(|| Arc::new(Reuse::keying()));
         }
+        let ops = &mut self.operators;
         for (o, node) in self.net.ops.iter().enumerate() {
-            let base = !self.settings[o].is_none()
-                || self.exec[o] == crate::operator::Execution::Async;
+            let base = !ops.settings[o].is_none()
+                || ops.execution[o] == crate::operator::Execution::Async;
             let behavioral = node.spec.family == Family::Behavioral;
-            let keyed = self.reuse.is_some() && (looks_up || names_memory(&node.spec.type_id));
-            self.guarded[o] = base || (behavioral && keyed);
+            let keyed =
+                self.context.reuse.is_some() && (looks_up || names_memory(&node.spec.type_id));
+            ops.guarded[o] = base || (behavioral && keyed);
         }
-        self.update_slow();
     }
 
     /// How many firings of the applied path were reused from a recorded run.
     pub fn reused_firings(&self) -> usize {
-        self.hist
+        self.history
             .path
             .iter()
-            .flat_map(|&n| self.hist.firing_range(n))
-            .filter(|&f| self.hist.reused_of(f).is_some())
+            .flat_map(|&n| self.history.firing_range(n))
+            .filter(|&f| self.history.reused_of(f).is_some())
             .count()
     }
 }
@@ -507,13 +513,13 @@ impl CommittedFiring<'_> {
                 fixed(
                     &*node.op,
                     &node.spec,
-                    cvm.topo.out_connected[o],
-                    &*cvm.caps,
+                    cvm.operators.topo.out_connected[o],
+                    &*cvm.context.capabilities,
                 )
             })
             .as_ref()?;
         // Computed before the firing, by the hook (what a memory held then is part of it).
-        if let Some(k) = cvm.hist.key_of(self.firing_index()) {
+        if let Some(k) = cvm.history.key_of(self.firing_index()) {
             return Some(k);
         }
         if !fixed.memories.is_empty() {
@@ -522,7 +528,7 @@ impl CommittedFiring<'_> {
         // The inputs as the firing read them: a connection some firing of this step wrote held
         // the token that write replaced.
         let n = self.node_index();
-        let h = &cvm.hist;
+        let h = &cvm.history;
         let written_in_step = |c: u32| {
             h.firing_range(n)
                 .flat_map(|f| h.written_range(f))
@@ -530,14 +536,14 @@ impl CommittedFiring<'_> {
                 .find(|w| w.conn == c)
                 .map(|w| w.prior_tok)
         };
-        let inputs = cvm.topo.ins(o).iter().map(|&c| {
+        let inputs = cvm.operators.topo.ins(o).iter().map(|&c| {
             if c == NONE {
                 return None;
             }
-            let t = written_in_step(c).unwrap_or(cvm.tok[c as usize]);
-            token(&cvm.tokens, t)
+            let t = written_in_step(c).unwrap_or(cvm.marking.token_of[c as usize]);
+            token(&cvm.marking.tokens, t)
         });
-        key(fixed, self.before(), inputs, &*cvm.caps)
+        key(fixed, self.before(), inputs, &*cvm.context.capabilities)
     }
 
     /// The output port of each token the firing emitted, in emission order (`None`: written to
@@ -551,5 +557,18 @@ impl CommittedFiring<'_> {
                     .map(|(c, _, _)| cvm.net.conns[c.index()].from.port)
             })
             .collect()
+    }
+}
+
+/// Keeps what the hook learnt of a committed firing in the history: where it was reused from,
+/// and its key (computed before the firing). Called as the firing is applied, before its
+/// record is added.
+pub(super) fn keep(history: &mut crate::history::Store, out: &mut Outcome) {
+    let firing = history.firings.len() as u32;
+    if let Some(from) = out.reused.take() {
+        history.reused.push((firing, from));
+    }
+    if let Some(k) = out.key {
+        history.keys.push((firing, k));
     }
 }
