@@ -188,7 +188,10 @@ impl RunReport {
             plural(self.firings, "firing")
         );
         if let Some(n) = self.reused {
-            s.push_str(&format!("  {} reused from the recorded runs\n", plural(n, "firing")));
+            s.push_str(&format!(
+                "  {} reused from the recorded runs\n",
+                plural(n, "firing")
+            ));
         }
         match &self.end {
             EndState::Completed | EndState::Cancelled => {}

@@ -269,11 +269,22 @@ fn compared_text(c: &Compared, a: &str, b: &str) -> String {
             at(y)
         );
         for (what, get) in [
-            ("inputs", (|f: &Firing| f.inputs.clone()) as fn(&Firing) -> Json),
+            (
+                "inputs",
+                (|f: &Firing| f.inputs.clone()) as fn(&Firing) -> Json,
+            ),
             ("outputs", |f: &Firing| f.outputs.clone()),
         ] {
-            let side = |f: &Option<Firing>| f.as_ref().map_or("(no such firing)".into(), |f| short(Some(&get(f))));
-            s += &format!("  {what:<8} {a}: {}\n  {:<8} {b}: {}\n", side(x), "", side(y));
+            let side = |f: &Option<Firing>| {
+                f.as_ref()
+                    .map_or("(no such firing)".into(), |f| short(Some(&get(f))))
+            };
+            s += &format!(
+                "  {what:<8} {a}: {}\n  {:<8} {b}: {}\n",
+                side(x),
+                "",
+                side(y)
+            );
         }
         if let (Some(x), Some(y)) = (x, y)
             && let Some((path, u, w)) = difference(&x.compared(), &y.compared(), "")

@@ -121,7 +121,10 @@ fn a_changed_prompt_calls_only_the_model_downstream_and_the_rest_is_reused() {
     let db = p.path("runs.db");
     let (same, _) = p.run(&["--reuse", &db]);
     assert_eq!(calls(&server, before), (0, 0, vec![]));
-    assert_eq!(same["sinks"], first["sinks"], "a sink receives what was recorded");
+    assert_eq!(
+        same["sinks"], first["sinks"],
+        "a sink receives what was recorded"
+    );
     assert!(same["reused"].as_u64().unwrap() >= 3, "{same}");
 
     // The answer's prompt changed: only the chat model is called again.
@@ -192,7 +195,11 @@ fn test_against_a_recorded_run_passes_offline_and_fails_with_a_diff_when_params_
 
     let o = p.cameleon(&["test", &rag, "--against", &db, &id]);
     assert_eq!(code(&o), 0, "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).starts_with("ok: every sink as in run"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).starts_with("ok: every sink as in run"),
+        "{}",
+        stdout(&o)
+    );
 
     p.edit(SYSTEM, "Answer in one short sentence.");
     let o = p.cameleon(&["test", &rag, "--against", &db, &id]);

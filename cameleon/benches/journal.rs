@@ -274,7 +274,9 @@ fn reuse_lookup(c: &mut Criterion) {
     drop(journal);
     let conn = rusqlite::Connection::open(&path).expect("opens");
     let real: Vec<Vec<u8>> = {
-        let mut st = conn.prepare("SELECT key FROM firing_keys").expect("prepares");
+        let mut st = conn
+            .prepare("SELECT key FROM firing_keys")
+            .expect("prepares");
         st.query_map([], |r| r.get(0))
             .expect("reads")
             .collect::<Result<_, _>>()

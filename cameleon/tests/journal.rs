@@ -1294,7 +1294,10 @@ fn open_run_travels_a_run_without_changing_its_journal() {
     drop(run);
     assert_eq!(rows(&path, "SELECT steps FROM progress"), 4);
     assert_eq!(
-        rows(&path, "SELECT count(*) FROM progress WHERE redo_tip IS NULL"),
+        rows(
+            &path,
+            "SELECT count(*) FROM progress WHERE redo_tip IS NULL"
+        ),
         1
     );
     assert_eq!(journal.runs().unwrap()[0].status, "COMPLETED");

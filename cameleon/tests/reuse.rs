@@ -113,7 +113,11 @@ fn a_recorded_firing_is_applied_without_calling_its_operator() {
     again.back().unwrap();
     again.set_reuse(None);
     again.refire().unwrap();
-    assert_eq!(calls("same"), before + 1, "without reuse, the operator runs");
+    assert_eq!(
+        calls("same"),
+        before + 1,
+        "without reuse, the operator runs"
+    );
 }
 
 #[test]
@@ -130,7 +134,11 @@ fn a_changed_param_misses_and_so_does_what_it_feeds_and_the_rest_hits() {
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(calls("param"), 3);
     assert_eq!(out(&cvm), vec![serde_json::json!(600)]);
-    assert_eq!(cvm.reused_firings(), 2, "`const` and `a`; `b` and the sink ran");
+    assert_eq!(
+        cvm.reused_firings(),
+        2,
+        "`const` and `a`; `b` and the sink ran"
+    );
 
     // The source's value changed: `a`'s input differs, and so does `b`'s.
     let mut cvm = Cvm::new(net("param", 4, 10));
@@ -155,7 +163,11 @@ fn a_reused_run_journals_and_resumes_with_its_provenance() {
     drop(cvm);
     assert_eq!(calls("resume"), 2);
     let back = journal.open_run(&second).unwrap().cvm;
-    assert_eq!(back.trace_lines(), trace, "the reused provenance is journaled");
+    assert_eq!(
+        back.trace_lines(),
+        trace,
+        "the reused provenance is journaled"
+    );
     assert_eq!(back.reused_firings(), 4);
     // Keys are recorded for the second run too: a third run may reuse it alone.
     let mut third = Cvm::new(net("resume", 5, 10));

@@ -90,6 +90,7 @@ mod spans;
 mod step;
 mod trace;
 
+pub use crate::history::ReusedFrom;
 pub use ask::ProvideError;
 pub use builder::CvmBuilder;
 pub use cancel::CancelToken;
@@ -104,7 +105,6 @@ use parts::{Operators, RunContext, Scratch};
 pub use record::{Committed, CommittedFiring, Position, RecordError, Recorder};
 pub use restore::{RestoreError, Restoring};
 pub use reuse::{FiringKey, KeyCache, NotReusable, RecordedFiring, Reuse, ReuseSource};
-pub use crate::history::ReusedFrom;
 
 /// The Caméléon virtual machine: a net, its marking, and its history.
 pub struct Cvm {

@@ -203,7 +203,10 @@ pub(super) fn fixed(
     for p in capability_params().filter(|p| p.op_type == spec.type_id) {
         let names: Vec<String> = match params.get(p.param) {
             Some(Json::String(s)) => vec![s.clone()],
-            Some(Json::Array(a)) => a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect(),
+            Some(Json::Array(a)) => a
+                .iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect(),
             _ => vec!["default".to_owned()],
         };
         for name in names {
@@ -350,7 +353,11 @@ pub(super) fn reused(
         return Err(None);
     };
     let before = slot.save_state();
-    let inputs = sh.plan.inputs(cx.j).iter().map(|s| token(sh.tokens, s.token));
+    let inputs = sh
+        .plan
+        .inputs(cx.j)
+        .iter()
+        .map(|s| token(sh.tokens, s.token));
     let key = key(&fixed, before.as_ref(), inputs, &**sh.caps);
     let Some(source) = &reuse.source else {
         return Err(key);
@@ -461,8 +468,8 @@ impl Cvm {
         }
         let ops = &mut self.operators;
         for (o, node) in self.net.ops.iter().enumerate() {
-            let base = !ops.settings[o].is_none()
-                || ops.execution[o] == crate::operator::Execution::Async;
+            let base =
+                !ops.settings[o].is_none() || ops.execution[o] == crate::operator::Execution::Async;
             let behavioral = node.spec.family == Family::Behavioral;
             let keyed =
                 self.context.reuse.is_some() && (looks_up || names_memory(&node.spec.type_id));

@@ -423,7 +423,15 @@ impl Journal {
                 .execute(
                     "INSERT INTO runs (id, name, cm, cm_hash, mode, config, generation, started)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
-                    (&id, &name, &cm, store::hash(&cm), mode, &config, opts.generation.map(|g| g as i64)),
+                    (
+                        &id,
+                        &name,
+                        &cm,
+                        store::hash(&cm),
+                        mode,
+                        &config,
+                        opts.generation.map(|g| g as i64),
+                    ),
                 )
                 .and_then(|_| {
                     c.execute(

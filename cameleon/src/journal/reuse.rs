@@ -93,9 +93,7 @@ impl ReuseJournal {
                     "SELECT run, node, firing, ports FROM firing_keys
                      WHERE key = ?1 AND run = ?2 LIMIT 1",
                 )
-                .and_then(|mut st| {
-                    st.query_row((&bytes[..], run), hit).optional()
-                }),
+                .and_then(|mut st| st.query_row((&bytes[..], run), hit).optional()),
             None => c
                 .prepare_cached(
                     "SELECT run, node, firing, ports FROM firing_keys
@@ -103,7 +101,12 @@ impl ReuseJournal {
                 )
                 .and_then(|mut st| st.query_row([&bytes[..]], hit).optional()),
         };
-        found.map_err(|e| format!("cannot read the reuse journal `{}`: {e}", self.path.display()))
+        found.map_err(|e| {
+            format!(
+                "cannot read the reuse journal `{}`: {e}",
+                self.path.display()
+            )
+        })
     }
 
     fn run_id(&self, c: &Connection, run: i64) -> rusqlite::Result<String> {

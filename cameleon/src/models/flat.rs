@@ -420,7 +420,10 @@ impl Memory for FlatMemory {
     /// The wrapping sum of the XXH3 of each item's id and text: the same for the same items,
     /// whatever their order.
     fn fingerprint(&self) -> Option<u64> {
-        let rows = self.rows.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let rows = self
+            .rows
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let mut h = rows.len() as u64;
         for (id, text) in rows.ids.iter().zip(&rows.texts) {
             let x = xxhash_rust::xxh3::xxh3_64(id.as_bytes())
