@@ -57,6 +57,7 @@ pub(super) struct FiringCx<'a> {
 
 impl<'a> FiringCx<'a> {
     /// The context of the step's `j`-th firing, operator `name`'s.
+    #[inline]
     pub(super) fn new(
         shared: &'a StepCx<'a>,
         j: usize,
@@ -78,11 +79,13 @@ impl<'a> FiringCx<'a> {
     }
 
     /// What the firing reads: its inputs at the start of the step.
+    #[inline]
     fn inputs(&self) -> &'a [InputSlot] {
         self.shared.plan.inputs(self.j)
     }
 
     /// The parts of the context `run` sees.
+    #[inline]
     fn parts(&self) -> FiringParts<'a> {
         FiringParts {
             tokens: self.shared.tokens,
@@ -102,6 +105,7 @@ impl<'a> FiringCx<'a> {
     }
 
     /// The context `run` sees, writing into `emitted`.
+    #[inline]
     fn firing<'e>(&'e self, emitted: &'e mut Emissions) -> Firing<'e> {
         Firing::new(self.parts(), emitted)
     }

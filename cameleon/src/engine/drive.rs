@@ -144,10 +144,16 @@ impl Cvm {
     }
 
     /// The `tracing` spans of the step's firings, when a subscriber listens (else none).
+    #[inline]
     fn firing_spans(&self, step: u32) -> Vec<Span> {
         if !self.context.traced {
             return Vec::new();
         }
+        self.traced_spans(step)
+    }
+
+    #[cold]
+    fn traced_spans(&self, step: u32) -> Vec<Span> {
         let step_span = self.step_span(step, &self.scratch.ops);
         self.scratch
             .ops
@@ -209,7 +215,7 @@ impl Cvm {
 
     /// Chooses the operators of a step anew into `scratch.ops`, or the end state that stops
     /// the run before it: nothing enabled, or a limit (docs/semantics.md §4.7).
-    #[inline]
+    #[inline(always)]
     fn choose(&mut self, how: Forward) -> Option<EndState> {
         self.scratch.ops.clear();
         match how {
@@ -253,7 +259,7 @@ impl Cvm {
     /// writes is not NEW now, and stays NEW after the step). Saves each operator's state in
     /// `operators.interrupted`: if the step's future is dropped mid-way, the next step restores
     /// them.
-    #[inline]
+    #[inline(always)]
     fn plan_step(&mut self) {
         let plan = &mut self.scratch.plan;
         plan.clear();

@@ -76,6 +76,8 @@ pub(super) struct StepCx<'a> {
 /// to the first failure (later firings are not needed: the step is discarded). `before`: each
 /// operator's state before the step; `outcomes` and `emitted` receive one entry per firing
 /// (`None` and nothing for those not run).
+// Always inlined: it is the sequential hot path (see benches/engine.rs).
+#[inline(always)]
 pub(super) fn fire_inline(
     b: &StepCx<'_>,
     nodes: &mut [OpNode],

@@ -26,21 +26,21 @@
 //! | part | holds |
 //! |---|---|
 //! | `net` | the [`Net`]: its operators (the executors) and connections |
-//! | [`Operators`](parts::Operators) | per operator: the topology, how it executes, its settings, its question |
-//! | [`LiveMarking`](marking::LiveMarking) | connection states, tokens, port views, enabled and waiting sets, fire counts |
-//! | [`Store`](crate::history::Store) | the history tree |
-//! | [`RunContext`](parts::RunContext) | run id, capabilities, cancel token, partial sink, recorder, mode, limits, spans |
+//! | `Operators` | per operator: the topology, how it executes, its settings, its question |
+//! | `LiveMarking` | connection states, tokens, port views, enabled and waiting sets, fire counts |
+//! | `history::Store` | the history tree |
+//! | `RunContext` | run id, capabilities, cancel token, partial sink, recorder, mode, limits, spans |
 //! | `observer` | the [`Event`] callback (its own part: firings call it while the step reads the rest) |
 //!
 //! Every forward step goes through **one** drive routine (`drive.rs`): begin (replay a
 //! recorded step, or choose the firings and plan what they read), fire them (on the calling
 //! thread, or concurrently as futures), settle: commit the step through **one** apply path
-//! ([`LiveMarking::apply`](marking::LiveMarking::apply)) — or discard it.
+//! (`LiveMarking::apply`) — or discard it.
 //!
 //! | module | does |
 //! |---|---|
 //! | `mod.rs` | the [`Cvm`] and its parts |
-//! | `parts` | [`Operators`](parts::Operators), [`RunContext`](parts::RunContext), the scratch buffers |
+//! | `parts` | `Operators`, `RunContext`, the scratch buffers |
 //! | `marking` | the live marking: apply, redo and undo of a firing, the enabled set kept in step |
 //! | `builder` | [`CvmBuilder`]: mode, loop bound, step budget, observer, cancel token |
 //! | `query` | what the engine tells without changing anything: fireable, states, received values |
@@ -48,7 +48,7 @@
 //! | `step` | the synchronous API: [`Cvm::step`], [`Cvm::refire`], [`Cvm::fire_op`], [`Cvm::run`]; replay |
 //! | `concurrent` | the async API: [`Cvm::step_async`], [`Cvm::run_async`]; cancellation |
 //! | `firings` | the firings of one step: what they read, their shared context, inline or concurrent |
-//! | `attempt` | **the** firing routine every mode goes through, and its [`settle`](attempt) |
+//! | `attempt` | **the** firing routine every mode goes through, and its `settle` |
 //! | `back` | backward: undo, rewind, branches and checkout |
 //! | `deadlock` | terminal states and the stuck report |
 //! | `ask` | operators waiting for an outside value: [`Cvm::provide`], [`Cvm::waiting`] (`WAITING`) |
