@@ -118,7 +118,14 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         None
     };
     let mut net =
-        match crate::satellite::load(&a.file, a.allow_outside, a.json, connected.as_ref(), io)? {
+        match crate::satellite::load(
+            &a.file,
+            a.allow_outside,
+            a.json,
+            connected.as_ref(),
+            a.capabilities.as_deref(),
+            io,
+        )? {
             Ok(net) => net,
             Err(code) => return Ok(code),
         };

@@ -446,16 +446,30 @@ impl Source for SatelliteTools {
 }
 
 /// Loads `path` for a command with `connected`'s tools and operator types when it has
-/// satellites (as [`load`](crate::load) otherwise). `Err`: the exit code, reported.
+/// satellites (as [`load`](crate::load) otherwise), the names of the nets the capabilities
+/// files that apply (`capabilities`, else the usual ones) offer as tools accepted as tool
+/// names. `Err`: the exit code, reported.
 pub(super) fn load(
     path: &std::path::Path,
     allow_outside: bool,
     json: bool,
     connected: Option<&Connected>,
+    capabilities: Option<&std::path::Path>,
     io: &mut Io<'_>,
 ) -> std::io::Result<Result<cameleon::net::Net, i32>> {
+    // Names only: a capabilities file that is not valid is reported when the run builds it.
+    let known: Vec<String> = cameleon::capabilities::Runtime::builder()
+        .for_cm_file(path, capabilities)
+        .names()
+        .map(|n| {
+            n.names(cameleon::operator::capability::Named::Tool)
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
     let Some(c) = connected else {
-        return crate::load_with(path, allow_outside, json, None, None, io);
+        return crate::load_with(path, allow_outside, json, None, None, &known, io);
     };
     let catalogue = match c.catalogue(io)? {
         Ok(cat) => cat,
@@ -467,6 +481,7 @@ pub(super) fn load(
         json,
         Some(c.registry()),
         Some(&catalogue),
+        &known,
         io,
     )? {
         Ok(net) => net,

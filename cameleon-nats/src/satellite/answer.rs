@@ -388,11 +388,12 @@ pub(super) async fn handle_tool(
         async move {
             let _place = permit;
             s.executions.fetch_add(1, Ordering::SeqCst);
-            let mut gate = ToolGate::allow_only(
-                Arc::clone(ToolRegistry::global()),
-                req.tool.clone(),
-                s.base_dir.clone(),
-            );
+            // The satellite's own capabilities: a net offered as a tool runs with them.
+            let mut gate = s
+                .generation
+                .for_call(&req.tool, s.base_dir.clone())
+                .gate()
+                .clone();
             if let Some(l) = s.config.max_call {
                 gate = gate.timeout(l);
             }

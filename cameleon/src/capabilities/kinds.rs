@@ -208,3 +208,31 @@ pub fn kinds() -> impl Iterator<Item = &'static ProviderKind> {
 pub(super) fn find(section: Section, kind: &str) -> Option<&'static ProviderKind> {
     kinds().find(|k| k.build.section() == section && k.kind == kind)
 }
+
+/// Locates a kind's refusal: at its setting, else at the entry.
+pub(super) fn kind_error(
+    cx: &mut super::config::Cx<'_>,
+    tree: &crate::cm::tree::Node,
+    section: Section,
+    cfg: &KindConfig,
+    e: KindError,
+) {
+    let entry = tree.get(section.key()).and_then(|s| s.get(&cfg.name));
+    let span = match (&e.key, entry) {
+        (Some(k), Some(n)) => n.get(k).map_or(n.span, |v| v.span),
+        (None, Some(n)) => n.span,
+        _ => tree.span,
+    };
+    cx.push(
+        CmProblemKind::Schema,
+        span,
+        format!(
+            "{} `{}` ({}): {}",
+            section.what(),
+            cfg.name,
+            cfg.kind,
+            e.message
+        ),
+        e.hint,
+    );
+}
