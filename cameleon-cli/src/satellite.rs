@@ -457,17 +457,7 @@ pub(super) fn load(
     capabilities: Option<&std::path::Path>,
     io: &mut Io<'_>,
 ) -> std::io::Result<Result<cameleon::net::Net, i32>> {
-    // Names only: a capabilities file that is not valid is reported when the run builds it.
-    let known: Vec<String> = cameleon::capabilities::Runtime::builder()
-        .for_cm_file(path, capabilities)
-        .names()
-        .map(|n| {
-            n.names(cameleon::operator::capability::Named::Tool)
-                .into_iter()
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
+    let known = crate::net_tool_names(path, capabilities);
     let Some(c) = connected else {
         return crate::load_with(path, allow_outside, json, None, None, &known, io);
     };

@@ -172,28 +172,7 @@ fn a_supervisor_agent_calls_a_summarising_net_and_a_calculator_sub_agent() {
 
 /// `input` → fork → (barrier, predicate → gate): when the predicate says no, the barrier
 /// waits forever with one token — a deadlock the verifier finds.
-const STUCK: &str = "cameleon: 1
-name: stuck
-operators:
-  - {id: x, type: input, params: {name: x, type: DataString}}
-  - {id: split, type: fork, params: {arity: 3}}
-  - {id: urgent, type: predicate, params: {test: {contains: urgent}}}
-  - {id: route, type: gate}
-  - {id: both, type: barrier}
-  - {id: dropped, type: sink}
-  - {id: out, type: output, params: {name: out}}
-  - {id: other, type: sink}
-connections:
-  - {from: x.out_data, to: split.in_data}
-  - {from: split.out_a, to: both.in_a}
-  - {from: split.out_b, to: urgent.in_data}
-  - {from: split.out_c, to: route.in_data}
-  - {from: urgent.out_data, to: route.in_condition}
-  - {from: route.out_true, to: both.in_b}
-  - {from: route.out_false, to: dropped.in_data}
-  - {from: both.out_a, to: out.in_data}
-  - {from: both.out_b, to: other.in_data}
-";
+const STUCK: &str = include_str!("fixtures/nets/stuck.cm");
 
 #[test]
 fn a_net_tool_that_deadlocks_is_refused_at_load_with_its_witness() {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value as Json};
 
+use crate::cm::CmProblemKind;
 use crate::operator::capability::{ChatModel, Embedder, Memory};
 
 /// Which registry of a generation an entry goes to: the file's `chat:`, `embedders:` or

@@ -37,7 +37,7 @@ impl<'c> Loader<'c> {
         }
         let tools = self.tool_registry();
         if let Some((node, t)) = &decls.tools {
-            check_tool_policy(cx, node, t, tools, &|n| self.may_have_tool(n));
+            check_tool_policy(cx, node, t, tools, &|n: &str| self.may_have_tool(n));
             b.tools(ToolPolicy {
                 allow: t.allow.clone(),
                 approve: t.approve.clone(),
