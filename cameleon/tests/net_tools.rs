@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use cameleon::capabilities::{CapabilitiesError, Runtime};
 use cameleon::cm::Loader;
-use cameleon::operator::capability::{ToolCall, ToolStatus};
+use cameleon::operator::capability::{Capabilities, ToolCall, ToolStatus};
 use cameleon::ops::ai::{ModelCall, ModelLog};
 use cameleon::prelude::*;
 use serde_json::{Value, json};

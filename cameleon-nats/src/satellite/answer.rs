@@ -12,7 +12,7 @@ use cameleon::net::ToolPolicy;
 use cameleon::operator::DetachedInputs;
 use cameleon::operator::capability::Capabilities;
 use cameleon::runtime::{CatchPanic, catch_panic};
-use cameleon::tools::{ToolCall, ToolGate, ToolRegistry, ToolStatus};
+use cameleon::tools::{ToolCall, ToolStatus};
 use cameleon::types::{TypedValue, Value};
 use cameleon::{Execution, OpError, Operator};
 use tokio::sync::OwnedSemaphorePermit;

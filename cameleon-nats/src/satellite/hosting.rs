@@ -160,7 +160,7 @@ pub fn nothing_to_host(ops: &[String], tools: &[String]) -> String {
         FILE_READING_OPS.join(", "),
         tools
             .iter()
-            .filter(|t| tool_touches_files(t))
+            .filter(|t| tool_touches_files(t, ToolRegistry::global()))
             .map(String::as_str)
             .collect::<Vec<_>>()
             .join(", "),

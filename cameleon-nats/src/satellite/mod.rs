@@ -23,7 +23,6 @@ use std::time::Duration;
 use async_nats::service::ServiceExt;
 use async_nats::{Client, HeaderMap};
 use cameleon::capabilities::{Generation, Runtime};
-use cameleon::tools::ToolRegistry;
 use futures_util::StreamExt;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;

@@ -412,7 +412,7 @@ impl Net {
     /// nets with equal descriptions are the same net, whichever way they were built: declared port
     /// types are left out on purpose, since `Merge<DataJSON>` built in Rust and the `merge` a
     /// `.cm` file loads (type variables) carry the same data once connected.
-    fn description(&self) -> impl PartialEq + '_ {
+    fn comparable(&self) -> impl PartialEq + '_ {
         let ops: Vec<_> = self
             .ops
             .iter()
@@ -450,7 +450,7 @@ impl Net {
 
 impl PartialEq for Net {
     fn eq(&self, other: &Self) -> bool {
-        self.description() == other.description()
+        self.comparable() == other.comparable()
     }
 }
 

@@ -380,7 +380,7 @@ impl ToolGate {
             idempotency_key: call.idempotency_key.clone(),
             approved_by: call.approved_by.clone(),
             origin: Default::default(),
-            caller: self.caller.clone(),
+            caller: super::registry::Lent(self.caller.clone()),
         }
     }
 

@@ -29,8 +29,27 @@ pub struct ToolContext {
     pub(crate) origin: ReportedOrigin,
     /// The calling run, as its gate was given it ([`ToolGate::caller`](super::ToolGate::caller)):
     /// what a tool that runs a net needs of its caller (docs/tools.md#nets-as-tools).
-    pub(crate) caller: Option<Arc<dyn std::any::Any + Send + Sync>>,
+    pub(crate) caller: Lent,
 }
+
+/// What a calling run lends the tools it calls (shared, opaque here). Compares equal always:
+/// it is who asks, not part of what is asked.
+#[derive(Clone, Default)]
+pub(crate) struct Lent(pub(crate) Option<Arc<dyn std::any::Any + Send + Sync>>);
+
+impl fmt::Debug for Lent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "Lent(..)" } else { "Lent(None)" })
+    }
+}
+
+impl PartialEq for Lent {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Lent {}
 
 /// What a tool reports of its call beside its result (shared between the gate's context and the
 /// tool): where a forwarded call ran, the tokens its model requests used, the run of a net
@@ -69,7 +88,7 @@ impl ToolContext {
             idempotency_key: None,
             approved_by: None,
             origin: ReportedOrigin::default(),
-            caller: None,
+            caller: Lent::default(),
         }
     }
 
@@ -101,7 +120,7 @@ impl ToolContext {
 
     /// The calling run, when the gate was given it ([`ToolGate::caller`](super::ToolGate::caller)).
     pub fn caller(&self) -> Option<&Arc<dyn std::any::Any + Send + Sync>> {
-        self.caller.as_ref()
+        self.caller.0.as_ref()
     }
 
     /// The base folder.
