@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use cameleon::capabilities::{CapabilitiesError, Runtime};
 use cameleon::cm::Loader;
-use cameleon::operator::capability::{Capabilities, ToolCall, ToolStatus};
+use cameleon::operator::capability::{ToolCall, ToolStatus};
 use cameleon::ops::ai::{ModelCall, ModelLog};
 use cameleon::prelude::*;
 use serde_json::{Value, json};
@@ -54,7 +54,8 @@ fn load(rt: &Runtime, file: &Path) -> Net {
 
 /// The supervisor's record of its last firing (step 2: after the source).
 fn supervisor_log(cvm: &Cvm) -> cameleon::ops::ai::FiringLog {
-    let state = cvm.history().state_after(2, 0).expect("the agent's state");
+    let history = cvm.history();
+    let state = history.state_after(2, 0).expect("the agent's state");
     let (log,) = state.get::<(ModelLog,)>().expect("a model log");
     log.last().expect("a firing").clone()
 }
