@@ -243,11 +243,18 @@ fn chain(tag: &str, depth: u32) -> (TempDir, Runtime) {
     (dir, rt)
 }
 
+/// `cameleon call TOOL` as the user types it: each level's argument `args` is what it passes
+/// to the next (`calc` at the end gets `{"expr": "6 * 7"}`).
 fn call(rt: &Runtime, dir: &TempDir, tool: &str) -> cameleon::operator::capability::ToolResult {
+    let mut args = json!({"expr": "6 * 7"});
+    let levels = if tool == "level1" { 3 } else { 2 };
+    for _ in 0..levels {
+        args = json!({ "args": args });
+    }
     rt.current()
         .for_call(tool, dir.path())
         .gate()
-        .call_blocking(ToolCall::new(tool, json!({"args": {"expr": "6 * 7"}})))
+        .call_blocking(ToolCall::new(tool, args))
 }
 
 #[test]
