@@ -117,18 +117,17 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     } else {
         None
     };
-    let mut net =
-        match crate::satellite::load(
-            &a.file,
-            a.allow_outside,
-            a.json,
-            connected.as_ref(),
-            a.capabilities.as_deref(),
-            io,
-        )? {
-            Ok(net) => net,
-            Err(code) => return Ok(code),
-        };
+    let mut net = match crate::satellite::load(
+        &a.file,
+        a.allow_outside,
+        a.json,
+        connected.as_ref(),
+        a.capabilities.as_deref(),
+        io,
+    )? {
+        Ok(net) => net,
+        Err(code) => return Ok(code),
+    };
     if let Some(witness) = &a.follow {
         return follow(&net, witness, a.json, io);
     }

@@ -34,7 +34,11 @@ fn agents_folder(tag: &str, server: &Server) -> TempDir {
 fn the_agents_example_runs_offline_against_the_scripted_server() {
     let server = Server::start();
     server.script([
-        Reply::tool_calls(&[("s1", "summarize", json!({"text": "128 in the north, 47 in the south."}))]),
+        Reply::tool_calls(&[(
+            "s1",
+            "summarize",
+            json!({"text": "128 in the north, 47 in the south."}),
+        )]),
         Reply::chat("Chameleons were counted in two forests."),
         Reply::tool_calls(&[("s2", "calculator", json!({"question": "128 + 47"}))]),
         Reply::tool_calls(&[("c1", "calc", json!({"expr": "128 + 47"}))]),
@@ -71,10 +75,7 @@ fn tools_lists_net_tools_and_call_runs_one() {
         .find(|m| m["name"] == "calculator")
         .expect("listed");
     assert_eq!(calculator["effects"], "none");
-    assert_eq!(
-        calculator["input_schema"]["required"],
-        json!(["question"])
-    );
+    assert_eq!(calculator["input_schema"]["required"], json!(["question"]));
     assert!(
         calculator["description"]
             .as_str()

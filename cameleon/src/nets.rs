@@ -196,11 +196,7 @@ impl NetTool {
             Ok(net) => net,
             Err(e) => return (Err(e), None, None),
         };
-        let caps = caller.nested(
-            name,
-            net.tool_policy(),
-            crate::cm::folder_of(&self.0.file),
-        );
+        let caps = caller.nested(name, net.tool_policy(), crate::cm::folder_of(&self.0.file));
         self.finish(net, caps)
     }
 
@@ -280,9 +276,7 @@ impl NetTool {
             EndState::Error { op, error } => Err(ToolError::new(format!(
                 "the net `{name}` ended in ERROR: `{op}` failed: {error}"
             ))),
-            other => Err(ToolError::new(format!(
-                "the net `{name}` ended in {other}"
-            ))),
+            other => Err(ToolError::new(format!("the net `{name}` ended in {other}"))),
         };
         let run = serde_json::to_value(InnerRun::new(cvm, end, None)).ok();
         (result, usage, run)

@@ -108,12 +108,17 @@ fn a_supervisor_agent_calls_a_summarising_net_and_a_calculator_sub_agent() {
             .collect::<Vec<_>>(),
         [json!("Two forests; 175 chameleons in all.")]
     );
-    assert_eq!(server.count(), 6, "three supervisor turns, one summary, two sub-agent turns");
+    assert_eq!(
+        server.count(),
+        6,
+        "three supervisor turns, one summary, two sub-agent turns"
+    );
 
     // The sub-agent's turn offered it `calc` through its own gate, and the calc ran.
     let reqs = server.requests();
     let msgs = reqs[4].body["messages"].as_array().unwrap().clone();
-    let calc: Value = serde_json::from_str(msgs.last().unwrap()["content"].as_str().unwrap()).unwrap();
+    let calc: Value =
+        serde_json::from_str(msgs.last().unwrap()["content"].as_str().unwrap()).unwrap();
     assert_eq!(calc, json!({"status": "ok", "content": 175, "error": null}));
     // The supervisor read the nets' outputs as the tools' results.
     let msgs = reqs[5].body["messages"].as_array().unwrap().clone();
@@ -157,13 +162,20 @@ fn a_supervisor_agent_calls_a_summarising_net_and_a_calculator_sub_agent() {
         "the inner runs' tokens are summed into the calling firing's"
     );
     let spent = cvm.capabilities().meter().expect("a meter").spent();
-    assert_eq!(spent.requests, 6, "every inner request counts toward the run's budget");
+    assert_eq!(
+        spent.requests, 6,
+        "every inner request counts toward the run's budget"
+    );
 
     // Back over everything, then forward again: neither the model nor the nets run again.
     while cvm.back().is_ok() {}
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(server.count(), 6, "no model request on replay");
-    assert_eq!(supervisor_log(&cvm), log, "the same record, inner runs included");
+    assert_eq!(
+        supervisor_log(&cvm),
+        log,
+        "the same record, inner runs included"
+    );
     assert_eq!(
         cvm.capabilities().meter().unwrap().spent().requests,
         6,
@@ -202,7 +214,9 @@ fn a_net_tool_that_deadlocks_is_refused_at_load_with_its_witness() {
 fn a_net_tool_path_stays_in_the_capabilities_files_folder() {
     let dir = TempDir::new("net-tools-outside");
     dir.write("caps.yaml", "nets:\n  up: ../up.cm\n  abs: /etc/x.cm\n");
-    let e = runtime(&dir.join("caps.yaml")).expect_err("refused").to_string();
+    let e = runtime(&dir.join("caps.yaml"))
+        .expect_err("refused")
+        .to_string();
     assert!(e.contains("net-tool `up`: `../up.cm` leads out"), "{e}");
     assert!(e.contains("net-tool `abs`: `/etc/x.cm` leads out"), "{e}");
 }
@@ -232,7 +246,10 @@ fn chain(tag: &str, depth: u32) -> (TempDir, Runtime) {
     let dir = TempDir::new(tag);
     dir.write("level3.cm", level("level3", "calc", &["calc"]));
     dir.write("level2.cm", level("level2", "level3", &["level3", "calc"]));
-    dir.write("level1.cm", level("level1", "level2", &["level2", "level3", "calc"]));
+    dir.write(
+        "level1.cm",
+        level("level1", "level2", &["level2", "level3", "calc"]),
+    );
     dir.write(
         "caps.yaml",
         format!(

@@ -31,6 +31,10 @@ pub struct NetEntry {
     pub from: String,
 }
 
+/// Makes the tool of a [`NetEntry`], checked against the tools loaded so far, or says why the
+/// net is not offered.
+pub type MakeNetTool = fn(&NetEntry, &Arc<ToolRegistry>) -> Result<Arc<dyn Tool>, String>;
+
 /// What turns a [`NetEntry`] into a tool of a generation — checked (`check --verify` must hold)
 /// against the tools loaded so far. Submitted once, by the `nets` module
 /// ([`NetTool`](crate::nets::NetTool)); a generation whose sources list nets without one fails
@@ -38,7 +42,7 @@ pub struct NetEntry {
 #[derive(Clone, Copy, Debug)]
 pub struct NetToolMaker {
     /// Makes the tool, or says why the net is not offered.
-    pub make: fn(&NetEntry, &Arc<ToolRegistry>) -> Result<Arc<dyn Tool>, String>,
+    pub make: MakeNetTool,
 }
 
 inventory::collect!(NetToolMaker);

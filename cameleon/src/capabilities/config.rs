@@ -23,8 +23,8 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::kinds::{Build, KindConfig, Section, find, kind_error, kinds};
 use super::caller::NetEntry;
+use super::kinds::{Build, KindConfig, Section, find, kind_error, kinds};
 use super::mcp_section::{MCP, McpEntry, read_mcp};
 use super::nets_section::{NETS, read_nets};
 use super::price::{PRICE, read_price};

@@ -44,8 +44,8 @@ mod caller;
 mod config;
 mod kinds;
 mod mcp_section;
-mod nets_section;
 mod names;
+mod nets_section;
 mod price;
 mod providers;
 mod runtime;
@@ -57,7 +57,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-pub use caller::{Caller, DEFAULT_MAX_DEPTH, NetEntry, NetToolMaker, intersect};
+pub use caller::{Caller, DEFAULT_MAX_DEPTH, MakeNetTool, NetEntry, NetToolMaker, intersect};
 pub use config::{ENV_VAR, load_config_str};
 pub use kinds::{Build, KindConfig, KindError, ProviderKind, Section, kinds};
 pub use names::{CapabilityNames, NameCheck, check_names};
@@ -442,7 +442,11 @@ impl Generation {
     /// What the user's own call of tool `tool` sees (`cameleon call TOOL`): a gate allowing
     /// that tool alone, file tools confined to `base_dir`; a net offered as a tool runs under
     /// its own `tools:` policy, with this generation and a meter of its own.
-    pub fn for_call(self: &Arc<Self>, tool: &str, base_dir: impl Into<PathBuf>) -> Arc<RunCapabilities> {
+    pub fn for_call(
+        self: &Arc<Self>,
+        tool: &str,
+        base_dir: impl Into<PathBuf>,
+    ) -> Arc<RunCapabilities> {
         let meter = Arc::new(Meter::new(Budget::NONE));
         let caller = Caller::new(Arc::clone(self), Arc::clone(&meter), None, Vec::new());
         Arc::new(RunCapabilities {

@@ -39,7 +39,11 @@ pub(crate) struct Lent(pub(crate) Option<Arc<dyn std::any::Any + Send + Sync>>);
 
 impl fmt::Debug for Lent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_some() { "Lent(..)" } else { "Lent(None)" })
+        f.write_str(if self.0.is_some() {
+            "Lent(..)"
+        } else {
+            "Lent(None)"
+        })
     }
 }
 
