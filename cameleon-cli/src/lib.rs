@@ -70,6 +70,7 @@ mod journal;
 mod live;
 
 mod mcp;
+mod net_tools;
 pub mod render;
 mod report;
 mod run;
@@ -528,45 +529,6 @@ where
     })
 }
 
-/// The names of the tools the capabilities files that apply to `.cm` file `cm` define by name
-/// — the nets they offer as tools (`nets:`, docs/tools.md#nets-as-tools) — read for their names
-/// only (nothing built, started or contacted), so a file naming them loads. A capabilities file
-/// that is not valid adds nothing here: the command that builds it reports it.
-pub(crate) fn net_tool_names(cm: &Path, capabilities: Option<&Path>) -> Vec<String> {
-    cameleon::capabilities::Runtime::builder()
-        .for_cm_file(cm, capabilities)
-        .names()
-        .map(|n| {
-            n.names(cameleon::operator::capability::Named::Tool)
-                .into_iter()
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// `names`, its loader also told the [`net_tool_names`] of `cm` (a journaled net that names
-/// net-tools loads back).
-pub(crate) fn with_net_tools(
-    mut names: cameleon::journal::Names,
-    cm: &Path,
-    capabilities: Option<&Path>,
-) -> cameleon::journal::Names {
-    let known = net_tool_names(cm, capabilities);
-    if known.is_empty() {
-        return names;
-    }
-    let prior = names.loader.take();
-    names.loader = Some(std::sync::Arc::new(move |l: Loader<'_>| {
-        let l = match &prior {
-            Some(p) => p(l),
-            None => l,
-        };
-        l.known_tools(known.iter().cloned())
-    }));
-    names
-}
-
 /// Loads `path` for a command; on failure prints the problems (rendered, or as JSON) and
 /// returns the exit code to use.
 fn load(
@@ -575,7 +537,7 @@ fn load(
     json: bool,
     io: &mut Io<'_>,
 ) -> std::io::Result<Result<Net, i32>> {
-    let known = net_tool_names(path, None);
+    let known = net_tools::net_tool_names(path, None);
     load_with(path, allow_outside, json, None, None, &known, io)
 }
 

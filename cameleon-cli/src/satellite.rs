@@ -457,7 +457,7 @@ pub(super) fn load(
     capabilities: Option<&std::path::Path>,
     io: &mut Io<'_>,
 ) -> std::io::Result<Result<cameleon::net::Net, i32>> {
-    let known = crate::net_tool_names(path, capabilities);
+    let known = crate::net_tools::net_tool_names(path, capabilities);
     let Some(c) = connected else {
         return crate::load_with(path, allow_outside, json, None, None, &known, io);
     };

@@ -53,7 +53,7 @@ impl Served {
         let mut l = Loader::new()
             .allow_outside(self.allow_outside)
             .base_dir(folder_of(&self.path))
-            .known_tools(crate::net_tool_names(&self.path, None));
+            .known_tools(crate::net_tools::net_tool_names(&self.path, None));
         if let Some(s) = &self.satellites {
             l = l.catalogue(&s.catalogue).tools(s.connected.registry());
         }
