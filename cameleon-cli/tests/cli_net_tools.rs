@@ -131,3 +131,31 @@ fn a_net_tool_that_is_not_proved_to_finish_stops_the_run_before_it_starts() {
     assert!(e.contains("deadlock freedom fails"), "{e}");
     assert!(e.contains("witness: "), "{e}");
 }
+
+#[test]
+fn a_journaled_run_that_calls_net_tools_is_resumed_without_calling_them_again() {
+    let server = Server::start();
+    server.script([
+        Reply::tool_calls(&[("s1", "calculator", json!({"question": "2 + 2"}))]),
+        Reply::tool_calls(&[("c1", "calc", json!({"expr": "2 + 2"}))]),
+        Reply::chat("4"),
+        Reply::chat("It is 4."),
+    ]);
+    let dir = agents_folder("cli-net-tools-journal", &server);
+    let (file, db) = (dir.file("supervisor.cm"), dir.file("runs.db"));
+    let o = CAMELEON.run(&["run", &file, "--journal", &db]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(server.count(), 4);
+    let err = stderr(&o);
+    let id = err
+        .lines()
+        .find_map(|l| l.strip_prefix("run "))
+        .expect("the run's id on stderr")
+        .trim()
+        .to_owned();
+    // The stored net names the net-tools: it loads back, and nothing runs again.
+    let o = CAMELEON.run(&["resume", &db, &id, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(stdout(&o).contains("It is 4."), "{}", stdout(&o));
+    assert_eq!(server.count(), 4, "no model request, no net run again");
+}
