@@ -332,3 +332,29 @@ connections:
     assert_eq!(cvm.run().unwrap(), EndState::Completed);
     assert_eq!(cvm.received("out")[0].to_json(), json!({"value": 2}));
 }
+
+#[test]
+fn the_runs_budget_is_checked_before_the_inner_runs_model_requests() {
+    let server = Server::start();
+    server.script([Reply::tool_calls(&[(
+        "call_1",
+        "summarize",
+        json!({"text": "Two forests."}),
+    )])]);
+    server.always(Reply::chat("never asked"));
+    let dir = agents_folder("net-tools-budget", &server);
+    let rt = runtime(&dir.join("caps.yaml")).expect("offered");
+    let net = load(&rt, &dir.join("supervisor.cm"));
+    let mut cvm = rt.cvm(net, dir.path()).build();
+    // The supervisor's first turn spends 27 tokens: past this budget, no request is made —
+    // neither the summarising net's nor the supervisor's next turn.
+    cvm.capabilities().meter().expect("a meter").set_limit(
+        cameleon::operator::capability::Budget {
+            tokens: Some(20),
+            cost_usd: None,
+        },
+    );
+    let end = cvm.run().unwrap();
+    assert!(matches!(end, EndState::Budget { .. }), "{end:?}");
+    assert_eq!(server.count(), 1, "the inner net's request was refused too");
+}
