@@ -243,12 +243,7 @@ impl Journal {
             b = b.capabilities(caps);
         }
         let mut cvm = b.build();
-        let recorded = self.recorded(&id, seq, tip, redo_tip)?;
-        cvm.restore(recorded)
-            .map_err(|e| JournalError::Incompatible {
-                run: id.clone(),
-                what: e.to_string(),
-            })?;
+        self.restore_entries(&id, seq, (tip, redo_tip), &mut cvm)?;
         let end = match (status.as_str(), end_state) {
             ("RUNNING" | "WAITING", _) => None,
             (_, Some(json)) => Some(
@@ -283,37 +278,57 @@ impl Journal {
         Ok(resumed)
     }
 
-    /// Reads run `id`'s entries into a [`Recorded`] history.
-    fn recorded(
+    /// Restores run `id`'s entries into `cvm` as they are read (never all in memory at once),
+    /// then its position `at` (tip, redo tip).
+    fn restore_entries(
         &self,
         id: &str,
         seq: i64,
-        tip: Option<i64>,
-        redo_tip: Option<i64>,
-    ) -> Result<Recorded, JournalError> {
-        let rows: Vec<(i64, String)> = self.with(|c| {
+        at: (Option<i64>, Option<i64>),
+        cvm: &mut Cvm,
+    ) -> Result<(), JournalError> {
+        let tip = node_index(at.0).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?;
+        let redo_tip = node_index(at.1).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?;
+        let incompatible = |what: String| JournalError::Incompatible {
+            run: id.to_owned(),
+            what,
+        };
+        let mut restoring = cvm.restoring().map_err(|e| incompatible(e.to_string()))?;
+        let read = self.with(|c| {
             let mut st = c.prepare_cached(
                 "SELECT node, body FROM entries WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
             )?;
             let range = (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX));
-            st.query_map(range, |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect()
-        })?;
-        let mut rec = Recorded {
-            nodes: Vec::with_capacity(rows.len()),
-            tip: node_index(tip).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?,
-            redo_tip: node_index(redo_tip).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?,
-        };
-        for (i, (node, body)) in rows.into_iter().enumerate() {
-            if node != i as i64 {
-                return Err(self.corrupt(format!("run `{id}`: entry #{i} is missing")));
+            let mut rows = st.query(range)?;
+            let mut i = 0i64;
+            while let Some(row) = rows.next()? {
+                let node: i64 = row.get(0)?;
+                if node != i {
+                    return Ok(Err(
+                        self.corrupt(format!("run `{id}`: entry #{i} is missing"))
+                    ));
+                }
+                let body = row.get_ref(1)?.as_str().map_err(|e| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        1,
+                        rusqlite::types::Type::Text,
+                        e.into(),
+                    )
+                })?;
+                let step = match codec::decode(body) {
+                    Ok(step) => step,
+                    Err(what) => return Ok(Err(incompatible(format!("entry #{i}: {what}")))),
+                };
+                if let Err(e) = restoring.push(step) {
+                    return Ok(Err(incompatible(e.to_string())));
+                }
+                i += 1;
             }
-            let step = codec::decode(&body).map_err(|what| JournalError::Incompatible {
-                run: id.to_owned(),
-                what: format!("entry #{i}: {what}"),
-            })?;
-            rec.nodes.push(step);
-        }
-        Ok(rec)
+            Ok(Ok(()))
+        })?;
+        read?;
+        restoring
+            .finish(tip, redo_tip)
+            .map_err(|e| incompatible(e.to_string()))
     }
 }
