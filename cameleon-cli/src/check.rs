@@ -14,7 +14,14 @@ pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Ok(c) => c,
         Err(code) => return Ok(code),
     };
-    let net = match crate::satellite::load(&a.file, false, a.json, connected.as_ref(), io)? {
+    let net = match crate::satellite::load(
+        &a.file,
+        false,
+        a.json,
+        connected.as_ref(),
+        a.capabilities.as_deref(),
+        io,
+    )? {
         Ok(net) => net,
         Err(code) => return Ok(code),
     };

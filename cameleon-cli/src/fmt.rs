@@ -15,10 +15,15 @@ pub(super) fn fmt(a: &FmtArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             writeln!(io.stderr, "error: cannot read stdin: {e}")?;
             return Ok(exit::INVALID);
         }
-        let loaded = Loader::new().file_name("<stdin>").load_str(&text);
+        let loaded = Loader::new()
+            .file_name("<stdin>")
+            .known_tools(crate::net_tools::net_tool_names(Path::new("-"), None))
+            .load_str(&text);
         (text, loaded)
     } else {
-        let loaded = Loader::new().load_file(&a.file);
+        let loaded = Loader::new()
+            .known_tools(crate::net_tools::net_tool_names(&a.file, None))
+            .load_file(&a.file);
         let text = match &loaded {
             Ok(_) => std::fs::read_to_string(&a.file).unwrap_or_default(),
             Err(e) => e.source_text().to_owned(),

@@ -74,6 +74,7 @@ mod journal;
 mod live;
 
 mod mcp;
+mod net_tools;
 pub mod render;
 mod report;
 mod reuse;
@@ -521,20 +522,25 @@ fn load(
     json: bool,
     io: &mut Io<'_>,
 ) -> std::io::Result<Result<Net, i32>> {
-    load_with(path, allow_outside, json, None, None, io)
+    let known = net_tools::net_tool_names(path, None);
+    load_with(path, allow_outside, json, None, None, &known, io)
 }
 
 /// [`load`], the file's tool names resolved against `tools` and its operator types against
-/// `catalogue` (this program's and the satellites', with `--nats`) when given.
+/// `catalogue` (this program's and the satellites', with `--nats`) when given, and `known`
+/// accepted as tool names (the nets the capabilities files offer as tools).
 fn load_with(
     path: &Path,
     allow_outside: bool,
     json: bool,
     tools: Option<std::sync::Arc<cameleon::tools::ToolRegistry>>,
     catalogue: Option<&cameleon::catalogue::Catalogue>,
+    known: &[String],
     io: &mut Io<'_>,
 ) -> std::io::Result<Result<Net, i32>> {
-    let mut loader = Loader::new().allow_outside(allow_outside);
+    let mut loader = Loader::new()
+        .allow_outside(allow_outside)
+        .known_tools(known.iter().cloned());
     if let Some(c) = catalogue {
         loader = loader.catalogue(c);
     }

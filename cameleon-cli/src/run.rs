@@ -117,11 +117,17 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     } else {
         None
     };
-    let mut net =
-        match crate::satellite::load(&a.file, a.allow_outside, a.json, connected.as_ref(), io)? {
-            Ok(net) => net,
-            Err(code) => return Ok(code),
-        };
+    let mut net = match crate::satellite::load(
+        &a.file,
+        a.allow_outside,
+        a.json,
+        connected.as_ref(),
+        a.capabilities.as_deref(),
+        io,
+    )? {
+        Ok(net) => net,
+        Err(code) => return Ok(code),
+    };
     if let Some(witness) = &a.follow {
         return follow(&net, witness, a.json, io);
     }
@@ -183,6 +189,7 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             },
             None => cameleon::journal::Names::default(),
         };
+        let names = crate::net_tools::with_net_tools(names, &a.file, a.capabilities.as_deref());
         let opts = RunOptions {
             durability: durability(a),
             name: Some(name.clone()),

@@ -446,16 +446,20 @@ impl Source for SatelliteTools {
 }
 
 /// Loads `path` for a command with `connected`'s tools and operator types when it has
-/// satellites (as [`load`](crate::load) otherwise). `Err`: the exit code, reported.
+/// satellites (as [`load`](crate::load) otherwise), the names of the nets the capabilities
+/// files that apply (`capabilities`, else the usual ones) offer as tools accepted as tool
+/// names. `Err`: the exit code, reported.
 pub(super) fn load(
     path: &std::path::Path,
     allow_outside: bool,
     json: bool,
     connected: Option<&Connected>,
+    capabilities: Option<&std::path::Path>,
     io: &mut Io<'_>,
 ) -> std::io::Result<Result<cameleon::net::Net, i32>> {
+    let known = crate::net_tools::net_tool_names(path, capabilities);
     let Some(c) = connected else {
-        return crate::load_with(path, allow_outside, json, None, None, io);
+        return crate::load_with(path, allow_outside, json, None, None, &known, io);
     };
     let catalogue = match c.catalogue(io)? {
         Ok(cat) => cat,
@@ -467,6 +471,7 @@ pub(super) fn load(
         json,
         Some(c.registry()),
         Some(&catalogue),
+        &known,
         io,
     )? {
         Ok(net) => net,

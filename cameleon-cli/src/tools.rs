@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 use super::{CallArgs, Io, ToolsArgs, exit};
 use cameleon::capabilities::{CapabilitiesError, ConfigFile, EnvSource, Runtime};
 use cameleon::operator::capability::{ToolCall, ToolManifest};
-use cameleon::tools::{ToolGate, ToolRegistry};
+use cameleon::tools::ToolRegistry;
 
 /// The tools of the capabilities `tools` and `call` use: `--capabilities FILE`, else the
 /// user's own file and the one `CAMELEON_CAPABILITIES` names (no project file: there is no
@@ -131,12 +131,16 @@ pub(super) fn call(a: &CallArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         }
     };
     let base = a.base.clone().unwrap_or_else(|| PathBuf::from("."));
-    let (_rt, registry) = match registry(a.capabilities.as_deref(), io)? {
+    let (rt, _registry) = match registry(a.capabilities.as_deref(), io)? {
         Ok(r) => r,
         Err(code) => return Ok(code),
     };
-    let gate = ToolGate::allow_only(registry, &a.tool, base);
-    let result = gate.call_blocking(ToolCall::new(&a.tool, args).principal("cli"));
+    // The user's own call: that tool alone, granted; a net offered as a tool runs with this
+    // generation, under its own `tools:` policy.
+    let caps = rt.current().for_call(&a.tool, base);
+    let result = caps
+        .gate()
+        .call_blocking(ToolCall::new(&a.tool, args).principal("cli"));
     if a.json {
         writeln!(
             io.stdout,

@@ -12,7 +12,7 @@ use cameleon::net::ToolPolicy;
 use cameleon::operator::DetachedInputs;
 use cameleon::operator::capability::Capabilities;
 use cameleon::runtime::{CatchPanic, catch_panic};
-use cameleon::tools::{ToolCall, ToolGate, ToolRegistry, ToolStatus};
+use cameleon::tools::{ToolCall, ToolStatus};
 use cameleon::types::{TypedValue, Value};
 use cameleon::{Execution, OpError, Operator};
 use tokio::sync::OwnedSemaphorePermit;
@@ -388,11 +388,12 @@ pub(super) async fn handle_tool(
         async move {
             let _place = permit;
             s.executions.fetch_add(1, Ordering::SeqCst);
-            let mut gate = ToolGate::allow_only(
-                Arc::clone(ToolRegistry::global()),
-                req.tool.clone(),
-                s.base_dir.clone(),
-            );
+            // The satellite's own capabilities: a net offered as a tool runs with them.
+            let mut gate = s
+                .generation
+                .for_call(&req.tool, s.base_dir.clone())
+                .gate()
+                .clone();
             if let Some(l) = s.config.max_call {
                 gate = gate.timeout(l);
             }

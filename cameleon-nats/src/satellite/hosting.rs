@@ -40,9 +40,12 @@ fn op_reads_files(ty: &str) -> bool {
     FILE_READING_OPS.contains(&ty)
 }
 
-/// Whether hosting tool `name` needs a base folder.
-fn tool_touches_files(name: &str) -> bool {
-    matches!(tool_effects(name), Effect::Read | Effect::Write)
+/// Whether hosting tool `name` of `registry` needs a base folder.
+fn tool_touches_files(name: &str, registry: &ToolRegistry) -> bool {
+    let effects = registry
+        .get(name)
+        .map_or(Effect::External, |t| t.manifest().effects);
+    matches!(effects, Effect::Read | Effect::Write)
 }
 
 /// What this program could host: every operator type (ids and aliases) and every tool, sorted.
@@ -53,14 +56,17 @@ pub fn could_host() -> (Vec<String>, Vec<String>) {
 }
 
 /// The operator types and tools a satellite set up with `ops`, `tools` and `base` hosts, each
-/// sorted. `Err`: nothing to host (the message lists what could be), a name the program lacks,
+/// sorted, its tools those of `registry` (the program's, and the nets its capabilities offer as
+/// tools). `Err`: nothing to host (the message lists what could be), a name the program lacks,
 /// or a file reader or file tool without a base folder.
 pub(crate) fn resolve(
     ops: &OpsToHost,
     tools: &[String],
     base: Option<&PathBuf>,
+    registry: &ToolRegistry,
 ) -> Result<(Vec<String>, Vec<String>), NatsError> {
-    let (all_ops, all_tools) = could_host();
+    let (all_ops, _) = could_host();
+    let all_tools: Vec<String> = registry.names().map(str::to_owned).collect();
     let mut hosted_ops: Vec<String> = match ops {
         OpsToHost::None => Vec::new(),
         OpsToHost::All => all_ops
@@ -98,7 +104,7 @@ pub(crate) fn resolve(
             .chain(
                 hosted_tools
                     .iter()
-                    .filter(|t| tool_touches_files(t))
+                    .filter(|t| tool_touches_files(t, registry))
                     .map(String::as_str),
             )
             .collect();
@@ -154,7 +160,7 @@ pub fn nothing_to_host(ops: &[String], tools: &[String]) -> String {
         FILE_READING_OPS.join(", "),
         tools
             .iter()
-            .filter(|t| tool_touches_files(t))
+            .filter(|t| tool_touches_files(t, ToolRegistry::global()))
             .map(String::as_str)
             .collect::<Vec<_>>()
             .join(", "),
@@ -171,6 +177,15 @@ fn quoted(names: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Resolves against the program's tools.
+    fn resolve(
+        ops: &OpsToHost,
+        tools: &[String],
+        base: Option<&PathBuf>,
+    ) -> Result<(Vec<String>, Vec<String>), NatsError> {
+        super::resolve(ops, tools, base, ToolRegistry::global())
+    }
 
     #[test]
     fn nothing_told_is_nothing_hosted_and_the_error_lists_what_could_be() {

@@ -23,7 +23,6 @@ use std::time::Duration;
 use async_nats::service::ServiceExt;
 use async_nats::{Client, HeaderMap};
 use cameleon::capabilities::{Generation, Runtime};
-use cameleon::tools::ToolRegistry;
 use futures_util::StreamExt;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -191,7 +190,21 @@ impl Satellite {
                 config.name
             )));
         }
-        let (ops, tools) = hosting::resolve(&config.ops, &config.tools, config.base_dir.as_ref())?;
+        // Capabilities (models, and the nets its capabilities offer as tools): the user's own
+        // (`CAMELEON_CAPABILITIES`), and a `cameleon.yaml` in the base folder the user named;
+        // never one found in the working folder.
+        let runtime = match &config.base_dir {
+            Some(dir) => Runtime::builder().for_dir(dir, None),
+            None => Runtime::builder().source(cameleon::capabilities::EnvSource),
+        }
+        .build()
+        .map_err(|e| NatsError::Config(format!("the satellite's capabilities: {e}")))?;
+        let (ops, tools) = hosting::resolve(
+            &config.ops,
+            &config.tools,
+            config.base_dir.as_ref(),
+            runtime.current().tools(),
+        )?;
         if let Some(t) = config.approve.iter().find(|t| !tools.contains(t)) {
             return Err(NatsError::Config(format!(
                 "`--approve {t}`: this satellite does not host tool `{t}` (add it to `--tools`)"
@@ -199,14 +212,6 @@ impl Satellite {
         }
         let subjects = options.subjects();
         options.check_prefix()?;
-        // Capabilities (models): the user's own (`CAMELEON_CAPABILITIES`), and a `cameleon.yaml`
-        // in the base folder the user named; never one found in the working folder.
-        let runtime = match &config.base_dir {
-            Some(dir) => Runtime::builder().for_dir(dir, None),
-            None => Runtime::builder().source(cameleon::capabilities::EnvSource),
-        }
-        .build()
-        .map_err(|e| NatsError::Config(format!("the satellite's capabilities: {e}")))?;
         let client = options.connect_here(Some(&config.name)).await?;
         let mut metadata = HashMap::new();
         metadata.insert("satellite".to_owned(), config.name.clone());
@@ -427,7 +432,7 @@ impl Shared {
 
     /// The heartbeat with the tools' manifests and effects: the answer to a discovery.
     fn introduction(&self) -> Heartbeat {
-        let registry = ToolRegistry::global();
+        let registry = self.generation.tools();
         Heartbeat {
             manifests: self
                 .tools

@@ -23,8 +23,10 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use super::kinds::{Build, KindConfig, Section, find, kinds};
+use super::caller::NetEntry;
+use super::kinds::{Build, KindConfig, Section, find, kind_error, kinds};
 use super::mcp_section::{MCP, McpEntry, read_mcp};
+use super::nets_section::{NETS, read_nets};
 use super::price::{PRICE, read_price};
 use super::untrusted::{GRANTS, check_trust, read_grants};
 use super::{CapabilitiesBuilder, CapabilityNames, Entry};
@@ -83,6 +85,9 @@ pub(super) fn config_file_names(
     }
     for server in read.mcp {
         names.mcp_server(&server.name, &format!("`{name}` line {}", server.line));
+    }
+    for net in read.nets {
+        names.tool(&net.name);
     }
     Ok(())
 }
@@ -214,6 +219,9 @@ fn load_into(
     for (tool, line) in read.grants {
         b.grant(tool, format!("`grants:` of `{name}` line {line}"));
     }
+    for net in read.nets {
+        b.net_tool(net);
+    }
     #[cfg(feature = "mcp")]
     for server in read.mcp {
         b.mcp_server(super::mcp_section::config(
@@ -282,6 +290,8 @@ struct FileRead {
     grants: Vec<(String, usize)>,
     /// `mcp:`: the MCP servers.
     mcp: Vec<McpEntry>,
+    /// `nets:`: the nets offered as tools.
+    nets: Vec<NetEntry>,
 }
 
 /// The file's located tree and its entries, ready to build; every problem of its shape (keys,
@@ -316,6 +326,7 @@ fn read_entries(
     let mut built = Vec::new();
     let mut grants = Vec::new();
     let mut mcp = Vec::new();
+    let mut nets = Vec::new();
     match &tree.kind {
         Kind::Null => {}
         Kind::Map(entries) => {
@@ -323,6 +334,10 @@ fn read_entries(
                 let key = k.as_str().unwrap_or_default();
                 if key == GRANTS {
                     read_grants(&mut cx, k, v, &mut grants);
+                    continue;
+                }
+                if key == NETS {
+                    read_nets(&mut cx, v, base, &mut nets);
                     continue;
                 }
                 if key == MCP {
@@ -344,10 +359,10 @@ fn read_entries(
                         let keys = Section::ALL.map(Section::key);
                         let hint = match crate::util::did_you_mean(
                             key,
-                            keys.into_iter().chain([GRANTS, MCP]),
+                            keys.into_iter().chain([GRANTS, MCP, NETS]),
                         ) {
                             Some(s) => format!("did you mean `{s}`?"),
-                            None => "the keys of a capabilities file are `chat`, `embedders`, `memories`, `mcp` and `grants`".into(),
+                            None => "the keys of a capabilities file are `chat`, `embedders`, `memories`, `mcp`, `nets` and `grants`".into(),
                         };
                         cx.push(
                             CmProblemKind::Schema,
@@ -377,6 +392,7 @@ fn read_entries(
         ready: built,
         grants,
         mcp,
+        nets,
     })
 }
 
@@ -567,32 +583,4 @@ fn read_entry(
             price,
         )
     })
-}
-
-/// Locates a kind's refusal: at its setting, else at the entry.
-fn kind_error(
-    cx: &mut Cx<'_>,
-    tree: &Node,
-    section: Section,
-    cfg: &KindConfig,
-    e: super::KindError,
-) {
-    let entry = tree.get(section.key()).and_then(|s| s.get(&cfg.name));
-    let span = match (&e.key, entry) {
-        (Some(k), Some(n)) => n.get(k).map_or(n.span, |v| v.span),
-        (None, Some(n)) => n.span,
-        _ => tree.span,
-    };
-    cx.push(
-        CmProblemKind::Schema,
-        span,
-        format!(
-            "{} `{}` ({}): {}",
-            section.what(),
-            cfg.name,
-            cfg.kind,
-            e.message
-        ),
-        e.hint,
-    );
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value as Json};
 
+use crate::cm::CmProblemKind;
 use crate::operator::capability::{ChatModel, Embedder, Memory};
 
 /// Which registry of a generation an entry goes to: the file's `chat:`, `embedders:` or
@@ -207,4 +208,32 @@ pub fn kinds() -> impl Iterator<Item = &'static ProviderKind> {
 /// The kind `kind` of `section`.
 pub(super) fn find(section: Section, kind: &str) -> Option<&'static ProviderKind> {
     kinds().find(|k| k.build.section() == section && k.kind == kind)
+}
+
+/// Locates a kind's refusal: at its setting, else at the entry.
+pub(super) fn kind_error(
+    cx: &mut super::config::Cx<'_>,
+    tree: &crate::cm::tree::Node,
+    section: Section,
+    cfg: &KindConfig,
+    e: KindError,
+) {
+    let entry = tree.get(section.key()).and_then(|s| s.get(&cfg.name));
+    let span = match (&e.key, entry) {
+        (Some(k), Some(n)) => n.get(k).map_or(n.span, |v| v.span),
+        (None, Some(n)) => n.span,
+        _ => tree.span,
+    };
+    cx.push(
+        CmProblemKind::Schema,
+        span,
+        format!(
+            "{} `{}` ({}): {}",
+            section.what(),
+            cfg.name,
+            cfg.kind,
+            e.message
+        ),
+        e.hint,
+    );
 }

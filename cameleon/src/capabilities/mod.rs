@@ -40,10 +40,12 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod caller;
 mod config;
 mod kinds;
 mod mcp_section;
 mod names;
+mod nets_section;
 mod price;
 mod providers;
 mod runtime;
@@ -55,6 +57,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+pub use caller::{Caller, DEFAULT_MAX_DEPTH, MakeNetTool, NetEntry, NetToolMaker, intersect};
 pub use config::{ENV_VAR, load_config_str};
 pub use kinds::{Build, KindConfig, KindError, ProviderKind, Section, kinds};
 pub use names::{CapabilityNames, NameCheck, check_names};
@@ -94,6 +97,8 @@ pub struct CapabilitiesBuilder {
     /// MCP servers by name (docs/mcp.md).
     #[cfg(feature = "mcp")]
     mcp: BTreeMap<String, crate::mcp::McpServerConfig>,
+    /// Nets offered as tools, in the order listed (docs/tools.md#nets-as-tools).
+    nets: Vec<NetEntry>,
 }
 
 impl fmt::Debug for CapabilitiesBuilder {
@@ -121,7 +126,19 @@ impl CapabilitiesBuilder {
             grants: BTreeMap::new(),
             #[cfg(feature = "mcp")]
             mcp: BTreeMap::new(),
+            nets: Vec::new(),
         }
+    }
+
+    /// Offers the net of `entry` as tool `entry.name` (replacing an entry of that name, in its
+    /// place): the generation fails to build unless `check --verify` holds for it
+    /// (docs/tools.md#nets-as-tools).
+    pub fn net_tool(&mut self, entry: NetEntry) -> &mut Self {
+        match self.nets.iter_mut().find(|n| n.name == entry.name) {
+            Some(n) => *n = entry,
+            None => self.nets.push(entry),
+        }
+        self
     }
 
     /// Adds MCP server `config.name` (replacing one of that name): its tools join the
@@ -240,7 +257,16 @@ impl CapabilitiesBuilder {
         }
     }
 
-    fn build(mut self, number: u64) -> Generation {
+    fn build(mut self, number: u64) -> Result<Generation, CapabilitiesError> {
+        let nets = std::mem::take(&mut self.nets);
+        let mut g = self.build_without_nets(number);
+        if !nets.is_empty() {
+            g.tools = caller::with_nets(&g.tools, &nets)?;
+        }
+        Ok(g)
+    }
+
+    fn build_without_nets(mut self, number: u64) -> Generation {
         self.add_defaults();
         #[cfg(feature = "mcp")]
         let servers: Vec<Arc<dyn crate::tools::ToolProvider>> = self
@@ -397,11 +423,38 @@ impl Generation {
         policy: Option<&ToolPolicy>,
         base_dir: impl Into<PathBuf>,
     ) -> Arc<RunCapabilities> {
+        let meter = Arc::new(Meter::new(Budget::NONE));
+        let caller = Caller::new(
+            Arc::clone(self),
+            Arc::clone(&meter),
+            Some(policy.cloned().unwrap_or_default()),
+            Vec::new(),
+        );
         Arc::new(RunCapabilities {
             generation: Arc::clone(self),
             gate: ToolGate::new(Arc::clone(&self.tools), policy, base_dir)
-                .grants(self.grants.keys().cloned()),
-            meter: Arc::new(Meter::new(Budget::NONE)),
+                .grants(self.grants.keys().cloned())
+                .caller(Arc::new(caller)),
+            meter,
+        })
+    }
+
+    /// What the user's own call of tool `tool` sees (`cameleon call TOOL`): a gate allowing
+    /// that tool alone, file tools confined to `base_dir`; a net offered as a tool runs under
+    /// its own `tools:` policy, with this generation and a meter of its own.
+    pub fn for_call(
+        self: &Arc<Self>,
+        tool: &str,
+        base_dir: impl Into<PathBuf>,
+    ) -> Arc<RunCapabilities> {
+        let meter = Arc::new(Meter::new(Budget::NONE));
+        let caller = Caller::new(Arc::clone(self), Arc::clone(&meter), None, Vec::new());
+        Arc::new(RunCapabilities {
+            generation: Arc::clone(self),
+            gate: ToolGate::allow_only(Arc::clone(&self.tools), tool, base_dir)
+                .grants(self.grants.keys().cloned())
+                .caller(Arc::new(caller)),
+            meter,
         })
     }
 

@@ -16,6 +16,17 @@ pub enum CapabilitiesError {
     /// A capabilities file is invalid: every problem, located (file, line, column, hint).
     #[error("{0}")]
     File(CmError),
+    /// A net a capabilities file offers as a tool is not offered: why (`check --verify` does
+    /// not hold for it, with the property and its witness; the file is not a valid net; …).
+    #[error("net-tool `{name}` ({from}) is not offered: {message}")]
+    Net {
+        /// The tool's name.
+        name: String,
+        /// Where it was configured.
+        from: String,
+        /// Why.
+        message: String,
+    },
     /// A source failed.
     #[error("capability source {source_name}: {message}")]
     Source {
@@ -310,7 +321,7 @@ fn assemble(sources: &[Arc<dyn Source>], number: u64) -> Result<Generation, Capa
     for s in sources {
         s.apply(&mut b)?;
     }
-    Ok(b.build(number))
+    b.build(number)
 }
 
 /// The capability runtime: the sources, and the current generation, which runs pin when they
@@ -336,7 +347,7 @@ impl Default for Runtime {
     fn default() -> Self {
         Runtime {
             sources: Vec::new(),
-            current: RwLock::new(Arc::new(CapabilitiesBuilder::new().build(1))),
+            current: RwLock::new(Arc::new(CapabilitiesBuilder::new().build_without_nets(1))),
             reloading: Mutex::new(()),
         }
     }

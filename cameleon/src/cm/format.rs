@@ -32,6 +32,10 @@ pub struct CmFile {
     /// The net's name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// What the net does, in a sentence or two: the description of the net offered as a tool
+    /// (docs/tools.md#nets-as-tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     /// Execution settings.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub config: Option<CmConfig>,
@@ -189,6 +193,7 @@ pub struct CmConnection {
 pub(crate) const FILE_KEYS: &[&str] = &[
     "cameleon",
     "name",
+    "description",
     "config",
     "tools",
     "operators",

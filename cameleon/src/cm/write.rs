@@ -106,6 +106,7 @@ impl Net {
         CmFile {
             cameleon: FORMAT_VERSION,
             name: (!self.name.is_empty()).then(|| self.name.clone()),
+            description: self.description.clone(),
             config: (config != CmConfig::default()).then_some(config),
             tools: self.tools.as_ref().map(|t| CmTools {
                 allow: t.allow.clone(),
@@ -144,6 +145,9 @@ impl CmFile {
         let _ = writeln!(out, "cameleon: {}", self.cameleon);
         if let Some(name) = &self.name {
             let _ = writeln!(out, "name: {}", scalar(name));
+        }
+        if let Some(d) = &self.description {
+            let _ = writeln!(out, "description: {}", scalar(d));
         }
         if let Some(c) = &self.config
             && (c.mode.is_some() || c.max_loop_iterations.is_some() || c.budget.is_some())

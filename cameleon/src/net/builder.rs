@@ -30,6 +30,7 @@ pub struct NetBuilder {
     pub(super) ops: Vec<PendingOp>,
     pub(super) conns: Vec<PendingConn>,
     pub(super) tools: Option<ToolPolicy>,
+    pub(super) description: Option<String>,
 }
 
 impl fmt::Debug for NetBuilder {
@@ -107,6 +108,7 @@ impl NetBuilder {
             ops: Vec::new(),
             conns: Vec::new(),
             tools: None,
+            description: None,
         }
     }
 
@@ -119,6 +121,13 @@ impl NetBuilder {
     /// Sets the tools the net's operators may call (`.cm` `tools:`); without one, none.
     pub fn tools(&mut self, policy: ToolPolicy) -> &mut Self {
         self.tools = Some(policy);
+        self
+    }
+
+    /// Sets what the net does, in a sentence or two (`.cm` `description:`): the description of
+    /// the net offered as a tool (docs/tools.md#nets-as-tools).
+    pub fn description(&mut self, text: impl Into<String>) -> &mut Self {
+        self.description = Some(text.into());
         self
     }
 

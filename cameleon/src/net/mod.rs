@@ -265,6 +265,7 @@ pub struct Net {
     pub(crate) ops: Vec<OpNode>,
     pub(crate) conns: Vec<Connection>,
     pub(crate) tools: Option<ToolPolicy>,
+    pub(crate) description: Option<String>,
 }
 
 impl Net {
@@ -276,6 +277,16 @@ impl Net {
     /// The net's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// What the net does (`.cm` `description:`), if it says.
+    pub fn description(&self) -> Option<&str> {
+        self.description.as_deref()
+    }
+
+    /// Sets what the net does.
+    pub fn set_description(&mut self, text: Option<String>) {
+        self.description = text;
     }
 
     /// The net's configuration.
@@ -380,6 +391,7 @@ impl Net {
             ops,
             conns: self.conns.clone(),
             tools: self.tools.clone(),
+            description: self.description.clone(),
         })
     }
 
@@ -400,7 +412,7 @@ impl Net {
     /// nets with equal descriptions are the same net, whichever way they were built: declared port
     /// types are left out on purpose, since `Merge<DataJSON>` built in Rust and the `merge` a
     /// `.cm` file loads (type variables) carry the same data once connected.
-    fn description(&self) -> impl PartialEq + '_ {
+    fn comparable(&self) -> impl PartialEq + '_ {
         let ops: Vec<_> = self
             .ops
             .iter()
@@ -438,7 +450,7 @@ impl Net {
 
 impl PartialEq for Net {
     fn eq(&self, other: &Self) -> bool {
-        self.description() == other.description()
+        self.comparable() == other.comparable()
     }
 }
 

@@ -120,6 +120,7 @@ impl Validator {
             ops,
             conns,
             tools: self.b.tools,
+            description: self.b.description,
         })
     }
 

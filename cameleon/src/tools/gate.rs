@@ -79,6 +79,8 @@ pub struct ToolGate {
     timeout: Option<Duration>,
     /// Tools the user granted: they run unasked under `allow:` whatever their effects.
     grants: Arc<BTreeSet<String>>,
+    /// The run whose calls these are, handed to each tool ([`ToolContext::caller`]).
+    caller: Option<Arc<dyn std::any::Any + Send + Sync>>,
 }
 
 impl fmt::Debug for ToolGate {
@@ -114,6 +116,7 @@ impl ToolGate {
             approver: None,
             timeout: None,
             grants: Arc::default(),
+            caller: None,
         }
     }
 
@@ -131,6 +134,28 @@ impl ToolGate {
             approver: None,
             timeout: None,
             grants: Arc::default(),
+            caller: None,
+        }
+    }
+
+    /// Hands `caller` — what the calling run lends the tools it calls — to every tool called
+    /// through this gate ([`ToolContext::caller`]): a net offered as a tool runs with its
+    /// caller's capabilities (docs/tools.md#nets-as-tools).
+    pub fn caller(mut self, caller: Arc<dyn std::any::Any + Send + Sync>) -> Self {
+        self.caller = Some(caller);
+        self
+    }
+
+    /// What the gate lets through, as a policy: `None` when it lets any tool through (the
+    /// user's own `cameleon call TOOL`), else the net's `tools:` (every tool denied: empty).
+    pub fn policy(&self) -> Option<ToolPolicy> {
+        match &self.rules {
+            Rules::NoPolicy => Some(ToolPolicy::default()),
+            Rules::Only(_) => None,
+            Rules::Policy { allow, approve } => Some(ToolPolicy {
+                allow: allow.iter().cloned().collect(),
+                approve: approve.iter().cloned().collect(),
+            }),
         }
     }
 
@@ -355,6 +380,7 @@ impl ToolGate {
             idempotency_key: call.idempotency_key.clone(),
             approved_by: call.approved_by.clone(),
             origin: Default::default(),
+            caller: super::registry::Lent(self.caller.clone()),
         }
     }
 
@@ -372,13 +398,17 @@ impl ToolGate {
         reg: &Registered,
         outcome: Result<Json, ToolError>,
         t0: Instant,
-        reported: Option<String>,
+        reported: super::registry::Reports,
     ) -> ToolResult {
         let meta = ToolMeta {
             tool: name.to_owned(),
-            origin: reported.unwrap_or_else(|| reg.tool.origin().to_owned()),
+            origin: reported
+                .origin
+                .unwrap_or_else(|| reg.tool.origin().to_owned()),
             duration_ms: t0.elapsed().as_millis() as u64,
             attempts: 1,
+            usage: reported.usage,
+            run: reported.run,
         };
         match outcome {
             Ok(content) => ToolResult {

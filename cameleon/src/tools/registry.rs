@@ -10,7 +10,7 @@ use serde_json::Value as Json;
 
 use super::ToolError;
 use super::schema::{SCHEMAS, Schema};
-use crate::operator::capability::{CapFuture, Effect, ToolManifest};
+use crate::operator::capability::{CapFuture, Effect, ToolManifest, Usage};
 
 /// What a running tool knows of its call: the base folder file tools are confined to, who
 /// asks, and the call's idempotency key.
@@ -27,12 +27,46 @@ pub struct ToolContext {
     pub approved_by: Option<String>,
     /// Where the call actually ran, when the tool forwarded it ([`report_origin`](Self::report_origin)).
     pub(crate) origin: ReportedOrigin,
+    /// The calling run, as its gate was given it ([`ToolGate::caller`](super::ToolGate::caller)):
+    /// what a tool that runs a net needs of its caller (docs/tools.md#nets-as-tools).
+    pub(crate) caller: Lent,
 }
 
-/// Where a forwarded call ran, as the tool reports it (shared between the gate's context and
-/// the tool). Compares equal always: it is an output of the call, not part of what it asks.
+/// What a calling run lends the tools it calls (shared, opaque here). Compares equal always:
+/// it is who asks, not part of what is asked.
+#[derive(Clone, Default)]
+pub(crate) struct Lent(pub(crate) Option<Arc<dyn std::any::Any + Send + Sync>>);
+
+impl fmt::Debug for Lent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Lent(..)"
+        } else {
+            "Lent(None)"
+        })
+    }
+}
+
+impl PartialEq for Lent {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl Eq for Lent {}
+
+/// What a tool reports of its call beside its result (shared between the gate's context and the
+/// tool): where a forwarded call ran, the tokens its model requests used, the run of a net
+/// behind it. Compares equal always: it is an output of the call, not part of what it asks.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct ReportedOrigin(Arc<std::sync::Mutex<Option<String>>>);
+pub(crate) struct ReportedOrigin(Arc<std::sync::Mutex<Reports>>);
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Reports {
+    pub(crate) origin: Option<String>,
+    pub(crate) usage: Option<Usage>,
+    pub(crate) run: Option<Json>,
+}
 
 impl PartialEq for ReportedOrigin {
     fn eq(&self, _: &Self) -> bool {
@@ -43,9 +77,9 @@ impl PartialEq for ReportedOrigin {
 impl Eq for ReportedOrigin {}
 
 impl ReportedOrigin {
-    /// What the tool reported, if anything.
-    pub(crate) fn get(&self) -> Option<String> {
-        self.0.lock().ok().and_then(|o| o.clone())
+    /// What the tool reported.
+    pub(crate) fn get(&self) -> Reports {
+        self.0.lock().map(|o| o.clone()).unwrap_or_default()
     }
 }
 
@@ -58,6 +92,7 @@ impl ToolContext {
             idempotency_key: None,
             approved_by: None,
             origin: ReportedOrigin::default(),
+            caller: Lent::default(),
         }
     }
 
@@ -66,8 +101,30 @@ impl ToolContext {
     /// tool's [`origin`](Tool::origin).
     pub fn report_origin(&self, origin: impl Into<String>) {
         if let Ok(mut o) = self.origin.0.lock() {
-            *o = Some(origin.into());
+            o.origin = Some(origin.into());
         }
+    }
+
+    /// Says what the call's model requests used (a net run as a tool: summed over its
+    /// firings): the gate writes it as the result's `meta.usage`, and the calling firing adds
+    /// it to its own.
+    pub fn report_usage(&self, usage: Usage) {
+        if let Ok(mut o) = self.origin.0.lock() {
+            o.usage = Some(usage);
+        }
+    }
+
+    /// Says what ran behind the call (a net run as a tool: its run, history included): the
+    /// gate writes it as the result's `meta.run`, kept with the calling firing.
+    pub fn report_run(&self, run: Json) {
+        if let Ok(mut o) = self.origin.0.lock() {
+            o.run = Some(run);
+        }
+    }
+
+    /// The calling run, when the gate was given it ([`ToolGate::caller`](super::ToolGate::caller)).
+    pub fn caller(&self) -> Option<&Arc<dyn std::any::Any + Send + Sync>> {
+        self.caller.0.as_ref()
     }
 
     /// The base folder.

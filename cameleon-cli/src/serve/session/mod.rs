@@ -52,7 +52,8 @@ impl Served {
     pub(crate) fn loader(&self) -> Loader<'_> {
         let mut l = Loader::new()
             .allow_outside(self.allow_outside)
-            .base_dir(folder_of(&self.path));
+            .base_dir(folder_of(&self.path))
+            .known_tools(crate::net_tools::net_tool_names(&self.path, None));
         if let Some(s) = &self.satellites {
             l = l.catalogue(&s.catalogue).tools(s.connected.registry());
         }

@@ -32,9 +32,12 @@ impl<'c> Loader<'c> {
 
         let mut b = Net::builder(decls.name.clone().unwrap_or_default());
         b.config(net_config(decls.config.as_ref()));
+        if let Some(d) = &decls.description {
+            b.description(d.clone());
+        }
         let tools = self.tool_registry();
         if let Some((node, t)) = &decls.tools {
-            check_tool_policy(cx, node, t, tools);
+            check_tool_policy(cx, node, t, tools, &|n: &str| self.may_have_tool(n));
             b.tools(ToolPolicy {
                 allow: t.allow.clone(),
                 approve: t.approve.clone(),
@@ -72,7 +75,7 @@ impl<'c> Loader<'c> {
             let params = decl.params.clone().unwrap_or_default();
             if self.catalogue.get(type_id).is_some_and(|e| e.id == "tool")
                 && let Some(serde_json::Value::String(name)) = params.get("name")
-                && !tools.may_have(name)
+                && !self.may_have_tool(name)
             {
                 let span = node
                     .get("params")
@@ -229,7 +232,13 @@ fn tool_hint(name: &str, tools: &ToolRegistry) -> String {
 }
 
 /// Every name under `tools:` is a tool of the build, listed once.
-fn check_tool_policy(cx: &mut Cx<'_>, node: &Node, t: &CmTools, tools: &ToolRegistry) {
+fn check_tool_policy(
+    cx: &mut Cx<'_>,
+    node: &Node,
+    t: &CmTools,
+    tools: &ToolRegistry,
+    may_have: &dyn Fn(&str) -> bool,
+) {
     let mut seen: HashSet<&str> = HashSet::new();
     for (key, names) in [("allow", &t.allow), ("approve", &t.approve)] {
         let items: Vec<Span> = match node.get(key).map(|n| &n.kind) {
@@ -238,7 +247,7 @@ fn check_tool_policy(cx: &mut Cx<'_>, node: &Node, t: &CmTools, tools: &ToolRegi
         };
         for (i, name) in names.iter().enumerate() {
             let span = items.get(i).copied().unwrap_or(node.span);
-            if !tools.may_have(name) {
+            if !may_have(name) {
                 cx.push(
                     CmProblemKind::UnknownTool,
                     span,

@@ -41,6 +41,7 @@ impl Cx<'_> {
 /// be read (its problems are reported).
 pub(super) struct Decls<'t> {
     pub(super) name: Option<String>,
+    pub(super) description: Option<String>,
     pub(super) version: u32,
     pub(super) config: Option<CmConfig>,
     /// `tools:`, next to its node.
@@ -54,6 +55,7 @@ impl Decls<'_> {
         CmFile {
             cameleon: self.version,
             name: self.name,
+            description: self.description,
             config: self.config,
             tools: self.tools.map(|(_, t)| t),
             operators: self.operators.into_iter().filter_map(|(_, d)| d).collect(),
@@ -98,6 +100,7 @@ pub(super) fn read_decls<'t>(cx: &mut Cx<'_>, tree: &'t Node, src: &'t str) -> O
     };
     let mut d = Decls {
         name: None,
+        description: None,
         version: FORMAT_VERSION,
         config: None,
         tools: None,
@@ -133,6 +136,7 @@ pub(super) fn read_decls<'t>(cx: &mut Cx<'_>, tree: &'t Node, src: &'t str) -> O
                 }
             }
             "name" => d.name = read_one(cx, v, src),
+            "description" => d.description = read_one(cx, v, src),
             "config" => {
                 d.config = read_one::<Option<CmConfig>>(cx, v, src).flatten();
                 if let Some(c) = &d.config

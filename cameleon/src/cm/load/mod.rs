@@ -41,6 +41,9 @@ pub struct Loader<'c> {
     allow_outside: bool,
     name: Option<String>,
     tools: Option<Arc<ToolRegistry>>,
+    /// Names of tools known to exist beside `tools` (the nets a capabilities file offers as
+    /// tools, read for their names only by `cameleon check`).
+    known_tools: Arc<std::collections::BTreeSet<String>>,
     /// The `.cm` files of the nets this one is nested in, and its own (see
     /// [`BuildContext::files`]).
     files: Vec<PathBuf>,
@@ -65,6 +68,7 @@ impl Loader<'static> {
             allow_outside: false,
             name: None,
             tools: None,
+            known_tools: Arc::default(),
             files: Vec::new(),
             depth: 0,
             subnet_files: Default::default(),
@@ -81,6 +85,7 @@ impl<'c> Loader<'c> {
             allow_outside: self.allow_outside,
             name: self.name,
             tools: self.tools,
+            known_tools: self.known_tools,
             files: self.files,
             depth: self.depth,
             subnet_files: self.subnet_files,
@@ -92,6 +97,20 @@ impl<'c> Loader<'c> {
     pub fn tools(mut self, tools: Arc<ToolRegistry>) -> Self {
         self.tools = Some(tools);
         self
+    }
+
+    /// Also accepts these tool names (tools known by name only, such as the nets a
+    /// capabilities file offers as tools, docs/tools.md#nets-as-tools).
+    pub fn known_tools<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Self {
+        let mut k = std::collections::BTreeSet::clone(&self.known_tools);
+        k.extend(names.into_iter().map(Into::into));
+        self.known_tools = Arc::new(k);
+        self
+    }
+
+    /// Whether `name` may be a tool: the registry's, or one of the [known](Self::known_tools).
+    pub(super) fn may_have_tool(&self, name: &str) -> bool {
+        self.tool_registry().may_have(name) || self.known_tools.contains(name)
     }
 
     pub(super) fn tool_registry(&self) -> &ToolRegistry {
@@ -166,6 +185,7 @@ impl<'c> Loader<'c> {
             allow_outside: self.allow_outside,
             name: Some(name),
             tools: self.tools.clone(),
+            known_tools: self.known_tools.clone(),
             files,
             depth: self.depth,
             subnet_files: self.subnet_files.clone(),

@@ -102,6 +102,15 @@ pub struct ToolMeta {
     pub duration_ms: u64,
     /// How many times it was tried (0 when it never ran: denied, invalid arguments).
     pub attempts: u32,
+    /// Tokens the call's model requests used, when it made any (a net offered as a tool:
+    /// summed over its run's firings, docs/tools.md#nets-as-tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<super::Usage>,
+    /// The run behind the call, when the tool is a net (`{"net","end","steps","firings",
+    /// "history"}`, docs/tools.md#nets-as-tools): kept with the calling firing, so a replay or
+    /// a backward step never runs it again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<serde_json::Value>,
 }
 
 /// The result of a tool call: `{status, content, error, meta}`.
@@ -134,6 +143,8 @@ impl ToolResult {
                 origin: "local".to_owned(),
                 duration_ms: 0,
                 attempts,
+                usage: None,
+                run: None,
             },
         }
     }

@@ -227,6 +227,8 @@ impl FiringLog {
         let usage = match &call {
             ModelCall::Chat { reply, .. } => reply.usage,
             ModelCall::Embed { usage, .. } => *usage,
+            // A net offered as a tool: what its run's model requests used.
+            ModelCall::Tool { result, .. } => result.meta.usage,
             _ => None,
         };
         if let Some(u) = usage {
