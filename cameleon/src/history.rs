@@ -19,8 +19,10 @@ use crate::operator::OpState;
 
 pub(crate) use crate::connection::NONE;
 
+mod marking;
 mod record;
 
+pub use marking::{ConnRecord, MarkingRecord, StateRecord};
 pub use record::{FiringRecord, Note, Recorded, StepKind, StepRecord, TokenRecord, WrittenRecord};
 
 /// A node: one history entry (one step).

@@ -67,6 +67,7 @@ mod outcome;
 mod query;
 mod record;
 mod restore;
+mod seed;
 mod spans;
 mod step;
 mod trace;

@@ -128,7 +128,8 @@ impl Cvm {
     /// refused. Limits (`max_loop_iterations`, the step budget) are not applied to the restored
     /// steps.
     pub fn restore(&mut self, rec: Recorded) -> Result<(), RestoreError> {
-        if !self.hist.nodes.is_empty() || !self.tokens.is_empty() || !self.pending.is_empty() {
+        // A seeded engine (`seed.rs`) holds its start's tokens: the record's follow them.
+        if !self.hist.nodes.is_empty() || !self.pending.is_empty() {
             return Err(RestoreError::NotFresh);
         }
         let mut depth: Vec<u32> = Vec::with_capacity(rec.nodes.len());
@@ -204,6 +205,9 @@ impl Cvm {
         match st.kind {
             StepKind::Fired if st.firings.is_empty() => return Err("it has no firing".into()),
             StepKind::Fired => {}
+            StepKind::Migrated => {
+                return Err("a migration is not a step of one net: the journal restores the nets on either side of it".into());
+            }
         }
         self.hist.open_node_at(parent, self.tokens.len() as u32);
         let mut seen = vec![false; 0];

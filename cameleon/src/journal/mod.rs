@@ -123,13 +123,17 @@ mod durability;
 mod error;
 mod lock;
 mod migrate;
+mod migration;
 mod resume;
+mod segments;
 mod store;
 mod writer;
 
 pub use durability::Durability;
 pub use error::JournalError;
 pub use lock::RunLock;
+pub use migration::{RunPosition, cm_hash};
+pub use segments::{MIGRATED, MigrationNote};
 pub use resume::{RecordedFolder, ResumeOptions};
 use writer::JournalRecorder;
 
@@ -213,6 +217,18 @@ pub struct HistoryEntry {
     /// Its parent node.
     #[serde(skip)]
     pub parent: Option<u32>,
+    /// For a migration entry (docs/migration.md): the nets' hashes on either side of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migration: Option<MigrationHashes>,
+}
+
+/// A migration entry's nets, by hash (as `runs.cm_hash`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MigrationHashes {
+    /// The net the run left.
+    pub from: String,
+    /// The net it moved onto.
+    pub to: String,
 }
 
 /// A branch of a run's history tree.
@@ -505,27 +521,39 @@ impl Journal {
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
         })?;
-        let rows: Vec<(i64, Option<i64>, i64, i64, String)> = self.with(|c| {
+        type Row = (i64, Option<i64>, i64, i64, String, Option<String>);
+        let rows: Vec<Row> = self.with(|c| {
+            // A migration entry fires nothing: its body is read for its note.
             let mut st = c.prepare(
-                "SELECT node, parent, step, branch, ops FROM entries
-                 WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
+                "SELECT node, parent, step, branch, ops, CASE WHEN ops = '[]' THEN body END
+                 FROM entries WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
             )?;
             let range = (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX));
             st.query_map(range, |r| {
-                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
             })?
             .collect()
         })?;
         let mut entries = Vec::with_capacity(rows.len());
-        for (node, parent, step, branch, ops) in rows {
+        for (node, parent, step, branch, ops, body) in rows {
             let ops: Vec<String> = serde_json::from_str(&ops)
                 .map_err(|e| self.corrupt(format!("run `{id}`: entry #{node}: {e}")))?;
+            let migration = body
+                .as_deref()
+                .and_then(|b| codec::decode(b).ok())
+                .and_then(|st| MigrationNote::of(&st))
+                .and_then(Result::ok)
+                .map(|n| MigrationHashes {
+                    from: n.from,
+                    to: n.to,
+                });
             entries.push(HistoryEntry {
                 step: step.max(0) as u32,
                 ops,
                 branch: branch.max(0) as u32,
                 node: node.max(0) as u32,
                 parent: parent.map(|p| p.max(0) as u32),
+                migration,
             });
         }
         // The current branch: the one of the deepest node of the position.

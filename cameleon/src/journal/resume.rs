@@ -210,6 +210,9 @@ impl Journal {
             other => return Err(self.corrupt(format!("run `{id}`: unknown mode `{other}`"))),
         };
         let base_dir = opts.base_dir.clone().or_else(|| config.base_dir.clone());
+        // A migrated run: the segment of its history the position lies in (`segments.rs`).
+        let plan = self.plan(&id, seq, tip, redo_tip)?;
+        let cm = plan.cm.as_deref().unwrap_or(&cm);
         let mut net = loader(
             loading.catalogue,
             loading.setup,
@@ -217,7 +220,7 @@ impl Journal {
             opts.allow_outside,
         )
         .file_name(format!("{} (run {id})", self.path.display()))
-        .load_str(&cm)
+        .load_str(cm)
         .map_err(|e| JournalError::Net {
             run: id.clone(),
             error: Box::new(e),
@@ -243,12 +246,14 @@ impl Journal {
             b = b.capabilities(caps);
         }
         let mut cvm = b.build();
-        let recorded = self.recorded(&id, seq, tip, redo_tip)?;
-        cvm.restore(recorded)
-            .map_err(|e| JournalError::Incompatible {
-                run: id.clone(),
-                what: e.to_string(),
-            })?;
+        let incompatible = |e: crate::engine::RestoreError| JournalError::Incompatible {
+            run: id.clone(),
+            what: e.to_string(),
+        };
+        if let Some(seed) = &plan.seed {
+            cvm.seed(seed).map_err(incompatible)?;
+        }
+        cvm.restore(plan.recorded).map_err(incompatible)?;
         let end = match (status.as_str(), end_state) {
             ("RUNNING" | "WAITING", _) => None,
             (_, Some(json)) => Some(
@@ -276,44 +281,11 @@ impl Journal {
         if record && !resumed.is_finished() {
             let mut resumed = resumed;
             let recorder = JournalRecorder::new(&self.path, seq, config.durability())?
-                .meter(resumed.cvm.capabilities().meter().cloned());
+                .meter(resumed.cvm.capabilities().meter().cloned())
+                .segment(plan.segment);
             resumed.cvm.set_recorder(Box::new(recorder));
             return Ok(resumed);
         }
         Ok(resumed)
-    }
-
-    /// Reads run `id`'s entries into a [`Recorded`] history.
-    fn recorded(
-        &self,
-        id: &str,
-        seq: i64,
-        tip: Option<i64>,
-        redo_tip: Option<i64>,
-    ) -> Result<Recorded, JournalError> {
-        let rows: Vec<(i64, String)> = self.with(|c| {
-            let mut st = c.prepare_cached(
-                "SELECT node, body FROM entries WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
-            )?;
-            let range = (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX));
-            st.query_map(range, |r| Ok((r.get(0)?, r.get(1)?)))?
-                .collect()
-        })?;
-        let mut rec = Recorded {
-            nodes: Vec::with_capacity(rows.len()),
-            tip: node_index(tip).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?,
-            redo_tip: node_index(redo_tip).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?,
-        };
-        for (i, (node, body)) in rows.into_iter().enumerate() {
-            if node != i as i64 {
-                return Err(self.corrupt(format!("run `{id}`: entry #{i} is missing")));
-            }
-            let step = codec::decode(&body).map_err(|what| JournalError::Incompatible {
-                run: id.to_owned(),
-                what: format!("entry #{i}: {what}"),
-            })?;
-            rec.nodes.push(step);
-        }
-        Ok(rec)
     }
 }

@@ -53,6 +53,7 @@ mod analyse;
 mod display;
 mod explore;
 mod follow;
+mod migration;
 mod model;
 mod parallel;
 mod pnml;
@@ -66,6 +67,10 @@ mod tests;
 /// declares it.
 pub use crate::operator::FiniteControl;
 pub use explore::Progress;
+pub use migration::{
+    ControlState, MigrationProof, Region, RegionState, map_connections, map_control, map_operators,
+    prove_migration, renamed, safe_region,
+};
 pub use follow::{Change, FollowError, Trace, TraceEnd, TraceStep, follow, parse_witness};
 pub use pnml::{PnmlError, to_pnml};
 pub use report::{
