@@ -292,7 +292,7 @@ fn a_renamed_operator_keeps_its_tokens() {
 fn back_over_a_migration_restores_old_and_replay_reapplies_it() {
     let db = db("back");
     let id = run_to(&db, SEQUENCE, &["src"]);
-    let before = db.journal.open_run(&id).unwrap().cvm.marking();
+    let before = db.journal.open_run(&id).unwrap().cvm.marking_record().unwrap();
     let old_hash = db.journal.position(&id).unwrap().cm_hash;
     let m = migrate(&db.journal, &id, &net(PARALLEL), &[], &MigrateOptions::default()).unwrap();
     assert_eq!(m.verdict, MigrationVerdict::Migrated);
@@ -311,7 +311,7 @@ fn back_over_a_migration_restores_old_and_replay_reapplies_it() {
     db.journal.back_migration(&id).unwrap();
     let back = db.journal.open_run(&id).unwrap();
     assert!(back.cvm.net().op_id("split").is_none(), "on OLD again");
-    assert_eq!(back.cvm.marking(), before);
+    assert_eq!(back.cvm.marking_record().unwrap(), before);
     assert_eq!(db.journal.position(&id).unwrap().cm_hash, old_hash);
     drop(back);
 
@@ -358,7 +358,7 @@ fn to_cm(blocks: &[Block]) -> String {
     let mut ops = vec!["  - {id: src, type: source, params: {value: go}}".to_owned()];
     let mut conns = Vec::new();
     let mut cur = "src.out_data".to_owned();
-    let mut link = |from: &str, to: &str, conns: &mut Vec<String>| {
+    let link = |from: &str, to: &str, conns: &mut Vec<String>| {
         conns.push(format!("  - {{from: {from}, to: {to}}}"));
     };
     for b in blocks {
@@ -403,22 +403,23 @@ fn to_cm(blocks: &[Block]) -> String {
     )
 }
 
+fn fresh_id(fresh: &mut usize, prefix: &str) -> String {
+    *fresh += 1;
+    format!("{prefix}{fresh}")
+}
+
 fn random_net(r: &mut Rng, fresh: &mut usize) -> Vec<Block> {
-    let mut name = |p: &str| {
-        *fresh += 1;
-        format!("{p}{fresh}")
-    };
     let n = 2 + r.below(3);
     let mut blocks = Vec::new();
     for _ in 0..n {
         if r.below(3) == 0 {
-            let k = *fresh + 1;
-            let a = (0..1 + r.below(2)).map(|_| name("t")).collect();
-            let b = (0..r.below(2)).map(|_| name("t")).collect();
             *fresh += 1;
+            let k = *fresh;
+            let a = (0..1 + r.below(2)).map(|_| fresh_id(fresh, "t")).collect();
+            let b = (0..r.below(2)).map(|_| fresh_id(fresh, "t")).collect();
             blocks.push(Block::Par(k, a, b));
         } else {
-            blocks.push(Block::Task(name("t")));
+            blocks.push(Block::Task(fresh_id(fresh, "t")));
         }
     }
     blocks
@@ -432,11 +433,13 @@ fn edit(r: &mut Rng, blocks: &mut Vec<Block>, fresh: &mut usize) -> &'static str
         0 => {
             // Insert an operator in a chain (the top level, or a branch).
             let at = r.below(blocks.len() + 1);
-            if let Some(Block::Par(_, a, _)) = blocks.get_mut(at.min(blocks.len().saturating_sub(1)))
-                && r.below(2) == 0
-            {
-                let i = r.below(a.len() + 1);
-                a.insert(i, new_id);
+            let into_branch = at < blocks.len() && matches!(blocks[at], Block::Par(..));
+            if into_branch && r.below(2) == 0 {
+                let i = r.below(3);
+                if let Block::Par(_, a, _) = &mut blocks[at] {
+                    let i = i.min(a.len());
+                    a.insert(i, new_id);
+                }
             } else {
                 blocks.insert(at, Block::Task(new_id));
             }

@@ -78,7 +78,11 @@ impl Cvm {
         };
         // Walk the path forward, tracking each connection's token: consumption keeps the token
         // in place, so what `op` consumed is the token its input held at that moment.
-        let mut tok = vec![NONE; self.state.len()];
+        let mut tok = if self.hist.start.is_empty() {
+            vec![NONE; self.state.len()]
+        } else {
+            self.hist.start.clone()
+        };
         let mut out = Vec::new();
         for &node in &self.hist.path {
             for f in self.hist.firing_range(node) {

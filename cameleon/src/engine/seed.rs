@@ -139,18 +139,10 @@ impl Cvm {
             self.tokens.push(token);
             self.set(c, if new { ConnState::New } else { ConnState::Old });
         }
+        self.hist.start = self.tok.clone();
         for o in 0..self.net.ops.len() {
             self.refresh(o);
         }
         Ok(())
-    }
-
-    /// How many tokens the engine's start holds (a seeded engine's, else 0): the first
-    /// history node's tokens follow them in the arena.
-    pub(super) fn seeded_tokens(&self) -> usize {
-        self.hist
-            .nodes
-            .first()
-            .map_or(self.tokens.len(), |n| n.first_token as usize)
     }
 }
