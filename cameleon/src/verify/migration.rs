@@ -144,8 +144,9 @@ pub struct MigrationProof {
     /// When reachable: a shortest firing sequence of NEW to it, from its initial marking.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reached_by: Option<Vec<String>>,
-    /// When not: the operators whose work would be skipped (NEW would have put a token
-    /// before them by now, the run never will).
+    /// When not: the operators whose work would be skipped (NEW would have passed a token
+    /// to them by now, the run never will), against the nearest marking NEW reaches (the
+    /// fewest connections in another state, a misplaced unconsumed token counting three).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<String>,
     /// When not: the operators whose work would be duplicated or out of place (the run holds
@@ -209,10 +210,19 @@ impl<'n> Space<'n> {
         // The nearest reachable state (fewest connections in another state): what differs
         // names the operators whose work the move would skip or duplicate.
         let n = self.model.n_conns;
+        // A difference in where unconsumed tokens are weighs more than one in which
+        // connections were used: the nearest state is where the run's work stands.
         let differ = |s: &[u64]| {
             (0..n)
-                .filter(|&c| self.model.fields[c].get(s) != self.model.fields[c].get(target))
-                .count()
+                .map(|c| {
+                    let (a, b) = (self.model.conn(s, c), self.model.conn(target, c));
+                    match (a, b) {
+                        _ if a == b => 0,
+                        (ConnState::New, _) | (_, ConnState::New) => 3,
+                        _ => 1,
+                    }
+                })
+                .sum::<u32>()
         };
         let nearest = (0..self.g.len() as u32)
             .min_by_key(|&id| differ(self.g.state(id)))
