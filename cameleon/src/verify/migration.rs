@@ -225,7 +225,8 @@ impl<'n> Space<'n> {
                 .sum::<u32>()
         };
         let nearest = (0..self.g.len() as u32)
-            .min_by_key(|&id| differ(self.g.state(id)))
+            // Ties: the state found last, the furthest along.
+            .min_by_key(|&id| (differ(self.g.state(id)), std::cmp::Reverse(id)))
             .unwrap_or(0);
         let near = self.g.state(nearest).to_vec();
         let net = self.model.net;
