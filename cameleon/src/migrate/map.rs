@@ -18,14 +18,13 @@ pub struct Mapped {
     pub moved: Vec<String>,
     /// The operators whose state is carried (their NEW ids).
     pub carried: Vec<String>,
-    /// What is left behind, harmlessly: consumed tokens on connections NEW lacks, states of
-    /// operators NEW lacks.
+    /// What is left behind: the states of operators NEW lacks.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub left: Vec<String>,
 }
 
-/// Maps marking `m` of `old` onto `new`. `Err`: everything that cannot move — an unconsumed
-/// token on a connection NEW lacks or whose type changed, a state of an operator whose type
+/// Maps marking `m` of `old` onto `new`. `Err`: everything that cannot move — a token
+/// (consumed or not) on a connection NEW lacks or whose type changed, a state of an operator whose type
 /// changed or that does not read back as NEW's operator's state — each naming the connection
 /// or the operator.
 pub fn map_marking(
@@ -51,12 +50,13 @@ pub fn map_marking(
                     ..cr.clone()
                 });
             }
-            (Err(why), true) => {
-                cannot.push(format!("the unconsumed token on `{}`: {why}", cr.conn))
-            }
-            (Err(why), false) => out
-                .left
-                .push(format!("the consumed token on `{}` ({why})", cr.conn)),
+            // A consumed token too: it is the record that the work before it was done (left
+            // behind, a finished run would map onto NEW's initial marking and start again).
+            (Err(why), new) => cannot.push(format!(
+                "the {} token on `{}`: {why}",
+                if new { "unconsumed" } else { "consumed" },
+                cr.conn
+            )),
         }
     }
     for sr in &m.states {

@@ -96,8 +96,8 @@ pub fn map_operators(old: &Net, new: &Net, renames: &[(String, String)]) -> Vec<
 
 /// Maps control state `s` of OLD onto NEW: each token to its connection, each declared control
 /// state to its operator when the type is the same (else NEW's operator starts in its own).
-/// A NEW (unconsumed) token on a connection NEW lacks, or whose type changed, cannot move:
-/// `Err` lists them all. A consumed (OLD) token there is left behind: nothing waits on it.
+/// A token (NEW or OLD: a consumed one records that the work before it was done) on a
+/// connection NEW lacks, or whose type changed, cannot move: `Err` lists them all.
 pub fn map_control(
     old: &Net,
     new: &Net,
@@ -112,11 +112,10 @@ pub fn map_control(
         match (s.conns.get(c).copied().unwrap_or(ConnState::Empty), to) {
             (ConnState::Empty, _) => {}
             (st, Ok(t)) => out.conns[*t] = st,
-            (ConnState::New, Err(why)) => cannot.push(format!(
+            (_, Err(why)) => cannot.push(format!(
                 "the token on `{}`: {why}",
                 old.connections()[c].name
             )),
-            (ConnState::Old, Err(_)) => {}
         }
     }
     for (o, to) in ops.iter().enumerate() {
