@@ -81,9 +81,8 @@ mod tools;
 mod trust;
 
 pub use args::{
-    CallArgs, CatalogueArgs, CheckArgs, DurabilityArg, ExportArgs, FmtArgs, HistoryArgs, MigrateArgs,
-    ModeArg,
-    ReduceArg, ResumeArgs, RunArgs, RunsArgs, ToolsArgs,
+    CallArgs, CatalogueArgs, CheckArgs, DurabilityArg, ExportArgs, FmtArgs, HistoryArgs,
+    MigrateArgs, ModeArg, ReduceArg, ResumeArgs, RunArgs, RunsArgs, ToolsArgs,
 };
 pub use catalogue::catalogue_text;
 pub use mcp::McpArgs;
@@ -279,22 +278,7 @@ Examples:
   cameleon history runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11 --json")]
     History(HistoryArgs),
     /// Move a journaled run onto a changed net, once the verifier proves the move safe.
-    #[command(after_help = "\
-The run's marking maps onto the new net by connection (`from.op.port -> to.op.port`, same data
-type) and operator id (--rename for the ones renamed); operators' states move when the type is
-the same. Before anything moves the verifier decides, on the new net: (a) from the mapped
-marking no run deadlocks and every run can complete; (b) the new net itself reaches that marking
-from its initial marking (else some operator's work would be skipped or done twice). The
-migration is one history entry of the run (`history` shows both nets' hashes); `resume` goes on
-on the new net; --back and --replay go back and forth over it. docs/migration.md.
-
-Exit codes: 0 migrated (or accepted, with --dry-run), 3 refused (what cannot move, or the
-witness), 2 invalid (file, journal, run, --rename).
-
-Examples:
-  cameleon migrate runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11 --to review_v2.cm --dry-run
-  cameleon migrate runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11 --to review_v2.cm --rename check=review
-  cameleon migrate runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11 --back")]
+    #[command(after_help = migrate::HELP)]
     Migrate(MigrateArgs),
     /// Serve a local web page to watch, step and answer a net, see its results, and edit its .cm text.
     #[command(after_help = "\

@@ -3,10 +3,31 @@
 
 use serde_json::json;
 
+/// `cameleon migrate --help`'s text after the options.
+pub(super) const HELP: &str = "\
+The run's marking maps onto the new net by connection (`from.op.port -> to.op.port`, same data
+type) and operator id (--rename for the ones renamed); operators' states move when the type is
+the same. Before anything moves the verifier decides, on the new net: (a) from the mapped
+marking no run deadlocks and every run can complete; (b) the new net itself reaches that marking
+from its initial marking (else some operator's work would be skipped or done twice). The
+migration is one history entry of the run (`history` shows both nets' hashes); `resume` goes on
+on the new net; --back and --replay go back and forth over it. docs/migration.md.
+
+Exit codes: 0 migrated (or accepted, with --dry-run), 3 refused (what cannot move, or the
+witness), 2 invalid (file, journal, run, --rename).
+
+Examples:
+  cameleon migrate runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11 --to review_v2.cm --dry-run
+  cameleon migrate runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11 --to review_v2.cm --rename check=review
+  cameleon migrate runs.db 01936f0e-3c1a-7c52-9d0b-5f2e8a6b4c11 --back";
+
 use super::run::journal_failed;
 use super::{CheckArgs, Io, MigrateArgs, exit};
 use cameleon::journal::Journal;
-use cameleon::migrate::{MigrateError, MigrateOptions, Migration, MigrationVerdict, migrate as run_migration, parse_renames};
+use cameleon::migrate::{
+    MigrateError, MigrateOptions, Migration, MigrationVerdict, migrate as run_migration,
+    parse_renames,
+};
 use cameleon::net::Net;
 use cameleon::verify::{VerifyOptions, safe_region};
 
@@ -34,7 +55,11 @@ pub(super) fn migrate(a: &MigrateArgs, io: &mut Io<'_>) -> std::io::Result<i32> 
                         io.stdout,
                         "run {}: {} the migration; now on net {} (`cameleon resume` goes on there)",
                         a.run_id,
-                        if a.back { "went back over" } else { "re-applied" },
+                        if a.back {
+                            "went back over"
+                        } else {
+                            "re-applied"
+                        },
                         at.cm_hash
                     )?;
                 }
@@ -82,7 +107,11 @@ fn show(m: &Migration, io: &mut Io<'_>) -> std::io::Result<()> {
         MigrationVerdict::Accepted => "ACCEPTED (dry run: nothing recorded)",
         MigrationVerdict::Refused => "REFUSED",
     };
-    writeln!(io.stdout, "run {}: {what}, net {} -> {}", m.run, m.from, m.to)?;
+    writeln!(
+        io.stdout,
+        "run {}: {what}, net {} -> {}",
+        m.run, m.from, m.to
+    )?;
     if let Some(r) = &m.reason {
         writeln!(io.stdout, "  because {r}")?;
     }
@@ -123,20 +152,34 @@ fn show(m: &Migration, io: &mut Io<'_>) -> std::io::Result<()> {
             yes(p.reachable)
         )?;
         if let Some(w) = &p.reached_by {
-            writeln!(io.stdout, "      by: {}", if w.is_empty() { "(its initial marking)".to_owned() } else { w.join(" ") })?;
+            writeln!(
+                io.stdout,
+                "      by: {}",
+                if w.is_empty() {
+                    "(its initial marking)".to_owned()
+                } else {
+                    w.join(" ")
+                }
+            )?;
         }
         if let Some(e) = &p.explanation {
             writeln!(io.stdout, "      {e}")?;
         }
     }
     if let Some(n) = m.entry {
-        writeln!(io.stdout, "  recorded as history entry #{n}; `cameleon resume` goes on on the new net")?;
+        writeln!(
+            io.stdout,
+            "  recorded as history entry #{n}; `cameleon resume` goes on on the new net"
+        )?;
     }
     Ok(())
 }
 
 fn ticks(v: &[String]) -> String {
-    v.iter().map(|s| format!("`{s}`")).collect::<Vec<_>>().join(", ")
+    v.iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// `check NEW.cm --against OLD.cm`: the safe change region. Exit 0 when every reachable state
@@ -173,16 +216,28 @@ pub(super) fn against(new: &Net, a: &CheckArgs, io: &mut Io<'_>) -> std::io::Res
             region.summary,
             region.safe_states,
             region.states.len(),
-            if region.complete { "" } else { "; the state budget stopped the exploration" }
+            if region.complete {
+                ""
+            } else {
+                "; the state budget stopped the exploration"
+            }
         )?;
         for s in region.states.iter().filter(|s| !s.safe) {
             writeln!(
                 io.stdout,
                 "  unsafe with tokens on {}: {}",
-                if s.tokens.is_empty() { "no connection".to_owned() } else { ticks(&s.tokens) },
+                if s.tokens.is_empty() {
+                    "no connection".to_owned()
+                } else {
+                    ticks(&s.tokens)
+                },
                 s.why.as_deref().unwrap_or("")
             )?;
         }
     }
-    Ok(if region.always_safe { exit::OK } else { exit::DEADLOCK })
+    Ok(if region.always_safe {
+        exit::OK
+    } else {
+        exit::DEADLOCK
+    })
 }

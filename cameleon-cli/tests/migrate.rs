@@ -92,7 +92,11 @@ fn an_accepted_migration_is_recorded_and_the_run_completes_on_the_new_net() {
     let r = json(&o);
     assert_eq!(r["end"], "COMPLETED", "{r}");
     let done = Journal::open(&t.db).unwrap().open_run(&id).unwrap();
-    let review = done.cvm.net().op_id("review").expect("the run went on on the new net");
+    let review = done
+        .cvm
+        .net()
+        .op_id("review")
+        .expect("the run went on on the new net");
     assert_eq!(done.cvm.fire_count(review), 1);
     assert_eq!(r["sinks"]["out"], serde_json::json!(["hello"]));
 }
@@ -103,8 +107,20 @@ fn a_refused_migration_exits_3_with_the_reason_and_bad_input_exits_2() {
     let o = CAMELEON.run(&["migrate", &t.db, &id, "--to", &t.new]);
     assert_eq!(code(&o), 3, "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("cannot move"), "{}", stdout(&o));
-    assert!(stdout(&o).contains("`draft.out_data -> publish.in_data`"), "{}", stdout(&o));
-    let o = CAMELEON.run(&["migrate", &t.db, &id, "--to", &t.new, "--rename", "nope=review"]);
+    assert!(
+        stdout(&o).contains("`draft.out_data -> publish.in_data`"),
+        "{}",
+        stdout(&o)
+    );
+    let o = CAMELEON.run(&[
+        "migrate",
+        &t.db,
+        &id,
+        "--to",
+        &t.new,
+        "--rename",
+        "nope=review",
+    ]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("`nope`"), "{}", stderr(&o));
     let o = CAMELEON.run(&["migrate", &t.db, "no-such-run", "--to", &t.new]);
@@ -115,7 +131,10 @@ fn a_refused_migration_exits_3_with_the_reason_and_bad_input_exits_2() {
     let r = json(&CAMELEON.run(&["resume", &t.db, &id, "--json"]));
     assert_eq!(r["end"], "COMPLETED");
     let done = Journal::open(&t.db).unwrap().open_run(&id).unwrap();
-    assert!(done.cvm.net().op_id("review").is_none(), "on the old net: {r}");
+    assert!(
+        done.cvm.net().op_id("review").is_none(),
+        "on the old net: {r}"
+    );
 }
 
 #[test]
@@ -134,13 +153,20 @@ fn check_against_prints_the_safe_change_region() {
     // A net against itself: safe everywhere.
     let o = CAMELEON.run(&["check", &t.old, "--against", &t.old]);
     assert_eq!(code(&o), 0, "{}", stdout(&o));
-    assert!(stdout(&o).contains("safe in every reachable state"), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("safe in every reachable state"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 #[test]
 fn back_and_replay_over_a_migration() {
     let (t, id) = setup("back", 1);
-    assert_eq!(code(&CAMELEON.run(&["migrate", &t.db, &id, "--to", &t.new])), 0);
+    assert_eq!(
+        code(&CAMELEON.run(&["migrate", &t.db, &id, "--to", &t.new])),
+        0
+    );
     let j = Journal::open(&t.db).unwrap();
     let to = j.position(&id).unwrap().cm_hash;
     let o = CAMELEON.run(&["migrate", &t.db, &id, "--back", "--json"]);
@@ -163,7 +189,10 @@ fn a_sigkill_during_migrate_leaves_all_or_nothing() {
         let (t, id) = setup(&format!("kill-{delay}"), 1);
         let j = Journal::open(&t.db).unwrap();
         let before = j.position(&id).unwrap();
-        let mut p = CAMELEON.cmd().args(["migrate", &t.db, &id, "--to", &t.new]).spawn();
+        let mut p = CAMELEON
+            .cmd()
+            .args(["migrate", &t.db, &id, "--to", &t.new])
+            .spawn();
         std::thread::sleep(Duration::from_millis(delay));
         p.signal(Signal::Kill);
         let _ = p.wait_output(Duration::from_secs(60));

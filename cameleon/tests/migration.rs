@@ -16,9 +16,8 @@ fn net(cm: &str) -> Net {
 
 /// A chain `src -> a -> b -> … -> out` of transforms, as `.cm` text.
 fn chain(name: &str, ops: &[&str]) -> String {
-    let mut s = format!(
-        "name: {name}\noperators:\n  - {{id: src, type: source, params: {{value: go}}}}\n"
-    );
+    let mut s =
+        format!("name: {name}\noperators:\n  - {{id: src, type: source, params: {{value: go}}}}\n");
     for o in ops {
         s.push_str(&format!("  - {{id: {o}, type: transform}}\n"));
     }
@@ -115,14 +114,21 @@ fn sequence_to_parallel_is_refused_inside_the_change_region_and_accepted_before_
     // inside the changed part: never.
     for s in &region.states {
         let inside = s.tokens.iter().any(|t| {
-            ["prep.out_data -> ship.in_data", "ship.out_data -> bill.in_data", "bill.out_data -> collect.in_data"]
-                .contains(&t.as_str())
+            [
+                "prep.out_data -> ship.in_data",
+                "ship.out_data -> bill.in_data",
+                "bill.out_data -> collect.in_data",
+            ]
+            .contains(&t.as_str())
         });
-        let before = s.tokens.is_empty() && s.why.is_none()
-            || s.tokens == ["src.out_data -> prep.in_data"];
+        let before =
+            s.tokens.is_empty() && s.why.is_none() || s.tokens == ["src.out_data -> prep.in_data"];
         if inside {
             assert!(!s.safe, "{s:?}");
-            assert!(s.why.as_deref().unwrap().starts_with("cannot move"), "{s:?}");
+            assert!(
+                s.why.as_deref().unwrap().starts_with("cannot move"),
+                "{s:?}"
+            );
         }
         if before {
             assert!(s.safe, "{s:?}");
@@ -144,7 +150,11 @@ fn sequence_to_parallel_is_refused_inside_the_change_region_and_accepted_before_
     assert_eq!(m.verdict, MigrationVerdict::Migrated, "{m:#?}");
     let (end, cvm) = finish(&db, &waiting);
     assert_eq!(end, EndState::Completed);
-    assert_eq!(cvm.net().op_id("split").map(|_| ()), Some(()), "it went on on NEW");
+    assert_eq!(
+        cvm.net().op_id("split").map(|_| ()),
+        Some(()),
+        "it went on on NEW"
+    );
     assert_eq!(cvm.received("out").len(), 1);
 
     let shipped = run_to(&db, SEQUENCE, &["src", "prep", "ship"]);
@@ -152,7 +162,9 @@ fn sequence_to_parallel_is_refused_inside_the_change_region_and_accepted_before_
     assert_eq!(m.verdict, MigrationVerdict::Refused);
     assert_eq!(m.exit_code(), 3);
     assert!(
-        m.cannot_move.iter().any(|c| c.contains("`ship.out_data -> bill.in_data`")),
+        m.cannot_move
+            .iter()
+            .any(|c| c.contains("`ship.out_data -> bill.in_data`")),
         "{m:#?}"
     );
     // Refused: the run is untouched and completes on OLD.
@@ -166,7 +178,10 @@ fn parallel_to_sequence_is_refused_while_the_branches_run() {
     let (old, new) = (net(PARALLEL), net(SEQUENCE));
     let region = safe_region(&old, &new, &[], &VerifyOptions::default());
     for s in &region.states {
-        let in_branches = s.tokens.iter().any(|t| t.starts_with("split.") || t.contains("both."));
+        let in_branches = s
+            .tokens
+            .iter()
+            .any(|t| t.starts_with("split.") || t.contains("both."));
         if in_branches {
             assert!(!s.safe, "{s:?}");
         }
@@ -176,7 +191,12 @@ fn parallel_to_sequence_is_refused_while_the_branches_run() {
     let split = run_to(&db, PARALLEL, &["src", "prep", "split", "ship"]);
     let m = migrate(&db.journal, &split, &new, &[], &dry()).unwrap();
     assert_eq!(m.verdict, MigrationVerdict::Refused);
-    assert!(m.cannot_move.iter().any(|c| c.contains("`split.out_b -> bill.in_data`")), "{m:#?}");
+    assert!(
+        m.cannot_move
+            .iter()
+            .any(|c| c.contains("`split.out_b -> bill.in_data`")),
+        "{m:#?}"
+    );
     let fresh = run_to(&db, PARALLEL, &["src"]);
     let m = migrate(&db.journal, &fresh, &new, &[], &MigrateOptions::default()).unwrap();
     assert_eq!(m.verdict, MigrationVerdict::Migrated, "{m:#?}");
@@ -245,7 +265,9 @@ fn an_inserted_operator_makes_runs_past_it_unmovable() {
     let new = net(&chain("doc", &["draft", "review", "publish"]));
     let region = safe_region(&net(&old), &new, &[], &VerifyOptions::default());
     assert!(
-        region.summary.starts_with("safe except while a token is between `draft` and `publish`"),
+        region
+            .summary
+            .starts_with("safe except while a token is between `draft` and `publish`"),
         "{}",
         region.summary
     );
@@ -255,7 +277,9 @@ fn an_inserted_operator_makes_runs_past_it_unmovable() {
     let m = migrate(&db.journal, &done, &new, &[], &dry()).unwrap();
     assert_eq!(m.verdict, MigrationVerdict::Refused, "{m:#?}");
     assert!(
-        m.cannot_move.iter().any(|c| c.contains("consumed token on `draft.out_data -> publish.in_data`")),
+        m.cannot_move
+            .iter()
+            .any(|c| c.contains("consumed token on `draft.out_data -> publish.in_data`")),
         "a finished run does not start again on NEW: {m:#?}"
     );
 }
@@ -304,7 +328,11 @@ connections:
     assert_eq!(m.verdict, MigrationVerdict::Migrated);
     let (end, cvm) = finish(&db, &past);
     assert_eq!(end, EndState::Completed);
-    assert_eq!(cvm.fire_count(cvm.net().op_id("audit").unwrap()), 0, "skipped, as said");
+    assert_eq!(
+        cvm.fire_count(cvm.net().op_id("audit").unwrap()),
+        0,
+        "skipped, as said"
+    );
     assert_eq!(cvm.received("out").len(), 1);
 }
 
@@ -317,10 +345,26 @@ fn a_renamed_operator_keeps_its_tokens() {
     let id = run_to(&db, &old, &["src", "a"]);
     let m = migrate(&db.journal, &id, &new, &[], &dry()).unwrap();
     assert_eq!(m.verdict, MigrationVerdict::Refused);
-    assert!(m.cannot_move[0].contains("`a.out_data -> b.in_data`"), "{m:#?}");
-    let m = migrate(&db.journal, &id, &new, &["b=c".into()], &MigrateOptions::default()).unwrap();
+    assert!(
+        m.cannot_move[0].contains("`a.out_data -> b.in_data`"),
+        "{m:#?}"
+    );
+    let m = migrate(
+        &db.journal,
+        &id,
+        &new,
+        &["b=c".into()],
+        &MigrateOptions::default(),
+    )
+    .unwrap();
     assert_eq!(m.verdict, MigrationVerdict::Migrated, "{m:#?}");
-    assert!(m.mapping.as_ref().unwrap().moved.contains(&"a.out_data -> c.in_data".to_owned()));
+    assert!(
+        m.mapping
+            .as_ref()
+            .unwrap()
+            .moved
+            .contains(&"a.out_data -> c.in_data".to_owned())
+    );
     assert_eq!(finish(&db, &id).0, EndState::Completed);
     // A rename naming an operator that does not exist is invalid input.
     let other = run_to(&db, &old, &["src"]);
@@ -334,14 +378,30 @@ fn a_renamed_operator_keeps_its_tokens() {
 fn back_over_a_migration_restores_old_and_replay_reapplies_it() {
     let db = db("back");
     let id = run_to(&db, SEQUENCE, &["src"]);
-    let before = db.journal.open_run(&id).unwrap().cvm.marking_record().unwrap();
+    let before = db
+        .journal
+        .open_run(&id)
+        .unwrap()
+        .cvm
+        .marking_record()
+        .unwrap();
     let old_hash = db.journal.position(&id).unwrap().cm_hash;
-    let m = migrate(&db.journal, &id, &net(PARALLEL), &[], &MigrateOptions::default()).unwrap();
+    let m = migrate(
+        &db.journal,
+        &id,
+        &net(PARALLEL),
+        &[],
+        &MigrateOptions::default(),
+    )
+    .unwrap();
     assert_eq!(m.verdict, MigrationVerdict::Migrated);
     let h = db.journal.history(&id).unwrap();
     let entry = h.entries.last().unwrap();
     let hashes = entry.migration.as_ref().expect("a migration entry");
-    assert_eq!((hashes.from.as_str(), hashes.to.as_str()), (old_hash.as_str(), m.to.as_str()));
+    assert_eq!(
+        (hashes.from.as_str(), hashes.to.as_str()),
+        (old_hash.as_str(), m.to.as_str())
+    );
     assert_eq!(entry.step, 2);
 
     // Two steps on NEW, then back over everything.
@@ -361,14 +421,21 @@ fn back_over_a_migration_restores_old_and_replay_reapplies_it() {
     let again = db.journal.open_run(&id).unwrap();
     assert!(again.cvm.net().op_id("split").is_some());
     assert_eq!(again.cvm.depth(), 0, "at the migration");
-    assert_eq!(again.cvm.history().redo_len(), 2, "the steps on NEW wait to be replayed");
+    assert_eq!(
+        again.cvm.history().redo_len(),
+        2,
+        "the steps on NEW wait to be replayed"
+    );
     drop(again);
     let (end, cvm) = finish(&db, &id);
     assert_eq!(end, EndState::Completed);
     assert_eq!(cvm.received("out").len(), 1);
     // A second migration entry is not made by going back and forth.
     let h = db.journal.history(&id).unwrap();
-    assert_eq!(h.entries.iter().filter(|e| e.migration.is_some()).count(), 1);
+    assert_eq!(
+        h.entries.iter().filter(|e| e.migration.is_some()).count(),
+        1
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -417,17 +484,27 @@ fn to_cm(blocks: &[Block]) -> String {
                 ));
                 ops.push(format!("  - {{id: {g}_exit, type: sink}}"));
                 link(&cur, &format!("{g}.in_data"), &mut conns);
-                link(&format!("{g}.out_exit"), &format!("{g}_exit.in_data"), &mut conns);
+                link(
+                    &format!("{g}.out_exit"),
+                    &format!("{g}_exit.in_data"),
+                    &mut conns,
+                );
                 cur = format!("{g}.out_continue");
             }
             Block::Par(k, a, b, side) => {
                 match side {
                     Some(x) => {
-                        ops.push(format!("  - {{id: f{k}, type: fork, params: {{arity: 3}}}}"));
+                        ops.push(format!(
+                            "  - {{id: f{k}, type: fork, params: {{arity: 3}}}}"
+                        ));
                         ops.push(format!("  - {{id: {x}, type: transform}}"));
                         ops.push(format!("  - {{id: {x}_end, type: sink}}"));
                         link(&format!("f{k}.out_c"), &format!("{x}.in_data"), &mut conns);
-                        link(&format!("{x}.out_data"), &format!("{x}_end.in_data"), &mut conns);
+                        link(
+                            &format!("{x}.out_data"),
+                            &format!("{x}_end.in_data"),
+                            &mut conns,
+                        );
                     }
                     None => ops.push(format!("  - {{id: f{k}, type: fork}}")),
                 }
@@ -482,7 +559,9 @@ fn edit(r: &mut Rng, blocks: &mut Vec<Block>, fresh: &mut usize) -> &'static str
     *fresh += 1;
     let new_id = format!("x{fresh}");
     if r.below(5) == 0
-        && let Some(i) = blocks.iter().position(|b| matches!(b, Block::Par(_, _, _, None)))
+        && let Some(i) = blocks
+            .iter()
+            .position(|b| matches!(b, Block::Par(_, _, _, None)))
     {
         // Add a side branch to a fork (its own sink: nothing waits for it).
         if let Block::Par(_, _, _, side) = &mut blocks[i] {
@@ -509,7 +588,9 @@ fn edit(r: &mut Rng, blocks: &mut Vec<Block>, fresh: &mut usize) -> &'static str
         1 => {
             // Remove a branch: a parallel block becomes its first branch.
             if let Some(i) = blocks.iter().position(|b| matches!(b, Block::Par(..))) {
-                let Block::Par(_, a, _, _) = blocks[i].clone() else { unreachable!() };
+                let Block::Par(_, a, _, _) = blocks[i].clone() else {
+                    unreachable!()
+                };
                 blocks.splice(i..=i, a.into_iter().map(Block::Task));
                 "remove-branch"
             } else {
@@ -520,7 +601,12 @@ fn edit(r: &mut Rng, blocks: &mut Vec<Block>, fresh: &mut usize) -> &'static str
         2 => {
             // Reorder two adjacent operators of the top-level chain.
             let pairs: Vec<usize> = (0..blocks.len().saturating_sub(1))
-                .filter(|&i| matches!((&blocks[i], &blocks[i + 1]), (Block::Task(_), Block::Task(_))))
+                .filter(|&i| {
+                    matches!(
+                        (&blocks[i], &blocks[i + 1]),
+                        (Block::Task(_), Block::Task(_))
+                    )
+                })
                 .collect();
             if pairs.is_empty() {
                 blocks.insert(r.below(blocks.len() + 1), Block::Guard(new_id));
@@ -719,12 +805,22 @@ fn random_migrations_agree_with_an_oracle_and_accepted_ones_complete() {
             // only if it had not fired on OLD.
             let fired_before = marking.0[0].0 != ConnState::Empty;
             let src = cvm.net().op_id("src").unwrap();
-            assert_eq!(cvm.fire_count(src), u32::from(!fired_before), "trial {trial}");
+            assert_eq!(
+                cvm.fire_count(src),
+                u32::from(!fired_before),
+                "trial {trial}"
+            );
         }
     }
     // Every kind of edit and every verdict came up.
     for k in [
-        "insert", "remove-branch", "reorder", "add-guard", "add-branch", "accepted", "unreachable",
+        "insert",
+        "remove-branch",
+        "reorder",
+        "add-guard",
+        "add-branch",
+        "accepted",
+        "unreachable",
         "cannot-move",
     ] {
         assert!(tally.get(k).copied().unwrap_or(0) >= 3, "{k}: {tally:?}");

@@ -54,12 +54,17 @@ impl Journal {
     pub fn load_net(&self, id: &str, cm: &str, names: &Names) -> Result<Net, JournalError> {
         let folder = self.recorded_folder(Some(id))?;
         let catalogue = names.catalogue.as_ref().unwrap_or(Catalogue::global());
-        loader(catalogue, names.loader.as_ref(), folder.base_dir.as_deref(), false)
-            .load_str(cm)
-            .map_err(|e| JournalError::Net {
-                run: folder.id,
-                error: Box::new(e),
-            })
+        loader(
+            catalogue,
+            names.loader.as_ref(),
+            folder.base_dir.as_deref(),
+            false,
+        )
+        .load_str(cm)
+        .map_err(|e| JournalError::Net {
+            run: folder.id,
+            error: Box::new(e),
+        })
     }
 
     /// Records the migration `note` of run `id`, which must still be where it was checked: at
@@ -91,11 +96,10 @@ impl Journal {
                 .map_err(|e| JournalError::io(&self.path, e))
         };
         self.change(&id, |tx, seq, tree| {
-            let (tip, hash): (Option<i64>, String) = tx.query_row(
-                "SELECT tip, cm_hash FROM runs WHERE seq = ?1",
-                [seq],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )?;
+            let (tip, hash): (Option<i64>, String) =
+                tx.query_row("SELECT tip, cm_hash FROM runs WHERE seq = ?1", [seq], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
             let tip = tip.map(|t| t as u32);
             if tip != at.tip || hash != note.from {
                 return Ok(Err(format!(
@@ -149,7 +153,9 @@ impl Journal {
             )?;
             let tip = tip.map(|t| t as u32);
             let Some(m) = tree.segment_at(tip) else {
-                return Ok(Err("it has not migrated: there is no migration to go back over".into()));
+                return Ok(Err(
+                    "it has not migrated: there is no migration to go back over".into(),
+                ));
             };
             let note = &tree.notes[&m];
             let parent = tree.steps[m as usize].parent;
@@ -181,10 +187,19 @@ impl Journal {
                 path.get(at).copied()
             });
             let Some(m) = next.filter(|&m| tree.is_migration(m)) else {
-                return Ok(Err("its recorded future does not start with a migration".into()));
+                return Ok(Err(
+                    "its recorded future does not start with a migration".into()
+                ));
             };
             let future = redo.map(|r| r as u32).filter(|&r| r != m);
-            set_net(tx, seq, &tree.notes[&m].cm, Some(m), future, tree.depth[m as usize])?;
+            set_net(
+                tx,
+                seq,
+                &tree.notes[&m].cm,
+                Some(m),
+                future,
+                tree.depth[m as usize],
+            )?;
             Ok(Ok(()))
         })
     }
@@ -229,7 +244,9 @@ fn set_net(
     steps: u32,
 ) -> rusqlite::Result<()> {
     let end: Option<String> =
-        tx.query_row("SELECT end_state FROM runs WHERE seq = ?1", [seq], |r| r.get(0))?;
+        tx.query_row("SELECT end_state FROM runs WHERE seq = ?1", [seq], |r| {
+            r.get(0)
+        })?;
     let usage = end
         .as_deref()
         .and_then(writer::usage_of)

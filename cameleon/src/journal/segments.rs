@@ -124,12 +124,7 @@ impl Journal {
     }
 
     /// [`tree`](Self::tree), read through `c` (inside a transaction).
-    pub(super) fn tree_in(
-        &self,
-        c: &Connection,
-        id: &str,
-        seq: i64,
-    ) -> Result<Tree, JournalError> {
+    pub(super) fn tree_in(&self, c: &Connection, id: &str, seq: i64) -> Result<Tree, JournalError> {
         let read = || -> rusqlite::Result<Vec<(i64, i64, String)>> {
             let mut st = c.prepare_cached(
                 "SELECT node, branch, body FROM entries WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
@@ -211,7 +206,9 @@ impl Journal {
             });
         }
         if tip.is_some_and(|t| t >= n) {
-            return Err(self.corrupt(format!("run `{id}`: its position is a step that does not exist")));
+            return Err(self.corrupt(format!(
+                "run `{id}`: its position is a step that does not exist"
+            )));
         }
         let here = tree.segment_at(tip);
         let mut local: HashMap<u32, u32> = HashMap::new();

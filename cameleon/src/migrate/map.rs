@@ -38,7 +38,10 @@ pub fn map_marking(
     let mut cannot = Vec::new();
     for cr in &m.conns {
         let Some(c) = old.conn_id(&cr.conn) else {
-            cannot.push(format!("the token on `{}`: OLD has no such connection", cr.conn));
+            cannot.push(format!(
+                "the token on `{}`: OLD has no such connection",
+                cr.conn
+            ));
             continue;
         };
         match (&conns[c.index()], cr.new) {
@@ -62,7 +65,8 @@ pub fn map_marking(
     for sr in &m.states {
         let id = renamed(&sr.op, renames);
         let Some(o) = new.op_id(&id) else {
-            out.left.push(format!("the state of `{}` (NEW has no `{id}`)", sr.op));
+            out.left
+                .push(format!("the state of `{}` (NEW has no `{id}`)", sr.op));
             continue;
         };
         let node = new.op(o);
@@ -107,7 +111,9 @@ pub fn parse_renames(
         };
         let (a, b) = (a.trim(), b.trim());
         if old.op_id(a).is_none() {
-            return Err(format!("--rename `{r}`: the run's net has no operator `{a}`"));
+            return Err(format!(
+                "--rename `{r}`: the run's net has no operator `{a}`"
+            ));
         }
         if new.op_id(b).is_none() {
             return Err(format!("--rename `{r}`: the new net has no operator `{b}`"));

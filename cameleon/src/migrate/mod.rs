@@ -168,7 +168,11 @@ pub(crate) fn migrate_then(
         Err(cannot) => {
             out.reason = Some(format!(
                 "{} cannot move onto the new net",
-                if cannot.len() == 1 { "one item" } else { "some items" }
+                if cannot.len() == 1 {
+                    "one item"
+                } else {
+                    "some items"
+                }
             ));
             out.cannot_move = cannot;
             return Ok(out);

@@ -21,15 +21,21 @@ fn a_failure_before_the_commit_leaves_the_journal_untouched() {
     let id = journal.start(&mut cvm, &RunOptions::default()).unwrap();
     cvm.step().unwrap();
     drop(cvm);
-    let new = Net::from_cm(&OLD.replace("type: transform", "type: transform, label: Draft")).unwrap();
+    let new =
+        Net::from_cm(&OLD.replace("type: transform", "type: transform, label: Draft")).unwrap();
     let snapshot = |j: &Journal| {
         let runs = j.runs().unwrap();
         (j.position(&id).unwrap(), j.history(&id).unwrap(), runs)
     };
     let before = snapshot(&journal);
-    let e = migrate_then(&journal, &id, &new, &[], &MigrateOptions::default(), &|| {
-        Err("injected before the commit".into())
-    })
+    let e = migrate_then(
+        &journal,
+        &id,
+        &new,
+        &[],
+        &MigrateOptions::default(),
+        &|| Err("injected before the commit".into()),
+    )
     .unwrap_err();
     assert!(e.to_string().contains("injected"), "{e}");
     assert_eq!(snapshot(&journal), before);

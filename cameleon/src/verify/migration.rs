@@ -83,7 +83,11 @@ pub fn map_connections(
 
 /// Where each operator of OLD goes in NEW (same renamed id; `None`: NEW lacks it), and whether
 /// its type is the same there.
-pub fn map_operators(old: &Net, new: &Net, renames: &[(String, String)]) -> Vec<Option<(usize, bool)>> {
+pub fn map_operators(
+    old: &Net,
+    new: &Net,
+    renames: &[(String, String)],
+) -> Vec<Option<(usize, bool)>> {
     old.operators()
         .iter()
         .map(|o| {
@@ -390,11 +394,16 @@ pub fn safe_region(
     for id in 0..og.len() as u32 {
         let s = og.state(id);
         let at = ControlState {
-            conns: (0..old_model.n_conns).map(|c| old_model.conn(s, c)).collect(),
+            conns: (0..old_model.n_conns)
+                .map(|c| old_model.conn(s, c))
+                .collect(),
             control: old_model
                 .ops
                 .iter()
-                .map(|om| om.control_field.map(|f| old_model.fields[f as usize].get(s)))
+                .map(|om| {
+                    om.control_field
+                        .map(|f| old_model.fields[f as usize].get(s))
+                })
                 .collect(),
         };
         let tokens: Vec<String> = (0..old_model.n_conns)
@@ -444,10 +453,7 @@ pub fn safe_region(
 fn summarise(old: &Net, states: &[RegionState]) -> String {
     let unsafe_n = states.iter().filter(|s| !s.safe).count();
     if unsafe_n == 0 {
-        return format!(
-            "safe in every reachable state ({})",
-            states.len()
-        );
+        return format!("safe in every reachable state ({})", states.len());
     }
     if unsafe_n == states.len() {
         return format!("never safe ({} reachable states)", states.len());
@@ -473,7 +479,11 @@ fn summarise(old: &Net, states: &[RegionState]) -> String {
         .count();
     let mut out = String::from("safe except while a token is ");
     if regions.is_empty() {
-        out = format!("safe in {} of {} reachable states", states.len() - unsafe_n, states.len());
+        out = format!(
+            "safe in {} of {} reachable states",
+            states.len() - unsafe_n,
+            states.len()
+        );
     } else {
         out.push_str(&regions.join(" or "));
     }

@@ -67,11 +67,11 @@ mod tests;
 /// declares it.
 pub use crate::operator::FiniteControl;
 pub use explore::Progress;
+pub use follow::{Change, FollowError, Trace, TraceEnd, TraceStep, follow, parse_witness};
 pub use migration::{
     ControlState, MigrationProof, Region, RegionState, map_connections, map_control, map_operators,
     prove_migration, renamed, safe_region,
 };
-pub use follow::{Change, FollowError, Trace, TraceEnd, TraceStep, follow, parse_witness};
 pub use pnml::{PnmlError, to_pnml};
 pub use report::{
     Check, DeadCheck, DeadOperator, Exploration, LoopCheck, NOT_CHECKED_UNDER_REDUCTION,
