@@ -626,8 +626,11 @@ fn edit(r: &mut Rng, blocks: &mut Vec<Block>, fresh: &mut usize) -> &'static str
 /// The oracle's token game on `net` (connection states 0 EMPTY, 1 NEW, 2 OLD), written from
 /// docs/semantics.md's rules for the five operator types the random nets use.
 struct Game {
-    ops: Vec<(String, Vec<usize>, Vec<usize>, Vec<Vec<usize>>)>,
+    ops: Vec<GameOp>,
 }
+
+/// An operator of the game: its type, inputs, outputs, and what one firing may write.
+type GameOp = (String, Vec<usize>, Vec<usize>, Vec<Vec<usize>>);
 
 impl Game {
     fn new(net: &Net) -> Self {
