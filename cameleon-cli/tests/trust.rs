@@ -40,7 +40,7 @@ fn run_in(dir: &TempDir, config: &Path, extra: &[&str]) -> std::process::Output 
 fn a_project_file_sends_no_variable_until_the_user_trusts_it_and_again_after_a_change() {
     let server = Server::start();
     server.always(Reply::chat("An answer."));
-    // The attack: `HOME` (a secret, for the file's author) sent to a host of its choice.
+    // The attack: `HOME` (a secret, for the file's author) sent to a host of its choice.
     let caps = format!(
         "chat:\n  default: {{kind: openai, base_url: \"{}\", model: m, api_key_env: HOME}}\n",
         server.base_url()

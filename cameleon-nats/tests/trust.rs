@@ -109,7 +109,7 @@ async fn a_bare_client_cannot_write_or_read_files_through_a_satellite_not_told_t
     );
     assert_eq!(sat.tools(), ["calc"]);
     let client = async_nats::connect(nats.url()).await.unwrap();
-    // The attacks: nobody listens on these subjects.
+    // The attacks: nobody listens on these subjects.
     for (subject, body) in [
         (
             "cameleon.tool.write_file",

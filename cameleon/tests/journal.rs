@@ -1256,6 +1256,22 @@ fn the_record_of_the_whole_tree_is_the_records_of_its_steps_as_committed() {
     let mut fresh = Cvm::new(counter_loop());
     fresh.restore(back).unwrap();
     assert_eq!(fresh.record().unwrap(), whole);
+    // Step by step, as a journal reads its entries: the same run, at the same position.
+    let mut streamed = Cvm::new(counter_loop());
+    let mut restoring = streamed.restoring().unwrap();
+    for step in whole.nodes.iter().cloned() {
+        restoring.push(step).unwrap();
+    }
+    restoring.finish(whole.tip, whole.redo_tip).unwrap();
+    assert_eq!(streamed.record().unwrap(), whole);
+    assert_eq!(streamed.position(), cvm.position());
+    // A step whose parent comes after it is refused as it is pushed.
+    let mut early = Cvm::new(counter_loop());
+    let mut restoring = early.restoring().unwrap();
+    let mut orphan = whole.nodes[1].clone();
+    orphan.parent = Some(5);
+    let err = restoring.push(orphan).unwrap_err().to_string();
+    assert!(err.contains("its parent #5 comes after it"), "{err}");
     assert_eq!(
         fresh.received("done")[0].to_json(),
         cvm.received("done")[0].to_json()

@@ -85,26 +85,15 @@ impl Cvm {
     /// Asks each operator's question anew, for the run's capabilities now (an approval depends
     /// on the gate's grants and the tools' effects).
     pub(super) fn ask_questions(&mut self) {
-        let tools = self.caps.tools();
-        self.questions = self
+        let tools = self.context.capabilities.tools();
+        self.operators.questions = self
             .net
             .ops
             .iter()
             .map(|n| question_of(&self.net, n, tools))
             .collect();
-        self.any_asks = self.questions.iter().any(Option::is_some);
-        for o in 0..self.net.ops.len() {
-            self.refresh(o);
-        }
-    }
-
-    /// Whether operator `o`, whose rule gives `on`, may be in the enabled set: an operator with
-    /// a question and no answer is held back, and listed as waiting instead.
-    #[cold]
-    pub(super) fn hold_unanswered(&mut self, o: usize, on: bool) -> bool {
-        let waits = on && self.questions[o].is_some() && !self.net.ops[o].op.has_answer();
-        self.waiting.set(o, waits);
-        on && !waits
+        self.operators.any_asks = self.operators.questions.iter().any(Option::is_some);
+        self.refresh_all();
     }
 
     /// The operators waiting for an answer now — their rule holds, they have none — in
@@ -114,10 +103,11 @@ impl Cvm {
     /// An approval question names the tool and the arguments the call would have: `allow tool
     /// `write_file` with args {"path":"a.txt",…}?`.
     pub fn waiting(&self) -> Vec<Waiting> {
-        self.waiting
+        self.marking
+            .waiting
             .iter()
             .filter_map(|o| {
-                let q = self.questions[o].as_ref()?;
+                let q = self.operators.questions[o].as_ref()?;
                 Some(Waiting {
                     op: self.net.ops[o].name.clone(),
                     prompt: self.approval_prompt(o).unwrap_or_else(|| q.prompt.clone()),
@@ -135,12 +125,12 @@ impl Cvm {
         if op.question().is_some() {
             return None;
         }
-        let start = self.topo.in_start[o] as usize;
-        let conn = *self.topo.in_conn.get(start)?;
-        let args = if conn == NONE || self.tok[conn as usize] == NONE {
+        let start = self.operators.topo.in_start[o] as usize;
+        let conn = *self.operators.topo.in_conn.get(start)?;
+        let args = if conn == NONE || self.marking.token_of[conn as usize] == NONE {
             "none".to_owned()
         } else {
-            let text = self.tokens[self.tok[conn as usize] as usize]
+            let text = self.marking.tokens[self.marking.token_of[conn as usize] as usize]
                 .value
                 .to_json()
                 .to_string();
@@ -152,7 +142,7 @@ impl Cvm {
                 text
             }
         };
-        let why = match self.caps.tools().asks_first(tool) {
+        let why = match self.context.capabilities.tools().asks_first(tool) {
             Some(AskFirst::Ungranted(effects)) => format!(
                 " (it {}; `--grant {tool}` lets it run unasked)",
                 effects.describe()
@@ -165,12 +155,13 @@ impl Cvm {
     /// The question operator `op` asks, if it asks one.
     pub fn question(&self, op: &str) -> Option<&crate::operator::Question> {
         let id = self.net.op_id(op)?;
-        self.questions[id.index()].as_ref()
+        self.operators.questions[id.index()].as_ref()
     }
 
     /// The operators that ask questions, in declaration order.
     pub fn asking(&self) -> Vec<&str> {
-        self.questions
+        self.operators
+            .questions
             .iter()
             .enumerate()
             .filter(|(_, q)| q.is_some())
@@ -188,7 +179,7 @@ impl Cvm {
     /// not of the question's type.
     pub fn provide(&mut self, op: &str, value: Value) -> Result<(), ProvideError> {
         let o = self.asker(op)?;
-        if let Some(q) = &self.questions[o]
+        if let Some(q) = &self.operators.questions[o]
             && let Err(error) = q.check(&value)
         {
             return Err(ProvideError::Answer {
@@ -205,7 +196,7 @@ impl Cvm {
     /// read as the question's type ([`Question::from_json`](crate::operator::Question::from_json)).
     pub fn provide_json(&mut self, op: &str, json: serde_json::Value) -> Result<(), ProvideError> {
         let o = self.asker(op)?;
-        let value = match &self.questions[o] {
+        let value = match &self.operators.questions[o] {
             Some(q) => q.from_json(json),
             None => return Err(self.not_asking(op)),
         }
@@ -221,7 +212,7 @@ impl Cvm {
     /// ([`Question::from_text`](crate::operator::Question::from_text)).
     pub fn provide_text(&mut self, op: &str, text: &str) -> Result<(), ProvideError> {
         let o = self.asker(op)?;
-        let value = match &self.questions[o] {
+        let value = match &self.operators.questions[o] {
             Some(q) => q.from_text(text),
             None => return Err(self.not_asking(op)),
         }
@@ -239,7 +230,7 @@ impl Cvm {
                 asking: self.asking().into_iter().map(str::to_owned).collect(),
             });
         };
-        if self.questions[id.index()].is_none() {
+        if self.operators.questions[id.index()].is_none() {
             return Err(self.not_asking(op));
         }
         Ok(id.index())

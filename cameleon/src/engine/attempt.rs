@@ -13,7 +13,7 @@
 //! the ports, a failed attempt leaves nothing behind (its emissions dropped, the operator's
 //! internal state restored), it is retried while the settings allow, and a final failure is
 //! caught on the operator's `error: DataError` output when it has one (docs/semantics.md §4).
-//! So every mode reports the same [`Outcome`]: the emissions or the error, how many attempts,
+//! So every mode reports the same [`FiringOutcome`]: the emissions or the error, how many attempts,
 //! and (when asked) the wall-clock time.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,13 +21,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::Event;
+use super::firings::StepCx;
 use super::loan::Loan;
-use crate::connection::Token;
 use crate::net::Topo;
-use crate::operator::capability::Capabilities;
 use crate::operator::{
-    Execution, Firing, FiringInfo, InputSlot, OpError, OpSettings, OpSpec, OpState, Operator,
-    PartialSink, TypeRef,
+    Execution, Firing, FiringInfo, FiringParts, InputSlot, OpError, OpSettings, OpSpec, OpState,
+    Operator, TypeRef,
 };
 use crate::runtime::{CatchPanic, Panic, catch_panic};
 use crate::types::{DataError, Value};
@@ -35,8 +34,13 @@ use crate::types::{DataError, Value};
 /// Emissions of a firing: (output port index, value), in emission order.
 pub(super) type Emissions = Vec<(u16, Value)>;
 
-/// What one firing needs besides its operator.
+/// What one firing needs besides its operator: its place in the step, whose shared context
+/// ([`StepCx`]) it reads.
 pub(super) struct FiringCx<'a> {
+    /// What every firing of the step shares.
+    pub(super) shared: &'a StepCx<'a>,
+    /// The firing's index in the step.
+    pub(super) j: usize,
     /// The operator's index in the net.
     pub(super) o: usize,
     /// Its instance name.
@@ -45,58 +49,65 @@ pub(super) struct FiringCx<'a> {
     pub(super) kind: Execution,
     /// Timeout and retries.
     pub(super) settings: OpSettings,
-    /// What the firing reads: its inputs at the start of the step.
-    pub(super) inputs: &'a [InputSlot],
-    /// The engine's token arena, which `inputs` index.
-    pub(super) tokens: &'a [Token],
-    pub(super) topo: &'a Topo,
-    /// The logical step (1-based).
-    pub(super) step: u32,
-    /// The run's id, for the idempotency key.
-    pub(super) run: &'a std::sync::Arc<str>,
-    /// The branch the step extends, for the idempotency key.
-    pub(super) branch: u32,
     /// Set when the firing's result is no longer wanted: do not retry.
     pub(super) stop: Option<&'a AtomicBool>,
     /// Where retry events go (when somebody observes).
     pub(super) events: Option<&'a Mutex<Vec<Event>>>,
-    /// Whether to measure the firing's wall-clock time (for events; it costs two clock reads).
-    pub(super) timed: bool,
-    /// The capabilities of the run (its pinned generation).
-    pub(super) caps: &'a Arc<dyn Capabilities>,
-    /// Whether the engine runs in parallel mode ([`Firing::parallel`]).
-    pub(super) parallel: bool,
-    /// Where partial output goes ([`Firing::partial`]), while somebody listens.
-    pub(super) partial: Option<&'a PartialSink>,
 }
 
 impl<'a> FiringCx<'a> {
-    /// The context `run` sees, writing into `emitted`.
-    fn firing<'e>(&'e self, emitted: &'e mut Emissions) -> Firing<'e> {
-        Firing::new(
-            self.tokens,
-            self.inputs,
-            emitted,
-            self.n_outputs(),
-            self.step,
-            self.name,
-            self.run,
-            self.branch,
-            self.caps,
-            self.info(),
-        )
-    }
-
-    fn info(&self) -> FiringInfo {
-        FiringInfo {
-            connected: self.topo.out_connected[self.o],
-            parallel: self.parallel,
-            partial: self.partial.cloned(),
+    /// The context of the step's `j`-th firing, operator `name`'s.
+    #[inline]
+    pub(super) fn new(
+        shared: &'a StepCx<'a>,
+        j: usize,
+        name: &'a str,
+        stop: Option<&'a AtomicBool>,
+        events: Option<&'a Mutex<Vec<Event>>>,
+    ) -> Self {
+        let o = shared.ops[j];
+        FiringCx {
+            shared,
+            j,
+            o,
+            name,
+            kind: shared.execution[o],
+            settings: shared.settings[o],
+            stop,
+            events,
         }
     }
 
-    fn n_outputs(&self) -> u16 {
-        self.topo.n_outputs(self.o) as u16
+    /// What the firing reads: its inputs at the start of the step.
+    #[inline]
+    fn inputs(&self) -> &'a [InputSlot] {
+        self.shared.plan.inputs(self.j)
+    }
+
+    /// The parts of the context `run` sees.
+    #[inline]
+    fn parts(&self) -> FiringParts<'a> {
+        FiringParts {
+            tokens: self.shared.tokens,
+            inputs: self.inputs(),
+            n_outputs: self.shared.topo.n_outputs(self.o) as u16,
+            step: self.shared.step,
+            name: self.name,
+            run: self.shared.run,
+            branch: self.shared.branch,
+            caps: self.shared.caps,
+            info: FiringInfo {
+                connected: self.shared.topo.out_connected[self.o],
+                parallel: self.shared.parallel,
+                partial: self.shared.partial.cloned(),
+            },
+        }
+    }
+
+    /// The context `run` sees, writing into `emitted`.
+    #[inline]
+    fn firing<'e>(&'e self, emitted: &'e mut Emissions) -> Firing<'e> {
+        Firing::new(self.parts(), emitted)
     }
 
     fn stopped(&self) -> bool {
@@ -106,7 +117,7 @@ impl<'a> FiringCx<'a> {
 
 /// How one firing ended. The emissions are in the vector the firing was given.
 #[derive(Debug)]
-pub(super) struct Outcome {
+pub(super) struct FiringOutcome {
     /// `Ok`: the emissions are ready to apply (a caught failure is an emission on `error`).
     pub(super) result: Result<(), OpError>,
     /// How many attempts it took (1 without retries).
@@ -115,7 +126,7 @@ pub(super) struct Outcome {
     pub(super) elapsed: Duration,
 }
 
-impl Outcome {
+impl FiringOutcome {
     /// The `FiringFinished` event of this outcome.
     pub(super) fn event(&self, step: u32, op: &str) -> Event {
         Event::FiringFinished {
@@ -146,8 +157,8 @@ pub(super) fn fire_now(
     cx: &FiringCx<'_>,
     before: Option<&OpState>,
     emitted: &mut Emissions,
-) -> Outcome {
-    let started = cx.timed.then(Instant::now);
+) -> FiringOutcome {
+    let started = cx.shared.timed.then(Instant::now);
     let mut attempts = 0;
     let result = loop {
         attempts += 1;
@@ -158,7 +169,7 @@ pub(super) fn fire_now(
             Next::Retry(backoff) => std::thread::sleep(backoff),
         }
     };
-    Outcome {
+    FiringOutcome {
         result,
         attempts,
         elapsed: started.map(|t| t.elapsed()).unwrap_or_default(),
@@ -174,8 +185,8 @@ pub(super) async fn fire(
     spec: &OpSpec,
     cx: FiringCx<'_>,
     emitted: &mut Emissions,
-) -> Outcome {
-    let started = cx.timed.then(Instant::now);
+) -> FiringOutcome {
+    let started = cx.shared.timed.then(Instant::now);
     // Owned (a borrowed state could not be held across an await by a `Send` future).
     let before = slot.save_state();
     let mut attempts = 0;
@@ -200,7 +211,7 @@ pub(super) async fn fire(
             Next::Retry(backoff) => tokio::time::sleep(backoff).await,
         }
     };
-    Outcome {
+    FiringOutcome {
         result,
         attempts,
         elapsed: started.map(|t| t.elapsed()).unwrap_or_default(),
@@ -220,7 +231,7 @@ fn settle(
     result: Result<(), OpError>,
     attempt: u32,
 ) -> Next {
-    let error = match result.and_then(|()| check_emissions(emitted, cx.topo, cx.o, spec)) {
+    let error = match result.and_then(|()| check_emissions(emitted, cx.shared.topo, cx.o, spec)) {
         Ok(()) => return Next::Done(Ok(())),
         Err(e) => e,
     };
@@ -244,7 +255,7 @@ fn settle_failure(
     }
     // A request the run's budget refused is neither retried nor caught: the run stops in
     // BUDGET (docs/semantics.md §4.7).
-    if cx.caps.meter().is_some_and(|m| m.stopped()) {
+    if cx.shared.caps.meter().is_some_and(|m| m.stopped()) {
         return Next::Done(Err(error));
     }
     if let Some(r) = cx.settings.retry
@@ -256,7 +267,7 @@ fn settle_failure(
             q.lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .push(Event::FiringRetrying {
-                    step: cx.step,
+                    step: cx.shared.step,
                     op: cx.name.to_owned(),
                     attempt,
                     error: error.to_string(),
@@ -283,7 +294,7 @@ fn caught_failure(spec: &OpSpec, cx: &FiringCx<'_>, error: &OpError) -> Option<(
         .outputs
         .iter()
         .position(|p| p.name == "error" && p.ty == TypeRef::of::<DataError>())?;
-    if cx.topo.port_conns(cx.o, port).is_empty() {
+    if cx.shared.topo.port_conns(cx.o, port).is_empty() {
         return None;
     }
     let data = DataError {
@@ -419,11 +430,12 @@ async fn attempt_blocking(
     cx: &FiringCx<'_>,
     emitted: &mut Emissions,
 ) -> Result<(), OpError> {
-    let mut tokens = Vec::with_capacity(cx.inputs.len());
-    let slots: Vec<InputSlot> = cx
+    let mut parts = cx.parts();
+    let mut tokens = Vec::with_capacity(parts.inputs.len());
+    let slots: Vec<InputSlot> = parts
         .inputs
         .iter()
-        .map(|s| match cx.tokens.get(s.token as usize) {
+        .map(|s| match parts.tokens.get(s.token as usize) {
             Some(t) => {
                 tokens.push(t.clone());
                 InputSlot {
@@ -435,18 +447,28 @@ async fn attempt_blocking(
         })
         .collect();
     let name = cx.name.to_owned();
-    let run = std::sync::Arc::clone(cx.run);
-    let caps = Arc::clone(cx.caps);
-    let (n_outputs, step, branch, info) = (cx.n_outputs(), cx.step, cx.branch, cx.info());
+    let run = Arc::clone(cx.shared.run);
+    let caps = Arc::clone(parts.caps);
+    let info = std::mem::take(&mut parts.info);
+    let (n_outputs, step, branch) = (parts.n_outputs, parts.step, parts.branch);
     let t0 = Instant::now();
     let (mut loan, carrier) = Loan::new(slot);
     let mut handle = tokio::task::spawn_blocking(move || {
         carrier.run(|op| {
             let mut out = Vec::new();
             let result = {
-                let mut f = Firing::new(
-                    &tokens, &slots, &mut out, n_outputs, step, &name, &run, branch, &caps, info,
-                );
+                let parts = FiringParts {
+                    tokens: &tokens,
+                    inputs: &slots,
+                    n_outputs,
+                    step,
+                    name: &name,
+                    run: &run,
+                    branch,
+                    caps: &caps,
+                    info,
+                };
+                let mut f = Firing::new(parts, &mut out);
                 catch_panic(|| op.run(&mut f))
             };
             caught_panic(result).map(|()| out)

@@ -1,7 +1,6 @@
 //! Backward steps, rewinding, and switching branches of the history tree (docs/semantics.md §5).
 
 use super::{Advance, BackError, CheckoutError, Cvm};
-use crate::connection::{ConnState, NONE};
 use crate::history::{Branch, BranchId};
 
 impl Cvm {
@@ -12,57 +11,48 @@ impl Cvm {
     /// recorder reports the failure with the next step.
     pub fn back(&mut self) -> Result<(), BackError> {
         self.back_unrecorded()?;
-        if self.recorder.is_some() {
+        if self.context.recorder.is_some() {
             self.record_move_later();
         }
         Ok(())
     }
 
     fn back_unrecorded(&mut self) -> Result<(), BackError> {
-        if !self.pending.is_empty() {
-            self.restore_pending();
+        if !self.operators.interrupted.is_empty() {
+            self.restore_interrupted();
         }
-        let node = self.hist.path.pop().ok_or(BackError::AtStart)?;
+        let node = self.history.path.pop().ok_or(BackError::AtStart)?;
         self.undo_node(node);
-        self.hist.redo.push(node);
+        self.history.redo.push(node);
         Ok(())
     }
 
     /// Undoes the firings of `node`, the applied tip, in reverse order.
     pub(super) fn undo_node(&mut self, node: u32) {
-        for f in self.hist.firing_range(node).rev() {
+        for f in self.history.firing_range(node).rev() {
             self.undo_firing(f);
         }
     }
 
+    /// Takes recorded firing `f` back: the marking, then its operator's `rollback` to the state
+    /// saved before it.
     fn undo_firing(&mut self, f: usize) {
-        let o = self.hist.firings[f].op as usize;
-        self.collect_emitted(f);
-        for i in self.hist.written_range(f).rev() {
-            let w = self.hist.written[i];
-            let c = w.conn as usize;
-            let prior = if w.prior_tok == NONE {
-                ConnState::Empty
-            } else {
-                ConnState::Old
-            };
-            self.set(c, prior);
-            self.tok[c] = w.prior_tok;
-        }
-        for i in self.hist.consumed_range(f).rev() {
-            let c = self.hist.consumed[i] as usize;
-            self.set(c, ConnState::New);
-        }
-        let saved = self.hist.saved(f);
+        let o = self.history.firings[f].op as usize;
+        let emitted = &mut self.scratch.replayed;
+        self.marking
+            .emitted_by(&self.net, &self.history, f, emitted);
+        self.marking.undo(&self.operators.topo, &self.history, f);
+        let saved = self.history.saved(f);
         let before = saved.and_then(|s| s.before.as_ref());
         let op = &mut self.net.ops[o].op;
-        let emitted = &self.s.emitted;
-        crate::operator::capability::applying_if(saved.is_some(), &self.caps, || {
-            op.rollback(before, emitted)
-        });
-        self.s.emitted.clear();
-        self.fire_count[o] -= 1;
-        self.refresh_around(f);
+        crate::operator::capability::applying_if(
+            saved.is_some(),
+            &self.context.capabilities,
+            || op.rollback(before, emitted),
+        );
+        emitted.clear();
+        self.marking
+            .refresh_around(&self.net, &self.operators, &self.history, f);
     }
 
     /// Goes back to the initial marking (every step stays recorded for replay).
@@ -72,30 +62,30 @@ impl Cvm {
 
     /// Every branch of the history tree.
     pub fn branches(&self) -> Vec<Branch> {
-        self.hist.branches()
+        self.history.branches()
     }
 
     /// Switches to branch `b`: goes back to where it leaves the current path, then replays it to
     /// its tip.
     pub fn checkout(&mut self, b: BranchId) -> Result<(), CheckoutError> {
-        if b.0 as usize >= self.hist.nodes.len() {
+        if b.0 as usize >= self.history.nodes.len() {
             return Err(CheckoutError::UnknownBranch(b));
         }
-        let target = self.hist.path_to(b.0);
+        let target = self.history.path_to(b.0);
         let common = self
-            .hist
+            .history
             .path
             .iter()
             .zip(&target)
             .take_while(|(a, b)| a == b)
             .count();
-        while self.hist.path.len() > common {
+        while self.history.path.len() > common {
             let _ = self.back_unrecorded();
         }
-        self.hist.redo = target[common..].iter().rev().copied().collect();
+        self.history.redo = target[common..].iter().rev().copied().collect();
         let mut replayed = Ok(());
-        while let Some(&node) = self.hist.redo.last() {
-            match self.replay_next(node) {
+        while let Some(&node) = self.history.redo.last() {
+            match self.replay_step(node) {
                 Ok(Advance::Ended(_)) => break,
                 Ok(Advance::Fired { .. }) => {}
                 Err(e) => {
@@ -104,7 +94,7 @@ impl Cvm {
                 }
             }
         }
-        if self.recorder.is_some() {
+        if self.context.recorder.is_some() {
             self.record_move_later();
         }
         Ok(replayed?)

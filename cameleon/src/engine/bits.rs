@@ -1,8 +1,4 @@
-//! Sets of operators as bit sets (the enabled set) and the engine's scratch buffers.
-
-use crate::connection::ConnState;
-use crate::operator::InputSlot;
-use crate::types::Value;
+//! Sets of operators as bit sets (the enabled set, the waiting set).
 
 /// A set of operators, with a summary level so the first member is found without scanning
 /// every word (enabled-set maintenance is incremental, docs/semantics.md §4 picks the first).
@@ -64,12 +60,4 @@ impl Bits {
             })
         })
     }
-}
-
-#[derive(Debug, Default)]
-pub(crate) struct Scratch {
-    pub(crate) ins: Vec<ConnState>,
-    pub(crate) outs: Vec<ConnState>,
-    pub(crate) slots: Vec<InputSlot>,
-    pub(crate) emitted: Vec<(u16, Value)>,
 }

@@ -85,24 +85,23 @@ impl CvmBuilder {
     pub fn build(self) -> Cvm {
         let mut cvm = Cvm::new(self.net);
         if let Some(n) = self.max_loop_iterations {
-            cvm.max_loop = n;
+            cvm.context.max_loop = n;
         }
-        cvm.max_steps = self.max_steps;
+        cvm.context.max_steps = self.max_steps;
         if let Some(m) = self.mode {
-            cvm.mode = m;
+            cvm.context.mode = m;
         }
         cvm.observer = self.observer;
         if let Some(t) = self.cancel {
-            cvm.cancel = t;
+            cvm.context.cancel = t;
         }
         if let Some(c) = self.caps {
-            cvm.caps = c;
+            cvm.context.capabilities = c;
             cvm.ask_questions();
         }
         if let Some(id) = self.run_id {
-            cvm.run_id = id;
+            cvm.context.run_id = id;
         }
-        cvm.update_slow();
         cvm
     }
 }

@@ -9,15 +9,15 @@ impl Cvm {
     /// The terminal state the net is in, if no operator is enabled: `WAITING` when some operator
     /// waits for an answer (docs/semantics.md §6.1), else `COMPLETED` or `DEADLOCK`.
     pub fn terminal_state(&self) -> Option<EndState> {
-        if self.enabled.first().is_some() {
+        if self.marking.enabled.first().is_some() {
             return None;
         }
-        if self.waiting.first().is_some() {
+        if self.marking.waiting.first().is_some() {
             return Some(EndState::Waiting {
                 waiting: self.waiting(),
             });
         }
-        Some(if self.state.contains(&ConnState::New) {
+        Some(if self.marking.states.contains(&ConnState::New) {
             EndState::Deadlock {
                 stuck: self.stuck(),
             }
@@ -31,25 +31,31 @@ impl Cvm {
         let mut seen = vec![false; self.net.ops.len()];
         let mut out = Vec::new();
         let (mut ins, mut outs) = (Vec::new(), Vec::new());
-        for c in 0..self.state.len() {
-            if self.state[c] != ConnState::New {
+        for c in 0..self.marking.states.len() {
+            if self.marking.states[c] != ConnState::New {
                 continue;
             }
-            let o = self.topo.consumer[c] as usize;
+            let o = self.operators.topo.consumer[c] as usize;
             if std::mem::replace(&mut seen[o], true) {
                 continue;
             }
             let node = &self.net.ops[o];
-            gather(&self.topo, &self.state, o, &mut ins, &mut outs);
+            gather(
+                &self.operators.topo,
+                &self.marking.states,
+                o,
+                &mut ins,
+                &mut outs,
+            );
             let e = Enabling {
                 inputs: &ins,
                 outputs: &outs,
-                policy: self.topo.policy[o],
+                policy: self.operators.topo.policy[o],
             };
             let name = &node.name;
             if rule_holds(&*node.op, &e) {
-                for &oc in self.topo.outs(o) {
-                    if self.state[oc as usize] == ConnState::New {
+                for &oc in self.operators.topo.outs(o) {
+                    if self.marking.states[oc as usize] == ConnState::New {
                         let conn = &self.net.conns[oc as usize];
                         let port = node.spec.outputs[conn.from.port as usize].name.to_string();
                         out.push(Stuck {
@@ -66,7 +72,7 @@ impl Cvm {
                 }
                 continue;
             }
-            let policy = self.topo.policy[o];
+            let policy = self.operators.topo.policy[o];
             let before = out.len();
             for (p, s) in ins.iter().enumerate() {
                 let reason = match (s, policy) {

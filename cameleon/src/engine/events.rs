@@ -135,7 +135,6 @@ impl Cvm {
     /// ([`events`](Self::events) does).
     pub fn on_event(&mut self, f: impl FnMut(&Event) + Send + 'static) {
         self.observer = Some(Box::new(f));
-        self.update_slow();
     }
 
     /// A channel receiving every later [`Event`], [`Partial`](Event::Partial) output included
@@ -162,7 +161,7 @@ impl Cvm {
     /// on the thread of the firing that writes the output, while it runs: keep it quick, or
     /// forward to a channel. [`on_event`](Self::on_event)'s callback never sees partial output.
     pub fn on_partial(&mut self, f: impl Fn(&Event) + Send + Sync + 'static) {
-        self.partial = Some(std::sync::Arc::new(move |step, op: &str, text: &str| {
+        self.context.partial = Some(std::sync::Arc::new(move |step, op: &str, text: &str| {
             f(&Event::Partial {
                 step,
                 op: op.to_owned(),
@@ -173,20 +172,13 @@ impl Cvm {
 
     /// Whether partial output is watched (streaming is on).
     pub fn streaming(&self) -> bool {
-        self.partial.is_some()
+        self.context.partial.is_some()
     }
 
     /// Removes the observer and the partial-output watcher.
     pub fn clear_observer(&mut self) {
         self.observer = None;
-        self.partial = None;
-        self.update_slow();
-    }
-
-    /// Whether an observer is installed.
-    #[inline]
-    pub(super) fn observed(&self) -> bool {
-        self.observer.is_some()
+        self.context.partial = None;
     }
 
     /// Sends the event `make` builds to the observer, if any (built only then).

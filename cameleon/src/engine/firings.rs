@@ -1,7 +1,8 @@
-//! Running the firings of one step together (docs/semantics.md §7): what each reads
-//! ([`StepPlan`]), the read-only context they share ([`StepFirings`]), and [`run_firings`], which
-//! drives them concurrently through the firing routine until all have finished, the first
-//! failure in declaration order is known, or the run is cancelled.
+//! Running the firings of one step (docs/semantics.md §7): what each reads ([`StepPlan`]), the
+//! read-only context they share ([`StepCx`]), and the two ways to run them through the firing
+//! routine: [`fire_inline`], one after the other on the calling thread, and [`run_firings`],
+//! concurrently as futures. Both stop at the first failure in declaration order (and
+//! `run_firings` at a cancellation), and leave one outcome and the emissions per firing.
 
 use std::future::{Future, poll_fn};
 use std::pin::Pin;
@@ -11,13 +12,13 @@ use std::task::{Context, Poll};
 
 use tracing::{Instrument, Span};
 
-use super::attempt::{Emissions, FiringCx, Outcome, fire};
+use super::attempt::{Emissions, FiringCx, FiringOutcome, fire, fire_now};
 use super::spans::finish;
 use super::{CancelToken, Event, Observer};
 use crate::connection::Token;
 use crate::net::{OpNode, Topo};
 use crate::operator::capability::Capabilities;
-use crate::operator::{Execution, InputSet, InputSlot, OpSettings, PartialSink};
+use crate::operator::{Execution, InputSet, InputSlot, OpSettings, OpState, PartialSink};
 
 /// What the firings of a step read, per firing (in the order of the step's operators).
 #[derive(Default)]
@@ -32,51 +33,103 @@ impl StepPlan {
     pub(super) fn inputs(&self, j: usize) -> &[InputSlot] {
         &self.slots[self.slot_start[j]..self.slot_start[j + 1]]
     }
+
+    pub(super) fn clear(&mut self) {
+        self.slot_start.clear();
+        self.slots.clear();
+        self.consumes.clear();
+    }
 }
 
-/// The read-only context of a step's firings.
-pub(super) struct StepFirings<'a> {
+/// What every firing of one step shares, read-only.
+pub(super) struct StepCx<'a> {
+    /// The logical step (1-based).
+    pub(super) step: u32,
+    /// The branch the step extends, for the idempotency key.
+    pub(super) branch: u32,
+    /// The step's operators, in declaration order.
     pub(super) ops: &'a [usize],
+    /// What each reads.
     pub(super) plan: &'a StepPlan,
+    /// The engine's token arena, which the plan's inputs index.
     pub(super) tokens: &'a [Token],
     pub(super) topo: &'a Topo,
-    pub(super) exec: &'a [Execution],
+    pub(super) execution: &'a [Execution],
     pub(super) settings: &'a [OpSettings],
-    pub(super) step: u32,
-    pub(super) run: &'a std::sync::Arc<str>,
-    pub(super) branch: u32,
+    /// The run's id, for the idempotency key.
+    pub(super) run: &'a Arc<str>,
+    /// The capabilities of the run (its pinned generation).
     pub(super) caps: &'a Arc<dyn Capabilities>,
-    /// One `tracing` span per firing, when a subscriber listens (else empty).
-    pub(super) spans: &'a [Span],
+    /// Whether the engine runs in parallel mode ([`Firing::parallel`](crate::Firing::parallel)).
     pub(super) parallel: bool,
     /// Where partial output goes, while somebody listens.
     pub(super) partial: Option<&'a PartialSink>,
+    /// Whether to measure each firing's wall-clock time (for events and spans).
+    pub(super) timed: bool,
+    /// One `tracing` span per firing, when a subscriber listens (else empty).
+    pub(super) spans: &'a [Span],
 }
 
-/// How the firings of a step ended: one outcome and its emissions per firing (`None`: cancelled
-/// or not needed before the end).
-pub(super) struct Ran {
-    pub(super) outcomes: Vec<Option<Outcome>>,
-    pub(super) emitted: Vec<Emissions>,
-    pub(super) cancelled: bool,
+/// Runs the step's firings one after the other on the calling thread, through [`fire_now`], up
+/// to the first failure (later firings are not needed: the step is discarded). `before`: each
+/// operator's state before the step; `outcomes` and `emitted` receive one entry per firing
+/// (`None` and nothing for those not run).
+// Always inlined: it is the sequential hot path (see benches/engine.rs).
+#[inline(always)]
+pub(super) fn fire_inline(
+    b: &StepCx<'_>,
+    nodes: &mut [OpNode],
+    before: &[(u32, Option<OpState>)],
+    emitted: &mut [Emissions],
+    outcomes: &mut Vec<Option<FiringOutcome>>,
+    observer: &mut Option<Observer>,
+) {
+    for (j, &o) in b.ops.iter().enumerate() {
+        let OpNode { meta, op } = &mut nodes[o];
+        let cx = FiringCx::new(b, j, &meta.name, None, None);
+        let entered = b.spans.get(j).map(Span::enter);
+        let out = fire_now(
+            &mut **op,
+            &meta.spec,
+            &cx,
+            before[j].1.as_ref(),
+            &mut emitted[j],
+        );
+        drop(entered);
+        if let Some(span) = b.spans.get(j) {
+            finish(span, &out);
+        }
+        if let Some(obs) = observer.as_mut() {
+            obs(&out.event(b.step, &meta.name));
+        }
+        let failed = out.result.is_err();
+        outcomes.push(Some(out));
+        if failed {
+            break;
+        }
+    }
+    outcomes.resize_with(b.ops.len(), || None);
 }
 
-type FiringFuture<'a> = Pin<Box<dyn Future<Output = Outcome> + Send + 'a>>;
+type FiringFuture<'a> = Pin<Box<dyn Future<Output = FiringOutcome> + Send + 'a>>;
 
 /// Runs the step's firings concurrently through [`fire`] until all have finished, the first
-/// failure in declaration order is known, or the run is cancelled.
+/// failure in declaration order is known, or the run is cancelled (`true`). `outcomes` and
+/// `emitted` receive one entry per firing (`None` and nothing for those cancelled or not
+/// needed).
 pub(super) async fn run_firings(
-    b: StepFirings<'_>,
+    b: &StepCx<'_>,
     nodes: &mut [OpNode],
+    emitted: &mut [Emissions],
+    outcomes: &mut Vec<Option<FiringOutcome>>,
     cancel: &CancelToken,
     observer: &mut Option<Observer>,
-) -> Ran {
+) -> bool {
     let n = b.ops.len();
     let stops: Vec<AtomicBool> = (0..n).map(|_| AtomicBool::new(false)).collect();
     let queue: Mutex<Vec<Event>> = Mutex::new(Vec::new());
     let observed = observer.is_some();
-    let kinds: Vec<Execution> = b.ops.iter().map(|&o| b.exec[o]).collect();
-    let mut emitted: Vec<Emissions> = (0..n).map(|_| Vec::new()).collect();
+    let kinds: Vec<Execution> = b.ops.iter().map(|&o| b.execution[o]).collect();
     let mut names: Vec<&str> = Vec::with_capacity(n);
 
     let mut futures: Vec<Option<FiringFuture<'_>>> = Vec::with_capacity(n);
@@ -92,24 +145,13 @@ pub(super) async fn run_firings(
         wanted.next();
         let OpNode { meta, op } = node;
         names.push(&meta.name);
-        let cx = FiringCx {
-            o,
-            name: &meta.name,
-            kind: kinds[j],
-            settings: b.settings[o],
-            inputs: b.plan.inputs(j),
-            tokens: b.tokens,
-            topo: b.topo,
-            step: b.step,
-            run: b.run,
-            branch: b.branch,
-            stop: Some(&stops[j]),
-            events: observed.then_some(&queue),
-            timed: observed || !b.spans.is_empty(),
-            caps: b.caps,
-            parallel: b.parallel,
-            partial: b.partial,
-        };
+        let cx = FiringCx::new(
+            b,
+            j,
+            &meta.name,
+            Some(&stops[j]),
+            observed.then_some(&queue),
+        );
         let Some(out) = slots.next() else {
             break; // unreachable: one emission vector per firing
         };
@@ -120,7 +162,8 @@ pub(super) async fn run_firings(
         }));
     }
 
-    let mut outcomes: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();
+    outcomes.clear();
+    outcomes.resize_with(n, || None);
     let mut cancelled = false;
     // Index of the first failure (declaration order) seen so far; firings after it are not
     // needed and are cancelled.
@@ -186,9 +229,5 @@ pub(super) async fn run_firings(
     })
     .await;
     drop(futures);
-    Ran {
-        outcomes,
-        emitted,
-        cancelled,
-    }
+    cancelled
 }

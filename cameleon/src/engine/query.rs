@@ -8,7 +8,8 @@ use crate::types::Value;
 impl Cvm {
     /// The enabled operators, in declaration order.
     pub fn fireable(&self) -> Vec<&str> {
-        self.enabled
+        self.marking
+            .enabled
             .iter()
             .map(|o| self.net.ops[o].name.as_str())
             .collect()
@@ -16,7 +17,11 @@ impl Cvm {
 
     /// The enabled operators' ids, in declaration order.
     pub fn fireable_ids(&self) -> Vec<OpId> {
-        self.enabled.iter().map(|o| OpId(o as u32)).collect()
+        self.marking
+            .enabled
+            .iter()
+            .map(|o| OpId(o as u32))
+            .collect()
     }
 
     /// The state and data of the connection named `a.out -> b.in`.
@@ -26,21 +31,24 @@ impl Cvm {
 
     /// The state and data of connection `c`.
     pub fn conn(&self, c: ConnId) -> ConnView<'_> {
-        let t = self.tok[c.index()];
+        let t = self.marking.token_of[c.index()];
         ConnView {
-            state: self.state[c.index()],
-            token: self.tokens.get(t as usize),
+            state: self.marking.states[c.index()],
+            token: self.marking.tokens.get(t as usize),
         }
     }
 
     /// A snapshot of the whole marking.
     pub fn marking(&self) -> Marking {
         Marking(
-            (0..self.state.len())
+            (0..self.marking.states.len())
                 .map(|c| {
                     (
-                        self.state[c],
-                        self.tokens.get(self.tok[c] as usize).cloned(),
+                        self.marking.states[c],
+                        self.marking
+                            .tokens
+                            .get(self.marking.token_of[c] as usize)
+                            .cloned(),
                     )
                 })
                 .collect(),
@@ -49,25 +57,25 @@ impl Cvm {
 
     /// How many times operator `op` has fired along the current history.
     pub fn fire_count(&self, op: OpId) -> u32 {
-        self.fire_count[op.index()]
+        self.marking.fire_count[op.index()]
     }
 
     /// The token with arena index `i` (as [`FiringView::written`](crate::history::FiringView) gives).
     pub fn token(&self, i: u32) -> Option<&Token> {
-        self.tokens.get(i as usize)
+        self.marking.tokens.get(i as usize)
     }
 
     /// The history: applied entries, what a forward step would replay, memory used.
     pub fn history(&self) -> History<'_> {
         History {
-            store: &self.hist,
-            tokens: self.tokens.len(),
+            store: &self.history,
+            tokens: self.marking.tokens.len(),
         }
     }
 
     /// Number of applied steps.
     pub fn depth(&self) -> usize {
-        self.hist.path.len()
+        self.history.path.len()
     }
 
     /// Every value operator `op` consumed on its own inputs along the current history, in
@@ -78,27 +86,27 @@ impl Cvm {
         };
         // Walk the path forward, tracking each connection's token: consumption keeps the token
         // in place, so what `op` consumed is the token its input held at that moment.
-        let mut tok = if self.hist.start.is_empty() {
-            vec![NONE; self.state.len()]
+        let mut tok = if self.history.start.is_empty() {
+            vec![NONE; self.marking.states.len()]
         } else {
-            self.hist.start.clone()
+            self.history.start.clone()
         };
         let mut out = Vec::new();
-        for &node in &self.hist.path {
-            for f in self.hist.firing_range(node) {
-                if self.hist.firings[f].op == id.0 {
-                    for &c in &self.hist.consumed[self.hist.consumed_range(f)] {
+        for &node in &self.history.path {
+            for f in self.history.firing_range(node) {
+                if self.history.firings[f].op == id.0 {
+                    for &c in &self.history.consumed[self.history.consumed_range(f)] {
                         // Its own inputs only: a cancellation consumes other operators'
                         // connections too (docs/semantics.md §10.4).
-                        if self.topo.consumer[c as usize] != id.0 {
+                        if self.operators.topo.consumer[c as usize] != id.0 {
                             continue;
                         }
-                        if let Some(t) = self.tokens.get(tok[c as usize] as usize) {
+                        if let Some(t) = self.marking.tokens.get(tok[c as usize] as usize) {
                             out.push(&t.value);
                         }
                     }
                 }
-                for w in &self.hist.written[self.hist.written_range(f)] {
+                for w in &self.history.written[self.history.written_range(f)] {
                     tok[w.conn as usize] = w.new_tok;
                 }
             }
@@ -108,7 +116,8 @@ impl Cvm {
 
     /// Connections still EMPTY: never reached (information, not an error, docs/semantics.md §6).
     pub fn unreached(&self) -> Vec<&str> {
-        self.state
+        self.marking
+            .states
             .iter()
             .enumerate()
             .filter(|(_, s)| **s == ConnState::Empty)

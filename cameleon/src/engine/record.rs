@@ -9,8 +9,8 @@
 //!
 //! [`Cvm::restore`] (in `restore.rs`) does the reverse on a fresh engine.
 //!
-//! The engine pays nothing for this when no recorder is installed: a recorder makes the engine
-//! take its general path (the `slow` flag), and only that path looks for one.
+//! The engine pays next to nothing for this when no recorder is installed: one check of an
+//! `Option` per step.
 
 use std::fmt;
 
@@ -73,17 +73,17 @@ impl<'a> Committed<'a> {
 
     /// The parent node (`None`: a first step).
     pub fn parent(&self) -> Option<u32> {
-        some(self.cvm.hist.nodes[self.node as usize].parent)
+        some(self.cvm.history.nodes[self.node as usize].parent)
     }
 
     /// The step's 1-based logical index (its depth in the tree).
     pub fn step(&self) -> u32 {
-        self.cvm.hist.path.len() as u32
+        self.cvm.history.path.len() as u32
     }
 
     /// The branch the node lies on (see [`Firing::branch`](crate::Firing::branch)).
     pub fn branch(&self) -> u32 {
-        self.cvm.hist.branch_of(self.node)
+        self.cvm.history.branch_of(self.node)
     }
 
     /// The position after the step.
@@ -99,8 +99,8 @@ impl<'a> Committed<'a> {
     /// The step's firings, in declaration order.
     pub fn firings(&self) -> impl Iterator<Item = CommittedFiring<'a>> + '_ {
         let cvm = self.cvm;
-        let tokens = cvm.hist.token_range(self.node, cvm.tokens.len());
-        cvm.hist
+        let tokens = cvm.history.token_range(self.node, cvm.marking.tokens.len());
+        cvm.history
             .firing_range(self.node)
             .map(move |f| CommittedFiring {
                 cvm,
@@ -135,7 +135,7 @@ impl fmt::Debug for CommittedFiring<'_> {
 impl<'a> CommittedFiring<'a> {
     /// The operator.
     pub fn op(&self) -> OpId {
-        OpId(self.cvm.hist.firings[self.f].op)
+        OpId(self.cvm.history.firings[self.f].op)
     }
 
     /// The operator's instance name.
@@ -145,7 +145,7 @@ impl<'a> CommittedFiring<'a> {
 
     /// The connections it consumed (NEW → OLD), in port order.
     pub fn consumed(&self) -> impl Iterator<Item = ConnId> + 'a {
-        let h = &self.cvm.hist;
+        let h = &self.cvm.history;
         h.consumed[h.consumed_range(self.f)]
             .iter()
             .map(|c| ConnId(*c))
@@ -154,7 +154,7 @@ impl<'a> CommittedFiring<'a> {
     /// The connections it wrote: the connection, the token it held before (`None`: it was
     /// EMPTY), the new token (indices into the engine's token arena, see [`Cvm::token`]).
     pub fn written(&self) -> impl Iterator<Item = (ConnId, Option<u32>, u32)> + 'a {
-        let h = &self.cvm.hist;
+        let h = &self.cvm.history;
         h.written[h.written_range(self.f)]
             .iter()
             .map(|w| (ConnId(w.conn), some(w.prior_tok), w.new_tok))
@@ -165,7 +165,7 @@ impl<'a> CommittedFiring<'a> {
     pub fn tokens(&self) -> impl Iterator<Item = (u32, &'a Token)> + 'a {
         let op = self.op();
         let first = self.tokens.start;
-        self.cvm.tokens[self.tokens.clone()]
+        self.cvm.marking.tokens[self.tokens.clone()]
             .iter()
             .enumerate()
             .filter(move |(_, t)| t.op == op)
@@ -174,12 +174,18 @@ impl<'a> CommittedFiring<'a> {
 
     /// The operator's internal state before the firing, if it has one.
     pub fn before(&self) -> Option<&'a OpState> {
-        self.cvm.hist.saved(self.f).and_then(|s| s.before.as_ref())
+        self.cvm
+            .history
+            .saved(self.f)
+            .and_then(|s| s.before.as_ref())
     }
 
     /// The operator's internal state after the firing, if it has one.
     pub fn after(&self) -> Option<&'a OpState> {
-        self.cvm.hist.saved(self.f).and_then(|s| s.after.as_ref())
+        self.cvm
+            .history
+            .saved(self.f)
+            .and_then(|s| s.after.as_ref())
     }
 }
 
@@ -191,25 +197,22 @@ impl Cvm {
     /// Installs `recorder`: from now on every committed step, move and end is reported to it.
     /// Replaces (and returns) the one installed before.
     pub fn set_recorder(&mut self, recorder: Box<dyn Recorder>) -> Option<Box<dyn Recorder>> {
-        let old = self.recorder.replace(recorder);
-        self.update_slow();
-        old
+        self.context.recorder.replace(recorder)
     }
 
     /// Removes the recorder.
     pub fn take_recorder(&mut self) -> Option<Box<dyn Recorder>> {
-        let old = self.recorder.take();
-        self.deferred = None;
-        self.update_slow();
+        let old = self.context.recorder.take();
+        self.context.deferred = None;
         old
     }
 
     /// Where the engine stands in its history tree.
     pub fn position(&self) -> Position {
         Position {
-            tip: self.hist.path.last().copied(),
-            redo_tip: self.hist.redo.first().copied(),
-            depth: self.hist.path.len() as u32,
+            tip: self.history.path.last().copied(),
+            redo_tip: self.history.redo.first().copied(),
+            depth: self.history.path.len() as u32,
         }
     }
 
@@ -217,15 +220,15 @@ impl Cvm {
     /// themselves (a Ctrl-C between steps). [`run`](Self::run), [`run_async`](Self::run_async)
     /// and a [`step`](Self::step) that ends already do.
     pub fn record_end(&mut self, end: &EndState) -> Result<(), StepError> {
-        let Some(mut rec) = self.recorder.take() else {
+        let Some(mut rec) = self.context.recorder.take() else {
             return Ok(());
         };
         let at = self.position();
-        let r = match self.deferred.take() {
+        let r = match self.context.deferred.take() {
             Some(e) => Err(e),
             None => rec.ended(end, at),
         };
-        self.recorder = Some(rec);
+        self.context.recorder = Some(rec);
         r.map_err(StepError::Record)
     }
 
@@ -246,14 +249,14 @@ impl Cvm {
 
     /// Records the current position after a replay.
     pub(super) fn record_move(&mut self) -> Result<(), StepError> {
-        let Some(mut rec) = self.recorder.take() else {
+        let Some(mut rec) = self.context.recorder.take() else {
             return Ok(());
         };
-        let r = match self.deferred.take() {
+        let r = match self.context.deferred.take() {
             Some(e) => Err(e),
             None => rec.moved(self.position()),
         };
-        self.recorder = Some(rec);
+        self.context.recorder = Some(rec);
         r.map_err(StepError::Record)
     }
 
@@ -261,36 +264,31 @@ impl Cvm {
     /// checkout): a failure is reported by the next recording.
     pub(super) fn record_move_later(&mut self) {
         if let Err(StepError::Record(e)) = self.record_move() {
-            self.deferred = Some(e);
+            self.context.deferred = Some(e);
         }
     }
 
     /// Records the step just committed as `node`; if the recorder fails, undoes the step and
     /// drops the node, and returns the failure.
-    pub(super) fn record_commit(
-        &mut self,
-        node: u32,
-        step: u32,
-        observed: bool,
-    ) -> Result<(), StepError> {
-        let Some(mut rec) = self.recorder.take() else {
+    pub(super) fn record_commit(&mut self, node: u32, step: u32) -> Result<(), StepError> {
+        let Some(mut rec) = self.context.recorder.take() else {
             return Ok(());
         };
-        let r = match self.deferred.take() {
+        let r = match self.context.deferred.take() {
             Some(e) => Err(e),
             None => rec.committed(&Committed { cvm: self, node }),
         };
-        self.recorder = Some(rec);
+        self.context.recorder = Some(rec);
         let Err(e) = r else {
             return Ok(());
         };
         // Undo the step: the marking must not run ahead of the record.
-        let first_token = self.hist.nodes[node as usize].first_token;
-        self.hist.path.pop();
+        let first_token = self.history.nodes[node as usize].first_token;
+        self.history.path.pop();
         self.undo_node(node);
-        self.hist.drop_last_node();
-        self.tokens.truncate(first_token as usize);
-        if observed {
+        self.history.drop_last_node();
+        self.marking.tokens.truncate(first_token as usize);
+        if self.observer.is_some() {
             self.notify(|_| Event::StepDiscarded {
                 step,
                 reason: "ERROR".into(),

@@ -49,7 +49,7 @@ impl Cvm {
     /// `map`'s inner runs are kept so in their parent's journal). `Err`: a value or an operator
     /// state without a serde form, named.
     pub fn record(&self) -> Result<Recorded, RecordError> {
-        let nodes = (0..self.hist.nodes.len() as u32)
+        let nodes = (0..self.history.nodes.len() as u32)
             .map(|n| self.step_record(n))
             .collect::<Result<_, _>>()?;
         let at = self.position();
@@ -63,8 +63,8 @@ impl Cvm {
     /// The record of history node `node`: its firings, what they consumed and wrote, the
     /// tokens they emitted (the node's range of the arena), the states around them.
     pub(super) fn step_record(&self, node: u32) -> Result<StepRecord, RecordError> {
-        let h = &self.hist;
-        let tokens = &self.tokens[h.token_range(node, self.tokens.len())];
+        let h = &self.history;
+        let tokens = &self.marking.tokens[h.token_range(node, self.marking.tokens.len())];
         let mut firings = Vec::with_capacity(h.firing_range(node).len());
         for f in h.firing_range(node) {
             let op = h.firings[f].op;
@@ -126,74 +126,27 @@ impl Cvm {
     /// The record is checked against the net, its values read back through their data types'
     /// serde forms and its states through their operators'; a record that does not fit is
     /// refused. Limits (`max_loop_iterations`, the step budget) are not applied to the restored
-    /// steps.
+    /// steps. [`restoring`](Self::restoring) does the same one step at a time, as a journal
+    /// reads them.
     pub fn restore(&mut self, rec: Recorded) -> Result<(), RestoreError> {
+        let mut restoring = self.restoring()?;
+        for step in rec.nodes {
+            restoring.push(step)?;
+        }
+        restoring.finish(rec.tip, rec.redo_tip)
+    }
+
+    /// Starts restoring a recorded history into this fresh engine, one step at a time (in
+    /// creation order), without holding the whole record: see [`restore`](Self::restore).
+    pub fn restoring(&mut self) -> Result<Restoring<'_>, RestoreError> {
         // A seeded engine (`seed.rs`) holds its start's tokens: the record's follow them.
-        if !self.hist.nodes.is_empty() || !self.pending.is_empty() {
+        if !self.history.nodes.is_empty() || !self.operators.interrupted.is_empty() {
             return Err(RestoreError::NotFresh);
         }
-        let mut depth: Vec<u32> = Vec::with_capacity(rec.nodes.len());
-        for (i, st) in rec.nodes.into_iter().enumerate() {
-            let node = i as u32;
-            let parent = match st.parent {
-                None => NONE,
-                Some(p) if p < node => p,
-                Some(p) => {
-                    return Err(RestoreError::Invalid {
-                        node,
-                        message: format!("its parent #{p} comes after it"),
-                    });
-                }
-            };
-            let d = if parent == NONE {
-                1
-            } else {
-                depth[parent as usize] + 1
-            };
-            depth.push(d);
-            self.restore_node(parent, d, st)
-                .map_err(|message| RestoreError::Invalid { node, message })?;
-        }
-        let n_nodes = self.hist.nodes.len() as u32;
-        let path = match rec.tip {
-            None => Vec::new(),
-            Some(t) if t < n_nodes => self.hist.path_to(t),
-            Some(t) => {
-                return Err(RestoreError::Invalid {
-                    node: t,
-                    message: "the position is a step that does not exist".into(),
-                });
-            }
-        };
-        for node in path {
-            let step = self.hist.path.len() as u32 + 1;
-            for f in self.hist.firing_range(node) {
-                self.check_replayable(f, step)?;
-            }
-            for f in self.hist.firing_range(node) {
-                self.redo_firing(f);
-            }
-            self.hist.path.push(node);
-        }
-        if let Some(r) = rec.redo_tip {
-            let future = if r < n_nodes {
-                self.hist.path_to(r)
-            } else {
-                Vec::new()
-            };
-            if future.len() <= self.hist.path.len() || !future.starts_with(&self.hist.path) {
-                return Err(RestoreError::Invalid {
-                    node: r,
-                    message: "the recorded future does not continue the position".into(),
-                });
-            }
-            self.hist.redo = future[self.hist.path.len()..]
-                .iter()
-                .rev()
-                .copied()
-                .collect();
-        }
-        Ok(())
+        Ok(Restoring {
+            cvm: self,
+            depth: Vec::new(),
+        })
     }
 
     /// Adds recorded step `st` to the tree, as a child of `parent`, at depth `depth`: its
@@ -209,7 +162,8 @@ impl Cvm {
                 return Err("a migration is not a step of one net: the journal restores the nets on either side of it".into());
             }
         }
-        self.hist.open_node_at(parent, self.tokens.len() as u32);
+        self.history
+            .open_node_at(parent, self.marking.tokens.len() as u32);
         let mut seen = vec![false; 0];
         for fr in st.firings {
             let o = fr.op as usize;
@@ -223,24 +177,26 @@ impl Cvm {
             if std::mem::replace(&mut seen[o], true) {
                 return Err(format!("`{name}` fires twice"));
             }
-            let firing = self.hist.firings.len() as u32;
-            self.hist.firings.push(FiringRec {
+            let firing = self.history.firings.len() as u32;
+            self.history.firings.push(FiringRec {
                 op: o as u32,
-                consumed_start: self.hist.consumed.len() as u32,
-                written_start: self.hist.written.len() as u32,
+                consumed_start: self.history.consumed.len() as u32,
+                written_start: self.history.written.len() as u32,
             });
             for &c in &fr.consumed {
-                if c as usize >= n_conns || self.topo.consumer[c as usize] as usize != o {
+                if c as usize >= n_conns || self.operators.topo.consumer[c as usize] as usize != o {
                     return Err(format!(
                         "`{name}` consumed connection #{c}, which is not one of its inputs"
                     ));
                 }
-                self.hist.consumed.push(c);
+                self.history.consumed.push(c);
             }
-            let first = self.tokens.len() as u32;
+            let first = self.marking.tokens.len() as u32;
             let end = first + fr.tokens.len() as u32;
             for w in &fr.written {
-                if w.conn as usize >= n_conns || self.topo.producer[w.conn as usize] as usize != o {
+                if w.conn as usize >= n_conns
+                    || self.operators.topo.producer[w.conn as usize] as usize != o
+                {
                     return Err(format!(
                         "`{name}` wrote connection #{}, which is not one of its outputs",
                         w.conn
@@ -252,7 +208,7 @@ impl Cvm {
                 if !(first..end).contains(&w.new) {
                     return Err(format!("`{name}` wrote a token it did not emit"));
                 }
-                self.hist.written.push(Written {
+                self.history.written.push(Written {
                     conn: w.conn,
                     prior_tok: w.prior.unwrap_or(NONE),
                     new_tok: w.new,
@@ -268,7 +224,7 @@ impl Cvm {
                 let value = (info.from_json)(t.value).map_err(|e| {
                     format!("a {} emitted by `{name}` cannot be read back: {e}", t.ty)
                 })?;
-                self.tokens.push(Token {
+                self.marking.tokens.push(Token {
                     value,
                     step: depth,
                     op: OpId(o as u32),
@@ -285,7 +241,7 @@ impl Cvm {
             };
             let (before, after) = (state(fr.before)?, state(fr.after)?);
             if before.is_some() || after.is_some() {
-                self.hist.states.push(SavedStates {
+                self.history.states.push(SavedStates {
                     firing,
                     before,
                     after,
@@ -295,10 +251,58 @@ impl Cvm {
         Ok(())
     }
 
+    /// Re-applies the path to node `tip` and sets the recorded future to `redo_tip`.
+    fn restore_position(
+        &mut self,
+        tip: Option<u32>,
+        redo_tip: Option<u32>,
+    ) -> Result<(), RestoreError> {
+        let n_nodes = self.history.nodes.len() as u32;
+        let path = match tip {
+            None => Vec::new(),
+            Some(t) if t < n_nodes => self.history.path_to(t),
+            Some(t) => {
+                return Err(RestoreError::Invalid {
+                    node: t,
+                    message: "the position is a step that does not exist".into(),
+                });
+            }
+        };
+        for node in path {
+            let step = self.history.path.len() as u32 + 1;
+            for f in self.history.firing_range(node) {
+                self.check_replayable(f, step)?;
+            }
+            for f in self.history.firing_range(node) {
+                self.redo_firing(f);
+            }
+            self.history.path.push(node);
+        }
+        if let Some(r) = redo_tip {
+            let future = if r < n_nodes {
+                self.history.path_to(r)
+            } else {
+                Vec::new()
+            };
+            if future.len() <= self.history.path.len() || !future.starts_with(&self.history.path) {
+                return Err(RestoreError::Invalid {
+                    node: r,
+                    message: "the recorded future does not continue the position".into(),
+                });
+            }
+            self.history.redo = future[self.history.path.len()..]
+                .iter()
+                .rev()
+                .copied()
+                .collect();
+        }
+        Ok(())
+    }
+
     /// Whether recorded firing `f` can be re-applied at the current marking: its operator
     /// enabled, what it consumed NEW, what it wrote holding the token it replaced.
     fn check_replayable(&self, f: usize, step: u32) -> Result<(), RestoreError> {
-        let o = self.hist.firings[f].op as usize;
+        let o = self.history.firings[f].op as usize;
         let diverged = |reason: &str| RestoreError::Diverged {
             step,
             op: self.net.ops[o].name.clone(),
@@ -307,20 +311,73 @@ impl Cvm {
         // An operator with a question waits until it has an answer; the answer a recorded
         // firing used is in its saved state before the firing, not yet given back: its rule
         // holding is what counts (docs/semantics.md §6.1).
-        if !(self.enabled.get(o) || (self.any_asks && self.waiting.get(o))) {
+        if !(self.marking.enabled.get(o)
+            || (self.operators.any_asks && self.marking.waiting.get(o)))
+        {
             return Err(diverged("is not enabled there"));
         }
-        for i in self.hist.consumed_range(f) {
-            if self.state[self.hist.consumed[i] as usize] != ConnState::New {
+        for i in self.history.consumed_range(f) {
+            if self.marking.states[self.history.consumed[i] as usize] != ConnState::New {
                 return Err(diverged("consumed a connection that was not NEW"));
             }
         }
-        for i in self.hist.written_range(f) {
-            let w = self.hist.written[i];
-            if self.tok[w.conn as usize] != w.prior_tok {
+        for i in self.history.written_range(f) {
+            let w = self.history.written[i];
+            if self.marking.token_of[w.conn as usize] != w.prior_tok {
                 return Err(diverged("replaced a token the connection did not hold"));
             }
         }
         Ok(())
+    }
+}
+
+/// A restore under way ([`Cvm::restoring`]): the recorded steps pushed one at a time, in
+/// creation order, then [`finish`](Self::finish) re-applies the path to the position. The
+/// engine is unusable after an error: build a new one.
+pub struct Restoring<'c> {
+    cvm: &'c mut Cvm,
+    /// Per node pushed: its depth in the tree (its tokens' logical step).
+    depth: Vec<u32>,
+}
+
+impl std::fmt::Debug for Restoring<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Restoring")
+            .field("steps", &self.depth.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Restoring<'_> {
+    /// Adds the next recorded step (node `n` for the `n`-th pushed, from 0) to the tree, checked
+    /// against the net: its parent must come before it.
+    pub fn push(&mut self, step: StepRecord) -> Result<(), RestoreError> {
+        let node = self.depth.len() as u32;
+        let parent = match step.parent {
+            None => NONE,
+            Some(p) if p < node => p,
+            Some(p) => {
+                return Err(RestoreError::Invalid {
+                    node,
+                    message: format!("its parent #{p} comes after it"),
+                });
+            }
+        };
+        let d = if parent == NONE {
+            1
+        } else {
+            self.depth[parent as usize] + 1
+        };
+        self.depth.push(d);
+        self.cvm
+            .restore_node(parent, d, step)
+            .map_err(|message| RestoreError::Invalid { node, message })
+    }
+
+    /// Re-applies the path to node `tip` (`None`: stays at the initial marking), without
+    /// running any operator, and leaves the path to node `redo_tip` (`None`: nothing) as the
+    /// recorded future to replay.
+    pub fn finish(self, tip: Option<u32>, redo_tip: Option<u32>) -> Result<(), RestoreError> {
+        self.cvm.restore_position(tip, redo_tip)
     }
 }

@@ -19,12 +19,12 @@ impl Cvm {
     pub fn marking_record(&self) -> Result<MarkingRecord, RecordError> {
         let mut out = MarkingRecord::default();
         for (c, conn) in self.net.conns.iter().enumerate() {
-            let new = match self.state[c] {
+            let new = match self.marking.states[c] {
                 ConnState::Empty => continue,
                 ConnState::New => true,
                 ConnState::Old => false,
             };
-            let Some(t) = self.tokens.get(self.tok[c] as usize) else {
+            let Some(t) = self.marking.tokens.get(self.marking.token_of[c] as usize) else {
                 continue;
             };
             let value = t.value.try_to_json().map_err(|e| {
@@ -71,7 +71,10 @@ impl Cvm {
     /// at 0. Every name must be the net's and every type the one it declares; nothing is
     /// changed when one is not.
     pub fn seed(&mut self, m: &MarkingRecord) -> Result<(), RestoreError> {
-        if !self.hist.nodes.is_empty() || !self.tokens.is_empty() || !self.pending.is_empty() {
+        if !self.history.nodes.is_empty()
+            || !self.marking.tokens.is_empty()
+            || !self.operators.interrupted.is_empty()
+        {
             return Err(RestoreError::NotFresh);
         }
         let mut tokens = Vec::with_capacity(m.conns.len());
@@ -107,7 +110,7 @@ impl Cvm {
             tokens.push(Token {
                 value,
                 step: 0,
-                op: OpId(self.topo.producer[c]),
+                op: OpId(self.operators.topo.producer[c]),
             });
             placed.push((c, cr.new));
         }
@@ -134,15 +137,14 @@ impl Cvm {
             self.net.ops[o].op.restore_state(&state);
         }
         for ((c, new), token) in placed.into_iter().zip(tokens) {
-            debug_assert_eq!(self.tok[c], NONE);
-            self.tok[c] = self.tokens.len() as u32;
-            self.tokens.push(token);
-            self.set(c, if new { ConnState::New } else { ConnState::Old });
+            debug_assert_eq!(self.marking.token_of[c], NONE);
+            self.marking.token_of[c] = self.marking.tokens.len() as u32;
+            self.marking.tokens.push(token);
+            let to = if new { ConnState::New } else { ConnState::Old };
+            self.marking.set(&self.operators.topo, c, to);
         }
-        self.hist.start = self.tok.clone();
-        for o in 0..self.net.ops.len() {
-            self.refresh(o);
-        }
+        self.history.start = self.marking.token_of.clone();
+        self.refresh_all();
         Ok(())
     }
 }

@@ -4,13 +4,13 @@
 //!
 //! Nothing here runs unless a subscriber listens to target `cameleon::engine` at level INFO:
 //! the engine checks that once per `run` / `step` call ([`Cvm::check_traced`]) and only then
-//! takes its slow path, so an unobserved run pays one relaxed atomic load per call.
+//! makes spans, so an unobserved run pays one relaxed atomic load per call.
 
 use tracing::Span;
 use tracing::field::Empty;
 
 use super::Cvm;
-use super::attempt::Outcome;
+use super::attempt::FiringOutcome;
 
 /// The target of every span.
 pub(super) const TARGET: &str = "cameleon::engine";
@@ -21,48 +21,45 @@ impl Cvm {
     #[inline]
     pub(super) fn check_traced(&mut self) {
         let on = tracing::enabled!(target: TARGET, tracing::Level::INFO);
-        if on != self.traced {
-            self.traced = on;
-            self.update_slow();
-        }
-        if on && self.run_span.is_none() {
+        self.context.traced = on;
+        if on && self.context.run_span.is_none() {
             self.open_run_span();
         }
     }
 
     #[cold]
     fn open_run_span(&mut self) {
-        let run = &*self.run_id;
-        self.run_span = Some(tracing::info_span!(
+        let run = &*self.context.run_id;
+        self.context.run_span = Some(tracing::info_span!(
             target: TARGET,
             "run",
             run = %run,
             net = %self.net.name,
-            mode = %self.mode,
-            generation = self.caps.generation(),
+            mode = %self.context.mode,
+            generation = self.context.capabilities.generation(),
             end = Empty,
         ));
     }
 
     /// Closes the run's span (the run reached `end`); a later step opens a new one.
     pub(super) fn close_run_span(&mut self, end: &str) {
-        if let Some(span) = self.run_span.take() {
+        if let Some(span) = self.context.run_span.take() {
             span.record("end", end);
         }
     }
 
     /// The run's span (`None` span when nobody listens).
     pub(super) fn run_span(&self) -> Span {
-        self.run_span.clone().unwrap_or_else(Span::none)
+        self.context.run_span.clone().unwrap_or_else(Span::none)
     }
 
     /// The span of a step of operators `ops`, a child of the run's span.
     pub(super) fn step_span(&self, step: u32, ops: &[usize]) -> Span {
-        if !self.traced {
+        if !self.context.traced {
             return Span::none();
         }
         let names = self.names(ops.iter().copied()).join(",");
-        match &self.run_span {
+        match &self.context.run_span {
             Some(run) => {
                 tracing::info_span!(target: TARGET, parent: run, "step", step, ops = %names)
             }
@@ -72,7 +69,7 @@ impl Cvm {
 
     /// The span of one firing of operator `o`, a child of `parent`.
     pub(super) fn firing_span(&self, parent: &Span, o: usize, step: u32) -> Span {
-        if !self.traced {
+        if !self.context.traced {
             return Span::none();
         }
         let node = &self.net.ops[o];
@@ -80,11 +77,11 @@ impl Cvm {
             target: TARGET,
             parent: parent,
             "firing",
-            run = %self.run_id,
+            run = %self.context.run_id,
             step,
             op = %node.name,
             "type" = %node.spec.type_id,
-            generation = self.caps.generation(),
+            generation = self.context.capabilities.generation(),
             attempts = Empty,
             duration_ms = Empty,
             error = Empty,
@@ -93,7 +90,7 @@ impl Cvm {
 }
 
 /// Records how a firing ended on its span.
-pub(super) fn finish(span: &Span, out: &Outcome) {
+pub(super) fn finish(span: &Span, out: &FiringOutcome) {
     if span.is_disabled() {
         return;
     }

@@ -113,7 +113,6 @@ use serde::{Deserialize, Serialize};
 use crate::catalogue::Catalogue;
 use crate::cm::Loader;
 use crate::engine::{Cvm, EndState};
-use crate::history::Recorded;
 use crate::net::{Mode, Net};
 use crate::operator::capability::Capabilities;
 use crate::operator::capability::Spent;

@@ -211,8 +211,14 @@ impl Journal {
         };
         let base_dir = opts.base_dir.clone().or_else(|| config.base_dir.clone());
         // A migrated run: the segment of its history the position lies in (`segments.rs`).
-        let plan = self.plan(&id, seq, tip, redo_tip)?;
-        let cm = plan.cm.as_deref().unwrap_or(&cm);
+        // A migrated run: the segment of its history the position lies in (`segments.rs`);
+        // any other run's entries are restored as they are read.
+        let mut plan = if self.migrated(seq)? {
+            Some(self.plan(&id, seq, tip, redo_tip)?)
+        } else {
+            None
+        };
+        let cm = plan.as_ref().and_then(|p| p.cm.as_deref()).unwrap_or(&cm);
         let mut net = loader(
             loading.catalogue,
             loading.setup,
@@ -246,14 +252,23 @@ impl Journal {
             b = b.capabilities(caps);
         }
         let mut cvm = b.build();
-        let incompatible = |e: crate::engine::RestoreError| JournalError::Incompatible {
-            run: id.clone(),
-            what: e.to_string(),
+        let segment = match plan.take() {
+            Some(plan) => {
+                let incompatible = |e: crate::engine::RestoreError| JournalError::Incompatible {
+                    run: id.clone(),
+                    what: e.to_string(),
+                };
+                if let Some(seed) = &plan.seed {
+                    cvm.seed(seed).map_err(incompatible)?;
+                }
+                cvm.restore(plan.recorded).map_err(incompatible)?;
+                plan.segment
+            }
+            None => {
+                self.restore_entries(&id, seq, (tip, redo_tip), &mut cvm)?;
+                None
+            }
         };
-        if let Some(seed) = &plan.seed {
-            cvm.seed(seed).map_err(incompatible)?;
-        }
-        cvm.restore(plan.recorded).map_err(incompatible)?;
         let end = match (status.as_str(), end_state) {
             ("RUNNING" | "WAITING", _) => None,
             (_, Some(json)) => Some(
@@ -282,10 +297,75 @@ impl Journal {
             let mut resumed = resumed;
             let recorder = JournalRecorder::new(&self.path, seq, config.durability())?
                 .meter(resumed.cvm.capabilities().meter().cloned())
-                .segment(plan.segment);
+                .segment(segment);
             resumed.cvm.set_recorder(Box::new(recorder));
             return Ok(resumed);
         }
         Ok(resumed)
+    }
+
+    /// Whether run `seq` has migrated: a migration entry fires nothing (`ops` is `[]`).
+    fn migrated(&self, seq: i64) -> Result<bool, JournalError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT EXISTS (SELECT 1 FROM entries WHERE id BETWEEN ?1 AND ?2 AND ops = '[]')",
+                (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX)),
+                |r| r.get(0),
+            )
+        })
+    }
+
+    /// Restores run `id`'s entries into `cvm` as they are read (never all in memory at once),
+    /// then its position `at` (tip, redo tip).
+    fn restore_entries(
+        &self,
+        id: &str,
+        seq: i64,
+        at: (Option<i64>, Option<i64>),
+        cvm: &mut Cvm,
+    ) -> Result<(), JournalError> {
+        let tip = node_index(at.0).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?;
+        let redo_tip = node_index(at.1).map_err(|w| self.corrupt(format!("run `{id}`: {w}")))?;
+        let incompatible = |what: String| JournalError::Incompatible {
+            run: id.to_owned(),
+            what,
+        };
+        let mut restoring = cvm.restoring().map_err(|e| incompatible(e.to_string()))?;
+        let read = self.with(|c| {
+            let mut st = c.prepare_cached(
+                "SELECT node, body FROM entries WHERE id BETWEEN ?1 AND ?2 ORDER BY id",
+            )?;
+            let range = (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX));
+            let mut rows = st.query(range)?;
+            let mut i = 0i64;
+            while let Some(row) = rows.next()? {
+                let node: i64 = row.get(0)?;
+                if node != i {
+                    return Ok(Err(
+                        self.corrupt(format!("run `{id}`: entry #{i} is missing"))
+                    ));
+                }
+                let body = row.get_ref(1)?.as_str().map_err(|e| {
+                    rusqlite::Error::FromSqlConversionFailure(
+                        1,
+                        rusqlite::types::Type::Text,
+                        e.into(),
+                    )
+                })?;
+                let step = match codec::decode(body) {
+                    Ok(step) => step,
+                    Err(what) => return Ok(Err(incompatible(format!("entry #{i}: {what}")))),
+                };
+                if let Err(e) = restoring.push(step) {
+                    return Ok(Err(incompatible(e.to_string())));
+                }
+                i += 1;
+            }
+            Ok(Ok(()))
+        })?;
+        read?;
+        restoring
+            .finish(tip, redo_tip)
+            .map_err(|e| incompatible(e.to_string()))
     }
 }

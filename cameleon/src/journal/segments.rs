@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::writer::Segment;
 use super::*;
-use crate::history::{MarkingRecord, Note, StepKind, StepRecord};
+use crate::history::{MarkingRecord, Note, Recorded, StepKind, StepRecord};
 
 /// A migration entry's note (`kind: migrated`): what the journal keeps of a migration.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

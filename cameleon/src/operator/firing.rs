@@ -78,22 +78,39 @@ impl<O: ?Sized> fmt::Debug for Firing<'_, O> {
     }
 }
 
+/// The parts of a firing context, as the engine (or a satellite) assembles them.
+pub(crate) struct FiringParts<'a> {
+    /// The token arena `inputs` index.
+    pub(crate) tokens: &'a [Token],
+    /// Per input port: its state and token.
+    pub(crate) inputs: &'a [InputSlot],
+    pub(crate) n_outputs: u16,
+    /// The logical step (1-based).
+    pub(crate) step: u32,
+    /// The instance name.
+    pub(crate) name: &'a str,
+    /// The run's id and the branch the step extends (the idempotency key).
+    pub(crate) run: &'a str,
+    pub(crate) branch: u32,
+    pub(crate) caps: &'a Arc<dyn Capabilities>,
+    pub(crate) info: FiringInfo,
+}
+
 impl<'a> Firing<'a> {
-    /// The engine's view of a firing: the inputs (indices into `tokens`), where emissions go.
+    /// The engine's view of a firing: what it reads (`parts`), where its emissions go.
     #[inline]
-    #[allow(clippy::too_many_arguments)] // the engine's one constructor of the firing context
-    pub(crate) fn new(
-        tokens: &'a [Token],
-        inputs: &'a [InputSlot],
-        emitted: &'a mut Vec<(u16, Value)>,
-        n_outputs: u16,
-        step: u32,
-        name: &'a str,
-        run: &'a str,
-        branch: u32,
-        caps: &'a Arc<dyn Capabilities>,
-        info: FiringInfo,
-    ) -> Self {
+    pub(crate) fn new(parts: FiringParts<'a>, emitted: &'a mut Vec<(u16, Value)>) -> Self {
+        let FiringParts {
+            tokens,
+            inputs,
+            n_outputs,
+            step,
+            name,
+            run,
+            branch,
+            caps,
+            info,
+        } = parts;
         Firing {
             tokens,
             inputs,
@@ -398,16 +415,18 @@ impl DetachedInputs {
         caps: &'a Arc<dyn Capabilities>,
     ) -> Firing<'a> {
         Firing::new(
-            &self.tokens,
-            &self.inputs,
+            FiringParts {
+                tokens: &self.tokens,
+                inputs: &self.inputs,
+                n_outputs: self.n_outputs,
+                step: self.step,
+                name: &self.name,
+                run: &self.run,
+                branch: self.branch,
+                caps,
+                info: self.info.clone(),
+            },
             emitted,
-            self.n_outputs,
-            self.step,
-            &self.name,
-            &self.run,
-            self.branch,
-            caps,
-            self.info.clone(),
         )
     }
 }

@@ -38,7 +38,7 @@ mod typed;
 pub use control::FiniteControl;
 pub use error::{OpError, ParamError};
 pub use firing::{DetachedInputs, Firing, Untyped};
-pub(crate) use firing::{FiringInfo, InputSlot};
+pub(crate) use firing::{FiringInfo, FiringParts, InputSlot};
 pub(crate) use partial::PartialSink;
 pub use partial::Partials;
 pub use ports::{AnyInPort, In, InPort, InputHandle, Out, OutPort};

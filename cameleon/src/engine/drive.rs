@@ -1,0 +1,412 @@
+//! **The** drive routine: every forward step — [`step`](Cvm::step), [`step_async`](Cvm::step_async),
+//! [`refire`](Cvm::refire), [`fire_op`](Cvm::fire_op), [`run`](Cvm::run), a maximal step of
+//! parallel mode — goes through the same stages (docs/architecture.md, "the life of a firing"):
+//!
+//! 1. **begin** ([`Cvm::begin`]): replay the next recorded step, if the history has one and
+//!    the caller does not ask for a step anew (docs/semantics.md §5); else **choose** the
+//!    firings — the first enabled operator (sequential mode, docs/semantics.md §4), every
+//!    enabled one (parallel mode, §7), or the one asked for — stopping at an end state, a limit
+//!    (§4.7) or a cancellation; and **plan** what each reads — its inputs and what it will
+//!    consume, at the start of the step — saving its operator's state;
+//! 2. **fire** them through the firing routine (`attempt.rs`): one after the other on the
+//!    calling thread when none needs a future ([`Cvm::fire_here`]), else concurrently
+//!    ([`Cvm::fire_step`], `firings.rs`);
+//! 3. **settle** ([`Cvm::settle`]): if every firing succeeded, **commit** the step — one history
+//!    node, each firing applied through the one apply path ([`LiveMarking::apply`]), the
+//!    recorder told — else **discard** it (operators' states restored, successful firings
+//!    rolled back).
+//!
+//! [`Cvm::drive`] runs the stages on the calling thread (a sequential step of inline firings
+//! without any future: the hot path; other firings on Caméléon's runtime), [`Cvm::drive_async`]
+//! awaits the firings.
+//!
+//! [`LiveMarking::apply`]: super::marking::LiveMarking::apply
+
+use tracing::Span;
+
+use super::attempt::FiringOutcome;
+use super::firings::{StepCx, fire_inline, run_firings};
+use super::marking::NewFiring;
+use super::{Advance, Cvm, EndState, Event, StepError};
+use crate::net::Mode;
+use crate::operator::{InputSet, OpError};
+use crate::runtime::block_on;
+
+/// What a forward step does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Forward {
+    /// Replay the next recorded step if there is one, else execute a step anew.
+    Next,
+    /// Execute a step anew even where a recorded one waits (which stays as a branch).
+    Anew,
+    /// Fire this operator alone, anew.
+    Op(usize),
+}
+
+/// How a step began: already over (a replay, an end state, a failure), or its firings chosen
+/// and planned as step `step`.
+enum Begun {
+    Over(Result<Advance, StepError>),
+    Step(u32),
+}
+
+/// The step's shared context, from the engine's parts (a macro, so that the firings can borrow
+/// the net's operators and the observer mutably beside it).
+macro_rules! step_cx {
+    ($cvm:ident, $step:expr, $spans:expr) => {
+        StepCx {
+            step: $step,
+            branch: $cvm.history.next_branch(),
+            ops: &$cvm.scratch.ops,
+            plan: &$cvm.scratch.plan,
+            tokens: &$cvm.marking.tokens,
+            topo: &$cvm.operators.topo,
+            execution: &$cvm.operators.execution,
+            settings: &$cvm.operators.settings,
+            run: &$cvm.context.run_id,
+            caps: &$cvm.context.capabilities,
+            parallel: $cvm.context.mode == Mode::Parallel,
+            partial: $cvm.context.partial.as_ref(),
+            timed: $cvm.observer.is_some() || !$spans.is_empty(),
+            spans: $spans,
+        }
+    };
+}
+
+impl Cvm {
+    /// **The** drive routine, on the calling thread: [`begin`](Self::begin), fire, settle. A
+    /// sequential step of inline firings runs here without a future (the hot path); any other
+    /// step's firings run on Caméléon's runtime.
+    #[inline]
+    pub(super) fn drive(&mut self, how: Forward) -> Result<Advance, StepError> {
+        let step = match self.begin(how) {
+            Begun::Over(advanced) => return advanced,
+            Begun::Step(step) => step,
+        };
+        let cancelled = if self.context.mode == Mode::Sequential && self.inline_step() {
+            self.fire_here(step);
+            false
+        } else {
+            block_on(self.fire_step(step))
+        };
+        self.settle(step, cancelled)
+    }
+
+    /// The drive routine, awaiting the step's firings (the async API, parallel runs).
+    pub(super) async fn drive_async(&mut self, how: Forward) -> Result<Advance, StepError> {
+        let step = match self.begin(how) {
+            Begun::Over(advanced) => return advanced,
+            Begun::Step(step) => step,
+        };
+        let cancelled = self.fire_step(step).await;
+        self.settle(step, cancelled)
+    }
+
+    /// The start of every step: states of an interrupted step restored; the next recorded
+    /// step replayed (for [`Forward::Next`]), or the firings chosen and planned — unless the
+    /// run ends here (nothing enabled, a limit, a cancellation).
+    #[inline(always)]
+    fn begin(&mut self, how: Forward) -> Begun {
+        if !self.operators.interrupted.is_empty() {
+            self.restore_interrupted();
+        }
+        if how == Forward::Next
+            && let Some(&node) = self.history.redo.last()
+        {
+            return Begun::Over(self.replay_step(node).and_then(|advanced| {
+                self.record_move()?;
+                Ok(advanced)
+            }));
+        }
+        if let Some(end) = self.choose(how) {
+            return Begun::Over(Ok(Advance::Ended(end)));
+        }
+        if self.context.cancel.take() {
+            return Begun::Over(Ok(Advance::Ended(EndState::Cancelled)));
+        }
+        let step = self.history.path.len() as u32 + 1;
+        self.plan_step();
+        if self.observer.is_some() {
+            self.notify_started(step);
+        }
+        Begun::Step(step)
+    }
+
+    /// Whether every firing of the chosen step runs on the calling thread.
+    #[inline]
+    fn inline_step(&self) -> bool {
+        let mode = self.context.mode;
+        self.scratch
+            .ops
+            .iter()
+            .all(|&o| self.operators.runs_inline(o, mode))
+    }
+
+    /// The `tracing` spans of the step's firings, when a subscriber listens (else none).
+    #[inline]
+    fn firing_spans(&self, step: u32) -> Vec<Span> {
+        if !self.context.traced {
+            return Vec::new();
+        }
+        self.traced_spans(step)
+    }
+
+    #[cold]
+    fn traced_spans(&self, step: u32) -> Vec<Span> {
+        let step_span = self.step_span(step, &self.scratch.ops);
+        self.scratch
+            .ops
+            .iter()
+            .map(|&o| self.firing_span(&step_span, o, step))
+            .collect()
+    }
+
+    /// Fires the step's firings one after the other on the calling thread.
+    #[inline(always)]
+    fn fire_here(&mut self, step: u32) {
+        let spans = self.firing_spans(step);
+        let shared = step_cx!(self, step, &spans);
+        let n = self.scratch.ops.len();
+        fire_inline(
+            &shared,
+            &mut self.net.ops,
+            &self.operators.interrupted,
+            &mut self.scratch.emitted[..n],
+            &mut self.scratch.outcomes,
+            &mut self.observer,
+        );
+    }
+
+    /// Fires the step's firings: on this task when all are inline, else concurrently.
+    /// `true`: the run was cancelled during the step.
+    async fn fire_step(&mut self, step: u32) -> bool {
+        if self.inline_step() {
+            self.fire_here(step);
+            return false;
+        }
+        let spans = self.firing_spans(step);
+        let shared = step_cx!(self, step, &spans);
+        let n = self.scratch.ops.len();
+        run_firings(
+            &shared,
+            &mut self.net.ops,
+            &mut self.scratch.emitted[..n],
+            &mut self.scratch.outcomes,
+            &self.context.cancel,
+            &mut self.observer,
+        )
+        .await
+    }
+
+    /// The end of every step anew: committed if every firing succeeded, else discarded.
+    #[inline(always)]
+    fn settle(&mut self, step: u32, cancelled: bool) -> Result<Advance, StepError> {
+        let failed = self
+            .scratch
+            .outcomes
+            .iter()
+            .position(|r| matches!(r, Some(FiringOutcome { result: Err(_), .. })));
+        if cancelled || failed.is_some() {
+            return self.discard_step(step, cancelled, failed.unwrap_or_default());
+        }
+        self.commit_step(step)
+    }
+
+    /// Chooses the operators of a step anew into `scratch.ops`, or the end state that stops
+    /// the run before it: nothing enabled, or a limit (docs/semantics.md §4.7).
+    #[inline(always)]
+    fn choose(&mut self, how: Forward) -> Option<EndState> {
+        self.scratch.ops.clear();
+        match how {
+            Forward::Op(o) => self.scratch.ops.push(o),
+            _ if self.context.mode == Mode::Parallel => {
+                if self.operators.topo.any_cancel {
+                    let ops = self.without_cancelled();
+                    self.scratch.ops.extend(ops);
+                } else {
+                    self.scratch.ops.extend(self.marking.enabled.iter());
+                }
+            }
+            _ => self.scratch.ops.extend(self.marking.enabled.first()),
+        }
+        if self.scratch.ops.is_empty() {
+            return Some(self.terminal_state().unwrap_or(EndState::Completed));
+        }
+        self.scratch.ops.iter().find_map(|&o| self.limit_before(o))
+    }
+
+    /// The end state that stops the run before `o` fires, if any: the step budget, or `o`'s
+    /// loop bound (docs/semantics.md §4.7).
+    #[inline]
+    pub(super) fn limit_before(&self, o: usize) -> Option<EndState> {
+        if let Some(limit) = self.context.max_steps
+            && self.history.path.len() as u64 >= limit
+        {
+            return Some(EndState::StepLimit { limit });
+        }
+        if self.marking.fire_count[o] >= self.context.max_loop {
+            return Some(EndState::LoopLimit {
+                op: self.net.ops[o].name.clone(),
+                limit: self.context.max_loop,
+            });
+        }
+        None
+    }
+
+    /// What each firing of the step reads: its inputs and what it consumes, at the start of
+    /// the step (only inputs NEW now are consumed: a connection another firing of the step
+    /// writes is not NEW now, and stays NEW after the step). Saves each operator's state in
+    /// `operators.interrupted`: if the step's future is dropped mid-way, the next step restores
+    /// them.
+    #[inline(always)]
+    fn plan_step(&mut self) {
+        let plan = &mut self.scratch.plan;
+        plan.clear();
+        self.operators.interrupted.clear();
+        for &o in &self.scratch.ops {
+            let ins = &self.marking.ports.inputs[self.operators.topo.in_range(o)];
+            let op = &self.net.ops[o].op;
+            // Decided by the operator in the state it fires in (docs/semantics.md §4.4).
+            let consumes = op.consumes(ins);
+            plan.consumes
+                .push(InputSet(consumes.0 & InputSet::new_inputs(ins).0));
+            plan.slot_start.push(plan.slots.len());
+            for &c in self.operators.topo.ins(o) {
+                plan.slots.push(self.marking.slot(c)); // a loop: `extend` costs more here
+            }
+            self.operators.interrupted.push((o as u32, op.save_state()));
+        }
+        plan.slot_start.push(plan.slots.len());
+        let n = self.scratch.ops.len();
+        if self.scratch.emitted.len() < n {
+            self.scratch.emitted.resize_with(n, Vec::new);
+        }
+        for e in &mut self.scratch.emitted[..n] {
+            e.clear();
+        }
+        self.scratch.outcomes.clear();
+    }
+
+    /// Commits the step whose firings all succeeded: one history node, each firing applied
+    /// in declaration order through the one apply path; the recorded future, if any, becomes a
+    /// branch; the recorder is told (its failure undoes the step).
+    #[inline(always)]
+    fn commit_step(&mut self, step: u32) -> Result<Advance, StepError> {
+        let node = self.history.open_node(self.marking.tokens.len() as u32);
+        for j in 0..self.scratch.ops.len() {
+            let o = self.scratch.ops[j];
+            let before = self.operators.interrupted[j].1.take();
+            let after = if before.is_some() {
+                self.net.ops[o].op.save_state()
+            } else {
+                None
+            };
+            let firing = NewFiring {
+                o,
+                step,
+                consumes: self.scratch.plan.consumes[j],
+                before,
+                after,
+            };
+            self.marking.apply(
+                &self.net,
+                &self.operators,
+                &mut self.history,
+                firing,
+                &mut self.scratch.emitted[j],
+            );
+        }
+        self.operators.interrupted.clear();
+        self.history.path.push(node);
+        let future = std::mem::take(&mut self.history.redo);
+        if self.context.recorder.is_some()
+            && let Err(e) = self.record_commit(node, step)
+        {
+            self.history.redo = future; // the step was undone: the future is as it was
+            return Err(e);
+        }
+        if self.observer.is_some() {
+            self.notify(|cvm| Event::StepCommitted {
+                step,
+                ops: cvm.names(cvm.scratch.ops.iter().copied()),
+                replayed: false,
+            });
+        }
+        Ok(Advance::Fired { replayed: false })
+    }
+
+    /// Discards the step: every operator back in its state before it (a successful firing
+    /// rolled back, a failed one restored), and says why — the cancellation, the run's budget
+    /// (`BUDGET`), or the first failure in declaration order, firing `j`.
+    #[cold]
+    #[inline(never)]
+    fn discard_step(&mut self, step: u32, cancelled: bool, j: usize) -> Result<Advance, StepError> {
+        let interrupted = std::mem::take(&mut self.operators.interrupted);
+        for (k, (o, before)) in interrupted.into_iter().enumerate() {
+            let op = &mut self.net.ops[o as usize].op;
+            match &self.scratch.outcomes[k] {
+                Some(FiringOutcome { result: Ok(()), .. }) => {
+                    let emitted = &self.scratch.emitted[k];
+                    crate::operator::capability::applying_if(
+                        before.is_some(),
+                        &self.context.capabilities,
+                        || op.rollback(before.as_ref(), emitted),
+                    )
+                }
+                _ => {
+                    if let Some(b) = &before {
+                        op.restore_state(b);
+                    }
+                }
+            }
+        }
+        let name = self.net.ops[self.scratch.ops[j]].name.clone();
+        let budget = (!cancelled)
+            .then(|| super::outcome::budget_stop(&self.context.capabilities, &name))
+            .flatten();
+        let reason = match (cancelled, &budget) {
+            (true, _) => "CANCELLED",
+            (false, Some(_)) => "BUDGET",
+            (false, None) => "ERROR",
+        };
+        self.notify(|_| Event::StepDiscarded {
+            step,
+            reason: reason.into(),
+        });
+        if cancelled {
+            self.context.cancel.take();
+            return Ok(Advance::Ended(EndState::Cancelled));
+        }
+        if let Some(end) = budget {
+            return Ok(Advance::Ended(end));
+        }
+        let error = match self.scratch.outcomes.get_mut(j).and_then(Option::take) {
+            Some(FiringOutcome { result: Err(e), .. }) => e,
+            _ => OpError::new("failed"), // unreachable: `j` is a failure
+        };
+        Err(StepError::Operator { op: name, error })
+    }
+
+    /// Restores the operators of a step whose future was dropped mid-way.
+    pub(super) fn restore_interrupted(&mut self) {
+        for (o, before) in std::mem::take(&mut self.operators.interrupted) {
+            if let Some(s) = &before {
+                self.net.ops[o as usize].op.restore_state(s);
+            }
+        }
+    }
+
+    #[cold]
+    fn notify_started(&mut self, step: u32) {
+        self.notify(|cvm| Event::StepStarted {
+            step,
+            ops: cvm.names(cvm.scratch.ops.iter().copied()),
+        });
+        for j in 0..self.scratch.ops.len() {
+            self.notify(|cvm| Event::FiringStarted {
+                step,
+                op: cvm.net.ops[cvm.scratch.ops[j]].name.clone(),
+            });
+        }
+    }
+}

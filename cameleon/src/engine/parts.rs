@@ -1,0 +1,142 @@
+//! The engine's parts besides the net, the marking and the history: the operator table, the
+//! run's context, and the buffers a step reuses.
+
+use std::sync::Arc;
+
+use super::ask::question_of;
+use super::attempt::{Emissions, FiringOutcome};
+use super::firings::StepPlan;
+use super::{CancelToken, RecordError, Recorder};
+use crate::net::{Mode, Net, Topo};
+use crate::operator::capability::Capabilities;
+use crate::operator::{Execution, OpSettings, OpState, PartialSink, Question};
+use crate::policy::Family;
+
+/// What the engine knows of each operator besides the operator itself (which stays in the
+/// net): where its ports lead, how it executes, its settings, the question it asks.
+pub(super) struct Operators {
+    /// Ports, connections, policies, cancellation regions: the net as index tables.
+    pub(super) topo: Topo,
+    /// Per operator: how parallel mode runs it (structural: inline).
+    pub(super) execution: Vec<Execution>,
+    /// Per operator: effective timeout and retries.
+    pub(super) settings: Vec<OpSettings>,
+    /// Per operator: whether even sequential mode drives it asynchronously: it has settings
+    /// (timeout, retries), or it is an async operator (so a cancellation drops its firing at
+    /// once).
+    pub(super) guarded: Vec<bool>,
+    /// Per operator: the question it asks before firing, if it waits for outside values
+    /// (docs/semantics.md §6.1).
+    pub(super) questions: Vec<Option<Question>>,
+    /// Whether some operator asks a question (else the enabled set never looks at `questions`).
+    pub(super) any_asks: bool,
+    /// The operators of the step under way, with their states before it: restored before
+    /// anything else if the step's future was dropped before it finished.
+    pub(super) interrupted: Vec<(u32, Option<OpState>)>,
+}
+
+impl Operators {
+    /// The table of `net`'s operators; questions as asked without capabilities.
+    pub(super) fn new(net: &Net) -> Self {
+        let topo = Topo::new(net);
+        let execution: Vec<Execution> = net
+            .ops
+            .iter()
+            .map(|n| match n.spec.family {
+                Family::Structural => Execution::Inline,
+                Family::Behavioral => n.op.execution(),
+            })
+            .collect();
+        let settings: Vec<OpSettings> = net.ops.iter().map(|n| n.effective_settings()).collect();
+        let guarded = settings
+            .iter()
+            .zip(&execution)
+            .map(|(s, e)| !s.is_none() || *e == Execution::Async)
+            .collect();
+        let none = <dyn Capabilities>::none();
+        let questions: Vec<Option<Question>> = net
+            .ops
+            .iter()
+            .map(|n| question_of(net, n, none.tools()))
+            .collect();
+        let any_asks = questions.iter().any(Option::is_some);
+        Operators {
+            topo,
+            execution,
+            settings,
+            guarded,
+            questions,
+            any_asks,
+            interrupted: Vec::new(),
+        }
+    }
+
+    /// Whether operator `o` fires on the calling thread, without a future: no settings, not
+    /// async, and — in parallel mode — not lent to the blocking pool.
+    #[inline]
+    pub(super) fn runs_inline(&self, o: usize, mode: Mode) -> bool {
+        !self.guarded[o] && (mode == Mode::Sequential || self.execution[o] == Execution::Inline)
+    }
+}
+
+/// The run: what every firing of it shares, and what watches it.
+pub(super) struct RunContext {
+    /// The run's id (idempotency keys): a journaled run's id, else a fresh UUID v7.
+    pub(super) run_id: Arc<str>,
+    /// The capabilities every firing sees: the generation this run pinned
+    /// (docs/capabilities.md).
+    pub(super) capabilities: Arc<dyn Capabilities>,
+    pub(super) cancel: CancelToken,
+    /// Where firings' partial output goes, while somebody listens ([`Cvm::on_partial`]).
+    ///
+    /// [`Cvm::on_partial`]: super::Cvm::on_partial
+    pub(super) partial: Option<PartialSink>,
+    /// Told of every committed step, move and end (a journal), if installed.
+    pub(super) recorder: Option<Box<dyn Recorder>>,
+    /// A recorder's failure to record a move, reported by the next recording.
+    pub(super) deferred: Option<RecordError>,
+    pub(super) mode: Mode,
+    /// The loop bound (`max_loop_iterations`).
+    pub(super) max_loop: u32,
+    /// The step budget.
+    pub(super) max_steps: Option<u64>,
+    /// Whether a `tracing` subscriber listens to the engine's spans, as of the last check (at
+    /// the start of each `run` and `step`).
+    pub(super) traced: bool,
+    /// The `tracing` span of the run under way, when a subscriber listens.
+    pub(super) run_span: Option<tracing::Span>,
+}
+
+impl RunContext {
+    /// A fresh run of `net`, with its configuration and no capabilities.
+    pub(super) fn new(net: &Net) -> Self {
+        RunContext {
+            run_id: uuid::Uuid::now_v7().to_string().into(),
+            capabilities: <dyn Capabilities>::none(),
+            cancel: CancelToken::new(),
+            partial: None,
+            recorder: None,
+            deferred: None,
+            mode: net.config.mode,
+            max_loop: net.config.max_loop_iterations,
+            max_steps: None,
+            traced: false,
+            run_span: None,
+        }
+    }
+}
+
+/// Buffers a step reuses, so the plain path allocates nothing.
+#[derive(Default)]
+pub(super) struct Scratch {
+    /// The operators the step fires, in declaration order.
+    pub(super) ops: Vec<usize>,
+    /// What they read.
+    pub(super) plan: StepPlan,
+    /// Per firing of the step: its emissions.
+    pub(super) emitted: Vec<Emissions>,
+    /// Per firing of the step: how it ended (`None`: not run, or cancelled).
+    pub(super) outcomes: Vec<Option<FiringOutcome>>,
+    /// The emissions of a recorded firing being redone or undone.
+    pub(super) replayed: Emissions,
+}
