@@ -100,6 +100,11 @@
 //! | | `ops` | JSON array of the names of the operators that fired |
 //! | | `body` | the step's record, [`StepRecord`](crate::history::StepRecord), as JSON: `{"parent":N\|null,"firings":[{"op":i,"consumed":[c…],"written":[[c,prior,new]…],"tokens":[{"type":T,"value":V}…],"before":S,"after":S}…]}` (empty lists and absent states left out): operator and connection indices in declaration order, token indices in the run's token arena (tokens are numbered in node order, then emission order) |
 //!
+//! A migrated run (docs/migration.md) has entries of kind `migrated` too: no firing (`ops` is
+//! `[]`), a `migrated` note with both nets' hashes and canonical `.cm` and the marking the run
+//! starts from on the new net; the entries after one are steps of that net, and `runs.cm` is
+//! the net of the run's position (`segments.rs`, `migration.rs`).
+//!
 //! A later feature adds its own table keyed by `runs.id` (answers to `ask`, a memory's
 //! documents), or a kind of step or note to the record, and raises the schema version,
 //! migrating older files forward (`migrate.rs`).
