@@ -231,6 +231,39 @@ pub struct TestArgs {
     pub grant: Vec<String>,
 }
 
+/// `cameleon migrate`.
+#[derive(Debug, Args)]
+pub struct MigrateArgs {
+    /// The journal file.
+    pub db: PathBuf,
+    /// The run.
+    pub run_id: String,
+    /// The new net: the run moves onto it if the verifier proves the move safe.
+    #[arg(long, value_name = "NEW.cm", required_unless_present_any = ["back", "replay"])]
+    pub to: Option<PathBuf>,
+    /// An operator renamed in the new net (repeatable): its tokens' connections and its state
+    /// follow it.
+    #[arg(long, value_name = "OLD_ID=NEW_ID", requires = "to")]
+    pub rename: Vec<String>,
+    /// Move the run even though the new net could not reach its mapped marking itself (work
+    /// skipped or done twice); deadlock-freedom and the option to complete are still required.
+    #[arg(long, requires = "to")]
+    pub allow_unreachable: bool,
+    /// Decide and report; record nothing.
+    #[arg(long, requires = "to")]
+    pub dry_run: bool,
+    /// Go back over the run's last migration: the run is on the net it left, at the marking it
+    /// left (its steps on the new net become its recorded future).
+    #[arg(long, conflicts_with_all = ["to", "replay"])]
+    pub back: bool,
+    /// Re-apply the migration `--back` went back over.
+    #[arg(long, conflicts_with_all = ["to", "back"])]
+    pub replay: bool,
+    /// Print the result as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
 /// `cameleon check`.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -257,6 +290,14 @@ pub struct CheckArgs {
     /// Print the result as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Instead of checking the file alone: for every reachable control state of OLD.cm, would a
+    /// run there migrate safely onto this file's net (`cameleon migrate`'s two questions)?
+    /// Prints the safe change region as a sentence, then the states. Exit 0 always safe, 3 not.
+    #[arg(long, value_name = "OLD.cm", conflicts_with = "verify")]
+    pub against: Option<PathBuf>,
+    /// With --against: an operator of OLD.cm renamed in this file (repeatable).
+    #[arg(long, value_name = "OLD_ID=NEW_ID", requires = "against")]
+    pub rename: Vec<String>,
     /// The capabilities file whose chat models, embedders and memories the net's names must
     /// resolve to, as `run` would use it. Default: the file named by `CAMELEON_CAPABILITIES`,
     /// then `cameleon.yaml` beside the .cm file, each if present. Only names are read: nothing

@@ -48,6 +48,9 @@ pub(super) fn check(a: &CheckArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     if !a.json {
         show_warnings(&found, io)?;
     }
+    if a.against.is_some() {
+        return crate::migrate::against(&net, a, io);
+    }
     if a.verify {
         return verify(&net, a, warnings, io);
     }

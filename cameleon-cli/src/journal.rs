@@ -208,13 +208,11 @@ pub(super) fn history(a: &HistoryArgs, io: &mut Io<'_>) -> std::io::Result<i32> 
     }
     writeln!(io.stdout, "{:>6}  {:>6}  OPERATORS", "STEP", "BRANCH")?;
     for e in &h.entries {
-        writeln!(
-            io.stdout,
-            "{:>6}  {:>6}  {}",
-            e.step,
-            e.branch,
-            e.ops.join(", ")
-        )?;
+        let what = match &e.migration {
+            Some(m) => format!("MIGRATED net {} -> {}", m.from, m.to),
+            None => e.ops.join(", "),
+        };
+        writeln!(io.stdout, "{:>6}  {:>6}  {what}", e.step, e.branch)?;
     }
     writeln!(io.stdout)?;
     for b in &h.branches {

@@ -72,6 +72,7 @@ mod export;
 mod fmt;
 mod journal;
 mod live;
+mod migrate;
 
 mod mcp;
 mod net_tools;
@@ -87,7 +88,7 @@ mod trust;
 
 pub use args::{
     CallArgs, CatalogueArgs, CheckArgs, DiffArgs, DurabilityArg, ExportArgs, FmtArgs, HistoryArgs,
-    ModeArg, ReduceArg, ResumeArgs, RunArgs, RunsArgs, TestArgs, ToolsArgs,
+    MigrateArgs, ModeArg, ReduceArg, ResumeArgs, RunArgs, RunsArgs, TestArgs, ToolsArgs,
 };
 pub use catalogue::catalogue_text;
 pub use mcp::McpArgs;
@@ -291,6 +292,9 @@ Examples:
     /// the record (none is made), and compare every sink with it: a golden test.
     #[command(after_help = reuse::TEST_HELP)]
     Test(TestArgs),
+    /// Move a journaled run onto a changed net, once the verifier proves the move safe.
+    #[command(after_help = migrate::HELP)]
+    Migrate(MigrateArgs),
     /// Serve a local web page to watch, step and answer a net, see its results, and edit its .cm text.
     #[command(after_help = "\
 The page has three views: Visual (the net fitted to the window, coloured by data type,
@@ -496,6 +500,7 @@ where
         Command::History(a) => journal::history(&a, io),
         Command::Diff(a) => reuse::diff(&a, io),
         Command::Test(a) => reuse::test(&a, io),
+        Command::Migrate(a) => migrate::migrate(&a, io),
         Command::Serve(a) => serve::serve(&a, io),
         Command::Satellite(a) => satellite::satellite(&a, io),
         Command::Satellites(a) => satellite::satellites(&a, io),

@@ -19,8 +19,10 @@ use crate::operator::OpState;
 
 pub(crate) use crate::connection::NONE;
 
+mod marking;
 mod record;
 
+pub use marking::{ConnRecord, MarkingRecord, StateRecord};
 pub use record::{FiringRecord, Note, Recorded, StepKind, StepRecord, TokenRecord, WrittenRecord};
 
 /// A node: one history entry (one step).
@@ -107,6 +109,9 @@ pub(crate) struct Store {
     /// The node whose branch was looked up last (plus one; 0: none) in the high half, its
     /// branch in the low half: the tip, nearly always, so a step finds its branch at once.
     branch_cache: AtomicU64,
+    /// Per connection: the token it held at the start, for an engine seeded with a marking
+    /// (`Cvm::seed`); empty otherwise (every connection EMPTY).
+    pub(crate) start: Vec<u32>,
 }
 
 impl fmt::Debug for Store {
@@ -136,6 +141,7 @@ impl Store {
             root_has_child: false,
             branch_starts: Vec::new(),
             branch_cache: AtomicU64::new(0),
+            start: Vec::new(),
         }
     }
 

@@ -181,6 +181,8 @@ pub mod history;
 pub mod journal;
 #[cfg(feature = "mcp")]
 pub mod mcp;
+#[cfg(feature = "journal")]
+pub mod migrate;
 pub mod models;
 pub mod net;
 pub mod nets;

@@ -86,6 +86,7 @@ mod query;
 mod record;
 mod restore;
 mod reuse;
+mod seed;
 mod spans;
 mod step;
 mod trace;

@@ -86,7 +86,11 @@ impl Cvm {
         };
         // Walk the path forward, tracking each connection's token: consumption keeps the token
         // in place, so what `op` consumed is the token its input held at that moment.
-        let mut tok = vec![NONE; self.marking.states.len()];
+        let mut tok = if self.history.start.is_empty() {
+            vec![NONE; self.marking.states.len()]
+        } else {
+            self.history.start.clone()
+        };
         let mut out = Vec::new();
         for &node in &self.history.path {
             for f in self.history.firing_range(node) {

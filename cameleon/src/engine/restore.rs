@@ -146,10 +146,8 @@ impl Cvm {
     /// Starts restoring a recorded history into this fresh engine, one step at a time (in
     /// creation order), without holding the whole record: see [`restore`](Self::restore).
     pub fn restoring(&mut self) -> Result<Restoring<'_>, RestoreError> {
-        if !self.history.nodes.is_empty()
-            || !self.marking.tokens.is_empty()
-            || !self.operators.interrupted.is_empty()
-        {
+        // A seeded engine (`seed.rs`) holds its start's tokens: the record's follow them.
+        if !self.history.nodes.is_empty() || !self.operators.interrupted.is_empty() {
             return Err(RestoreError::NotFresh);
         }
         Ok(Restoring {
@@ -167,6 +165,9 @@ impl Cvm {
         match st.kind {
             StepKind::Fired if st.firings.is_empty() => return Err("it has no firing".into()),
             StepKind::Fired => {}
+            StepKind::Migrated => {
+                return Err("a migration is not a step of one net: the journal restores the nets on either side of it".into());
+            }
         }
         self.history
             .open_node_at(parent, self.marking.tokens.len() as u32);

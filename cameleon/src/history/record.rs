@@ -66,6 +66,9 @@ pub enum StepKind {
     /// Operators fired (docs/semantics.md §4).
     #[default]
     Fired,
+    /// The run moved onto another net (docs/migration.md): no firing; a `migrated` [`Note`]
+    /// carries both nets' hashes, the new net's canonical `.cm` and the marking it starts from.
+    Migrated,
 }
 
 impl StepKind {

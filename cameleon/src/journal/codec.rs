@@ -152,6 +152,16 @@ fn write_body(c: &Committed<'_>, out: &mut Vec<u8>) -> Result<(), RecordError> {
     Ok(())
 }
 
+/// `body` with its parent replaced by `parent` (a migrated run's engine numbers its nodes from
+/// the migration, the journal from the run's start).
+pub(super) fn rebase(body: &str, parent: Option<u32>) -> String {
+    let rest = body.find(",\"firings\"").map_or("}", |i| &body[i + 1..]);
+    match parent {
+        Some(p) => format!("{{\"parent\":{p},{rest}"),
+        None => format!("{{\"parent\":null,{rest}"),
+    }
+}
+
 /// Decodes an entry's body (values and states stay in their serde form until
 /// [`Cvm::restore`](crate::Cvm::restore) reads them back for the net).
 pub(super) fn decode(body: &str) -> Result<StepRecord, String> {

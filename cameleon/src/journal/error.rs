@@ -87,6 +87,15 @@ pub enum JournalError {
         /// What is wrong.
         what: String,
     },
+    /// A migration could not be recorded, or gone back or forth over (docs/migration.md);
+    /// nothing was changed.
+    #[error("run `{run}`: {what}")]
+    Migration {
+        /// The run.
+        run: String,
+        /// Why.
+        what: String,
+    },
     /// The engine or its net cannot be journaled.
     #[error("this run cannot be journaled: {0}")]
     NotJournalable(String),

@@ -105,6 +105,11 @@
 //! | | `run`, `node`, `firing` | where the firing is: the run (`runs.seq`), its entry, its index in the step |
 //! | | `ports` | the output port of each token it emitted, comma-separated (`-`: written to no connection) |
 //!
+//! A migrated run (docs/migration.md) has entries of kind `migrated` too: no firing (`ops` is
+//! `[]`), a `migrated` note with both nets' hashes and canonical `.cm` and the marking the run
+//! starts from on the new net; the entries after one are steps of that net, and `runs.cm` is
+//! the net of the run's position (`segments.rs`, `migration.rs`).
+//!
 //! A later feature adds its own table keyed by `runs.id` (answers to `ask`, a memory's
 //! documents), or a kind of step or note to the record, and raises the schema version,
 //! migrating older files forward (`migrate.rs`).
@@ -126,18 +131,23 @@ mod codec;
 mod durability;
 mod error;
 mod listing;
+mod history;
 mod lock;
 mod migrate;
+mod migration;
 mod resume;
 mod reuse;
+mod segments;
 mod store;
 mod writer;
 
 pub use durability::Durability;
 pub use error::JournalError;
 pub use lock::RunLock;
+pub use migration::{RunPosition, cm_hash};
 pub use resume::{RecordedFolder, ResumeOptions};
 pub use reuse::{KeyHit, ReuseJournal};
+pub use segments::{MIGRATED, MigrationNote};
 use writer::JournalRecorder;
 
 /// What gives a resumed run its capabilities, from its net and base folder.
@@ -220,6 +230,18 @@ pub struct HistoryEntry {
     /// Its parent node.
     #[serde(skip)]
     pub parent: Option<u32>,
+    /// For a migration entry (docs/migration.md): the nets' hashes on either side of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub migration: Option<MigrationHashes>,
+}
+
+/// A migration entry's nets, by hash (as `runs.cm_hash`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MigrationHashes {
+    /// The net the run left.
+    pub from: String,
+    /// The net it moved onto.
+    pub to: String,
 }
 
 /// A branch of a run's history tree.

@@ -211,6 +211,15 @@ impl Journal {
             other => return Err(self.corrupt(format!("run `{id}`: unknown mode `{other}`"))),
         };
         let base_dir = opts.base_dir.clone().or_else(|| config.base_dir.clone());
+        // A migrated run: the segment of its history the position lies in (`segments.rs`).
+        // A migrated run: the segment of its history the position lies in (`segments.rs`);
+        // any other run's entries are restored as they are read.
+        let mut plan = if self.migrated(seq)? {
+            Some(self.plan(&id, seq, tip, redo_tip)?)
+        } else {
+            None
+        };
+        let cm = plan.as_ref().and_then(|p| p.cm.as_deref()).unwrap_or(&cm);
         let mut net = loader(
             loading.catalogue,
             loading.setup,
@@ -218,7 +227,7 @@ impl Journal {
             opts.allow_outside,
         )
         .file_name(format!("{} (run {id})", self.path.display()))
-        .load_str(&cm)
+        .load_str(cm)
         .map_err(|e| JournalError::Net {
             run: id.clone(),
             error: Box::new(e),
@@ -244,7 +253,23 @@ impl Journal {
             b = b.capabilities(caps);
         }
         let mut cvm = b.build();
-        self.restore_entries(&id, seq, (tip, redo_tip), &mut cvm)?;
+        let segment = match plan.take() {
+            Some(plan) => {
+                let incompatible = |e: crate::engine::RestoreError| JournalError::Incompatible {
+                    run: id.clone(),
+                    what: e.to_string(),
+                };
+                if let Some(seed) = &plan.seed {
+                    cvm.seed(seed).map_err(incompatible)?;
+                }
+                cvm.restore(plan.recorded).map_err(incompatible)?;
+                plan.segment
+            }
+            None => {
+                self.restore_entries(&id, seq, (tip, redo_tip), &mut cvm)?;
+                None
+            }
+        };
         let end = match (status.as_str(), end_state) {
             ("RUNNING" | "WAITING", _) => None,
             (_, Some(json)) => Some(
@@ -272,11 +297,23 @@ impl Journal {
         if record && !resumed.is_finished() {
             let mut resumed = resumed;
             let recorder = JournalRecorder::new(&self.path, seq, config.durability())?
-                .meter(resumed.cvm.capabilities().meter().cloned());
+                .meter(resumed.cvm.capabilities().meter().cloned())
+                .segment(segment);
             resumed.cvm.set_recorder(Box::new(recorder));
             return Ok(resumed);
         }
         Ok(resumed)
+    }
+
+    /// Whether run `seq` has migrated: a migration entry fires nothing (`ops` is `[]`).
+    fn migrated(&self, seq: i64) -> Result<bool, JournalError> {
+        self.with(|c| {
+            c.query_row(
+                "SELECT EXISTS (SELECT 1 FROM entries WHERE id BETWEEN ?1 AND ?2 AND ops = '[]')",
+                (store::entry_id(seq, 0), store::entry_id(seq, u32::MAX)),
+                |r| r.get(0),
+            )
+        })
     }
 
     /// Restores run `id`'s entries into `cvm` as they are read (never all in memory at once),

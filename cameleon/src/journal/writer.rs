@@ -128,8 +128,48 @@ impl Writer {
     }
 }
 
+/// Where the engine's history sits in the run's tree, when the run has migrated
+/// (docs/migration.md): the engine holds one segment — the steps on one net — and numbers its
+/// nodes from 0; the journal numbers every node of the run.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Segment {
+    /// The run's node of each of the engine's nodes, in the engine's order.
+    pub(super) nodes: Vec<u32>,
+    /// The migration entry the segment starts at (`None`: the run's start).
+    pub(super) root: Option<u32>,
+    /// The run's next free node.
+    pub(super) next: u32,
+    /// The depth of `root`.
+    pub(super) depth: u32,
+    /// Added to the engine's branch numbers.
+    pub(super) branch: u32,
+}
+
+impl Segment {
+    fn node(&mut self, local: u32) -> u32 {
+        while self.nodes.len() <= local as usize {
+            self.nodes.push(self.next);
+            self.next += 1;
+        }
+        self.nodes[local as usize]
+    }
+
+    fn position(&mut self, p: Position) -> Position {
+        Position {
+            tip: match p.tip {
+                Some(t) => Some(self.node(t)),
+                None => self.root,
+            },
+            redo_tip: p.redo_tip.map(|r| self.node(r)),
+            depth: p.depth + self.depth,
+        }
+    }
+}
+
 /// The [`Recorder`] of one journaled run.
 pub(super) struct JournalRecorder {
+    /// Set when the engine holds a segment of a migrated run.
+    segment: Option<Segment>,
     durability: Durability,
     /// The run's meter: what it spent goes with its status (`"usage"` in `end_state`).
     meter: Option<Arc<Meter>>,
@@ -168,6 +208,7 @@ impl JournalRecorder {
             _ => None,
         };
         Ok(JournalRecorder {
+            segment: None,
             durability,
             meter: None,
             buf: Vec::with_capacity(512),
@@ -175,6 +216,12 @@ impl JournalRecorder {
             shared,
             flusher,
         })
+    }
+
+    /// Records the engine's steps as segment `seg` of the run.
+    pub(super) fn segment(mut self, seg: Option<Segment>) -> Self {
+        self.segment = seg;
+        self
     }
 
     /// Records what the run spent on models, from `meter`, with its status (docs/semantics.md
@@ -295,16 +342,36 @@ impl Recorder for JournalRecorder {
     fn committed(&mut self, step: &Committed<'_>) -> Result<(), RecordError> {
         let mut row = codec::encode(step, &mut self.buf)?;
         row.keys = codec::keys(step, &mut self.keys);
+        let mut at = step.position();
+        if let Some(seg) = &mut self.segment {
+            row.node = seg.node(row.node);
+            row.parent = match row.parent {
+                Some(p) => Some(seg.node(p)),
+                None => seg.root,
+            };
+            row.step += seg.depth;
+            row.branch += seg.branch;
+            row.body = codec::rebase(&row.body, row.parent);
+            at = seg.position(at);
+        }
         let status = Some(self.status("RUNNING", None));
-        self.queue(Some(row), Some(step.position()), status, false)
+        self.queue(Some(row), Some(at), status, false)
     }
 
     fn moved(&mut self, at: Position) -> Result<(), RecordError> {
+        let at = match &mut self.segment {
+            Some(seg) => seg.position(at),
+            None => at,
+        };
         let status = Some(self.status("RUNNING", None));
         self.queue(None, Some(at), status, false)
     }
 
     fn ended(&mut self, end: &EndState, at: Position) -> Result<(), RecordError> {
+        let at = match &mut self.segment {
+            Some(seg) => seg.position(at),
+            None => at,
+        };
         let (status, json) = status_of(end);
         let status = self.status(&status, json);
         self.queue(None, Some(at), Some(status), true)

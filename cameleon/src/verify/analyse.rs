@@ -12,7 +12,7 @@ use crate::connection::ConnState;
 use crate::connection::NONE;
 
 /// The actions of the firings along a path of states.
-fn actions(model: &mut Model<'_>, g: &Explored, path: &[u32]) -> Vec<u32> {
+pub(super) fn actions(model: &mut Model<'_>, g: &Explored, path: &[u32]) -> Vec<u32> {
     let mut out = Vec::with_capacity(path.len().saturating_sub(1));
     let mut next = vec![0u64; model.words];
     for pair in path.windows(2) {
@@ -34,7 +34,7 @@ fn actions(model: &mut Model<'_>, g: &Explored, path: &[u32]) -> Vec<u32> {
 }
 
 /// A path as (operator names, exact labels).
-fn witness(model: &Model<'_>, actions: &[u32]) -> (Vec<String>, Vec<String>) {
+pub(super) fn witness(model: &Model<'_>, actions: &[u32]) -> (Vec<String>, Vec<String>) {
     (
         actions.iter().map(|&a| model.name(a).to_owned()).collect(),
         actions.iter().map(|&a| model.label(a)).collect(),

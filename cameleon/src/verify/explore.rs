@@ -106,6 +106,11 @@ impl Explored {
         self.store.bytes() + self.edges.as_ref().map_or(0, Edges::bytes)
     }
 
+    /// The number of state `s`, if it was stored.
+    pub(crate) fn find(&self, s: &[u64]) -> Option<u32> {
+        self.store.find(s, super::store::hash(s)).ok()
+    }
+
     /// The path of discovery from the initial state to `id`, as state numbers (initial first).
     pub(crate) fn path_to(&self, id: u32) -> Vec<u32> {
         self.store.path_to(id)

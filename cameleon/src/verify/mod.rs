@@ -53,6 +53,7 @@ mod analyse;
 mod display;
 mod explore;
 mod follow;
+mod migration;
 mod model;
 mod parallel;
 mod pnml;
@@ -67,6 +68,10 @@ mod tests;
 pub use crate::operator::FiniteControl;
 pub use explore::Progress;
 pub use follow::{Change, FollowError, Trace, TraceEnd, TraceStep, follow, parse_witness};
+pub use migration::{
+    ControlState, MigrationProof, Region, RegionState, map_connections, map_control, map_operators,
+    prove_migration, renamed, safe_region,
+};
 pub use pnml::{PnmlError, to_pnml};
 pub use report::{
     Check, DeadCheck, DeadOperator, Exploration, LoopCheck, NOT_CHECKED_UNDER_REDUCTION,
