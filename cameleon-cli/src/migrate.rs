@@ -72,7 +72,7 @@ pub(super) fn migrate(a: &MigrateArgs, io: &mut Io<'_>) -> std::io::Result<i32> 
         writeln!(io.stderr, "error: --to NEW.cm is required")?;
         return Ok(exit::INVALID);
     };
-    let new = match crate::satellite::load(to, false, a.json, None, io)? {
+    let new = match crate::satellite::load(to, false, a.json, None, None, io)? {
         Ok(net) => net,
         Err(code) => return Ok(code),
     };
@@ -188,7 +188,7 @@ pub(super) fn against(new: &Net, a: &CheckArgs, io: &mut Io<'_>) -> std::io::Res
     let Some(old_path) = &a.against else {
         return Ok(exit::INVALID);
     };
-    let old = match crate::satellite::load(old_path, false, a.json, None, io)? {
+    let old = match crate::satellite::load(old_path, false, a.json, None, None, io)? {
         Ok(net) => net,
         Err(code) => return Ok(code),
     };

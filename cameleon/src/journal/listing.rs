@@ -2,7 +2,7 @@
 
 use rusqlite::OptionalExtension;
 
-use super::{BranchInfo, HistoryEntry, Journal, JournalError, RunHistory, RunInfo, store, writer};
+use super::{Journal, JournalError, RunInfo, writer};
 
 impl Journal {
     /// Every run, newest first.
