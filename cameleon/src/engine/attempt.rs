@@ -85,7 +85,7 @@ impl<'a> FiringCx<'a> {
     }
 
     /// The parts of the context `run` sees.
-    #[inline]
+    #[inline(always)]
     fn parts(&self) -> FiringParts<'a> {
         FiringParts {
             tokens: self.shared.tokens,

@@ -233,6 +233,9 @@ impl Cvm {
         if self.scratch.ops.is_empty() {
             return Some(self.terminal_state().unwrap_or(EndState::Completed));
         }
+        if let [o] = self.scratch.ops[..] {
+            return self.limit_before(o); // one firing: no iterator on the hot path
+        }
         self.scratch.ops.iter().find_map(|&o| self.limit_before(o))
     }
 
@@ -263,7 +266,9 @@ impl Cvm {
     fn plan_step(&mut self) {
         let plan = &mut self.scratch.plan;
         plan.clear();
-        self.operators.interrupted.clear();
+        if !self.operators.interrupted.is_empty() {
+            self.operators.interrupted.clear(); // `begin` left it empty: no drop call here
+        }
         for &o in &self.scratch.ops {
             let ins = &self.marking.ports.inputs[self.operators.topo.in_range(o)];
             let op = &self.net.ops[o].op;
@@ -285,7 +290,9 @@ impl Cvm {
         for e in &mut self.scratch.emitted[..n] {
             e.clear();
         }
-        self.scratch.outcomes.clear();
+        if !self.scratch.outcomes.is_empty() {
+            self.scratch.outcomes.clear();
+        }
     }
 
     /// Commits the step whose firings all succeeded: one history node, each firing applied

@@ -110,7 +110,9 @@ pub(super) fn fire_inline(
             break;
         }
     }
-    outcomes.resize_with(b.ops.len(), || None);
+    if outcomes.len() < b.ops.len() {
+        outcomes.resize_with(b.ops.len(), || None); // only after a failure
+    }
 }
 
 type FiringFuture<'a> = Pin<Box<dyn Future<Output = FiringOutcome> + Send + 'a>>;

@@ -570,6 +570,7 @@ impl CommittedFiring<'_> {
 /// Keeps what the hook learnt of a committed firing in the history: where it was reused from,
 /// and its key (computed before the firing). Called as the firing is applied, before its
 /// record is added.
+#[inline]
 pub(super) fn keep(history: &mut crate::history::Store, out: &mut Outcome) {
     let firing = history.firings.len() as u32;
     if let Some(from) = out.reused.take() {
