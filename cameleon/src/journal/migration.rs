@@ -243,10 +243,11 @@ fn set_net(
     redo_tip: Option<u32>,
     steps: u32,
 ) -> rusqlite::Result<()> {
-    let end: Option<String> =
-        tx.query_row("SELECT end_state FROM progress WHERE run = ?1", [seq], |r| {
-            r.get(0)
-        })?;
+    let end: Option<String> = tx.query_row(
+        "SELECT end_state FROM progress WHERE run = ?1",
+        [seq],
+        |r| r.get(0),
+    )?;
     let usage = end
         .as_deref()
         .and_then(writer::usage_of)
