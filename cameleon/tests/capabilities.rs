@@ -329,6 +329,11 @@ fn runs_steps_and_firings_are_tracing_spans_with_their_facts() {
         .build()
         .unwrap();
     tracing::subscriber::with_default(subscriber, || {
+        // The other tests of this binary run engines on other threads meanwhile, with no
+        // subscriber: one of them may register the engine's callsites while this subscriber is
+        // being registered and cache "never" for them. Recompute every callsite's interest now
+        // that this subscriber is in place.
+        tracing::callsite::rebuild_interest_cache();
         let mut cvm = rt.cvm(ask_net("default"), ".").run_id("run-42").build();
         assert_eq!(cvm.run().unwrap(), EndState::Completed);
     });
