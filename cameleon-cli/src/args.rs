@@ -339,6 +339,11 @@ pub struct FmtArgs {
     /// Do not write: exit 1 if the file is not in canonical form.
     #[arg(long)]
     pub check: bool,
+    /// The capabilities file whose nets offered as tools (`nets:`) the file may name, as `run`
+    /// would use it. Default: the file named by `CAMELEON_CAPABILITIES`, then `cameleon.yaml`
+    /// beside the .cm file, each if present. Only the names are read.
+    #[arg(long, value_name = "FILE")]
+    pub capabilities: Option<PathBuf>,
 }
 
 /// `cameleon catalogue`.

@@ -17,12 +17,18 @@ pub(super) fn fmt(a: &FmtArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         }
         let loaded = Loader::new()
             .file_name("<stdin>")
-            .known_tools(crate::net_tools::net_tool_names(Path::new("-"), None))
+            .known_tools(crate::net_tools::net_tool_names(
+                Path::new("-"),
+                a.capabilities.as_deref(),
+            ))
             .load_str(&text);
         (text, loaded)
     } else {
         let loaded = Loader::new()
-            .known_tools(crate::net_tools::net_tool_names(&a.file, None))
+            .known_tools(crate::net_tools::net_tool_names(
+                &a.file,
+                a.capabilities.as_deref(),
+            ))
             .load_file(&a.file);
         let text = match &loaded {
             Ok(_) => std::fs::read_to_string(&a.file).unwrap_or_default(),

@@ -188,10 +188,12 @@ pub(super) fn against(new: &Net, a: &CheckArgs, io: &mut Io<'_>) -> std::io::Res
     let Some(old_path) = &a.against else {
         return Ok(exit::INVALID);
     };
-    let old = match crate::satellite::load(old_path, false, a.json, None, None, io)? {
-        Ok(net) => net,
-        Err(code) => return Ok(code),
-    };
+    let old =
+        match crate::satellite::load(old_path, false, a.json, None, a.capabilities.as_deref(), io)?
+        {
+            Ok(net) => net,
+            Err(code) => return Ok(code),
+        };
     let renames = match parse_renames(&a.rename, &old, new) {
         Ok(r) => r,
         Err(e) => {

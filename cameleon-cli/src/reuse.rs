@@ -339,7 +339,14 @@ pub(super) fn diff(a: &DiffArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
 /// `test FILE.cm --against DB RUN_ID`: exit 0 every sink as recorded, 1 different (or a call
 /// with no recorded answer), 2 invalid.
 pub(super) fn test(a: &TestArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
-    let net = match crate::load(&a.file, a.allow_outside, a.json, io)? {
+    let net = match crate::satellite::load(
+        &a.file,
+        a.allow_outside,
+        a.json,
+        None,
+        a.capabilities.as_deref(),
+        io,
+    )? {
         Ok(net) => net,
         Err(code) => return Ok(code),
     };

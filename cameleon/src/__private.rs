@@ -231,13 +231,15 @@ pub fn state<T: State + JournalState>() -> StateOf<T> {
     }
 }
 
-/// The `n` fields of a saved state's JSON form (an array, one element per state field).
+/// The `n` fields of a saved state's JSON form (an array, one element per state field). A
+/// shorter array — saved before the operator type gained a field at the end — leaves the
+/// missing fields to be read from `null` (an `Option` or a log that was empty then).
 pub fn state_fields(
     v: serde_json::Value,
     n: usize,
 ) -> Result<::std::vec::IntoIter<serde_json::Value>, ::std::string::String> {
     match v {
-        serde_json::Value::Array(a) if a.len() == n => Ok(a.into_iter()),
+        serde_json::Value::Array(a) if a.len() <= n => Ok(a.into_iter()),
         other => Err(format!(
             "expected the {n} internal-state fields as a JSON array, found {other}"
         )),

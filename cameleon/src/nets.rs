@@ -12,7 +12,7 @@ use crate::capabilities::{Caller, DEFAULT_MAX_DEPTH, Generation, NetEntry, RunCa
 use crate::cm::Loader;
 use crate::engine::{Cvm, EndState};
 use crate::net::Net;
-use crate::operator::capability::{ToolManifest, Usage};
+use crate::operator::capability::{Named, ToolManifest, Usage, capability_params};
 use crate::ops::{InnerRun, SubnetInput};
 use crate::tools::{Tool, ToolContext, ToolError, ToolOutput, ToolRegistry};
 use crate::types::{Any, TypeInfo};
@@ -52,7 +52,50 @@ struct Inner {
 
 // A capabilities file's `nets:` become tools through here.
 inventory::submit! {
-    crate::capabilities::NetToolMaker { make: make_tool }
+    crate::capabilities::NetToolMaker { make: make_tool, calls: net_calls }
+}
+
+/// The nets among `names` the net of `entry` may call: those its `tools:` lists (an inner
+/// call needs it, docs/tools.md#nets-as-tools) or its operators name. A file that does not
+/// load names none (making its tool says why).
+fn net_calls(entry: &NetEntry, registry: &Arc<ToolRegistry>, names: &[String]) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(&entry.file) else {
+        return Vec::new();
+    };
+    let Ok(net) = Loader::new()
+        .tools(Arc::clone(registry))
+        .known_tools(names.iter().cloned())
+        .file_name(entry.file.display().to_string())
+        .base_dir(crate::cm::folder_of(&entry.file))
+        .load_str(&text)
+    else {
+        return Vec::new();
+    };
+    let mut named: Vec<&str> = Vec::new();
+    if let Some(p) = net.tool_policy() {
+        named.extend(p.allow.iter().chain(&p.approve).map(String::as_str));
+    }
+    let params: Vec<Json> = net
+        .operators()
+        .iter()
+        .map(|n| Json::Object(n.op.params()))
+        .collect();
+    for (node, params) in net.operators().iter().zip(&params) {
+        named.extend(node.op.calls_tool());
+        let type_id = node.spec.type_id.as_ref();
+        for cp in capability_params().filter(|p| p.op_type == type_id && p.names == Named::Tool) {
+            match params.get(cp.param) {
+                Some(Json::String(s)) => named.push(s),
+                Some(Json::Array(items)) => named.extend(items.iter().filter_map(Json::as_str)),
+                _ => {}
+            }
+        }
+    }
+    names
+        .iter()
+        .filter(|n| named.contains(&n.as_str()))
+        .cloned()
+        .collect()
 }
 
 fn make_tool(entry: &NetEntry, registry: &Arc<ToolRegistry>) -> Result<Arc<dyn Tool>, String> {

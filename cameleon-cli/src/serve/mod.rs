@@ -149,6 +149,7 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         path: a.file.clone(),
         allow_outside: a.allow_outside,
         satellites: satellites.map(Arc::new),
+        capabilities: a.capabilities.clone(),
     };
     let wires = Wires::default();
     let session = match Session::open(served.clone(), runtime, a.journal.clone(), wires.clone()) {

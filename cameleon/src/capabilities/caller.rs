@@ -35,20 +35,29 @@ pub struct NetEntry {
 /// net is not offered.
 pub type MakeNetTool = fn(&NetEntry, &Arc<ToolRegistry>) -> Result<Arc<dyn Tool>, String>;
 
+/// The names among `names` (the nets listed under `nets:`) that the net of a [`NetEntry`] may
+/// call — those its `tools:` lists or its operators name — read against the tools of the
+/// [`ToolRegistry`] (nothing verified; a net that does not load names none).
+pub type NetToolCalls = fn(&NetEntry, &Arc<ToolRegistry>, &[String]) -> Vec<String>;
+
 /// What turns a [`NetEntry`] into a tool of a generation — checked (`check --verify` must hold)
-/// against the tools loaded so far. Submitted once, by the `nets` module
-/// ([`NetTool`](crate::nets::NetTool)); a generation whose sources list nets without one fails
-/// to build.
+/// against the tools loaded so far — and says which other nets it may call, so each is made
+/// after those. Submitted once, by the `nets` module ([`NetTool`](crate::nets::NetTool)); a
+/// generation whose sources list nets without one fails to build.
 #[derive(Clone, Copy, Debug)]
 pub struct NetToolMaker {
     /// Makes the tool, or says why the net is not offered.
     pub make: MakeNetTool,
+    /// The other nets it may call.
+    pub calls: NetToolCalls,
 }
 
 inventory::collect!(NetToolMaker);
 
-/// `base` plus the tools of `nets`, each loaded against the tools before it (so a net may call
-/// the nets listed before it). `Err`: the first net not offered, why.
+/// `base` plus the tools of `nets`, each loaded against the tools before it in an order where
+/// every net comes after the nets it may call (whatever order they are listed in). `Err`: the
+/// first net not offered, why — nets that may call each other in a cycle are not offered,
+/// the cycle named.
 pub(super) fn with_nets(
     base: &Arc<ToolRegistry>,
     nets: &[NetEntry],
@@ -60,9 +69,33 @@ pub(super) fn with_nets(
                 .into(),
         });
     };
+    let names: Vec<String> = nets.iter().map(|n| n.name.clone()).collect();
+    let calls: Vec<Vec<usize>> = nets
+        .iter()
+        .map(|n| {
+            (maker.calls)(n, base, &names)
+                .iter()
+                .filter_map(|c| names.iter().position(|x| x == c))
+                .collect()
+        })
+        .collect();
+    let order = callees_first(&calls).map_err(|cycle| {
+        let first = &nets[cycle[0]];
+        let mut path: Vec<&str> = cycle.iter().map(|&i| nets[i].name.as_str()).collect();
+        path.push(&first.name);
+        CapabilitiesError::Net {
+            name: first.name.clone(),
+            from: first.from.clone(),
+            message: format!(
+                "net-tools may call each other in a cycle: {} (each lists the next in its `tools:` or names it in an operator); a net-tool may call the other nets of `nets:` but not itself, directly or through others",
+                path.join(" → ")
+            ),
+        }
+    })?;
     let mut r = ToolRegistry::new();
     r.extend_from(base);
-    for n in nets {
+    for i in order {
+        let n = &nets[i];
         let so_far = {
             let mut s = ToolRegistry::new();
             s.extend_from(&r);
@@ -76,6 +109,49 @@ pub(super) fn with_nets(
         r.replace(tool);
     }
     Ok(Arc::new(r))
+}
+
+/// An order of the nodes `0..calls.len()` where each comes after the nodes it calls
+/// (`calls[i]`), keeping the listed order where it can. `Err`: a cycle, as the nodes in it from
+/// the first listed one.
+fn callees_first(calls: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum Mark {
+        New,
+        Open,
+        Done,
+    }
+    fn visit(
+        i: usize,
+        calls: &[Vec<usize>],
+        marks: &mut [Mark],
+        path: &mut Vec<usize>,
+        out: &mut Vec<usize>,
+    ) -> Result<(), Vec<usize>> {
+        match marks[i] {
+            Mark::Done => return Ok(()),
+            Mark::Open => {
+                let at = path.iter().position(|&p| p == i).unwrap_or(0);
+                return Err(path[at..].to_vec());
+            }
+            Mark::New => {}
+        }
+        marks[i] = Mark::Open;
+        path.push(i);
+        for &c in &calls[i] {
+            visit(c, calls, marks, path, out)?;
+        }
+        path.pop();
+        marks[i] = Mark::Done;
+        out.push(i);
+        Ok(())
+    }
+    let mut marks = vec![Mark::New; calls.len()];
+    let mut out = Vec::with_capacity(calls.len());
+    for i in 0..calls.len() {
+        visit(i, calls, &mut marks, &mut Vec::new(), &mut out)?;
+    }
+    Ok(out)
 }
 
 /// What a run lends the tools it calls through its gate ([`ToolGate::caller`]): its generation,
@@ -182,4 +258,24 @@ pub fn intersect(caller: Option<&ToolPolicy>, inner: Option<&ToolPolicy>) -> Opt
         .cloned()
         .collect();
     Some(ToolPolicy { allow, approve })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::callees_first;
+
+    #[test]
+    fn nets_come_after_the_nets_they_call_and_a_cycle_is_named() {
+        // 0 calls 2, 2 calls 1: 1, 2, 0.
+        assert_eq!(
+            callees_first(&[vec![2], vec![], vec![1]]),
+            Ok(vec![1, 2, 0])
+        );
+        // Listed order kept where nothing calls anything.
+        assert_eq!(callees_first(&[vec![], vec![], vec![]]), Ok(vec![0, 1, 2]));
+        // 0 → 1 → 2 → 1: the cycle 1 → 2.
+        assert_eq!(callees_first(&[vec![1], vec![2], vec![1]]), Err(vec![1, 2]));
+        // A net calling itself.
+        assert_eq!(callees_first(&[vec![0]]), Err(vec![0]));
+    }
 }

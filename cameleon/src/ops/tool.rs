@@ -3,6 +3,7 @@
 use crate::operator;
 use crate::operator::capability::{ToolCall, ToolResult, ToolStatus};
 use crate::operator::{Firing, In, OpError, Out, Run};
+use crate::ops::ai::{FiringLog, ModelCall, ModelLog};
 use crate::types::{DataBool, DataError, DataJSON, Value};
 
 /// Calls the tool `name` through the run's tool gate with the JSON object on `in_args`, and
@@ -16,7 +17,12 @@ use crate::types::{DataBool, DataError, DataJSON, Value};
 ///
 /// A denied, failed or timed-out call fails the firing — the run ends in ERROR naming the tool
 /// and the status — unless `error` is connected, where the failure goes as a DataError.
-/// Replaying or undoing the firing never calls the tool again: the result is in the history.
+///
+/// The call and its whole result are recorded with the firing, as an `agent`'s calls are (its
+/// internal state, a [`ModelLog`]): a net run as a tool leaves its inner run there (the
+/// result's `meta.run`, history included) and its tokens (`meta.usage`, the firing's usage).
+/// Replaying or undoing the firing never calls the tool again, nor a resumed journaled run:
+/// the result is in the history (docs/tools.md#nets-as-tools).
 #[operator(
     id = "tool",
     label = "Tool",
@@ -24,13 +30,15 @@ use crate::types::{DataBool, DataError, DataJSON, Value};
     exec = blocking,
     emits = [[out_result], [error]]
 )]
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CallTool {
     /// the tool to call (`cameleon tools` lists them)
     #[param]
     pub name: String,
     /// A person's answer to the approval question, until the firing that uses it.
     approval: Option<bool>,
+    /// The last firing's call and result (a net-tool's inner run included).
+    log: ModelLog,
     /// the tool's arguments as a JSON object (e.g. from a `const`); `cameleon tools --json` gives each tool's schema
     #[input]
     in_args: In<DataJSON>,
@@ -48,17 +56,26 @@ impl CallTool {
         CallTool {
             name: name.into(),
             approval: None,
+            log: ModelLog::default(),
         }
+    }
+
+    /// The last firing's call and result, as an `agent` records its calls.
+    pub fn log(&self) -> &ModelLog {
+        &self.log
     }
 }
 
 impl Run for CallTool {
     fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
         let args = cx.get(Self::in_args)?.0.clone();
-        let call = ToolCall::new(self.name.clone(), args)
+        let mut call = ToolCall::new(self.name.clone(), args)
             .principal(cx.instance())
             .idempotency_key(cx.idempotency_key());
         let approval = self.approval.take();
+        if approval == Some(true) {
+            call = call.approved_by(format!("the answer to `{}`", cx.instance()));
+        }
         let result = match approval {
             Some(false) => ToolResult::denied(
                 &self.name,
@@ -68,14 +85,14 @@ impl Run for CallTool {
                     cx.instance()
                 ),
             ),
-            Some(true) => {
-                let who = format!("the answer to `{}`", cx.instance());
-                cx.capabilities()
-                    .tools()
-                    .call_blocking(call.approved_by(who))
-            }
-            None => cx.capabilities().tools().call_blocking(call),
+            _ => cx.capabilities().tools().call_blocking(call.clone()),
         };
+        let mut log = FiringLog::default();
+        log.push(ModelCall::Tool {
+            call,
+            result: result.clone(),
+        });
+        self.log.set(log);
         if result.status == ToolStatus::Ok {
             cx.emit(Self::out_result, DataJSON(result.content));
             return Ok(());

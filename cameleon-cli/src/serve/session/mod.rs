@@ -44,16 +44,22 @@ pub(crate) struct Served {
     /// `--nats URL`: the satellites whose operator types and tools the file may name, and on
     /// which the engines' remote instances fire.
     pub(crate) satellites: Option<Arc<Satellites>>,
+    /// `--capabilities FILE`: the nets it offers as tools are names the file may use (else
+    /// those of the capabilities files that apply to it).
+    pub(crate) capabilities: Option<PathBuf>,
 }
 
 impl Served {
-    /// The loader of texts of the served file (its folder, its name; with `--nats`, the
-    /// satellites' types and tools).
+    /// The loader of texts of the served file (its folder, its name, the net-tools of its
+    /// capabilities; with `--nats`, the satellites' types and tools).
     pub(crate) fn loader(&self) -> Loader<'_> {
         let mut l = Loader::new()
             .allow_outside(self.allow_outside)
             .base_dir(folder_of(&self.path))
-            .known_tools(crate::net_tools::net_tool_names(&self.path, None));
+            .known_tools(crate::net_tools::net_tool_names(
+                &self.path,
+                self.capabilities.as_deref(),
+            ));
         if let Some(s) = &self.satellites {
             l = l.catalogue(&s.catalogue).tools(s.connected.registry());
         }

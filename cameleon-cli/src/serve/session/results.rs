@@ -5,7 +5,7 @@
 
 use cameleon::connection::{ConnId, ConnState};
 use cameleon::engine::Cvm;
-use cameleon::ops::ai::{ModelCall, ModelLog};
+use cameleon::ops::ai::ModelCall;
 
 use super::{Session, not_a_net};
 use crate::serve::error::{ApiError, ErrorKind};
@@ -154,7 +154,7 @@ fn last_call(cvm: &Cvm, id: cameleon::connection::OpId) -> Option<CallsView> {
             .position(|f| f.op == id)
             .map(|i| (e.step, i))
     })?;
-    let (log,) = history.state_after(step, firing)?.get::<(ModelLog,)>()?;
+    let log = cameleon::ops::ai::log_in(history.state_after(step, firing)?)?;
     let last = log.last()?;
     Some(CallsView {
         step,

@@ -120,6 +120,7 @@ mod tests {
             path,
             allow_outside: false,
             satellites: None,
+            capabilities: None,
         };
         let s = Session::open(served, runtime, None, super::super::Wires::default()).unwrap();
         assert!(s.problems().is_empty(), "{:?}", s.problems());
@@ -195,6 +196,7 @@ mod tests {
             path,
             allow_outside: false,
             satellites: None,
+            capabilities: None,
         };
         let mut s = Session::open(served, runtime, None, super::super::Wires::default()).unwrap();
         assert!(s.problems().is_empty(), "{:?}", s.problems());

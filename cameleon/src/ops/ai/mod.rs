@@ -223,7 +223,7 @@ pub enum ModelCall {
 }
 
 impl FiringLog {
-    fn push(&mut self, call: ModelCall) {
+    pub(crate) fn push(&mut self, call: ModelCall) {
         let usage = match &call {
             ModelCall::Chat { reply, .. } => reply.usage,
             ModelCall::Embed { usage, .. } => *usage,
@@ -262,7 +262,19 @@ impl FiringLog {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn usage_in(state: &OpState) -> Option<Usage> {
-    state.get::<(ModelLog,)>().and_then(|(log,)| log.usage())
+    log_in(state).and_then(ModelLog::usage)
+}
+
+/// The record of what a firing asked models and tools, from the internal state its operator
+/// saved after it ([`History::state_after`](crate::history::History::state_after)): a `std-ai`
+/// operator's, or a `tool` operator's (its one call, a net-tool's inner run in the result's
+/// `meta.run`). `None` for any other operator.
+pub fn log_in(state: &OpState) -> Option<&ModelLog> {
+    match state.get::<(ModelLog,)>() {
+        Some((log,)) => Some(log),
+        // `tool`: its pending approval, then its record.
+        None => state.get::<(Option<bool>, ModelLog)>().map(|(_, log)| log),
+    }
 }
 
 /// The chat models a firing's answers only quote their context from (models that are not
@@ -270,7 +282,7 @@ pub fn usage_in(state: &OpState) -> Option<Usage> {
 /// its operator saved after it: `(model name, kind)` per such call, in order; empty for any
 /// other firing. What `cameleon run` reports as quoted answers.
 pub fn quoted_in(state: &OpState) -> Vec<(String, String)> {
-    let Some((log,)) = state.get::<(ModelLog,)>() else {
+    let Some(log) = log_in(state) else {
         return Vec::new();
     };
     log.last()
@@ -308,7 +320,7 @@ impl ModelLog {
         self.last().and_then(|l| l.usage)
     }
 
-    fn set(&mut self, log: FiringLog) {
+    pub(crate) fn set(&mut self, log: FiringLog) {
         self.0 = Some(Arc::new(log));
     }
 }
