@@ -10,7 +10,8 @@ use std::sync::Arc;
 use cameleon::capabilities::{CapabilitiesError, Runtime};
 use cameleon::cm::Loader;
 use cameleon::operator::capability::{ToolCall, ToolStatus};
-use cameleon::ops::ai::{ModelCall, ModelLog};
+use cameleon::journal::{Durability, Journal, Names, ResumeOptions, RunOptions};
+use cameleon::ops::ai::{FiringLog, ModelCall, ModelLog};
 use cameleon::prelude::*;
 use serde_json::{Value, json};
 use test_support::openai::{Reply, Server};
@@ -357,4 +358,175 @@ fn the_runs_budget_is_checked_before_the_inner_runs_model_requests() {
     let end = cvm.run().unwrap();
     assert!(matches!(end, EndState::Budget { .. }), "{end:?}");
     assert_eq!(server.count(), 1, "the inner net's request was refused too");
+}
+
+/// A `tool` operator calling the summarising net-tool: `const` → `tool` → `sink`.
+const TOOL_CALLS_SUMMARIZE: &str = "cameleon: 1
+name: tool-op
+tools:
+  allow: [summarize]
+operators:
+  - {id: args, type: const, params: {value: {text: 'The reserve counted chameleons in two forests.'}}}
+  - {id: call, type: tool, params: {name: summarize}}
+  - {id: out, type: sink}
+connections:
+  - {from: args.out_data, to: call.in_args}
+  - {from: call.out_result, to: out.in_data}
+";
+
+/// The `tool` operator's record of its firing (step 2: after the `const`).
+fn tool_log(cvm: &Cvm) -> FiringLog {
+    let history = cvm.history();
+    let state = history.state_after(2, 0).expect("the tool's state");
+    cameleon::ops::ai::log_in(state)
+        .and_then(ModelLog::last)
+        .expect("a record of the call")
+        .clone()
+}
+
+/// The inner run in a `tool` operator's record of its one call.
+fn inner_run(log: &FiringLog) -> Value {
+    match &log.calls[..] {
+        [ModelCall::Tool { call, result }] => {
+            assert_eq!(call.tool, "summarize");
+            result.meta.run.clone().expect("the inner run")
+        }
+        other => panic!("one tool call expected: {other:?}"),
+    }
+}
+
+#[test]
+fn the_tool_operator_keeps_a_net_tools_inner_run_and_replays_it_without_running_it() {
+    let server = Server::start();
+    server.script([Reply::chat("Chameleons in two forests.")]);
+    let dir = agents_folder("net-tools-tool-op", &server);
+    dir.write("main.cm", TOOL_CALLS_SUMMARIZE);
+    let rt = runtime(&dir.join("caps.yaml")).expect("offered");
+    let net = load(&rt, &dir.join("main.cm"));
+    let mut cvm = rt.cvm(net, dir.path()).build();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(
+        cvm.received("out")[0].to_json(),
+        json!({"summary": "Chameleons in two forests."})
+    );
+    assert_eq!(server.count(), 1, "the inner net's `llm` asked once");
+
+    // The inner run is kept with the firing, its whole history, and its tokens.
+    let log = tool_log(&cvm);
+    let run = inner_run(&log);
+    assert_eq!(run["net"], "summarize");
+    assert_eq!(run["end"]["end"], "COMPLETED");
+    assert!(
+        !run["history"]["nodes"].as_array().unwrap().is_empty(),
+        "{run}"
+    );
+    let usage = log.usage.expect("the inner run's usage");
+    assert_eq!((usage.prompt_tokens, usage.completion_tokens), (11, 5));
+
+    // Back over everything, then forward again: the inner net does not run again.
+    while cvm.back().is_ok() {}
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(server.count(), 1, "no model request on replay");
+    assert_eq!(
+        cvm.capabilities().meter().unwrap().spent().requests,
+        1,
+        "the net did not run again"
+    );
+    assert_eq!(tool_log(&cvm), log, "the same record, inner run included");
+    assert_eq!(
+        cvm.received("out")[0].to_json(),
+        json!({"summary": "Chameleons in two forests."})
+    );
+}
+
+#[test]
+fn a_journaled_run_stopped_after_a_net_tool_call_resumes_with_the_call_restored_not_run_again() {
+    let server = Server::start();
+    server.script([Reply::chat("Chameleons in two forests.")]);
+    let dir = agents_folder("net-tools-tool-op-journal", &server);
+    dir.write("main.cm", TOOL_CALLS_SUMMARIZE);
+    let rt = runtime(&dir.join("caps.yaml")).expect("offered");
+    let db = dir.join("runs.db");
+    // The stored net names the net-tool: it loads back with the generation's tools.
+    let tools = Arc::clone(rt.current().tools());
+    let names = Names {
+        catalogue: None,
+        loader: Some(Arc::new(move |l: Loader<'_>| l.tools(Arc::clone(&tools)))),
+    };
+    let (id, log) = {
+        let journal = Journal::create(&db).unwrap();
+        let mut cvm = rt.cvm(load(&rt, &dir.join("main.cm")), dir.path()).build();
+        let opts = RunOptions {
+            durability: Durability::Sync,
+            base_dir: Some(dir.path().to_path_buf()),
+            names: names.clone(),
+            ..RunOptions::default()
+        };
+        let id = journal.start(&mut cvm, &opts).unwrap();
+        // The `const`, then the `tool`: the process stops there, before the sink fires (each
+        // step committed as it was taken: what a crash leaves).
+        cvm.step().unwrap();
+        cvm.step().unwrap();
+        assert_eq!(server.count(), 1);
+        assert!(cvm.received("out").is_empty());
+        (id, tool_log(&cvm))
+    };
+    let journal = Journal::open(&db).unwrap();
+    assert_eq!(journal.runs().unwrap()[0].status, "RUNNING");
+    let resumed = journal
+        .resume_with_names(Some(&id), &ResumeOptions::default(), &names, |net, base| {
+            rt.pin(net, base)
+        })
+        .unwrap();
+    let mut cvm = resumed.cvm;
+    assert_eq!(cvm.depth(), 2, "both steps restored");
+    assert_eq!(
+        tool_log(&cvm),
+        log,
+        "the call restored from the journal, inner run included"
+    );
+    assert_eq!(inner_run(&log)["end"]["end"], "COMPLETED");
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    assert_eq!(server.count(), 1, "the net-tool was not called again");
+    assert_eq!(
+        cvm.received("out")[0].to_json(),
+        json!({"summary": "Chameleons in two forests."})
+    );
+}
+
+#[test]
+fn a_net_tool_may_call_nets_listed_after_it_and_a_cycle_is_refused_naming_it() {
+    let dir = TempDir::new("net-tools-order");
+    dir.write("level3.cm", level("level3", "calc", &["calc"]));
+    dir.write("level2.cm", level("level2", "level3", &["level3", "calc"]));
+    dir.write(
+        "level1.cm",
+        level("level1", "level2", &["level2", "level3", "calc"]),
+    );
+    // Each listed before the nets it calls.
+    dir.write(
+        "caps.yaml",
+        "nets:\n  level1: level1.cm\n  level2: level2.cm\n  level3: level3.cm\n",
+    );
+    let rt = runtime(&dir.join("caps.yaml")).expect("offered whatever the order");
+    let r = call(&rt, &dir, "level1");
+    assert_eq!(r.status, ToolStatus::Ok, "{:?}", r.error);
+    assert_eq!(r.content, json!({"value": {"value": {"value": 42}}}));
+
+    // level3 calls level1 back: a cycle, named.
+    dir.write("level3.cm", level("level3", "level1", &["level1"]));
+    let e = runtime(&dir.join("caps.yaml")).expect_err("a cycle");
+    let CapabilitiesError::Net { name, message, .. } = &e else {
+        panic!("{e}")
+    };
+    assert_eq!(name, "level1");
+    assert!(
+        message.contains("in a cycle: level1 → level2 → level3 → level1"),
+        "{message}"
+    );
+    // A net naming itself.
+    dir.write("caps.yaml", "nets:\n  level3: level3.cm\n  level1: level1.cm\n  level2: level2.cm\n");
+    dir.write("level1.cm", level("level1", "level1", &["level1"]));
+    let e = runtime(&dir.join("caps.yaml")).expect_err("a cycle").to_string();
+    assert!(e.contains("in a cycle: level1 → level1"), "{e}");
 }
