@@ -302,3 +302,25 @@ impl<T: Clone + Default + Send + 'static> State for T {}
 )]
 pub trait JournalState: serde::Serialize + serde::de::DeserializeOwned {}
 impl<T: serde::Serialize + serde::de::DeserializeOwned> JournalState for T {}
+
+#[cfg(test)]
+mod tests {
+    use super::{state_field, state_fields};
+
+    #[test]
+    fn a_state_saved_before_a_field_was_added_at_the_end_reads_it_from_null() {
+        let mut it = state_fields(serde_json::json!([true]), 2).unwrap();
+        let first: Option<bool> = state_field(it.next(), "approval", |v| {
+            serde_json::from_value(v).map_err(|e| e.to_string())
+        })
+        .unwrap();
+        let second: Option<String> = state_field(it.next(), "log", |v| {
+            serde_json::from_value(v).map_err(|e| e.to_string())
+        })
+        .unwrap();
+        assert_eq!((first, second), (Some(true), None));
+        // More fields than the type has is not its state.
+        assert!(state_fields(serde_json::json!([1, 2, 3]), 2).is_err());
+        assert!(state_fields(serde_json::json!({"a": 1}), 2).is_err());
+    }
+}

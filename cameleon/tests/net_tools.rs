@@ -9,8 +9,8 @@ use std::sync::Arc;
 
 use cameleon::capabilities::{CapabilitiesError, Runtime};
 use cameleon::cm::Loader;
-use cameleon::operator::capability::{ToolCall, ToolStatus};
 use cameleon::journal::{Durability, Journal, Names, ResumeOptions, RunOptions};
+use cameleon::operator::capability::{ToolCall, ToolStatus};
 use cameleon::ops::ai::{FiringLog, ModelCall, ModelLog};
 use cameleon::prelude::*;
 use serde_json::{Value, json};
@@ -525,8 +525,13 @@ fn a_net_tool_may_call_nets_listed_after_it_and_a_cycle_is_refused_naming_it() {
         "{message}"
     );
     // A net naming itself.
-    dir.write("caps.yaml", "nets:\n  level3: level3.cm\n  level1: level1.cm\n  level2: level2.cm\n");
+    dir.write(
+        "caps.yaml",
+        "nets:\n  level3: level3.cm\n  level1: level1.cm\n  level2: level2.cm\n",
+    );
     dir.write("level1.cm", level("level1", "level1", &["level1"]));
-    let e = runtime(&dir.join("caps.yaml")).expect_err("a cycle").to_string();
+    let e = runtime(&dir.join("caps.yaml"))
+        .expect_err("a cycle")
+        .to_string();
     assert!(e.contains("in a cycle: level1 → level1"), "{e}");
 }
