@@ -300,8 +300,21 @@ fn compared_text(c: &Compared, a: &str, b: &str) -> String {
 }
 
 /// A recorded run, opened without running anything.
-fn recorded(path: &Path, id: &str) -> Result<Cvm, JournalError> {
-    Journal::open(path)?.open_run(id).map(|r| r.cvm)
+/// Run `id` of journal `path`, its stored net naming the nets offered as tools by
+/// `capabilities` (else by the capabilities files of the folder it was recorded in).
+fn recorded(path: &Path, id: &str, capabilities: Option<&Path>) -> Result<Cvm, JournalError> {
+    let journal = Journal::open(path)?;
+    let dir = journal
+        .recorded_folder(Some(id))
+        .ok()
+        .and_then(|f| f.base_dir)
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    let names = crate::net_tools::with_net_tools(
+        cameleon::journal::Names::default(),
+        &dir.join("net.cm"),
+        capabilities,
+    );
+    journal.open_run_with_names(id, &names).map(|r| r.cvm)
 }
 
 fn failed(e: &str, json: bool, io: &mut Io<'_>) -> std::io::Result<i32> {
@@ -319,7 +332,10 @@ pub(super) fn diff(a: &DiffArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Ok((_, Some(_))) => return failed("give the runs as RUN_A RUN_B, not DB:RUN", a.json, io),
         Err(e) => return failed(&e, a.json, io),
     };
-    let (ra, rb) = match (recorded(&path, &a.run_a), recorded(&path, &a.run_b)) {
+    let (ra, rb) = match (
+        recorded(&path, &a.run_a, None),
+        recorded(&path, &a.run_b, None),
+    ) {
         (Ok(x), Ok(y)) => (x, y),
         (Err(e), _) | (_, Err(e)) => return failed(&e.to_string(), a.json, io),
     };
@@ -354,7 +370,7 @@ pub(super) fn test(a: &TestArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Ok((p, _)) => p,
         Err(e) => return failed(&e, a.json, io),
     };
-    let reference = match recorded(&path, &a.run_id) {
+    let reference = match recorded(&path, &a.run_id, a.capabilities.as_deref()) {
         Ok(cvm) => cvm,
         Err(e) => return failed(&e.to_string(), a.json, io),
     };

@@ -241,7 +241,7 @@ fn serve_fmt_test_and_check_against_see_the_net_tools_of_an_explicit_capabilitie
     ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
-    assert_eq!(v["sinks"]["out"], json!([{"value": {"value": 42}}]), "{v}");
+    assert_eq!(v["sinks"]["out"], json!([{"value": 42}]), "{v}");
     let id = stderr(&o)
         .lines()
         .find_map(|l| l.strip_prefix("run "))

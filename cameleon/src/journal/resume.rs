@@ -118,6 +118,17 @@ impl Journal {
         self.load(Some(id), Catalogue::global(), false)
     }
 
+    /// [`open_run`](Self::open_run), the stored net's operator types and tools resolved against
+    /// `names` (a net naming the nets its capabilities offer as tools, the satellites'…).
+    pub fn open_run_with_names(&self, id: &str, names: &Names) -> Result<Resumed, JournalError> {
+        let catalogue = names.catalogue.as_ref().unwrap_or(Catalogue::global());
+        let loading = Loading {
+            catalogue,
+            setup: names.loader.as_ref(),
+        };
+        self.load_pinned(Some(id), loading, false, None, &ResumeOptions::default())
+    }
+
     /// [`resume`](Self::resume) with the operator types of `catalogue`.
     pub fn resume_in(
         &self,
