@@ -226,6 +226,13 @@ fn serve_fmt_test_and_check_against_see_the_net_tools_of_an_explicit_capabilitie
     assert_eq!(c["valid"], true, "{c}");
     let (_, s) = served.post("/api/run", "");
     assert_eq!(s["end"], "COMPLETED", "{s}");
+    // The inspector shows the `tool` operator's call and the net it ran.
+    let (_, i) = served.get("/api/inspect?op=call");
+    let call = &i["last_call"]["calls"][0];
+    assert_eq!(call["call"], "tool", "{i}");
+    assert_eq!(call["tool"], "double", "{i}");
+    assert_eq!(call["ran"]["net"], "double", "{i}");
+    assert_eq!(call["ran"]["end"], "COMPLETED", "{i}");
     drop(served);
 
     // test: a recorded run compared, its net loaded with the file's net-tools.

@@ -144,6 +144,7 @@ function callBox(c) {
     div.appendChild(el("pre", "", c.hits.map((h) => h[0] + "  " + h[1].toFixed(3)).join("\n")));
   } else if (c.call === "tool") {
     div.appendChild(el("div", "meta", "tool `" + c.tool + "` · " + c.status));
+    if (c.ran) div.appendChild(el("div", "meta", "ran the net `" + c.ran.net + "`: " + c.ran.end + " after " + c.ran.steps + " steps, " + c.ran.firings + " firings"));
     div.appendChild(el("pre", "", "arguments: " + more(c.args) + "\nresult: " + more(c.result)));
   }
   return div;

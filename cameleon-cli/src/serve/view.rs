@@ -384,6 +384,10 @@ pub(crate) enum CallView {
         args: TextView,
         status: String,
         result: TextView,
+        /// A net run as a tool: `{"net","end","steps","firings"}` of its inner run (its whole
+        /// history stays in the record, docs/tools.md#nets-as-tools).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        ran: Option<serde_json::Value>,
     },
 }
 

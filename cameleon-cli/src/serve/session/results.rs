@@ -213,6 +213,14 @@ fn call_view(c: &ModelCall) -> CallView {
             args: TextView::json(&call.args, TEXT_BYTES),
             status: serde_name(&result.status),
             result: TextView::json(&result.content, TEXT_BYTES),
+            ran: result.meta.run.as_ref().map(|r| {
+                serde_json::json!({
+                    "net": r["net"],
+                    "end": r["end"]["end"],
+                    "steps": r["steps"],
+                    "firings": r["firings"],
+                })
+            }),
         },
     }
 }
