@@ -123,8 +123,14 @@ fn unknown(what: &str, name: &str, all: &[String]) -> NatsError {
         Some(s) => format!("did you mean `{s}`? "),
         None => String::new(),
     };
+    // A tool may also be a net its capabilities offer as a tool (docs/wire.md).
+    let or_net = if what == "tool" {
+        ", or offer a net under this name in the `nets:` of `--base DIR`'s `cameleon.yaml`"
+    } else {
+        ""
+    };
     NatsError::Config(format!(
-        "this program has no {what} `{name}` to host ({hint}link the crate that declares it; `cameleon satellite` with nothing to host lists what it has)"
+        "this program has no {what} `{name}` to host ({hint}link the crate that declares it{or_net}; `cameleon satellite` with nothing to host lists what it has)"
     ))
 }
 
