@@ -327,6 +327,24 @@ fn a_satellite_hosts_a_net_tool_that_a_tool_operator_and_an_agent_call_over_nats
             at_satellite.base_url()
         ),
     );
+    // Without the capabilities that offer it, a satellite cannot host it, and says where nets go.
+    let o = CAMELEON.run(&[
+        "satellite",
+        "--nats",
+        &url,
+        "--name",
+        "none",
+        "--tools",
+        "summarize",
+    ]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(
+            "offer a net under this name in the `nets:` of `--base DIR`'s `cameleon.yaml`"
+        ),
+        "{}",
+        stderr(&o)
+    );
     let sat = satellite(&url, "nets-sat", &sat_dir.file(""), "summarize");
 
     // The run's folder has no capabilities file: `summarize` is the satellite's.
