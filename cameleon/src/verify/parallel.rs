@@ -22,13 +22,13 @@
 //! 4. **settle** (every thread, its partitions): the provisional numbers in the tables become
 //!    the real ones.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::ops::Range;
 
 use super::explore::{Explored, Progress};
 use super::model::{Model, Outcomes, View};
+use super::numbering::{Fresh, number};
 use super::store::{ROOT, States, Store, Table, hash, part_of};
+use super::timing::Timing;
 use crate::connection::NONE;
 
 /// How levels are shared out. Tests lower both figures so that small nets take every path.
@@ -170,30 +170,6 @@ impl Out {
     }
 }
 
-/// A partition's new states of a level (phase 2), under provisional numbers `base + index`.
-#[derive(Default)]
-struct Fresh {
-    words: Vec<u64>,
-    /// Earliest position each was found at.
-    keys: Vec<u64>,
-    /// Its slot in the partition's table.
-    slots: Vec<u32>,
-    /// Indices in order of `keys`.
-    order: Vec<u32>,
-    /// Its number, once given (phase 3); `u32::MAX` when the budget left it out.
-    ids: Vec<u32>,
-}
-
-impl Fresh {
-    fn clear(&mut self) {
-        self.words.clear();
-        self.keys.clear();
-        self.slots.clear();
-        self.order.clear();
-        self.ids.clear();
-    }
-}
-
 /// Looks up, in partition `q`'s table, every successor the expansions sent there, keeping
 /// each new one once with its earliest position (phase 2).
 fn absorb(
@@ -272,50 +248,15 @@ fn absorb(
             j = end;
         }
     }
-    fresh.order.extend(0..fresh.keys.len() as u32);
-    // Already in order unless a deferred state found a state before its first finder did.
-    if !fresh.keys.is_sorted() {
-        let keys = &fresh.keys;
-        fresh.order.sort_unstable_by_key(|&l| keys[l as usize]);
-    }
-    fresh.ids.resize(fresh.keys.len(), u32::MAX);
+    fresh.sort();
 }
 
 /// Gives partition `q`'s new states their numbers in its table (phase 4).
 fn settle(table: &mut Table, id_mask: u32, fresh: &Fresh) {
-    for (&slot, &id) in fresh.slots.iter().zip(&fresh.ids) {
+    for (l, &slot) in fresh.slots.iter().enumerate() {
         let v = &mut table.slots[slot as usize];
-        *v = (*v & !id_mask) | id;
+        *v = (*v & !id_mask) | fresh.id(l);
     }
-}
-
-/// Runs `f` on each of `items` (with its index), on up to `threads` threads (this one
-/// included), in contiguous shares.
-fn on_threads<T: Send>(items: &mut [T], threads: usize, f: impl Fn(usize, &mut T) + Sync) {
-    if threads <= 1 || items.len() <= 1 {
-        for (i, t) in items.iter_mut().enumerate() {
-            f(i, t);
-        }
-        return;
-    }
-    let per = items.len().div_ceil(threads);
-    let f = &f;
-    std::thread::scope(|sc| {
-        let mut shares = items.chunks_mut(per).enumerate();
-        let first = shares.next();
-        for (c, share) in shares {
-            sc.spawn(move || {
-                for (i, t) in share.iter_mut().enumerate() {
-                    f(c * per + i, t);
-                }
-            });
-        }
-        if let Some((_, share)) = first {
-            for (i, t) in share.iter_mut().enumerate() {
-                f(i, t);
-            }
-        }
-    });
 }
 
 /// Explores breadth-first from the initial state every firing of every enabled operator,
@@ -350,28 +291,32 @@ pub(crate) fn explore_split(
     let mut fresh: Vec<Fresh> = (0..parts).map(|_| Fresh::default()).collect();
     let mut cur = vec![0u64; model.words];
     let mut reported = 0usize;
+    let mut timing = Timing::default();
     while ex.expanded < ex.len() {
         let (fs, fe) = (ex.expanded, ex.len());
+        let workers = threads.min((fe - fs) / split.min_share.max(1)).max(1);
+        let mark = Timing::mark(workers > 1);
         if parts == 1 && fe >= split.parts_from {
             parts = PARTS;
             ex.store.rebuild_tables(parts);
             fresh.resize_with(parts, Fresh::default);
         }
-        let workers = threads.min((fe - fs) / split.min_share.max(1)).max(1);
         while outs.len() < workers + 1 {
             outs.push(Out::new(parts, n_ops));
         }
+        timing.serial_since(mark);
         // 1. Expand.
         {
             let view = model.view();
             let states = &ex.store.states;
             let (shares, _) = outs.split_at_mut(workers);
-            on_threads(shares, workers, |w, out| {
+            timing.run(shares, workers, |w, out| {
                 out.clear(parts);
                 let range = fs + (fe - fs) * w / workers..fs + (fe - fs) * (w + 1) / workers;
                 out.expand_range(&mut view.clone(), states, range);
             });
         }
+        let mark = Timing::mark(workers > 1);
         let (shares, rest) = outs.split_at_mut(workers);
         let late = &mut rest[0];
         late.clear(parts);
@@ -382,7 +327,6 @@ pub(crate) fn explore_split(
             }
         }
         let outs_used = &outs[..workers + 1];
-        // 2. Absorb.
         let base = fe as u32;
         let found: u64 = outs_used
             .iter()
@@ -390,6 +334,8 @@ pub(crate) fn explore_split(
             .map(|b| b.keys.len() as u64)
             .sum();
         ex.store.reserve_ids(fe as u64 + found);
+        timing.serial_since(mark);
+        // 2. Absorb.
         {
             let Store {
                 states,
@@ -399,15 +345,25 @@ pub(crate) fn explore_split(
             let (states, id_mask) = (&*states, *id_mask);
             let mut work: Vec<(&mut Table, &mut Fresh)> =
                 tables.iter_mut().zip(fresh.iter_mut()).collect();
-            on_threads(&mut work, workers, |q, (table, fresh)| {
+            timing.run(&mut work, workers, |q, (table, fresh)| {
                 absorb(table, id_mask, states, base, outs_used, q, fresh);
             });
         }
         // 3. Number.
-        let cut = number(&mut ex, model, &mut fresh, fs..fe, workers, max_states);
+        let cut = number(
+            &mut ex,
+            model,
+            &fresh,
+            fs..fe,
+            workers,
+            max_states,
+            &mut timing,
+        );
         if let Some(key) = cut {
+            let mark = Timing::mark(false);
             redo_to_cut(&mut ex, model, fs, key);
             ex.store.rebuild_tables(parts);
+            timing.serial_since(mark);
             break;
         }
         // 4. Settle.
@@ -415,10 +371,11 @@ pub(crate) fn explore_split(
             let id_mask = ex.store.id_mask;
             let mut work: Vec<(&mut Table, &mut Fresh)> =
                 ex.store.parts.iter_mut().zip(fresh.iter_mut()).collect();
-            on_threads(&mut work, workers, |_, (table, fresh)| {
+            timing.run(&mut work, workers, |_, (table, fresh)| {
                 settle(table, id_mask, fresh);
             });
         }
+        let mark = Timing::mark(workers > 1);
         for out in outs_used {
             fold(&mut ex, out);
         }
@@ -427,87 +384,11 @@ pub(crate) fn explore_split(
             reported = ex.expanded;
             progress(&progress_of(&ex, max_states));
         }
+        timing.serial_since(mark);
     }
+    ex.timing = timing;
     progress(&progress_of(&ex, max_states));
     ex
-}
-
-/// The new states of partitions `fresh` whose earliest position is that of a state in `from`,
-/// merged in order of those positions, as (partition, index).
-fn merge(fresh: &[Fresh], from: Range<u64>) -> Vec<(u32, u32)> {
-    let parent = |f: &Fresh, r: usize| f.keys[f.order[r] as usize] >> 32;
-    let mut ends = Vec::with_capacity(fresh.len());
-    let mut next: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
-    let mut total = 0;
-    for (q, f) in fresh.iter().enumerate() {
-        let lo = partition_point(f.order.len(), |r| parent(f, r) < from.start);
-        let hi = partition_point(f.order.len(), |r| parent(f, r) < from.end);
-        ends.push(hi);
-        total += hi - lo;
-        if lo < hi {
-            next.push(Reverse((f.keys[f.order[lo] as usize], q, lo)));
-        }
-    }
-    let mut seq = Vec::with_capacity(total);
-    while let Some(Reverse((_, q, r))) = next.pop() {
-        let f = &fresh[q];
-        seq.push((q as u32, f.order[r]));
-        if r + 1 < ends[q] {
-            next.push(Reverse((f.keys[f.order[r + 1] as usize], q, r + 1)));
-        }
-    }
-    seq
-}
-
-/// The first of `0..n` for which `before` is false (`before` holds on a prefix).
-fn partition_point(n: usize, before: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if before(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
-/// Numbers the new states of the level `level` in order of their earliest position (phase 3;
-/// the merge on `threads` threads, each a share of the level's states as parents); the
-/// position at which the budget ran out, if it did.
-fn number(
-    ex: &mut Explored,
-    model: &Model<'_>,
-    fresh: &mut [Fresh],
-    level: Range<usize>,
-    threads: usize,
-    max_states: usize,
-) -> Option<u64> {
-    let words = model.words;
-    let n = (level.end - level.start) as u64;
-    let mut seqs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); threads];
-    {
-        let fresh = &*fresh;
-        on_threads(&mut seqs, threads, |w, seq| {
-            let at = |w: usize| level.start as u64 + n * w as u64 / threads as u64;
-            *seq = merge(fresh, at(w)..at(w + 1));
-        });
-    }
-    for (q, l) in seqs.into_iter().flatten() {
-        let f = &mut fresh[q as usize];
-        let l = l as usize;
-        let key = f.keys[l];
-        if ex.len() >= max_states {
-            return Some(key);
-        }
-        let s = &f.words[l * words..(l + 1) * words];
-        for (e, (&w, &m)) in ex.ever_new.iter_mut().zip(s.iter().zip(&model.new_mask)) {
-            *e |= w & !(w >> 1) & m;
-        }
-        f.ids[l] = ex.store.states.push(s, (key >> 32) as u32);
-    }
-    None
 }
 
 /// Adds what expanding part of a level found to the exploration's facts.
