@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use super::explore::Explored;
 use super::model::Model;
-use super::store::StoredRun;
+use super::store::{StoredRun, copy_state};
 use super::timing::Timing;
 
 /// A partition's new states of a level (phase 2), under provisional numbers `base + index`.
@@ -158,7 +158,7 @@ pub(crate) fn number(
                 for (e, (&w, &m)) in ever.iter_mut().zip(s.iter().zip(new_mask)) {
                     *e |= w & !(w >> 1) & m;
                 }
-                dst.copy_from_slice(s);
+                copy_state(dst, s);
                 *parent = (f.keys[l] >> 32) as u32;
                 f.ids[l].store((run.first + i) as u32, Ordering::Relaxed);
             }

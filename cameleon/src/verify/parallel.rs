@@ -27,7 +27,7 @@ use std::ops::Range;
 use super::explore::{Explored, Progress};
 use super::model::{Model, Outcomes, View};
 use super::numbering::{Fresh, number};
-use super::store::{ROOT, States, Store, Table, hash, part_of};
+use super::store::{ROOT, States, Store, Table, hash, part_of, push_state};
 use super::timing::Timing;
 use crate::connection::NONE;
 
@@ -130,7 +130,7 @@ impl Out {
             }
             for k in start..start + len {
                 let at = self.next.len();
-                self.next.extend_from_slice(s);
+                push_state(&mut self.next, s);
                 m.apply(k, &mut self.next[at..]);
                 self.which.push(k as u32);
             }
@@ -152,7 +152,7 @@ impl Out {
             }
             let t = &self.next[j * words..(j + 1) * words];
             let b = &mut self.buckets[part_of(hash(t), parts)];
-            b.words.extend_from_slice(t);
+            push_state(&mut b.words, t);
             b.keys.push((id as u64) << 32 | j as u64);
         }
         true
@@ -160,10 +160,8 @@ impl Out {
 
     /// Expands the states `range` with the view (phase 1).
     fn expand_range(&mut self, view: &mut View<'_>, states: &States, range: Range<usize>) {
-        let mut cur = vec![0u64; view.words];
         for id in range {
-            cur.copy_from_slice(states.state(id as u32));
-            if !self.expand(view, id as u32, &cur) {
+            if !self.expand(view, id as u32, states.state(id as u32)) {
                 self.deferred.push(id as u32);
             }
         }
@@ -218,7 +216,7 @@ fn absorb(
                     Ok(_) => {}
                     Err(slot) => {
                         let l = fresh.keys.len() as u32;
-                        fresh.words.extend_from_slice(s);
+                        push_state(&mut fresh.words, s);
                         fresh.keys.push(key);
                         fresh.slots.push(slot as u32);
                         if table.fill(slot, tag | (base + l)) {

@@ -35,6 +35,29 @@ pub(crate) fn hash(s: &[u64]) -> u64 {
     h ^ (h >> 33)
 }
 
+/// Appends state `s` to `v`: for the usual few words, without a call to `memcpy`.
+#[inline(always)]
+pub(crate) fn push_state(v: &mut Vec<u64>, s: &[u64]) {
+    match *s {
+        [a] => v.push(a),
+        [a, b] => v.extend_from_slice(&[a, b]),
+        [a, b, c] => v.extend_from_slice(&[a, b, c]),
+        [a, b, c, d] => v.extend_from_slice(&[a, b, c, d]),
+        _ => v.extend_from_slice(s),
+    }
+}
+
+/// Copies state `s` into `dst` (as long): for the usual few words, without a call to `memcpy`.
+#[inline(always)]
+pub(crate) fn copy_state(dst: &mut [u64], s: &[u64]) {
+    match (dst, s) {
+        ([x], [a]) => *x = *a,
+        ([x, y], [a, b]) => (*x, *y) = (*a, *b),
+        ([x, y, z], [a, b, c]) => (*x, *y, *z) = (*a, *b, *c),
+        (dst, s) => dst.copy_from_slice(s),
+    }
+}
+
 /// One partition's hash table: slots of `tag | number`.
 pub(crate) struct Table {
     pub(crate) slots: Vec<u32>,
@@ -156,7 +179,7 @@ impl States {
             self.chunks.push(Vec::new());
             self.parents.push(Vec::new());
         }
-        self.chunks[c].extend_from_slice(s);
+        push_state(&mut self.chunks[c], s);
         self.parents[c].push(parent);
         if self.chunks[c].len() == CHUNK * self.words {
             // A full chunk keeps exactly its states.
