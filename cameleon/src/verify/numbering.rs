@@ -113,7 +113,7 @@ pub(crate) fn number(
     let total: usize = seqs.iter().map(Vec::len).sum();
     if ex.len() + total > max_states {
         // The budget runs out in this level: one by one, up to the cut.
-        let mark = Timing::mark(threads > 1);
+        let mark = timing.mark();
         let mut cut = None;
         for (q, l) in seqs.into_iter().flatten() {
             let f = &fresh[q as usize];

@@ -51,6 +51,10 @@ impl Split {
 /// is then small enough to stay in a core's cache while its successors are looked up.
 const PARTS: usize = 64;
 
+/// Levels of at least this many states have their sections timed in thread CPU time (see
+/// `timing.rs`), smaller ones by the wall clock.
+const TIMED_LEVEL: usize = 4096;
+
 /// The thread count of "every core".
 pub(crate) fn all_cores() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
@@ -293,7 +297,8 @@ pub(crate) fn explore_split(
     while ex.expanded < ex.len() {
         let (fs, fe) = (ex.expanded, ex.len());
         let workers = threads.min((fe - fs) / split.min_share.max(1)).max(1);
-        let mark = Timing::mark(workers > 1);
+        timing.precise = fe - fs >= TIMED_LEVEL;
+        let mark = timing.mark();
         if parts == 1 && fe >= split.parts_from {
             parts = PARTS;
             ex.store.rebuild_tables(parts);
@@ -314,7 +319,7 @@ pub(crate) fn explore_split(
                 out.expand_range(&mut view.clone(), states, range);
             });
         }
-        let mark = Timing::mark(workers > 1);
+        let mark = timing.mark();
         let (shares, rest) = outs.split_at_mut(workers);
         let late = &mut rest[0];
         late.clear(parts);
@@ -358,7 +363,7 @@ pub(crate) fn explore_split(
             &mut timing,
         );
         if let Some(key) = cut {
-            let mark = Timing::mark(false);
+            let mark = timing.mark();
             redo_to_cut(&mut ex, model, fs, key);
             ex.store.rebuild_tables(parts);
             timing.serial_since(mark);
@@ -373,7 +378,7 @@ pub(crate) fn explore_split(
                 settle(table, id_mask, fresh);
             });
         }
-        let mark = Timing::mark(workers > 1);
+        let mark = timing.mark();
         for out in outs_used {
             fold(&mut ex, out);
         }

@@ -17,6 +17,9 @@ pub(crate) struct Timing {
     pub(crate) serial: Duration,
     /// Serial sections plus, per parallel phase, its busiest thread's CPU time.
     pub(crate) critical: Duration,
+    /// Whether the sections started now read the thread's CPU time (a few microseconds: for
+    /// large levels only); otherwise the wall clock stands in for it.
+    pub(crate) precise: bool,
 }
 
 /// The start of a serial section (see [`Timing::serial_since`]).
@@ -27,12 +30,11 @@ pub(crate) struct Mark {
 }
 
 impl Timing {
-    /// Starts a serial section; `precise` reads the thread's CPU time as well (a few
-    /// microseconds: for large levels only).
-    pub(crate) fn mark(precise: bool) -> Mark {
+    /// Starts a serial section.
+    pub(crate) fn mark(&self) -> Mark {
         Mark {
             wall: Instant::now(),
-            cpu: if precise { thread_cpu() } else { None },
+            cpu: if self.precise { thread_cpu() } else { None },
         }
     }
 
@@ -59,7 +61,7 @@ impl Timing {
         threads: usize,
         f: impl Fn(usize, &mut T) + Sync,
     ) {
-        let m = Timing::mark(false);
+        let m = self.mark();
         match on_threads(items, threads, f) {
             Some(busiest) => self.parallel(busiest),
             None => self.serial_since(m),
