@@ -91,9 +91,33 @@ fn merge(fresh: &[Fresh], from: Range<u64>, seq: &mut Vec<(u32, u32)>) {
     }
 }
 
+/// Shares of the numbering per thread (see `Timing::run`).
+const SHARES: usize = 4;
+
+/// The smallest state `p` of `level` such that at least `want` of the new states `fresh` were
+/// first found from states before `p` (`level.end` if none is): where a share ends.
+fn bound(fresh: &[Fresh], level: &Range<usize>, want: usize) -> u64 {
+    let below = |p: u64| -> usize {
+        fresh
+            .iter()
+            .map(|f| f.order.partition_point(|&l| f.keys[l as usize] >> 32 < p))
+            .sum()
+    };
+    let (mut lo, mut hi) = (level.start as u64, level.end as u64);
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if below(mid) < want {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 /// Numbers the new states of the level `level` in order of their earliest position, on
-/// `threads` threads, each a share of the level's states as parents; the position at which the
-/// budget of `max_states` ran out, if it did.
+/// `threads` threads, each a share of the level's states as parents (shares of about as many
+/// new states); the position at which the budget of `max_states` ran out, if it did.
 pub(crate) fn number(
     ex: &mut Explored,
     model: &Model<'_>,
@@ -104,10 +128,16 @@ pub(crate) fn number(
     timing: &mut Timing,
 ) -> Option<u64> {
     let words = model.words;
-    let n = (level.end - level.start) as u64;
-    let mut seqs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); threads];
+    // Shares of about as many new states each, several per thread.
+    let shares = if threads > 1 { threads * SHARES } else { 1 };
+    let total: usize = fresh.iter().map(|f| f.keys.len()).sum();
+    let mut seqs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); shares];
     timing.run(&mut seqs, threads, |w, seq| {
-        let at = |w: usize| level.start as u64 + n * w as u64 / threads as u64;
+        let at = |w: usize| match w {
+            0 => level.start as u64,
+            w if w == shares => level.end as u64,
+            w => bound(fresh, &level, total * w / shares),
+        };
         merge(fresh, at(w)..at(w + 1), seq);
     });
     let total: usize = seqs.iter().map(Vec::len).sum();

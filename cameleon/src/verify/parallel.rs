@@ -6,7 +6,8 @@
 //! parents (so the same shortest witnesses), the same counts. Each level goes through four
 //! phases:
 //!
-//! 1. **expand** (every thread, a contiguous share of the level): each state's successors, in
+//! 1. **expand** (every thread, contiguous shares of the level, several per thread: a thread
+//!    that finishes its share early takes the next one): each state's successors, in
 //!    the order one thread would fire them, each with its *position* (the number of the state
 //!    it comes from, its rank among that state's successors), sent to the *partition* its hash
 //!    chooses. The threads read the model's memoised outcomes ([`View`]) and never call an
@@ -15,12 +16,14 @@
 //! 2. **absorb** (every thread, some partitions; each partition has its own hash table in the
 //!    [`Store`]): each successor is looked up; one not stored yet is kept once, with the
 //!    earliest position it was found at, under a provisional number.
-//! 3. **number** (one thread): the new states of all partitions, merged by earliest position,
-//!    get their numbers and are stored with the state of that position as parent — exactly
-//!    where one thread, expanding the level in order, would have found each first. The state
-//!    budget is applied here, in the same order.
-//! 4. **settle** (every thread, its partitions): the provisional numbers in the tables become
+//! 3. **number** (every thread, `numbering.rs`): the new states of all partitions, merged by
+//!    earliest position, get their numbers and are stored with the state of that position as
+//!    parent — exactly where one thread, expanding the level in order, would have found each
+//!    first. The state budget is applied here, in the same order.
+//! 4. **settle** (every thread, some partitions): the provisional numbers in the tables become
 //!    the real ones.
+//!
+//! Between the phases one thread adds up what the others found (`timing.rs` counts that time).
 
 use std::ops::Range;
 
@@ -50,6 +53,9 @@ impl Split {
 /// Partitions of a large exploration, whatever the number of threads: each partition's table
 /// is then small enough to stay in a core's cache while its successors are looked up.
 const PARTS: usize = 64;
+
+/// Shares of a level per thread (see [`Timing::run`]).
+const SHARES: usize = 8;
 
 /// Levels of at least this many states have their sections timed in thread CPU time (see
 /// `timing.rs`), smaller ones by the wall clock.
@@ -288,7 +294,7 @@ pub(crate) fn explore_split(
     ex.insert(model, &initial, hash(&initial), ROOT, max_states);
 
     let n_ops = model.ops.len();
-    // Per thread, then one for the deferred states.
+    // Per share of a level, then one for the deferred states.
     let mut outs: Vec<Out> = Vec::new();
     let mut fresh: Vec<Fresh> = (0..parts).map(|_| Fresh::default()).collect();
     let mut cur = vec![0u64; model.words];
@@ -304,7 +310,9 @@ pub(crate) fn explore_split(
             ex.store.rebuild_tables(parts);
             fresh.resize_with(parts, Fresh::default);
         }
-        while outs.len() < workers + 1 {
+        // More shares than threads, so that one finishing early takes more.
+        let shares = if workers > 1 { workers * SHARES } else { 1 };
+        while outs.len() < shares + 1 {
             outs.push(Out::new(parts, n_ops));
         }
         timing.serial_since(mark);
@@ -312,24 +320,23 @@ pub(crate) fn explore_split(
         {
             let view = model.view();
             let states = &ex.store.states;
-            let (shares, _) = outs.split_at_mut(workers);
-            timing.run(shares, workers, |w, out| {
+            timing.run(&mut outs[..shares], workers, |w, out| {
                 out.clear(parts);
-                let range = fs + (fe - fs) * w / workers..fs + (fe - fs) * (w + 1) / workers;
+                let range = fs + (fe - fs) * w / shares..fs + (fe - fs) * (w + 1) / shares;
                 out.expand_range(&mut view.clone(), states, range);
             });
         }
         let mark = timing.mark();
-        let (shares, rest) = outs.split_at_mut(workers);
+        let (expanded, rest) = outs.split_at_mut(shares);
         let late = &mut rest[0];
         late.clear(parts);
-        for out in shares.iter() {
+        for out in expanded.iter() {
             for &id in &out.deferred {
                 cur.copy_from_slice(ex.store.state(id));
                 late.expand(model, id, &cur);
             }
         }
-        let outs_used = &outs[..workers + 1];
+        let outs_used = &outs[..shares + 1];
         let base = fe as u32;
         let found: u64 = outs_used
             .iter()

@@ -8,6 +8,8 @@
 //! whatever else the machine runs (thread CPU time is read from Linux's `schedstat`; elsewhere
 //! the wall clock stands in for it).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Where the time of an exploration went.
@@ -83,9 +85,9 @@ fn thread_cpu() -> Option<Duration> {
 }
 
 /// Runs `f` on each of `items` (with its index), on up to `threads` threads (this one
-/// included), in contiguous shares. With more than one thread, returns the CPU time of the
-/// busiest (its wall-clock time where CPU time is not known); with one, `None`: the caller
-/// times it as a serial section.
+/// included), each taking the next item not taken yet: a thread that finishes early takes
+/// more. With more than one thread, returns the CPU time of the busiest (its wall-clock time
+/// where CPU time is not known); with one, `None`: the caller times it as a serial section.
 fn on_threads<T: Send>(
     items: &mut [T],
     threads: usize,
@@ -97,23 +99,25 @@ fn on_threads<T: Send>(
         }
         return None;
     }
-    let per = items.len().div_ceil(threads);
-    let f = &f;
-    let run = move |c: usize, share: &mut [T]| {
+    let threads = threads.min(items.len());
+    // Each item is taken once (the counter says which is next): its lock is never contended.
+    let cells: Vec<Mutex<&mut T>> = items.iter_mut().map(Mutex::new).collect();
+    let next = AtomicUsize::new(0);
+    let (f, cells, next) = (&f, &cells, &next);
+    let run = move || {
         let (wall, cpu) = (Instant::now(), thread_cpu());
-        for (i, t) in share.iter_mut().enumerate() {
-            f(c * per + i, t);
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(cell) = cells.get(i) else { break };
+            let mut item = cell.lock().unwrap_or_else(PoisonError::into_inner);
+            f(i, &mut item);
         }
         cpu.zip(thread_cpu())
             .map_or(wall.elapsed(), |(a, b)| b.saturating_sub(a))
     };
     std::thread::scope(|sc| {
-        let mut shares = items.chunks_mut(per).enumerate();
-        let first = shares.next();
-        let others: Vec<_> = shares
-            .map(|(c, share)| sc.spawn(move || run(c, share)))
-            .collect();
-        let mut busiest = first.map_or(Duration::ZERO, |(c, share)| run(c, share));
+        let others: Vec<_> = (1..threads).map(|_| sc.spawn(run)).collect();
+        let mut busiest = run();
         for h in others {
             match h.join() {
                 Ok(d) => busiest = busiest.max(d),
