@@ -9,7 +9,11 @@
 //! - the reduced exploration (the default) for n = 12, 16, 20: states and time;
 //! - the full exploration of n = 11 (4.2 million states) on 1 thread, 2 threads and one per
 //!   core (`VerifyOptions::threads`, docs/semantics.md §8.8): seconds, states per second, the
-//!   speed-up over one thread, bytes per stored state;
+//!   speed-up over one thread, the process's CPU seconds, the seconds during which one thread
+//!   worked alone (`Stats::serial`), the critical path (`Stats::critical`: serial sections plus
+//!   each parallel phase's busiest thread, in CPU time — what the run takes on idle cores) and
+//!   its speed-up over one thread (a figure the machine's load does not distort), bytes per
+//!   stored state;
 //!
 //! then runs criterion on a few sizes of each, and on n = 11 with 1 and 2 threads
 //! (`verify/parallel-split/threads`). The machine's load average is printed first: on a shared
@@ -168,8 +172,17 @@ fn threads_table() {
     let net = nets::parallel_split(n);
     println!("full exploration of n = {n} on several threads");
     println!(
-        "{:>7} {:>10} {:>8} {:>11} {:>8} {:>7} {:>11}",
-        "threads", "states", "seconds", "states/s", "speed-up", "cpu s", "bytes/state"
+        "{:>7} {:>10} {:>8} {:>11} {:>8} {:>7} {:>8} {:>10} {:>9} {:>11}",
+        "threads",
+        "states",
+        "seconds",
+        "states/s",
+        "speed-up",
+        "cpu s",
+        "serial s",
+        "critical s",
+        "crit. x",
+        "bytes/state"
     );
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let mut one = None;
@@ -183,12 +196,15 @@ fn threads_table() {
         let secs = t0.elapsed().as_secs_f64();
         let cpu = c0.zip(cpu_seconds()).map_or(secs, |(a, b)| b - a);
         assert!(r.complete && r.deadlock_free == Some(true));
-        let base = *one.get_or_insert(secs);
+        let critical = r.stats.critical.as_secs_f64();
+        let (base, base_critical) = *one.get_or_insert((secs, critical));
         println!(
-            "{threads:>7} {:>10} {secs:>8.3} {:>11.0} {:>8.2} {cpu:>7.2} {:>11.1}",
+            "{threads:>7} {:>10} {secs:>8.3} {:>11.0} {:>8.2} {cpu:>7.2} {:>8.3} {critical:>10.3} {:>9.2} {:>11.1}",
             r.states,
             r.states as f64 / secs,
             base / secs,
+            r.stats.serial.as_secs_f64(),
+            base_critical / critical,
             r.stats.bytes as f64 / r.states as f64,
         );
         if threads == cores {

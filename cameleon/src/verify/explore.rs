@@ -12,6 +12,7 @@ use std::collections::{HashMap, VecDeque};
 
 use super::model::Model;
 use super::store::{Store, hash};
+use super::timing::Timing;
 
 /// A snapshot of a running exploration, for progress reports.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +71,8 @@ pub(crate) struct Explored {
     pub(crate) all_grow: bool,
     /// States the cycle proviso expanded fully after the fact (docs/semantics.md §8.6).
     pub(crate) proviso_expansions: u64,
+    /// Where the time of a full exploration went (none counted for a reduced one).
+    pub(crate) timing: Timing,
 }
 
 impl Explored {
@@ -86,6 +89,7 @@ impl Explored {
             budget_hit: false,
             all_grow: true,
             proviso_expansions: 0,
+            timing: Timing::default(),
         }
     }
 

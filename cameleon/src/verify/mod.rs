@@ -55,6 +55,7 @@ mod explore;
 mod follow;
 mod migration;
 mod model;
+mod numbering;
 mod parallel;
 mod pnml;
 mod reduce;
@@ -62,6 +63,7 @@ mod report;
 mod store;
 #[cfg(test)]
 mod tests;
+mod timing;
 
 /// Re-exported from the operator contract, where [`Operator::control`](crate::Operator::control)
 /// declares it.
@@ -212,6 +214,7 @@ pub(crate) fn verify_split(
     };
     let mut report = analyse(&mut model, &g, opts);
     let mut bytes = g.bytes();
+    let mut timing = g.timing;
     drop(g);
     if report.reduced && report.may_loop == Some(true) {
         // A cycle is reachable (the reduction preserves that), but the shortest lasso is one of
@@ -219,6 +222,7 @@ pub(crate) fn verify_split(
         let full =
             parallel::explore_split(&mut model, opts.max_states, opts.threads, split, progress);
         bytes = bytes.max(full.bytes());
+        timing.add(full.timing);
         report.properties.may_loop = if full.budget_hit {
             LoopCheck {
                 may_loop: Some(true),
@@ -233,6 +237,8 @@ pub(crate) fn verify_split(
     report.stats = Stats {
         elapsed: t0.elapsed(),
         bytes,
+        serial: timing.serial,
+        critical: timing.critical,
     };
     report
 }

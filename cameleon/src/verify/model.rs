@@ -200,11 +200,12 @@ fn candidates_of(
             }
         }
     }
-    // Most often already in order (consumers follow their connections' order).
-    if !out.is_sorted() {
+    // Most often already in order, without repeats (consumers follow their connections'
+    // order; an operator with two NEW inputs is listed twice).
+    if !out.is_sorted_by(|a, b| a < b) {
         out.sort_unstable();
+        out.dedup();
     }
-    out.dedup();
 }
 
 impl<'n> Model<'n> {

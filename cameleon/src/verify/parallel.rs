@@ -6,7 +6,8 @@
 //! parents (so the same shortest witnesses), the same counts. Each level goes through four
 //! phases:
 //!
-//! 1. **expand** (every thread, a contiguous share of the level): each state's successors, in
+//! 1. **expand** (every thread, contiguous shares of the level, several per thread: a thread
+//!    that finishes its share early takes the next one): each state's successors, in
 //!    the order one thread would fire them, each with its *position* (the number of the state
 //!    it comes from, its rank among that state's successors), sent to the *partition* its hash
 //!    chooses. The threads read the model's memoised outcomes ([`View`]) and never call an
@@ -15,20 +16,22 @@
 //! 2. **absorb** (every thread, some partitions; each partition has its own hash table in the
 //!    [`Store`]): each successor is looked up; one not stored yet is kept once, with the
 //!    earliest position it was found at, under a provisional number.
-//! 3. **number** (one thread): the new states of all partitions, merged by earliest position,
-//!    get their numbers and are stored with the state of that position as parent — exactly
-//!    where one thread, expanding the level in order, would have found each first. The state
-//!    budget is applied here, in the same order.
-//! 4. **settle** (every thread, its partitions): the provisional numbers in the tables become
+//! 3. **number** (every thread, `numbering.rs`): the new states of all partitions, merged by
+//!    earliest position, get their numbers and are stored with the state of that position as
+//!    parent — exactly where one thread, expanding the level in order, would have found each
+//!    first. The state budget is applied here, in the same order.
+//! 4. **settle** (every thread, some partitions): the provisional numbers in the tables become
 //!    the real ones.
+//!
+//! Between the phases one thread adds up what the others found (`timing.rs` counts that time).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::ops::Range;
 
 use super::explore::{Explored, Progress};
 use super::model::{Model, Outcomes, View};
-use super::store::{ROOT, States, Store, Table, hash, part_of};
+use super::numbering::{Fresh, number};
+use super::store::{ROOT, States, Store, Table, hash, part_of, push_state};
+use super::timing::Timing;
 use crate::connection::NONE;
 
 /// How levels are shared out. Tests lower both figures so that small nets take every path.
@@ -50,6 +53,13 @@ impl Split {
 /// Partitions of a large exploration, whatever the number of threads: each partition's table
 /// is then small enough to stay in a core's cache while its successors are looked up.
 const PARTS: usize = 64;
+
+/// Shares of a level per thread (see [`Timing::run`]).
+const SHARES: usize = 8;
+
+/// Levels of at least this many states have their sections timed in thread CPU time (see
+/// `timing.rs`), smaller ones by the wall clock.
+const TIMED_LEVEL: usize = 4096;
 
 /// The thread count of "every core".
 pub(crate) fn all_cores() -> usize {
@@ -130,7 +140,7 @@ impl Out {
             }
             for k in start..start + len {
                 let at = self.next.len();
-                self.next.extend_from_slice(s);
+                push_state(&mut self.next, s);
                 m.apply(k, &mut self.next[at..]);
                 self.which.push(k as u32);
             }
@@ -152,7 +162,7 @@ impl Out {
             }
             let t = &self.next[j * words..(j + 1) * words];
             let b = &mut self.buckets[part_of(hash(t), parts)];
-            b.words.extend_from_slice(t);
+            push_state(&mut b.words, t);
             b.keys.push((id as u64) << 32 | j as u64);
         }
         true
@@ -160,37 +170,11 @@ impl Out {
 
     /// Expands the states `range` with the view (phase 1).
     fn expand_range(&mut self, view: &mut View<'_>, states: &States, range: Range<usize>) {
-        let mut cur = vec![0u64; view.words];
         for id in range {
-            cur.copy_from_slice(states.state(id as u32));
-            if !self.expand(view, id as u32, &cur) {
+            if !self.expand(view, id as u32, states.state(id as u32)) {
                 self.deferred.push(id as u32);
             }
         }
-    }
-}
-
-/// A partition's new states of a level (phase 2), under provisional numbers `base + index`.
-#[derive(Default)]
-struct Fresh {
-    words: Vec<u64>,
-    /// Earliest position each was found at.
-    keys: Vec<u64>,
-    /// Its slot in the partition's table.
-    slots: Vec<u32>,
-    /// Indices in order of `keys`.
-    order: Vec<u32>,
-    /// Its number, once given (phase 3); `u32::MAX` when the budget left it out.
-    ids: Vec<u32>,
-}
-
-impl Fresh {
-    fn clear(&mut self) {
-        self.words.clear();
-        self.keys.clear();
-        self.slots.clear();
-        self.order.clear();
-        self.ids.clear();
     }
 }
 
@@ -242,7 +226,7 @@ fn absorb(
                     Ok(_) => {}
                     Err(slot) => {
                         let l = fresh.keys.len() as u32;
-                        fresh.words.extend_from_slice(s);
+                        push_state(&mut fresh.words, s);
                         fresh.keys.push(key);
                         fresh.slots.push(slot as u32);
                         if table.fill(slot, tag | (base + l)) {
@@ -272,50 +256,15 @@ fn absorb(
             j = end;
         }
     }
-    fresh.order.extend(0..fresh.keys.len() as u32);
-    // Already in order unless a deferred state found a state before its first finder did.
-    if !fresh.keys.is_sorted() {
-        let keys = &fresh.keys;
-        fresh.order.sort_unstable_by_key(|&l| keys[l as usize]);
-    }
-    fresh.ids.resize(fresh.keys.len(), u32::MAX);
+    fresh.sort();
 }
 
 /// Gives partition `q`'s new states their numbers in its table (phase 4).
 fn settle(table: &mut Table, id_mask: u32, fresh: &Fresh) {
-    for (&slot, &id) in fresh.slots.iter().zip(&fresh.ids) {
+    for (l, &slot) in fresh.slots.iter().enumerate() {
         let v = &mut table.slots[slot as usize];
-        *v = (*v & !id_mask) | id;
+        *v = (*v & !id_mask) | fresh.id(l);
     }
-}
-
-/// Runs `f` on each of `items` (with its index), on up to `threads` threads (this one
-/// included), in contiguous shares.
-fn on_threads<T: Send>(items: &mut [T], threads: usize, f: impl Fn(usize, &mut T) + Sync) {
-    if threads <= 1 || items.len() <= 1 {
-        for (i, t) in items.iter_mut().enumerate() {
-            f(i, t);
-        }
-        return;
-    }
-    let per = items.len().div_ceil(threads);
-    let f = &f;
-    std::thread::scope(|sc| {
-        let mut shares = items.chunks_mut(per).enumerate();
-        let first = shares.next();
-        for (c, share) in shares {
-            sc.spawn(move || {
-                for (i, t) in share.iter_mut().enumerate() {
-                    f(c * per + i, t);
-                }
-            });
-        }
-        if let Some((_, share)) = first {
-            for (i, t) in share.iter_mut().enumerate() {
-                f(i, t);
-            }
-        }
-    });
 }
 
 /// Explores breadth-first from the initial state every firing of every enabled operator,
@@ -345,44 +294,49 @@ pub(crate) fn explore_split(
     ex.insert(model, &initial, hash(&initial), ROOT, max_states);
 
     let n_ops = model.ops.len();
-    // Per thread, then one for the deferred states.
+    // Per share of a level, then one for the deferred states.
     let mut outs: Vec<Out> = Vec::new();
     let mut fresh: Vec<Fresh> = (0..parts).map(|_| Fresh::default()).collect();
     let mut cur = vec![0u64; model.words];
     let mut reported = 0usize;
+    let mut timing = Timing::default();
     while ex.expanded < ex.len() {
         let (fs, fe) = (ex.expanded, ex.len());
+        let workers = threads.min((fe - fs) / split.min_share.max(1)).max(1);
+        timing.precise = fe - fs >= TIMED_LEVEL;
+        let mark = timing.mark();
         if parts == 1 && fe >= split.parts_from {
             parts = PARTS;
             ex.store.rebuild_tables(parts);
             fresh.resize_with(parts, Fresh::default);
         }
-        let workers = threads.min((fe - fs) / split.min_share.max(1)).max(1);
-        while outs.len() < workers + 1 {
+        // More shares than threads, so that one finishing early takes more.
+        let shares = if workers > 1 { workers * SHARES } else { 1 };
+        while outs.len() < shares + 1 {
             outs.push(Out::new(parts, n_ops));
         }
+        timing.serial_since(mark);
         // 1. Expand.
         {
             let view = model.view();
             let states = &ex.store.states;
-            let (shares, _) = outs.split_at_mut(workers);
-            on_threads(shares, workers, |w, out| {
+            timing.run(&mut outs[..shares], workers, |w, out| {
                 out.clear(parts);
-                let range = fs + (fe - fs) * w / workers..fs + (fe - fs) * (w + 1) / workers;
+                let range = fs + (fe - fs) * w / shares..fs + (fe - fs) * (w + 1) / shares;
                 out.expand_range(&mut view.clone(), states, range);
             });
         }
-        let (shares, rest) = outs.split_at_mut(workers);
+        let mark = timing.mark();
+        let (expanded, rest) = outs.split_at_mut(shares);
         let late = &mut rest[0];
         late.clear(parts);
-        for out in shares.iter() {
+        for out in expanded.iter() {
             for &id in &out.deferred {
                 cur.copy_from_slice(ex.store.state(id));
                 late.expand(model, id, &cur);
             }
         }
-        let outs_used = &outs[..workers + 1];
-        // 2. Absorb.
+        let outs_used = &outs[..shares + 1];
         let base = fe as u32;
         let found: u64 = outs_used
             .iter()
@@ -390,6 +344,8 @@ pub(crate) fn explore_split(
             .map(|b| b.keys.len() as u64)
             .sum();
         ex.store.reserve_ids(fe as u64 + found);
+        timing.serial_since(mark);
+        // 2. Absorb.
         {
             let Store {
                 states,
@@ -399,15 +355,25 @@ pub(crate) fn explore_split(
             let (states, id_mask) = (&*states, *id_mask);
             let mut work: Vec<(&mut Table, &mut Fresh)> =
                 tables.iter_mut().zip(fresh.iter_mut()).collect();
-            on_threads(&mut work, workers, |q, (table, fresh)| {
+            timing.run(&mut work, workers, |q, (table, fresh)| {
                 absorb(table, id_mask, states, base, outs_used, q, fresh);
             });
         }
         // 3. Number.
-        let cut = number(&mut ex, model, &mut fresh, fs..fe, workers, max_states);
+        let cut = number(
+            &mut ex,
+            model,
+            &fresh,
+            fs..fe,
+            workers,
+            max_states,
+            &mut timing,
+        );
         if let Some(key) = cut {
+            let mark = timing.mark();
             redo_to_cut(&mut ex, model, fs, key);
             ex.store.rebuild_tables(parts);
+            timing.serial_since(mark);
             break;
         }
         // 4. Settle.
@@ -415,10 +381,11 @@ pub(crate) fn explore_split(
             let id_mask = ex.store.id_mask;
             let mut work: Vec<(&mut Table, &mut Fresh)> =
                 ex.store.parts.iter_mut().zip(fresh.iter_mut()).collect();
-            on_threads(&mut work, workers, |_, (table, fresh)| {
+            timing.run(&mut work, workers, |_, (table, fresh)| {
                 settle(table, id_mask, fresh);
             });
         }
+        let mark = timing.mark();
         for out in outs_used {
             fold(&mut ex, out);
         }
@@ -427,87 +394,11 @@ pub(crate) fn explore_split(
             reported = ex.expanded;
             progress(&progress_of(&ex, max_states));
         }
+        timing.serial_since(mark);
     }
+    ex.timing = timing;
     progress(&progress_of(&ex, max_states));
     ex
-}
-
-/// The new states of partitions `fresh` whose earliest position is that of a state in `from`,
-/// merged in order of those positions, as (partition, index).
-fn merge(fresh: &[Fresh], from: Range<u64>) -> Vec<(u32, u32)> {
-    let parent = |f: &Fresh, r: usize| f.keys[f.order[r] as usize] >> 32;
-    let mut ends = Vec::with_capacity(fresh.len());
-    let mut next: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
-    let mut total = 0;
-    for (q, f) in fresh.iter().enumerate() {
-        let lo = partition_point(f.order.len(), |r| parent(f, r) < from.start);
-        let hi = partition_point(f.order.len(), |r| parent(f, r) < from.end);
-        ends.push(hi);
-        total += hi - lo;
-        if lo < hi {
-            next.push(Reverse((f.keys[f.order[lo] as usize], q, lo)));
-        }
-    }
-    let mut seq = Vec::with_capacity(total);
-    while let Some(Reverse((_, q, r))) = next.pop() {
-        let f = &fresh[q];
-        seq.push((q as u32, f.order[r]));
-        if r + 1 < ends[q] {
-            next.push(Reverse((f.keys[f.order[r + 1] as usize], q, r + 1)));
-        }
-    }
-    seq
-}
-
-/// The first of `0..n` for which `before` is false (`before` holds on a prefix).
-fn partition_point(n: usize, before: impl Fn(usize) -> bool) -> usize {
-    let (mut lo, mut hi) = (0, n);
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if before(mid) {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
-
-/// Numbers the new states of the level `level` in order of their earliest position (phase 3;
-/// the merge on `threads` threads, each a share of the level's states as parents); the
-/// position at which the budget ran out, if it did.
-fn number(
-    ex: &mut Explored,
-    model: &Model<'_>,
-    fresh: &mut [Fresh],
-    level: Range<usize>,
-    threads: usize,
-    max_states: usize,
-) -> Option<u64> {
-    let words = model.words;
-    let n = (level.end - level.start) as u64;
-    let mut seqs: Vec<Vec<(u32, u32)>> = vec![Vec::new(); threads];
-    {
-        let fresh = &*fresh;
-        on_threads(&mut seqs, threads, |w, seq| {
-            let at = |w: usize| level.start as u64 + n * w as u64 / threads as u64;
-            *seq = merge(fresh, at(w)..at(w + 1));
-        });
-    }
-    for (q, l) in seqs.into_iter().flatten() {
-        let f = &mut fresh[q as usize];
-        let l = l as usize;
-        let key = f.keys[l];
-        if ex.len() >= max_states {
-            return Some(key);
-        }
-        let s = &f.words[l * words..(l + 1) * words];
-        for (e, (&w, &m)) in ex.ever_new.iter_mut().zip(s.iter().zip(&model.new_mask)) {
-            *e |= w & !(w >> 1) & m;
-        }
-        f.ids[l] = ex.store.states.push(s, (key >> 32) as u32);
-    }
-    None
 }
 
 /// Adds what expanding part of a level found to the exploration's facts.

@@ -139,6 +139,15 @@ pub struct Stats {
     pub elapsed: Duration,
     /// Bytes held by the exploration (states, hash table, edges, parents) at its end.
     pub bytes: usize,
+    /// Wall-clock time of the full exploration (docs/semantics.md §8.8) during which one
+    /// thread worked alone: all of it on one thread; zero when only the reduced exploration
+    /// ran (§8.6).
+    pub serial: Duration,
+    /// The full exploration's critical path: its serial sections plus, per phase shared
+    /// between threads, the CPU time of the busiest thread — about the time it takes on idle
+    /// cores, however loaded the machine is (CPU time is read on Linux; elsewhere the wall
+    /// clock stands in for it).
+    pub critical: Duration,
 }
 
 /// The result of [`verify`](super::verify). Serializes to the JSON of

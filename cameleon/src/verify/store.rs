@@ -35,6 +35,29 @@ pub(crate) fn hash(s: &[u64]) -> u64 {
     h ^ (h >> 33)
 }
 
+/// Appends state `s` to `v`: for the usual few words, without a call to `memcpy`.
+#[inline(always)]
+pub(crate) fn push_state(v: &mut Vec<u64>, s: &[u64]) {
+    match *s {
+        [a] => v.push(a),
+        [a, b] => v.extend_from_slice(&[a, b]),
+        [a, b, c] => v.extend_from_slice(&[a, b, c]),
+        [a, b, c, d] => v.extend_from_slice(&[a, b, c, d]),
+        _ => v.extend_from_slice(s),
+    }
+}
+
+/// Copies state `s` into `dst` (as long): for the usual few words, without a call to `memcpy`.
+#[inline(always)]
+pub(crate) fn copy_state(dst: &mut [u64], s: &[u64]) {
+    match (dst, s) {
+        ([x], [a]) => *x = *a,
+        ([x, y], [a, b]) => (*x, *y) = (*a, *b),
+        ([x, y, z], [a, b, c]) => (*x, *y, *z) = (*a, *b, *c),
+        (dst, s) => dst.copy_from_slice(s),
+    }
+}
+
 /// One partition's hash table: slots of `tag | number`.
 pub(crate) struct Table {
     pub(crate) slots: Vec<u32>,
@@ -156,7 +179,7 @@ impl States {
             self.chunks.push(Vec::new());
             self.parents.push(Vec::new());
         }
-        self.chunks[c].extend_from_slice(s);
+        push_state(&mut self.chunks[c], s);
         self.parents[c].push(parent);
         if self.chunks[c].len() == CHUNK * self.words {
             // A full chunk keeps exactly its states.
@@ -166,6 +189,75 @@ impl States {
         self.len += 1;
         id
     }
+
+    /// Appends `counts.iter().sum()` states, to be written by the caller: per count, in order,
+    /// the places of that many consecutive states (a run per chunk they span), so that each
+    /// count's states can be written by another thread.
+    pub(crate) fn append(&mut self, counts: &[usize]) -> Vec<Vec<StoredRun<'_>>> {
+        let words = self.words;
+        let start = self.len;
+        let end = start + counts.iter().sum::<usize>();
+        let mut c = start >> CHUNK_BITS;
+        while c << CHUNK_BITS < end {
+            if c == self.chunks.len() {
+                self.chunks.push(Vec::new());
+                self.parents.push(Vec::new());
+            }
+            let n = (end - (c << CHUNK_BITS)).min(CHUNK);
+            self.chunks[c].resize(n * words, 0);
+            self.parents[c].resize(n, ROOT);
+            if n == CHUNK {
+                self.chunks[c].shrink_to_fit();
+                self.parents[c].shrink_to_fit();
+            }
+            c += 1;
+        }
+        self.len = end;
+        // Where each count's states start; the last count ends at `end`.
+        let mut bounds = Vec::with_capacity(counts.len() + 1);
+        let mut at = start;
+        for &k in counts {
+            bounds.push(at);
+            at += k;
+        }
+        bounds.push(end);
+        let mut out: Vec<Vec<StoredRun<'_>>> = counts.iter().map(|_| Vec::new()).collect();
+        let mut t = 0;
+        let chunks = self.chunks.iter_mut().zip(self.parents.iter_mut());
+        for (c, (cw, cp)) in chunks.enumerate().skip(start >> CHUNK_BITS) {
+            let base = c << CHUNK_BITS;
+            if base >= end {
+                break;
+            }
+            let (lo, hi) = (start.max(base) - base, end.min(base + CHUNK) - base);
+            let mut w = &mut cw[lo * words..hi * words];
+            let mut p = &mut cp[lo..hi];
+            let mut pos = base + lo;
+            while pos < base + hi {
+                while bounds[t + 1] <= pos {
+                    t += 1;
+                }
+                let take = bounds[t + 1].min(base + hi) - pos;
+                let (w1, w2) = std::mem::take(&mut w).split_at_mut(take * words);
+                let (p1, p2) = std::mem::take(&mut p).split_at_mut(take);
+                out[t].push(StoredRun {
+                    first: pos,
+                    words: w1,
+                    parents: p1,
+                });
+                (w, p, pos) = (w2, p2, pos + take);
+            }
+        }
+        out
+    }
+}
+
+/// Consecutive states [`States::append`] made room for: their words and parents.
+pub(crate) struct StoredRun<'a> {
+    /// The number of the first.
+    pub(crate) first: usize,
+    pub(crate) words: &'a mut [u64],
+    pub(crate) parents: &'a mut [u32],
 }
 
 /// Stored states, their parents, and the tables that find them.

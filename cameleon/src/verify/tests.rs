@@ -86,6 +86,48 @@ fn the_store_finds_every_state_across_growth_and_chunks() {
     }
 }
 
+#[test]
+fn appended_runs_cover_the_new_numbers_once_in_order_across_chunks() {
+    // Shares of a level as the numbering hands them to threads: some empty, some within a
+    // chunk, some spanning two or three chunks (65 536 states each).
+    let words = 2;
+    let mut t = Store::new(words);
+    let state = |i: usize| [i as u64, !(i as u64)];
+    for i in 0..1000 {
+        t.states.push(&state(i), ROOT);
+    }
+    let counts = [0, 70_000, 0, 5, 140_000, 1, 0];
+    let runs = t.states.append(&counts);
+    assert_eq!(runs.len(), counts.len());
+    let mut next = 1000;
+    for (share, (runs, &count)) in runs.into_iter().zip(&counts).enumerate() {
+        assert_eq!(
+            runs.iter().map(|r| r.parents.len()).sum::<usize>(),
+            count,
+            "share {share}"
+        );
+        for r in runs {
+            assert_eq!(r.first, next, "share {share}: runs are consecutive");
+            assert_eq!(r.words.len(), r.parents.len() * words);
+            assert!(
+                (r.first >> 16) == ((r.first + r.parents.len() - 1) >> 16),
+                "a run stays in its chunk"
+            );
+            next += r.parents.len();
+            for (i, (w, p)) in r.words.chunks_exact_mut(words).zip(r.parents).enumerate() {
+                w.copy_from_slice(&state(r.first + i));
+                *p = (r.first + i) as u32 / 2;
+            }
+        }
+    }
+    assert_eq!((t.len(), next), (1000 + 210_006, 1000 + 210_006));
+    for id in 0..t.len() {
+        assert_eq!(t.state(id as u32), state(id));
+        let parent = if id < 1000 { ROOT } else { id as u32 / 2 };
+        assert_eq!(t.parent(id as u32), parent);
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // The conditions of the stubborn sets (docs/semantics.md §8.6), checked one by one on every
 // reachable state of random nets.

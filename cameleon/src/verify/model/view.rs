@@ -17,7 +17,6 @@ pub(crate) struct OpView<'a> {
 /// The parts of a [`Model`] an expansion reads, shareable between threads.
 #[derive(Clone)]
 pub(crate) struct View<'a> {
-    pub(crate) words: usize,
     fields: &'a [Field],
     new_mask: &'a [u64],
     ops: Vec<OpView<'a>>,
@@ -31,7 +30,6 @@ impl Model<'_> {
     /// The read-only view of the outcomes computed so far.
     pub(crate) fn view(&self) -> View<'_> {
         View {
-            words: self.words,
             fields: &self.fields,
             new_mask: &self.new_mask,
             ops: self
