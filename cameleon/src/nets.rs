@@ -131,6 +131,7 @@ impl NetTool {
                 "additionalProperties": false,
             }),
             output_schema: json!({"type": "object", "properties": props(&outputs)}),
+            idempotent: false,
         };
         Ok(NetTool(Arc::new(Inner {
             manifest,

@@ -234,7 +234,7 @@ pub(super) fn fixed(
     }
     for name in tool_names {
         let m = caps.tools().manifest(&name)?;
-        if matches!(m.effects, Effect::Write | Effect::External) {
+        if matches!(m.effects, Effect::Write | Effect::External) && !m.idempotent {
             return None;
         }
         calls.push(format!("tool `{name}`"));
