@@ -106,6 +106,7 @@ use parts::{Operators, RunContext, Scratch};
 pub use record::{Committed, CommittedFiring, Position, RecordError, Recorder};
 pub use restore::{RestoreError, Restoring};
 pub use reuse::{FiringKey, KeyCache, NotReusable, RecordedFiring, Reuse, ReuseSource};
+pub(crate) use reuse::write_state;
 
 /// The Caméléon virtual machine: a net, its marking, and its history.
 pub struct Cvm {

@@ -24,42 +24,48 @@ pub(super) struct Row {
     pub(super) keys: Vec<(FiringKey, u32, String)>,
 }
 
-/// The reuse keys of `c`'s firings (see [`Row::keys`]).
-pub(super) fn keys(c: &Committed<'_>, cache: &mut KeyCache) -> Vec<(FiringKey, u32, String)> {
-    let mut out = Vec::new();
-    for (i, f) in c.firings().enumerate() {
-        let Some(key) = f.reuse_key(cache) else {
-            continue;
-        };
-        let ports: Vec<String> = f
-            .token_ports()
-            .into_iter()
-            .map(|p| p.map_or_else(|| "-".to_owned(), |p| p.to_string()))
-            .collect();
-        out.push((key, i as u32, ports.join(",")));
-    }
-    out
-}
-
-/// Encodes a committed step: its record's JSON into `buf` (reused from step to step), and the
-/// names of the operators that fired. A value or a state that serde cannot write is an error
+/// Encodes a committed step: its record's JSON into `buf` (reused from step to step), the
+/// names of the operators that fired, and the reuse keys of its firings that may be reused —
+/// from the bytes just written (a firing's state before; each value's digest, kept in `cache`
+/// from the step that emitted it). A value or a state that serde cannot write is an error
 /// naming the operator and the type — never a `null` in the journal.
-pub(super) fn encode(c: &Committed<'_>, buf: &mut Vec<u8>) -> Result<Row, RecordError> {
+pub(super) fn encode(
+    c: &Committed<'_>,
+    buf: &mut Vec<u8>,
+    cache: &mut KeyCache,
+) -> Result<Row, RecordError> {
     let fail = |e: &dyn std::fmt::Display| RecordError(format!("cannot encode the step: {e}"));
     buf.clear();
-    write_body(c, buf)?;
+    let mut befores = Vec::new();
+    write_body(c, buf, &mut befores, cache)?;
     let body = String::from_utf8(buf.clone()).map_err(|e| fail(&e))?;
     // The body is the step's record in its serde form, except that an `f32` (an embedding's
     // vector) is written in its own shortest form, which reads back to the same `f32`, where the
     // record's serde form widens it to an `f64` first: the two are not compared byte for byte.
     let mut ops = String::with_capacity(16);
     ops.push('[');
+    let mut keys = Vec::new();
     for (i, f) in c.firings().enumerate() {
         if i > 0 {
             ops.push(',');
         }
         // An operator's name is an identifier: no escaping needed, but serde decides.
         ops.push_str(&serde_json::to_string(f.op_name()).map_err(|e| fail(&e))?);
+        let before = befores.get(i).cloned().flatten().map(|r| &buf[r]);
+        if let Some(key) = f.reuse_key(cache, before) {
+            // The output port of each token (`-`: written to no connection), comma-separated.
+            let mut ports = String::new();
+            for (j, p) in f.token_ports().into_iter().enumerate() {
+                if j > 0 {
+                    ports.push(',');
+                }
+                match p {
+                    Some(p) => ports.push_str(&p.to_string()),
+                    None => ports.push('-'),
+                }
+            }
+            keys.push((key, i as u32, ports));
+        }
     }
     ops.push(']');
     Ok(Row {
@@ -69,14 +75,21 @@ pub(super) fn encode(c: &Committed<'_>, buf: &mut Vec<u8>) -> Result<Row, Record
         branch: c.branch(),
         ops,
         body,
-        keys: Vec::new(),
+        keys,
     })
 }
 
 /// Writes the serde form of `c`'s [`StepRecord`] into `out` (the fields serde writes, in its
 /// order: `parent`, `firings`; in a firing `op`, then `consumed`, `written`, `tokens`,
 /// `before`, `after` when not empty).
-fn write_body(c: &Committed<'_>, out: &mut Vec<u8>) -> Result<(), RecordError> {
+/// `befores`: where each firing's state before is in `out`; each value written goes to
+/// `cache`.
+fn write_body(
+    c: &Committed<'_>,
+    out: &mut Vec<u8>,
+    befores: &mut Vec<Option<std::ops::Range<usize>>>,
+    cache: &mut KeyCache,
+) -> Result<(), RecordError> {
     let io = |e: std::io::Error| RecordError(format!("cannot encode the step: {e}"));
     match c.parent() {
         Some(p) => write!(out, "{{\"parent\":{p},\"firings\":[").map_err(io)?,
@@ -109,13 +122,14 @@ fn write_body(c: &Committed<'_>, out: &mut Vec<u8>) -> Result<(), RecordError> {
             out.push(b']');
         }
         first = true;
-        for (_, t) in f.tokens() {
+        for (index, t) in f.tokens() {
             out.extend_from_slice(if first { b",\"tokens\":[" } else { b"," });
             first = false;
             out.extend_from_slice(b"{\"type\":");
             serde_json::to_writer(&mut *out, t.type_name())
                 .map_err(|e| RecordError(format!("cannot encode the step: {e}")))?;
             out.extend_from_slice(b",\"value\":");
+            let start = out.len();
             t.value.write_json(out).map_err(|e| {
                 RecordError(format!(
                     "`{}` emitted a {} that cannot be written as JSON: {e}",
@@ -123,23 +137,28 @@ fn write_body(c: &Committed<'_>, out: &mut Vec<u8>) -> Result<(), RecordError> {
                     t.type_name()
                 ))
             })?;
+            cache.wrote_value(index, t, &out[start..]);
             out.push(b'}');
         }
         if !first {
             out.push(b']');
         }
+        let mut before = None;
         for (key, state) in [("before", f.before()), ("after", f.after())] {
             let Some(s) = state else { continue };
-            let json = s.to_json().map_err(|e| {
+            write!(out, ",\"{key}\":").map_err(io)?;
+            let start = out.len();
+            crate::engine::write_state(s, out).map_err(|e| {
                 RecordError(format!(
                     "the internal state of `{}` cannot be recorded: {e}",
                     f.op_name()
                 ))
             })?;
-            write!(out, ",\"{key}\":").map_err(io)?;
-            serde_json::to_writer(&mut *out, &json)
-                .map_err(|e| RecordError(format!("cannot encode the step: {e}")))?;
+            if key == "before" {
+                before = Some(start..out.len());
+            }
         }
+        befores.push(before);
         if let Some(r) = f.reused() {
             out.extend_from_slice(b",\"notes\":[{\"kind\":\"reused\",\"data\":");
             serde_json::to_writer(&mut *out, r)

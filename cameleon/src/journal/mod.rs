@@ -74,7 +74,7 @@
 //! at once (SQLite serialises the writers; each waits up to a minute for the others). A file
 //! that is not a journal, a journal written by a newer version, a damaged file, an unknown run
 //! id, or a stored net whose operator types this program lacks are each a [`JournalError`];
-//! the file is left as it was. Schema (version 3, in `meta.schema` and `PRAGMA user_version`;
+//! the file is left as it was. Schema (version 4, in `meta.schema` and `PRAGMA user_version`;
 //! a newer version is refused, an older one is migrated in place when the file is opened, in
 //! one transaction: see `migrate.rs`):
 //!
@@ -101,7 +101,7 @@
 //! | | `step`, `branch` | the node's depth (1-based) and branch number (1-based, creation order) |
 //! | | `ops` | JSON array of the names of the operators that fired |
 //! | | `body` | the step's record, [`StepRecord`](crate::history::StepRecord), as JSON: `{"parent":N\|null,"firings":[{"op":i,"consumed":[c…],"written":[[c,prior,new]…],"tokens":[{"type":T,"value":V}…],"before":S,"after":S,"notes":[…]}…]}` (empty lists and absent states left out; a reused firing's note: `{"kind":"reused","data":{"run","step"}}`): operator and connection indices in declaration order, token indices in the run's token arena (tokens are numbered in node order, then emission order) |
-//! | `firing_keys` | `key` | a firing's reuse key (16 bytes, big-endian; docs/semantics.md §5.9), the primary key's first column: the index a reusing run looks keys up in |
+//! | `firing_keys` | `key` | a firing's reuse key (16 bytes, big-endian; docs/semantics.md §5.9), the primary key's first column: the index a reusing run reads into memory when it opens the journal (`ReuseJournal`). Computed from the bytes the body holds (the state before as written there; each input value's digest, kept from the step that wrote it), so recording a key serialises nothing more. The keys of schema 3 (over canonical JSON) were dropped by the migration to 4: runs recorded before it are not reused |
 //! | | `run`, `node`, `firing` | where the firing is: the run (`runs.seq`), its entry, its index in the step |
 //! | | `ports` | the output port of each token it emitted, comma-separated (`-`: written to no connection) |
 //!

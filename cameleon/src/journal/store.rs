@@ -10,7 +10,7 @@ use super::JournalError;
 
 /// The schema version this code writes and reads (`meta.schema`, also `PRAGMA user_version`);
 /// an older journal is migrated when opened (`migrate.rs`).
-pub(super) const SCHEMA: i64 = 3;
+pub(super) const SCHEMA: i64 = 4;
 
 /// `meta.format`: what marks a SQLite file as a Caméléon journal.
 pub(super) const FORMAT: &str = "cameleon-journal";

@@ -340,8 +340,7 @@ pub(super) fn status_of(end: &EndState) -> (String, Option<String>) {
 
 impl Recorder for JournalRecorder {
     fn committed(&mut self, step: &Committed<'_>) -> Result<(), RecordError> {
-        let mut row = codec::encode(step, &mut self.buf)?;
-        row.keys = codec::keys(step, &mut self.keys);
+        let mut row = codec::encode(step, &mut self.buf, &mut self.keys)?;
         let mut at = step.position();
         if let Some(seg) = &mut self.segment {
             row.node = seg.node(row.node);
