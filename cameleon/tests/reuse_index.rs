@@ -202,7 +202,10 @@ fn a_given_run_is_the_only_one_reused() {
     let named = |cvm: &Cvm| -> Vec<String> {
         cvm.trace_lines()
             .iter()
-            .filter_map(|l| l.get("reused").map(|r| r["run"].as_str().unwrap().to_owned()))
+            .filter_map(|l| {
+                l.get("reused")
+                    .map(|r| r["run"].as_str().unwrap().to_owned())
+            })
             .collect()
     };
     let cvm = reusing(&db, Some(&first), net("one-run", json!(1)));
@@ -247,7 +250,12 @@ fn tool_net(tool: &str, key: &str) -> Net {
 }
 
 /// Runs `tool_net(tool, key)` with the tool granted, journaled into `journal` or reusing `db`.
-fn tool_run(tool: &str, key: &str, journal: Option<&Journal>, reuse: Option<&std::path::Path>) -> Cvm {
+fn tool_run(
+    tool: &str,
+    key: &str,
+    journal: Option<&Journal>,
+    reuse: Option<&std::path::Path>,
+) -> Cvm {
     let rt = Runtime::builder()
         .source(Grants::new([tool], "the test"))
         .build()
@@ -273,7 +281,10 @@ fn the_manifest_says_idempotent_only_when_the_tool_does() {
     let m = tools.get("ri_send").unwrap().manifest();
     assert!(!m.idempotent);
     let wire = serde_json::to_value(&m).unwrap();
-    assert!(wire.get("idempotent").is_none(), "left out when false: {wire}");
+    assert!(
+        wire.get("idempotent").is_none(),
+        "left out when false: {wire}"
+    );
     // A manifest without the field (an older satellite's) reads as not idempotent.
     let back: cameleon::operator::capability::ToolManifest = serde_json::from_value(wire).unwrap();
     assert!(!back.idempotent);

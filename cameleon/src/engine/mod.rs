@@ -105,8 +105,8 @@ pub use outcome::{
 use parts::{Operators, RunContext, Scratch};
 pub use record::{Committed, CommittedFiring, Position, RecordError, Recorder};
 pub use restore::{RestoreError, Restoring};
-pub use reuse::{FiringKey, KeyCache, NotReusable, RecordedFiring, Reuse, ReuseSource};
 pub(crate) use reuse::write_state;
+pub use reuse::{FiringKey, KeyCache, NotReusable, RecordedFiring, Reuse, ReuseSource};
 
 /// The Caméléon virtual machine: a net, its marking, and its history.
 pub struct Cvm {

@@ -556,7 +556,6 @@ impl KeyCache {
         }
         self.values[i] = Some((token.value.clone(), value_digest(token.type_name(), json)));
     }
-
 }
 
 /// The digest of token `index` (`token`): kept by [`KeyCache::wrote_value`] when it still holds

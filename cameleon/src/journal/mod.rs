@@ -89,12 +89,12 @@
 //! | | `config` | JSON: `max_loop_iterations`, `max_steps`, `durability`, `batch_ms`, `base_dir`, `allow_outside` |
 //! | | `generation` | the capability generation the run pinned (`NULL`: none) |
 //! | | `started` | UTC wall time, RFC 3339 (an annotation) |
-//! | `progress` | `run` | the run (`runs.seq`): what a step updates, in a small row of its own |
+//! | `progress` (a view) | `run` | the run (`runs.seq`): its status and position. A view over the table `progress_row` (the same columns, plus `seen`: the run's newest entry when the row was written): a step that appends an entry and applies it does not rewrite the row, so when the run has an entry newer than `seen`, the view's `tip` is that entry, `steps` its depth and `redo_tip` `NULL`. Readers read `progress`; the recorder writes `progress_row` only when the position is not that |
 //! | | `status` | `RUNNING` (unfinished, crashed included), `WAITING`, or an end state (`COMPLETED`, `DEADLOCK`, `LOOP_LIMIT`, `STEP_LIMIT`, `BUDGET`, `ERROR`, `CANCELLED`) |
 //! | | `end_state` | the end state as JSON (`{"end":"ERROR","op":…,"error":…}`), `NULL` while running; once the run made a model request, with `"usage"`: what it spent so far (`{"usage":…}` alone while running) |
 //! | | `steps` | applied steps (the depth of the position) |
 //! | | `tip`, `redo_tip` | the position: the last applied node, and the deepest node of the recorded future (`NULL`: none) |
-//! | | `updated` | UTC wall time, RFC 3339 (an annotation) |
+//! | | `updated` | UTC wall time, RFC 3339 (an annotation: when the row was last written) |
 //! | `entries` | `id` | `runs.seq << 32 \| node`: a run's entries are one range, in node order |
 //! | | `run`, `node` | the run (`runs.seq`), and the node's index in the history tree (creation order, from 0) |
 //! | | `parent` | the parent node (`NULL`: a first step) |
@@ -457,7 +457,7 @@ impl Journal {
                 )
                 .and_then(|_| {
                     c.execute(
-                        "INSERT INTO progress (run, status, steps, updated)
+                        "INSERT INTO progress_row (run, status, steps, updated)
                          VALUES (?1, 'RUNNING', 0, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
                         [c.last_insert_rowid()],
                     )

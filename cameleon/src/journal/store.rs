@@ -76,6 +76,33 @@ CREATE TABLE firing_keys (
 ) WITHOUT ROWID;
 ";
 
+/// What schema 4 changed: a run's progress row is written only when the position is not the
+/// newest entry (a step that appends an entry and applies it does not rewrite it), and the
+/// `progress` view gives every reader the position: the row's, or — when the run has an entry
+/// newer than the row's `seen` (the newest entry when the row was written; `NULL`: none) — that
+/// entry, as the tip, at its depth, with no recorded future.
+pub(super) const CREATE_V4: &str = "
+ALTER TABLE progress RENAME TO progress_row;
+ALTER TABLE progress_row ADD COLUMN seen INTEGER;
+CREATE VIEW progress AS
+SELECT run, status, end_state,
+    CASE WHEN lazy THEN (SELECT step FROM entries WHERE id = last) ELSE steps END AS steps,
+    CASE WHEN lazy THEN last & 4294967295 ELSE tip END AS tip,
+    CASE WHEN lazy THEN NULL ELSE redo_tip END AS redo_tip,
+    updated
+FROM (
+    SELECT q.*, coalesce((last & 4294967295) > coalesce(seen, -1), 0) AS lazy FROM (
+        SELECT p.*, (SELECT max(id) FROM entries
+                     WHERE id BETWEEN p.run << 32 AND (p.run << 32) + 4294967295) AS last
+        FROM progress_row p
+    ) q
+);
+";
+
+/// SQL for the `seen` of run `?1`'s progress row: its newest entry's node (see [`CREATE_V4`]).
+pub(super) const SEEN: &str = "(SELECT max(id) & 4294967295 FROM entries
+    WHERE id BETWEEN ?1 << 32 AND (?1 << 32) + 4294967295)";
+
 /// What a file is, read from its first bytes before SQLite opens it (so a foreign file is
 /// refused untouched).
 enum Head {
@@ -229,6 +256,7 @@ fn init(conn: &Connection) -> rusqlite::Result<()> {
         }
         conn.execute_batch(CREATE)?;
         conn.execute_batch(CREATE_V3)?;
+        conn.execute_batch(CREATE_V4)?;
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('format', ?1), ('schema', ?2)",
             (FORMAT, SCHEMA.to_string()),
@@ -282,7 +310,9 @@ fn check(conn: &Connection, path: &Path, tables: &[String]) -> Result<i64, Journ
         });
     }
     let mut needed = vec!["runs", "entries"];
-    if version >= 3 {
+    if version >= 4 {
+        needed.extend(["progress_row", "firing_keys"]);
+    } else if version >= 3 {
         needed.extend(["progress", "firing_keys"]);
     }
     for t in needed {
