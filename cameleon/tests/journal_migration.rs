@@ -166,8 +166,9 @@ fn the_third_fixture_is_a_journal_of_schema_3_with_keys() {
     assert!(keys > 0, "the loop's counter firings were keyed");
 }
 
-/// Schema 3 → 4: firing keys change form, so the older keys go (those runs are not reused);
-/// the runs go on as they would have, and a new run records keys of the new form.
+/// Schema 3 → 4: firing keys change form and place, so the older keys go with their table
+/// (those runs are not reused); the runs go on as they would have (their position through the
+/// `progress` view), and a new run records keys of the new form in its entries.
 #[test]
 fn a_schema_3_journal_drops_its_older_keys_and_its_runs_go_on() {
     let (dir, db) = copy_of("v3.db");
@@ -176,10 +177,27 @@ fn a_schema_3_journal_drops_its_older_keys_and_its_runs_go_on() {
     let keys = |db: &Path| -> i64 {
         rusqlite::Connection::open(db)
             .unwrap()
-            .query_row("SELECT count(*) FROM firing_keys", [], |r| r.get(0))
+            .query_row(
+                "SELECT count(*) FROM entries WHERE keys IS NOT NULL",
+                [],
+                |r| r.get(0),
+            )
             .unwrap()
     };
-    assert_eq!(keys(&db), 0, "the keys of the older form are dropped");
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let tables: i64 = c
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'firing_keys'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(c);
+    assert_eq!(
+        tables, 0,
+        "the keys of the older form are dropped, with their table"
+    );
+    assert_eq!(keys(&db), 0, "the runs recorded before have no keys");
     let mut cvm = Cvm::new(load(&dir, "loop.cm"));
     journal
         .start(
@@ -247,7 +265,11 @@ fn a_schema_2_journal_is_migrated_on_open_and_its_runs_go_on() {
         assert!(!columns.iter().any(|c| c == gone), "{gone}: {columns:?}");
     }
     let keys: i64 = c
-        .query_row("SELECT count(*) FROM firing_keys", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM entries WHERE keys IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(keys, 0, "runs recorded before have no keys");
     drop(c);

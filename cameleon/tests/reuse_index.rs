@@ -88,14 +88,28 @@ fn out(cvm: &Cvm) -> Vec<serde_json::Value> {
     cvm.received("out").iter().map(|v| v.to_json()).collect()
 }
 
-/// The keys a journal recorded, from its `firing_keys` table.
+/// The keys a journal recorded, from its entries' `keys` (each record: key, firing, count of
+/// ports, ports; here every firing emits one token).
 fn recorded_keys(db: &std::path::Path) -> Vec<u128> {
     let c = rusqlite::Connection::open(db).unwrap();
-    let mut st = c.prepare("SELECT key FROM firing_keys").unwrap();
-    st.query_map([], |r| r.get::<_, Vec<u8>>(0))
+    let mut st = c
+        .prepare("SELECT keys FROM entries WHERE keys IS NOT NULL ORDER BY id")
+        .unwrap();
+    let blobs: Vec<Vec<u8>> = st
+        .query_map([], |r| r.get(0))
         .unwrap()
-        .map(|k| u128::from_be_bytes(k.unwrap().try_into().unwrap()))
-        .collect()
+        .map(Result::unwrap)
+        .collect();
+    let mut keys = Vec::new();
+    for b in blobs {
+        let mut b = &b[..];
+        while !b.is_empty() {
+            keys.push(u128::from_be_bytes(b[..16].try_into().unwrap()));
+            let n = u32::from_le_bytes(b[20..24].try_into().unwrap()) as usize;
+            b = &b[24 + 2 * n..];
+        }
+    }
+    keys
 }
 
 #[test]
@@ -167,11 +181,24 @@ fn an_index_row_pointing_nowhere_is_a_miss() {
     record(&journal, net("forged", json!(5)));
     drop(journal);
     let c = rusqlite::Connection::open(&db).unwrap();
-    // Every key now points to the second firing of its step (there is one) or to node 99.
-    c.execute("UPDATE firing_keys SET firing = 1 WHERE node = 0", [])
-        .unwrap();
-    c.execute("UPDATE firing_keys SET node = 99 WHERE node > 0", [])
-        .unwrap();
+    // The first entry's key now points to a second firing of its step (there is none), the
+    // second's has a port too many, the third's is cut short.
+    let keys = |id: i64| -> Vec<u8> {
+        c.query_row("SELECT keys FROM entries WHERE id = ?1", [id], |r| r.get(0))
+            .unwrap()
+    };
+    let run = 1i64 << 32;
+    let mut k = keys(run);
+    k[16..20].copy_from_slice(&1u32.to_le_bytes());
+    let mut k1 = keys(run + 1);
+    k1[20..24].copy_from_slice(&2u32.to_le_bytes());
+    k1.extend_from_slice(&[0, 0]);
+    let mut k2 = keys(run + 2);
+    k2.truncate(20);
+    for (id, k) in [(run, k), (run + 1, k1), (run + 2, k2)] {
+        c.execute("UPDATE entries SET keys = ?2 WHERE id = ?1", (id, k))
+            .unwrap();
+    }
     drop(c);
     let cvm = reusing(&db, None, net("forged", json!(5)));
     assert_eq!(cvm.reused_firings(), 0);

@@ -19,9 +19,8 @@ pub(super) struct Row {
     pub(super) branch: u32,
     pub(super) ops: String,
     pub(super) body: String,
-    /// The reuse keys of its firings that may be reused: key, the firing's index in the step,
-    /// the output port of each token it emitted (`-`: written to no connection), comma-separated.
-    pub(super) keys: Vec<(FiringKey, u32, String)>,
+    /// The reuse keys of its firings that may be reused ([`read_keys`]; `None`: none).
+    pub(super) keys: Option<Vec<u8>>,
 }
 
 /// Encodes a committed step: its record's JSON into `buf` (reused from step to step), the
@@ -44,7 +43,7 @@ pub(super) fn encode(
     // record's serde form widens it to an `f64` first: the two are not compared byte for byte.
     let mut ops = String::with_capacity(16);
     ops.push('[');
-    let mut keys = Vec::new();
+    let mut keys = None;
     for (i, f) in c.firings().enumerate() {
         if i > 0 {
             ops.push(',');
@@ -53,18 +52,14 @@ pub(super) fn encode(
         ops.push_str(&serde_json::to_string(f.op_name()).map_err(|e| fail(&e))?);
         let before = befores.get(i).cloned().flatten().map(|r| &buf[r]);
         if let Some(key) = f.reuse_key(cache, before) {
-            // The output port of each token (`-`: written to no connection), comma-separated.
-            let mut ports = String::new();
-            for (j, p) in f.token_ports().into_iter().enumerate() {
-                if j > 0 {
-                    ports.push(',');
-                }
-                match p {
-                    Some(p) => ports.push_str(&p.to_string()),
-                    None => ports.push('-'),
-                }
+            let keys = keys.get_or_insert_with(Vec::new);
+            let ports = f.token_ports();
+            keys.extend_from_slice(&key.to_be_bytes());
+            keys.extend_from_slice(&(i as u32).to_le_bytes());
+            keys.extend_from_slice(&(ports.len() as u32).to_le_bytes());
+            for p in ports {
+                keys.extend_from_slice(&p.unwrap_or(NO_PORT).to_le_bytes());
             }
-            keys.push((key, i as u32, ports));
         }
     }
     ops.push(']');
@@ -77,6 +72,46 @@ pub(super) fn encode(
         body,
         keys,
     })
+}
+
+/// A token written to no connection, in an entry's `keys` ([`read_keys`]).
+const NO_PORT: u16 = u16::MAX;
+
+/// One reuse key of an entry's `keys`: the firing's index in the step and the output port of
+/// each token it emitted (`None`: written to no connection).
+pub(super) type EntryKey = (FiringKey, u32, Vec<Option<u16>>);
+
+/// The keys in an entry's `keys` (journal schema 4). Layout, for each firing of the step that
+/// may be reused, one after the other: its key (16 bytes, big-endian), its index in the step
+/// (`u32`), the number of tokens it emitted (`u32`), then each token's output port (`u16`;
+/// `0xffff`: written to no connection), integers little-endian. The file is untrusted: a
+/// record that does not fit ends the list.
+pub(super) fn read_keys(mut b: &[u8]) -> Vec<EntryKey> {
+    fn take<const N: usize>(b: &mut &[u8]) -> Option<[u8; N]> {
+        let head: [u8; N] = b.get(..N)?.try_into().ok()?;
+        *b = &b[N..];
+        Some(head)
+    }
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let (Some(k), Some(i), Some(n)) =
+            (take::<16>(&mut b), take::<4>(&mut b), take::<4>(&mut b))
+        else {
+            break;
+        };
+        let n = u32::from_le_bytes(n) as usize;
+        let Some(ports) = b.get(..n.saturating_mul(2)) else {
+            break;
+        };
+        let ports = ports
+            .chunks_exact(2)
+            .map(|p| u16::from_le_bytes([p[0], p[1]]))
+            .map(|p| (p != NO_PORT).then_some(p))
+            .collect();
+        b = &b[2 * n..];
+        out.push((u128::from_be_bytes(k), u32::from_le_bytes(i), ports));
+    }
+    out
 }
 
 /// Writes the serde form of `c`'s [`StepRecord`] into `out` (the fields serde writes, in its

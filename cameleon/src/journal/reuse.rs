@@ -1,6 +1,6 @@
 //! A journal as the source of a run that reuses recorded firings (docs/semantics.md §5.9): the
-//! `firing_keys` index, read into memory once when the journal is opened, and the recorded
-//! entry a key points to, read by its primary key on a hit.
+//! keys its entries hold (`entries.keys`), read into an index in memory once when the journal
+//! is opened, and the recorded entry a key points to, read by its primary key on a hit.
 //!
 //! A miss — what most firings of a run that reuses pay — is one hash probe, with no SQLite
 //! call; a hit reads and decodes one `entries` row. The index is the journal's as it was when
@@ -11,7 +11,7 @@
 //! emissions and state after be the recorded ones — values read back through their data
 //! types, checked against the operator's ports as any emission is. It cannot name an operator,
 //! a tool, a file or a capability; a record that does not read back is a miss (the operator
-//! runs). A key that is not 16 bytes is left out of the index.
+//! runs). An entry's keys that do not read back are left out of the index.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -41,7 +41,7 @@ struct Loc {
     run: i64,
     node: u32,
     firing: u32,
-    ports: Box<str>,
+    ports: Box<[Option<u16>]>,
 }
 
 /// Keys are already hashes (XXH3-128): their low 64 bits are the hash of the map.
@@ -85,7 +85,7 @@ pub struct KeyHit {
     pub node: u32,
     /// The firing's index in the step.
     pub firing: u32,
-    ports: Box<str>,
+    ports: Box<[Option<u16>]>,
 }
 
 impl ReuseJournal {
@@ -151,7 +151,7 @@ impl ReuseJournal {
         run: i64,
         node: u32,
         firing: u32,
-        ports: &str,
+        ports: &[Option<u16>],
     ) -> Result<Option<RecordedFiring>, String> {
         let fail = |e: &dyn std::fmt::Display| {
             format!(
@@ -179,16 +179,12 @@ impl ReuseJournal {
             return Ok(None);
         }
         let firing = record.firings.swap_remove(firing as usize);
-        let ports: Vec<Option<u16>> = ports
-            .split(',')
-            .filter(|p| !p.is_empty())
-            .map(|p| p.parse().ok())
-            .collect();
         if ports.len() != firing.tokens.len() {
             return Ok(None);
         }
         let emitted = ports
-            .into_iter()
+            .iter()
+            .copied()
             .zip(firing.tokens)
             .filter_map(|(p, t)| p.map(|p| (p, t)))
             .collect();
@@ -206,41 +202,40 @@ impl ReuseJournal {
 type Index = HashMap<FiringKey, Loc, BuildHasherDefault<KeyHasher>>;
 
 /// The key index of run `run` (every run's when `None`; a key recorded by several runs points
-/// to the newest's firing, the lowest node and firing of it), and the run ids.
+/// to the newest's firing, the first of it), and the run ids.
 fn read_index(c: &Connection, run: Option<i64>) -> rusqlite::Result<(Index, HashMap<i64, String>)> {
     let ids = c
         .prepare("SELECT seq, id FROM runs")?
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<Result<HashMap<i64, String>, _>>()?;
     let mut index = Index::default();
-    let mut st = c.prepare(
-        "SELECT key, run, node, firing, ports FROM firing_keys
-         WHERE ?1 IS NULL OR run = ?1",
-    )?;
-    let mut rows = st.query([run])?;
+    let (lo, hi) = match run {
+        Some(run) => (store::entry_id(run, 0), store::entry_id(run, u32::MAX)),
+        None => (i64::MIN, i64::MAX),
+    };
+    let mut st =
+        c.prepare("SELECT id, keys FROM entries WHERE id BETWEEN ?1 AND ?2 AND keys IS NOT NULL")?;
+    let mut rows = st.query([lo, hi])?;
     while let Some(r) = rows.next()? {
-        let key = match r.get_ref(0)? {
-            rusqlite::types::ValueRef::Blob(b) => match <[u8; 16]>::try_from(b) {
-                Ok(b) => u128::from_be_bytes(b),
-                Err(_) => continue,
-            },
-            _ => continue,
-        };
-        let (Ok(node), Ok(firing)) = (r.get::<_, u32>(2), r.get::<_, u32>(3)) else {
+        let id: i64 = r.get(0)?;
+        let rusqlite::types::ValueRef::Blob(b) = r.get_ref(1)? else {
             continue;
         };
-        let loc = Loc {
-            run: r.get(1)?,
-            node,
-            firing,
-            ports: r.get::<_, String>(4).unwrap_or_default().into(),
-        };
-        // Rows come in key order, then run, node, firing: the last run's first row wins.
-        match index.get_mut(&key) {
-            Some(old) if old.run >= loc.run => {}
-            Some(old) => *old = loc,
-            None => {
-                index.insert(key, loc);
+        let (run, node) = (id >> 32, id as u32);
+        for (key, firing, ports) in codec::read_keys(b) {
+            let loc = Loc {
+                run,
+                node,
+                firing,
+                ports: ports.into(),
+            };
+            // Entries come in `id` order (run, then node): a later run's firing replaces.
+            match index.get_mut(&key) {
+                Some(old) if old.run >= loc.run => {}
+                Some(old) => *old = loc,
+                None => {
+                    index.insert(key, loc);
+                }
             }
         }
     }

@@ -76,12 +76,17 @@ CREATE TABLE firing_keys (
 ) WITHOUT ROWID;
 ";
 
-/// What schema 4 changed: a run's progress row is written only when the position is not the
+/// What schema 4 changed: the reuse keys of a step's firings go in its entry (`entries.keys`,
+/// see `codec.rs`) instead of a `firing_keys` table of their own (a reusing run
+/// reads them all when it opens the journal: no index is needed, and a step writes one row);
+/// a run's progress row is written only when the position is not the
 /// newest entry (a step that appends an entry and applies it does not rewrite it), and the
 /// `progress` view gives every reader the position: the row's, or — when the run has an entry
 /// newer than the row's `seen` (the newest entry when the row was written; `NULL`: none) — that
 /// entry, as the tip, at its depth, with no recorded future.
 pub(super) const CREATE_V4: &str = "
+DROP TABLE firing_keys;
+ALTER TABLE entries ADD COLUMN keys BLOB;
 ALTER TABLE progress RENAME TO progress_row;
 ALTER TABLE progress_row ADD COLUMN seen INTEGER;
 CREATE VIEW progress AS
@@ -311,7 +316,7 @@ fn check(conn: &Connection, path: &Path, tables: &[String]) -> Result<i64, Journ
     }
     let mut needed = vec!["runs", "entries"];
     if version >= 4 {
-        needed.extend(["progress_row", "firing_keys"]);
+        needed.push("progress_row");
     } else if version >= 3 {
         needed.extend(["progress", "firing_keys"]);
     }

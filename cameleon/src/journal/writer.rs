@@ -79,17 +79,10 @@ impl Writer {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT INTO entries (id, run, node, parent, step, branch, ops, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?;
-            let mut key = tx.prepare_cached(
-                "INSERT OR IGNORE INTO firing_keys (key, run, node, firing, ports)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO entries (id, run, node, parent, step, branch, ops, body, keys)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
             for r in rows {
-                for (k, firing, ports) in &r.keys {
-                    key.execute((&k.to_be_bytes()[..], self.run, r.node, firing, ports))?;
-                }
                 insert.execute((
                     super::store::entry_id(self.run, r.node),
                     self.run,
@@ -99,6 +92,7 @@ impl Writer {
                     r.branch,
                     &r.ops,
                     &r.body,
+                    r.keys.as_deref(),
                 ))?;
             }
             match (position, status) {
