@@ -1,7 +1,8 @@
 //! A run's position in the journal (journal schema 4): a step that appends an entry and
 //! applies it does not rewrite the run's progress row; the `progress` view reads the position
 //! from the newest entry then, and from the row after a backward step, a replay or the end.
-//! Every reader (resume, the history, the run list) sees the position the engine had.
+//! Every reader (resume, the history, the run list) sees the position the engine had; an
+//! `UPDATE` of the view goes to the row.
 
 use cameleon::journal::{Durability, Journal, RunOptions};
 use cameleon::prelude::*;
@@ -96,4 +97,15 @@ fn the_progress_view_follows_steps_the_row_is_not_rewritten_for() {
     let steps = view.1;
     let r = journal.resume(Some(&id)).unwrap();
     assert_eq!(r.cvm.depth() as i64, steps);
+    drop(r);
+
+    // A tool of its own that updates `progress` (the view) updates the row.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute("UPDATE progress SET status = 'RUNNING'", [])
+        .unwrap();
+    let status: String = c
+        .query_row("SELECT status FROM progress_row", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(status, "RUNNING");
+    assert_eq!(positions(&db).0, view, "the position as it was");
 }

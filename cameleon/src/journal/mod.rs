@@ -89,7 +89,7 @@
 //! | | `config` | JSON: `max_loop_iterations`, `max_steps`, `durability`, `batch_ms`, `base_dir`, `allow_outside` |
 //! | | `generation` | the capability generation the run pinned (`NULL`: none) |
 //! | | `started` | UTC wall time, RFC 3339 (an annotation) |
-//! | `progress` (a view) | `run` | the run (`runs.seq`): its status and position. A view over the table `progress_row` (the same columns, plus `seen`: the run's newest entry when the row was written): a step that appends an entry and applies it does not rewrite the row, so when the run has an entry newer than `seen`, the view's `tip` is that entry, `steps` its depth and `redo_tip` `NULL`. Readers read `progress`; the recorder writes `progress_row` only when the position is not that |
+//! | `progress` (a view) | `run` | the run (`runs.seq`): its status and position. A view over the table `progress_row` (the same columns, plus `seen`: the run's newest entry when the row was written): a step that appends an entry and applies it does not rewrite the row, so when the run has an entry newer than `seen`, the view's `tip` is that entry, `steps` its depth and `redo_tip` `NULL`. Readers read `progress` (an `UPDATE` of it goes to the row); the recorder writes `progress_row` only when the position is not that |
 //! | | `status` | `RUNNING` (unfinished, crashed included), `WAITING`, or an end state (`COMPLETED`, `DEADLOCK`, `LOOP_LIMIT`, `STEP_LIMIT`, `BUDGET`, `ERROR`, `CANCELLED`) |
 //! | | `end_state` | the end state as JSON (`{"end":"ERROR","op":…,"error":…}`), `NULL` while running; once the run made a model request, with `"usage"`: what it spent so far (`{"usage":…}` alone while running) |
 //! | | `steps` | applied steps (the depth of the position) |

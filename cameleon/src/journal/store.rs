@@ -83,7 +83,8 @@ CREATE TABLE firing_keys (
 /// newest entry (a step that appends an entry and applies it does not rewrite it), and the
 /// `progress` view gives every reader the position: the row's, or — when the run has an entry
 /// newer than the row's `seen` (the newest entry when the row was written; `NULL`: none) — that
-/// entry, as the tip, at its depth, with no recorded future.
+/// entry, as the tip, at its depth, with no recorded future. An `UPDATE` of the view (a tool
+/// of its own that edits the file) goes to the row.
 pub(super) const CREATE_V4: &str = "
 DROP TABLE firing_keys;
 ALTER TABLE entries ADD COLUMN keys BLOB;
@@ -102,6 +103,13 @@ FROM (
         FROM progress_row p
     ) q
 );
+CREATE TRIGGER progress_update INSTEAD OF UPDATE ON progress BEGIN
+    UPDATE progress_row SET status = NEW.status, end_state = NEW.end_state, steps = NEW.steps,
+        tip = NEW.tip, redo_tip = NEW.redo_tip, updated = NEW.updated,
+        seen = (SELECT max(id) & 4294967295 FROM entries
+                WHERE id BETWEEN OLD.run << 32 AND (OLD.run << 32) + 4294967295)
+    WHERE run = OLD.run;
+END;
 ";
 
 /// SQL for the `seen` of run `?1`'s progress row: its newest entry's node (see [`CREATE_V4`]).
