@@ -304,10 +304,13 @@ fn the_manifest_says_idempotent_only_when_the_tool_does() {
     let tools = cameleon::tools::ToolRegistry::global();
     let m = tools.get("ri_upsert").unwrap().manifest();
     assert!(m.idempotent);
-    assert_eq!(serde_json::to_value(&m).unwrap()["idempotent"], json!(true));
+    assert_eq!(
+        serde_json::to_value(m.clone()).unwrap()["idempotent"],
+        json!(true)
+    );
     let m = tools.get("ri_send").unwrap().manifest();
     assert!(!m.idempotent);
-    let wire = serde_json::to_value(&m).unwrap();
+    let wire = serde_json::to_value(m).unwrap();
     assert!(
         wire.get("idempotent").is_none(),
         "left out when false: {wire}"

@@ -105,7 +105,6 @@ pub use outcome::{
 use parts::{Operators, RunContext, Scratch};
 pub use record::{Committed, CommittedFiring, Position, RecordError, Recorder};
 pub use restore::{RestoreError, Restoring};
-pub(crate) use reuse::write_state;
 pub use reuse::{FiringKey, KeyCache, NotReusable, RecordedFiring, Reuse, ReuseSource};
 
 /// The Caméléon virtual machine: a net, its marking, and its history.

@@ -295,7 +295,7 @@ pub(super) fn key(
 }
 
 /// A value's digest in a key: its data type's name and its JSON as the journal writes it.
-pub(crate) fn value_digest(type_name: &str, json: &[u8]) -> u128 {
+fn value_digest(type_name: &str, json: &[u8]) -> u128 {
     let mut h = Xxh3::new();
     h.update(type_name.as_bytes());
     h.update(b":");
@@ -304,7 +304,7 @@ pub(crate) fn value_digest(type_name: &str, json: &[u8]) -> u128 {
 }
 
 /// The JSON of a state as the journal writes it (`before`, `after` of a firing's record).
-pub(crate) fn write_state(s: &OpState, out: &mut Vec<u8>) -> Result<(), String> {
+fn write_state(s: &OpState, out: &mut Vec<u8>) -> Result<(), String> {
     let json = s.to_json().map_err(|e| e.to_string())?;
     serde_json::to_writer(out, &json).map_err(|e| e.to_string())
 }

@@ -183,12 +183,15 @@ fn write_body(
             let Some(s) = state else { continue };
             write!(out, ",\"{key}\":").map_err(io)?;
             let start = out.len();
-            crate::engine::write_state(s, out).map_err(|e| {
+            // As the reuse key reads it (`engine/reuse.rs`): the state's JSON, serde's text.
+            let json = s.to_json().map_err(|e| {
                 RecordError(format!(
                     "the internal state of `{}` cannot be recorded: {e}",
                     f.op_name()
                 ))
             })?;
+            serde_json::to_writer(&mut *out, &json)
+                .map_err(|e| RecordError(format!("cannot encode the step: {e}")))?;
             if key == "before" {
                 before = Some(start..out.len());
             }
