@@ -23,7 +23,8 @@ pub const OPERATOR_KEYS: &[Symbol] = &[
 
 // #[tool(...)] keys (`name` and `timeout_ms` are shared with the others)
 pub const EFFECTS: Symbol = Symbol("effects");
-pub const TOOL_KEYS: &[Symbol] = &[NAME, TIMEOUT_MS, EFFECTS];
+pub const IDEMPOTENT: Symbol = Symbol("idempotent");
+pub const TOOL_KEYS: &[Symbol] = &[NAME, TIMEOUT_MS, EFFECTS, IDEMPOTENT];
 
 // `effects = …` values
 pub const EFFECT_NAMES: &[Symbol] = &[

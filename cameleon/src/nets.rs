@@ -174,6 +174,7 @@ impl NetTool {
                 "additionalProperties": false,
             }),
             output_schema: json!({"type": "object", "properties": props(&outputs)}),
+            idempotent: false,
         };
         Ok(NetTool(Arc::new(Inner {
             manifest,

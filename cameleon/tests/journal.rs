@@ -1016,7 +1016,7 @@ fn a_journal_of_a_newer_schema_is_refused_untouched() {
             err,
             JournalError::TooNew {
                 version: 99,
-                supported: 3,
+                supported: 4,
                 ..
             }
         ),

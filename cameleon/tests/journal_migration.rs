@@ -3,7 +3,8 @@
 //!
 //! `fixtures/journal/v1.db` was written by the code of journal schema 1 (before the history
 //! record had a type of its own), `fixtures/journal/v2.db` by the code of schema 2 (before a
-//! run's progress had a table of its own and firings a key index), each by [`write_fixture`]
+//! run's progress had a table of its own and firings a key index), `fixtures/journal/v3.db` by
+//! the code of schema 3 (firing keys over canonical JSON), each by [`write_fixture`]
 //! below, from the `.cm` files next to it:
 //!
 //! - `loop`: `loop.cm`, sequential, 9 steps, 2 backward steps, a re-fire (a second branch) and
@@ -155,6 +156,66 @@ fn the_fixture_is_a_journal_of_schema_1() {
 }
 
 #[test]
+fn the_third_fixture_is_a_journal_of_schema_3_with_keys() {
+    let db = fixtures().join("v3.db");
+    assert_eq!(schema(&db), ("3".into(), 3));
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let keys: i64 = c
+        .query_row("SELECT count(*) FROM firing_keys", [], |r| r.get(0))
+        .unwrap();
+    assert!(keys > 0, "the loop's counter firings were keyed");
+}
+
+/// Schema 3 → 4: firing keys change form and place, so the older keys go with their table
+/// (those runs are not reused); the runs go on as they would have (their position through the
+/// `progress` view), and a new run records keys of the new form in its entries.
+#[test]
+fn a_schema_3_journal_drops_its_older_keys_and_its_runs_go_on() {
+    let (dir, db) = copy_of("v3.db");
+    let journal = Journal::open(&db).unwrap();
+    assert_eq!(schema(&db), ("4".into(), 4), "migrated in place");
+    let keys = |db: &Path| -> i64 {
+        rusqlite::Connection::open(db)
+            .unwrap()
+            .query_row(
+                "SELECT count(*) FROM entries WHERE keys IS NOT NULL",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap()
+    };
+    let c = rusqlite::Connection::open(&db).unwrap();
+    let tables: i64 = c
+        .query_row(
+            "SELECT count(*) FROM sqlite_master WHERE name = 'firing_keys'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    drop(c);
+    assert_eq!(
+        tables, 0,
+        "the keys of the older form are dropped, with their table"
+    );
+    assert_eq!(keys(&db), 0, "the runs recorded before have no keys");
+    let mut cvm = Cvm::new(load(&dir, "loop.cm"));
+    journal
+        .start(
+            &mut cvm,
+            &RunOptions {
+                base_dir: Some(dir.to_path_buf()),
+                ..RunOptions::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(cvm.run().unwrap(), EndState::Completed);
+    drop(cvm);
+    drop(journal);
+    assert!(keys(&db) > 0, "a new run records keys");
+    migrated_runs_go_on("v3.db");
+}
+
+#[test]
 fn the_second_fixture_is_a_journal_of_schema_2() {
     assert_eq!(schema(&fixtures().join("v2.db")), ("2".into(), 2));
 }
@@ -180,7 +241,7 @@ fn a_schema_2_journal_is_migrated_on_open_and_its_runs_go_on() {
         .unwrap();
     drop(c);
     drop(Journal::open(&db).unwrap());
-    assert_eq!(schema(&db), ("3".into(), 3), "migrated in place");
+    assert_eq!(schema(&db), ("4".into(), 4), "migrated in place");
     let c = rusqlite::Connection::open(&db).unwrap();
     let after: Vec<(String, String, i64, Option<i64>)> = c
         .prepare(
@@ -204,7 +265,11 @@ fn a_schema_2_journal_is_migrated_on_open_and_its_runs_go_on() {
         assert!(!columns.iter().any(|c| c == gone), "{gone}: {columns:?}");
     }
     let keys: i64 = c
-        .query_row("SELECT count(*) FROM firing_keys", [], |r| r.get(0))
+        .query_row(
+            "SELECT count(*) FROM entries WHERE keys IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(keys, 0, "runs recorded before have no keys");
     drop(c);
@@ -215,7 +280,7 @@ fn a_schema_2_journal_is_migrated_on_open_and_its_runs_go_on() {
 fn migrated_runs_go_on(db: &str) {
     let (dir, db) = copy_of(db);
     let journal = Journal::open(&db).unwrap();
-    assert_eq!(schema(&db), ("3".into(), 3), "migrated in place");
+    assert_eq!(schema(&db), ("4".into(), 4), "migrated in place");
     let runs = journal.runs().unwrap();
     let status = |name: &str| runs.iter().find(|r| r.name == name).unwrap().status.clone();
     assert_eq!(status("loop"), "RUNNING");
@@ -279,7 +344,7 @@ fn migrated_runs_go_on(db: &str) {
 
 #[test]
 fn a_migrated_journal_opens_again_unchanged() {
-    for f in ["v1.db", "v2.db"] {
+    for f in ["v1.db", "v2.db", "v3.db"] {
         opens_again_unchanged(f);
     }
 }
@@ -298,7 +363,7 @@ fn opens_again_unchanged(f: &str) {
     let once = bodies(&db);
     drop(Journal::open(&db).unwrap());
     assert_eq!(bodies(&db), once);
-    assert_eq!(schema(&db), ("3".into(), 3));
+    assert_eq!(schema(&db), ("4".into(), 4));
 }
 
 #[test]

@@ -688,6 +688,7 @@ impl Add {
                 effects: cameleon::tools::Effect::None,
                 input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
                 output_schema: json!({"type": "number"}),
+                idempotent: false,
             },
             calls: std::sync::Mutex::default(),
         })

@@ -253,6 +253,7 @@ fn an_agent_streams_its_turns_and_takes_tool_calls_from_the_stream() {
         effects: cameleon::tools::Effect::None,
         input_schema: json!({"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]}),
         output_schema: json!({"type": "number"}),
+        idempotent: false,
     }));
     let rt = runtime_with(
         OpenAiChat::new(&config(server.base_url()), "chat model `m`").unwrap(),

@@ -1,4 +1,4 @@
-//! `#[tool(...)]`: the tool's name, time limit and effects.
+//! `#[tool(...)]`: the tool's name, time limit, effects and whether it is idempotent.
 
 use proc_macro2::TokenStream;
 use syn::LitStr;
@@ -7,7 +7,7 @@ use crate::ctxt::Ctxt;
 use crate::operator::attr::keys::{
     Seen, choice, lit_str, metas, name_value, unknown_key, whole_number,
 };
-use crate::symbol::{EFFECT_NAMES, EFFECTS, NAME, TIMEOUT_MS, TOOL_KEYS};
+use crate::symbol::{EFFECT_NAMES, EFFECTS, IDEMPOTENT, NAME, TIMEOUT_MS, TOOL_KEYS};
 
 /// The side effects a tool declares (`effects = write`), as `cameleon::tools::Effect` names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,6 +27,8 @@ pub struct ToolArgs {
     pub timeout_ms: Option<u64>,
     /// `effects = none|read|write|external` (`None`: not said, so `external`).
     pub effects: Option<Effect>,
+    /// `idempotent`: a repeated call does what the first did.
+    pub idempotent: bool,
 }
 
 impl ToolArgs {
@@ -61,6 +63,16 @@ impl ToolArgs {
                         EFFECT_NAMES,
                         &[Effect::None, Effect::Read, Effect::Write, Effect::External],
                     );
+                }
+            } else if path == IDEMPOTENT {
+                if seen.first(cx, IDEMPOTENT, &meta) {
+                    match &meta {
+                        syn::Meta::Path(_) => out.idempotent = true,
+                        _ => cx.error_spanned_by(
+                            &meta,
+                            "`idempotent` takes no value: write `#[tool(idempotent)]`",
+                        ),
+                    }
                 }
             } else {
                 unknown_key(cx, &place, &path, TOOL_KEYS);

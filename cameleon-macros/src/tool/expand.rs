@@ -61,6 +61,7 @@ fn generate(t: &Tool<'_>) -> TokenStream {
         Effect::Write => quote!(#p::Effect::Write),
         Effect::External => quote!(#p::Effect::External),
     };
+    let idempotent = t.args.idempotent;
     let call_args = if t.context.is_some() {
         quote!(__cx, __args)
     } else {
@@ -143,6 +144,7 @@ fn generate(t: &Tool<'_>) -> TokenStream {
                     output_schema: __cameleon_tool_output,
                     timeout_ms: #timeout,
                     effects: #effects,
+                    idempotent: #idempotent,
                     run: __CAMELEON_TOOL_FN,
                 }
             }

@@ -1,6 +1,6 @@
 //! Reuse across runs (docs/semantics.md §5.9): before a behavioral operator is called, its
 //! firing's **key** — operator type, params, which outputs are connected, internal state
-//! before, input values (canonical JSON, hashed) and, for an operator that names models,
+//! before, input values (as the journal writes them, hashed) and, for an operator that names models,
 //! embedders, memories or tools, those providers' identity — is looked up in a
 //! [`ReuseSource`] (a journal of earlier runs). On a hit the recorded emissions and state after
 //! are applied **without calling the operator** (its `replay` re-installs the state, so a
@@ -234,7 +234,7 @@ pub(super) fn fixed(
     }
     for name in tool_names {
         let m = caps.tools().manifest(&name)?;
-        if matches!(m.effects, Effect::Write | Effect::External) {
+        if matches!(m.effects, Effect::Write | Effect::External) && !m.idempotent {
             return None;
         }
         calls.push(format!("tool `{name}`"));
@@ -257,13 +257,15 @@ pub(super) fn fixed(
     })
 }
 
-/// The key of a firing: its operator's fixed part, its state before, its input values, and
-/// what the memories it names hold (their number of items and, when the memory tells,
-/// a fingerprint of their content).
-pub(super) fn key<'t>(
+/// The key of a firing: its operator's fixed part, what the memories it names hold (their
+/// number of items and, when the memory tells, a fingerprint of their content), its state
+/// before and its input values. The state and the values enter as the journal writes them
+/// (their serde JSON, docs/semantics.md §5.9): a journal hashes the bytes it has just encoded
+/// (a value's digest is kept from the step that emitted it) and serialises nothing more.
+pub(super) fn key(
     fixed: &Fixed,
-    before: Option<&OpState>,
-    inputs: impl Iterator<Item = Option<&'t Token>>,
+    before: Option<&[u8]>,
+    inputs: impl Iterator<Item = Option<u128>>,
     caps: &dyn Capabilities,
 ) -> Option<FiringKey> {
     let mut h = Xxh3::new();
@@ -273,29 +275,65 @@ pub(super) fn key<'t>(
         h.update(&(m.len() as u64).to_le_bytes());
         h.update(&m.fingerprint().unwrap_or_default().to_le_bytes());
     }
-    let mut buf = Vec::with_capacity(256);
     match before {
         Some(s) => {
-            buf.push(b'S');
-            canonical(&s.to_json().ok()?, &mut buf);
+            h.update(&(s.len() as u64).to_le_bytes());
+            h.update(s);
         }
-        None => buf.push(b'-'),
+        None => h.update(b"-"),
     }
-    for t in inputs {
-        match t {
-            Some(t) => {
-                buf.push(b'I');
-                buf.extend_from_slice(t.type_name().as_bytes());
-                buf.push(b':');
-                canonical(&t.value.try_to_json().ok()?, &mut buf);
+    for d in inputs {
+        match d {
+            Some(d) => {
+                h.update(b"I");
+                h.update(&d.to_le_bytes());
             }
-            None => buf.push(b'_'),
+            None => h.update(b"_"),
         }
-        h.update(&buf);
-        buf.clear();
     }
-    h.update(&buf);
     Some(h.digest128())
+}
+
+/// A value's digest in a key: its data type's name and its JSON as the journal writes it.
+fn value_digest(type_name: &str, json: &[u8]) -> u128 {
+    let mut h = Xxh3::new();
+    h.update(type_name.as_bytes());
+    h.update(b":");
+    h.update(json);
+    h.digest128()
+}
+
+/// The JSON of a state as the journal writes it (`before`, `after` of a firing's record).
+fn write_state(s: &OpState, out: &mut Vec<u8>) -> Result<(), String> {
+    let json = s.to_json().map_err(|e| e.to_string())?;
+    serde_json::to_writer(out, &json).map_err(|e| e.to_string())
+}
+
+/// The key of a firing about to run (the hook's): its state and input values serialised here.
+fn live_key<'t>(
+    fixed: &Fixed,
+    before: Option<&OpState>,
+    inputs: impl Iterator<Item = Option<&'t Token>>,
+    caps: &dyn Capabilities,
+) -> Option<FiringKey> {
+    let mut state = Vec::new();
+    if let Some(s) = before {
+        write_state(s, &mut state).ok()?;
+    }
+    let mut buf = Vec::with_capacity(64);
+    let mut digests = Vec::with_capacity(4);
+    for t in inputs {
+        digests.push(match t {
+            Some(t) => {
+                buf.clear();
+                t.value.write_json(&mut buf).ok()?;
+                Some(value_digest(t.type_name(), &buf))
+            }
+            None => None,
+        });
+    }
+    let before = before.map(|_| &state[..]);
+    key(fixed, before, digests.into_iter(), caps)
 }
 
 /// JSON with every object's keys sorted: one text per value, whatever the order it was built
@@ -358,7 +396,7 @@ pub(super) fn reused(
         .inputs(cx.j)
         .iter()
         .map(|s| token(sh.tokens, s.token));
-    let key = key(&fixed, before.as_ref(), inputs, &**sh.caps);
+    let key = live_key(&fixed, before.as_ref(), inputs, &**sh.caps);
     let Some(source) = &reuse.source else {
         return Err(key);
     };
@@ -493,10 +531,15 @@ fn names_memory(op_type: &str) -> bool {
 }
 
 /// What a journal writes of each committed firing so a later run can reuse it: the key and
-/// the output port of each emitted token. Keeps each operator's fixed part.
+/// the output port of each emitted token. Keeps each operator's fixed part, and the digest of
+/// each value the journal wrote (by token index, with the value: a token index reused after a
+/// backward step holds another value, and its digest is computed again).
 #[derive(Debug, Default)]
 pub struct KeyCache {
     fixed: Vec<Option<Option<Fixed>>>,
+    values: Vec<Option<(crate::types::Value, u128)>>,
+    buf: Vec<u8>,
+    digests: Vec<Option<u128>>,
 }
 
 impl KeyCache {
@@ -504,18 +547,52 @@ impl KeyCache {
     pub fn new() -> Self {
         KeyCache::default()
     }
+
+    /// Keeps the digest of token `index`, whose value the journal wrote as `json`.
+    pub fn wrote_value(&mut self, index: u32, token: &Token, json: &[u8]) {
+        let i = index as usize;
+        if self.values.len() <= i {
+            self.values.resize(i + 1, None);
+        }
+        self.values[i] = Some((token.value.clone(), value_digest(token.type_name(), json)));
+    }
+}
+
+/// The digest of token `index` (`token`): kept by [`KeyCache::wrote_value`] when it still holds
+/// that value, else computed into `buf`.
+fn digest_of(
+    values: &[Option<(crate::types::Value, u128)>],
+    buf: &mut Vec<u8>,
+    index: u32,
+    token: &Token,
+) -> Option<u128> {
+    if let Some(Some((v, d))) = values.get(index as usize)
+        && crate::types::Value::ptr_eq(v, &token.value)
+    {
+        return Some(*d);
+    }
+    buf.clear();
+    token.value.write_json(buf).ok()?;
+    Some(value_digest(token.type_name(), buf))
 }
 
 impl CommittedFiring<'_> {
-    /// The firing's reuse key, if its operator may be reused (see the module).
-    pub fn reuse_key(&self, cache: &mut KeyCache) -> Option<FiringKey> {
+    /// The firing's reuse key, if its operator may be reused (see the module); `before`: the
+    /// JSON of its state before, as the journal wrote it.
+    pub fn reuse_key(&self, cache: &mut KeyCache, before: Option<&[u8]>) -> Option<FiringKey> {
         let cvm = self.cvm();
         let o = self.op().index();
-        if cache.fixed.len() <= o {
-            cache.fixed.resize(o + 1, None);
+        let KeyCache {
+            fixed: all,
+            values,
+            buf,
+            digests,
+        } = cache;
+        if all.len() <= o {
+            all.resize(o + 1, None);
         }
         let node = &cvm.net.ops[o];
-        let fixed = cache.fixed[o]
+        let fixed = all[o]
             .get_or_insert_with(|| {
                 fixed(
                     &*node.op,
@@ -532,6 +609,15 @@ impl CommittedFiring<'_> {
         if !fixed.memories.is_empty() {
             return None;
         }
+        let mut state = Vec::new();
+        let before = match (before, self.before()) {
+            (Some(b), _) => Some(b),
+            (None, Some(s)) => {
+                write_state(s, &mut state).ok()?;
+                Some(&state[..])
+            }
+            (None, None) => None,
+        };
         // The inputs as the firing read them: a connection some firing of this step wrote held
         // the token that write replaced.
         let n = self.node_index();
@@ -543,14 +629,24 @@ impl CommittedFiring<'_> {
                 .find(|w| w.conn == c)
                 .map(|w| w.prior_tok)
         };
-        let inputs = cvm.operators.topo.ins(o).iter().map(|&c| {
+        digests.clear();
+        for &c in cvm.operators.topo.ins(o) {
             if c == NONE {
-                return None;
+                digests.push(None);
+                continue;
             }
             let t = written_in_step(c).unwrap_or(cvm.marking.token_of[c as usize]);
-            token(&cvm.marking.tokens, t)
-        });
-        key(fixed, self.before(), inputs, &*cvm.context.capabilities)
+            digests.push(match token(&cvm.marking.tokens, t) {
+                Some(tok) => Some(digest_of(values, buf, t, tok)?),
+                None => None,
+            });
+        }
+        key(
+            fixed,
+            before,
+            digests.iter().copied(),
+            &*cvm.context.capabilities,
+        )
     }
 
     /// The output port of each token the firing emitted, in emission order (`None`: written to

@@ -19,47 +19,48 @@ pub(super) struct Row {
     pub(super) branch: u32,
     pub(super) ops: String,
     pub(super) body: String,
-    /// The reuse keys of its firings that may be reused: key, the firing's index in the step,
-    /// the output port of each token it emitted (`-`: written to no connection), comma-separated.
-    pub(super) keys: Vec<(FiringKey, u32, String)>,
+    /// The reuse keys of its firings that may be reused ([`read_keys`]; `None`: none).
+    pub(super) keys: Option<Vec<u8>>,
 }
 
-/// The reuse keys of `c`'s firings (see [`Row::keys`]).
-pub(super) fn keys(c: &Committed<'_>, cache: &mut KeyCache) -> Vec<(FiringKey, u32, String)> {
-    let mut out = Vec::new();
-    for (i, f) in c.firings().enumerate() {
-        let Some(key) = f.reuse_key(cache) else {
-            continue;
-        };
-        let ports: Vec<String> = f
-            .token_ports()
-            .into_iter()
-            .map(|p| p.map_or_else(|| "-".to_owned(), |p| p.to_string()))
-            .collect();
-        out.push((key, i as u32, ports.join(",")));
-    }
-    out
-}
-
-/// Encodes a committed step: its record's JSON into `buf` (reused from step to step), and the
-/// names of the operators that fired. A value or a state that serde cannot write is an error
+/// Encodes a committed step: its record's JSON into `buf` (reused from step to step), the
+/// names of the operators that fired, and the reuse keys of its firings that may be reused —
+/// from the bytes just written (a firing's state before; each value's digest, kept in `cache`
+/// from the step that emitted it). A value or a state that serde cannot write is an error
 /// naming the operator and the type — never a `null` in the journal.
-pub(super) fn encode(c: &Committed<'_>, buf: &mut Vec<u8>) -> Result<Row, RecordError> {
+pub(super) fn encode(
+    c: &Committed<'_>,
+    buf: &mut Vec<u8>,
+    cache: &mut KeyCache,
+) -> Result<Row, RecordError> {
     let fail = |e: &dyn std::fmt::Display| RecordError(format!("cannot encode the step: {e}"));
     buf.clear();
-    write_body(c, buf)?;
+    let mut befores = Vec::new();
+    write_body(c, buf, &mut befores, cache)?;
     let body = String::from_utf8(buf.clone()).map_err(|e| fail(&e))?;
     // The body is the step's record in its serde form, except that an `f32` (an embedding's
     // vector) is written in its own shortest form, which reads back to the same `f32`, where the
     // record's serde form widens it to an `f64` first: the two are not compared byte for byte.
     let mut ops = String::with_capacity(16);
     ops.push('[');
+    let mut keys = None;
     for (i, f) in c.firings().enumerate() {
         if i > 0 {
             ops.push(',');
         }
         // An operator's name is an identifier: no escaping needed, but serde decides.
         ops.push_str(&serde_json::to_string(f.op_name()).map_err(|e| fail(&e))?);
+        let before = befores.get(i).cloned().flatten().map(|r| &buf[r]);
+        if let Some(key) = f.reuse_key(cache, before) {
+            let keys = keys.get_or_insert_with(Vec::new);
+            let ports = f.token_ports();
+            keys.extend_from_slice(&key.to_be_bytes());
+            keys.extend_from_slice(&(i as u32).to_le_bytes());
+            keys.extend_from_slice(&(ports.len() as u32).to_le_bytes());
+            for p in ports {
+                keys.extend_from_slice(&p.unwrap_or(NO_PORT).to_le_bytes());
+            }
+        }
     }
     ops.push(']');
     Ok(Row {
@@ -69,14 +70,61 @@ pub(super) fn encode(c: &Committed<'_>, buf: &mut Vec<u8>) -> Result<Row, Record
         branch: c.branch(),
         ops,
         body,
-        keys: Vec::new(),
+        keys,
     })
+}
+
+/// A token written to no connection, in an entry's `keys` ([`read_keys`]).
+const NO_PORT: u16 = u16::MAX;
+
+/// One reuse key of an entry's `keys`: the firing's index in the step and the output port of
+/// each token it emitted (`None`: written to no connection).
+pub(super) type EntryKey = (FiringKey, u32, Vec<Option<u16>>);
+
+/// The keys in an entry's `keys` (journal schema 4). Layout, for each firing of the step that
+/// may be reused, one after the other: its key (16 bytes, big-endian), its index in the step
+/// (`u32`), the number of tokens it emitted (`u32`), then each token's output port (`u16`;
+/// `0xffff`: written to no connection), integers little-endian. The file is untrusted: a
+/// record that does not fit ends the list.
+pub(super) fn read_keys(mut b: &[u8]) -> Vec<EntryKey> {
+    fn take<const N: usize>(b: &mut &[u8]) -> Option<[u8; N]> {
+        let head: [u8; N] = b.get(..N)?.try_into().ok()?;
+        *b = &b[N..];
+        Some(head)
+    }
+    let mut out = Vec::new();
+    while !b.is_empty() {
+        let (Some(k), Some(i), Some(n)) =
+            (take::<16>(&mut b), take::<4>(&mut b), take::<4>(&mut b))
+        else {
+            break;
+        };
+        let n = u32::from_le_bytes(n) as usize;
+        let Some(ports) = b.get(..n.saturating_mul(2)) else {
+            break;
+        };
+        let ports = ports
+            .chunks_exact(2)
+            .map(|p| u16::from_le_bytes([p[0], p[1]]))
+            .map(|p| (p != NO_PORT).then_some(p))
+            .collect();
+        b = &b[2 * n..];
+        out.push((u128::from_be_bytes(k), u32::from_le_bytes(i), ports));
+    }
+    out
 }
 
 /// Writes the serde form of `c`'s [`StepRecord`] into `out` (the fields serde writes, in its
 /// order: `parent`, `firings`; in a firing `op`, then `consumed`, `written`, `tokens`,
 /// `before`, `after` when not empty).
-fn write_body(c: &Committed<'_>, out: &mut Vec<u8>) -> Result<(), RecordError> {
+/// `befores`: where each firing's state before is in `out`; each value written goes to
+/// `cache`.
+fn write_body(
+    c: &Committed<'_>,
+    out: &mut Vec<u8>,
+    befores: &mut Vec<Option<std::ops::Range<usize>>>,
+    cache: &mut KeyCache,
+) -> Result<(), RecordError> {
     let io = |e: std::io::Error| RecordError(format!("cannot encode the step: {e}"));
     match c.parent() {
         Some(p) => write!(out, "{{\"parent\":{p},\"firings\":[").map_err(io)?,
@@ -109,13 +157,14 @@ fn write_body(c: &Committed<'_>, out: &mut Vec<u8>) -> Result<(), RecordError> {
             out.push(b']');
         }
         first = true;
-        for (_, t) in f.tokens() {
+        for (index, t) in f.tokens() {
             out.extend_from_slice(if first { b",\"tokens\":[" } else { b"," });
             first = false;
             out.extend_from_slice(b"{\"type\":");
             serde_json::to_writer(&mut *out, t.type_name())
                 .map_err(|e| RecordError(format!("cannot encode the step: {e}")))?;
             out.extend_from_slice(b",\"value\":");
+            let start = out.len();
             t.value.write_json(out).map_err(|e| {
                 RecordError(format!(
                     "`{}` emitted a {} that cannot be written as JSON: {e}",
@@ -123,23 +172,31 @@ fn write_body(c: &Committed<'_>, out: &mut Vec<u8>) -> Result<(), RecordError> {
                     t.type_name()
                 ))
             })?;
+            cache.wrote_value(index, t, &out[start..]);
             out.push(b'}');
         }
         if !first {
             out.push(b']');
         }
+        let mut before = None;
         for (key, state) in [("before", f.before()), ("after", f.after())] {
             let Some(s) = state else { continue };
+            write!(out, ",\"{key}\":").map_err(io)?;
+            let start = out.len();
+            // As the reuse key reads it (`engine/reuse.rs`): the state's JSON, serde's text.
             let json = s.to_json().map_err(|e| {
                 RecordError(format!(
                     "the internal state of `{}` cannot be recorded: {e}",
                     f.op_name()
                 ))
             })?;
-            write!(out, ",\"{key}\":").map_err(io)?;
             serde_json::to_writer(&mut *out, &json)
                 .map_err(|e| RecordError(format!("cannot encode the step: {e}")))?;
+            if key == "before" {
+                before = Some(start..out.len());
+            }
         }
+        befores.push(before);
         if let Some(r) = f.reused() {
             out.extend_from_slice(b",\"notes\":[{\"kind\":\"reused\",\"data\":");
             serde_json::to_writer(&mut *out, r)

@@ -6,6 +6,7 @@
 //! |---|---|---|
 //! | 1 | 2 | an entry's `body` becomes its step's record, [`StepRecord`]: its `parent` is in it, empty lists and absent states are left out |
 //! | 2 | 3 | a run's status, end state, position and step count move from `runs` to a `progress` row of their own (a step no longer rewrites the row holding the run's `.cm` text); a `firing_keys` table indexes recorded firings by key for reuse (docs/semantics.md §5.9): the runs recorded before have no keys, so they are not reused |
+//! | 3 | 4 | firing keys are computed from the bytes the journal writes (a state's and a value's serde JSON) instead of canonical JSON (docs/semantics.md §5.9): the keys recorded before are of the older form, which no run computes any more, so they are dropped with the `firing_keys` table — the runs recorded before are not reused (they stay readable, resumable and comparable); a step's keys go in its entry (`entries.keys`); the `progress` table becomes `progress_row` (with `seen`, the newest entry when it was written) and `progress` a view giving the position (a step that appends and applies an entry no longer rewrites the row) |
 
 use std::path::Path;
 
@@ -39,6 +40,17 @@ pub(super) fn migrate(conn: &Connection, path: &Path) -> Result<(), JournalError
         }
         if version < 3 {
             progress_apart(conn).map_err(sql)?;
+        }
+        if version < 4 {
+            // Keys of the older form (no run would find them) go with their table.
+            // The rows' positions are current: each row has seen its run's newest entry.
+            conn.execute_batch(super::store::CREATE_V4).map_err(sql)?;
+            conn.execute(
+                "UPDATE progress_row SET seen = (SELECT max(id) & 4294967295 FROM entries
+                 WHERE id BETWEEN progress_row.run << 32 AND (progress_row.run << 32) + 4294967295)",
+                [],
+            )
+            .map_err(sql)?;
         }
         conn.execute(
             "UPDATE meta SET value = ?1 WHERE key = 'schema'",

@@ -257,9 +257,12 @@ fn set_net(
         (seq, cm, store::hash(cm)),
     )?;
     tx.execute(
-        "UPDATE progress SET tip = ?2, redo_tip = ?3, steps = ?4, status = 'RUNNING',
-         end_state = ?5, updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-         WHERE run = ?1",
+        &format!(
+            "UPDATE progress_row SET tip = ?2, redo_tip = ?3, steps = ?4, status = 'RUNNING',
+             end_state = ?5, updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), seen = {}
+             WHERE run = ?1",
+            store::SEEN
+        ),
         (seq, tip, redo_tip, steps, usage),
     )?;
     Ok(())

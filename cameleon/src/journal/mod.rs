@@ -74,7 +74,7 @@
 //! at once (SQLite serialises the writers; each waits up to a minute for the others). A file
 //! that is not a journal, a journal written by a newer version, a damaged file, an unknown run
 //! id, or a stored net whose operator types this program lacks are each a [`JournalError`];
-//! the file is left as it was. Schema (version 3, in `meta.schema` and `PRAGMA user_version`;
+//! the file is left as it was. Schema (version 4, in `meta.schema` and `PRAGMA user_version`;
 //! a newer version is refused, an older one is migrated in place when the file is opened, in
 //! one transaction: see `migrate.rs`):
 //!
@@ -89,21 +89,19 @@
 //! | | `config` | JSON: `max_loop_iterations`, `max_steps`, `durability`, `batch_ms`, `base_dir`, `allow_outside` |
 //! | | `generation` | the capability generation the run pinned (`NULL`: none) |
 //! | | `started` | UTC wall time, RFC 3339 (an annotation) |
-//! | `progress` | `run` | the run (`runs.seq`): what a step updates, in a small row of its own |
+//! | `progress` (a view) | `run` | the run (`runs.seq`): its status and position. A view over the table `progress_row` (the same columns, plus `seen`: the run's newest entry when the row was written): a step that appends an entry and applies it does not rewrite the row, so when the run has an entry newer than `seen`, the view's `tip` is that entry, `steps` its depth and `redo_tip` `NULL`. Readers read `progress` (an `UPDATE` of it goes to the row); the recorder writes `progress_row` only when the position is not that |
 //! | | `status` | `RUNNING` (unfinished, crashed included), `WAITING`, or an end state (`COMPLETED`, `DEADLOCK`, `LOOP_LIMIT`, `STEP_LIMIT`, `BUDGET`, `ERROR`, `CANCELLED`) |
 //! | | `end_state` | the end state as JSON (`{"end":"ERROR","op":…,"error":…}`), `NULL` while running; once the run made a model request, with `"usage"`: what it spent so far (`{"usage":…}` alone while running) |
 //! | | `steps` | applied steps (the depth of the position) |
 //! | | `tip`, `redo_tip` | the position: the last applied node, and the deepest node of the recorded future (`NULL`: none) |
-//! | | `updated` | UTC wall time, RFC 3339 (an annotation) |
+//! | | `updated` | UTC wall time, RFC 3339 (an annotation: when the row was last written) |
 //! | `entries` | `id` | `runs.seq << 32 \| node`: a run's entries are one range, in node order |
 //! | | `run`, `node` | the run (`runs.seq`), and the node's index in the history tree (creation order, from 0) |
 //! | | `parent` | the parent node (`NULL`: a first step) |
 //! | | `step`, `branch` | the node's depth (1-based) and branch number (1-based, creation order) |
 //! | | `ops` | JSON array of the names of the operators that fired |
 //! | | `body` | the step's record, [`StepRecord`](crate::history::StepRecord), as JSON: `{"parent":N\|null,"firings":[{"op":i,"consumed":[c…],"written":[[c,prior,new]…],"tokens":[{"type":T,"value":V}…],"before":S,"after":S,"notes":[…]}…]}` (empty lists and absent states left out; a reused firing's note: `{"kind":"reused","data":{"run","step"}}`): operator and connection indices in declaration order, token indices in the run's token arena (tokens are numbered in node order, then emission order) |
-//! | `firing_keys` | `key` | a firing's reuse key (16 bytes, big-endian; docs/semantics.md §5.9), the primary key's first column: the index a reusing run looks keys up in |
-//! | | `run`, `node`, `firing` | where the firing is: the run (`runs.seq`), its entry, its index in the step |
-//! | | `ports` | the output port of each token it emitted, comma-separated (`-`: written to no connection) |
+//! | | `keys` | the reuse keys of the step's firings that may be reused (docs/semantics.md §5.9), `NULL` when none: for each, its key (16 bytes, big-endian), its index in the step, and the output port of each token it emitted (`codec::read_keys` gives the layout). A reusing run reads them all into an index in memory when it opens the journal (`ReuseJournal`). Computed from the bytes the body holds (the state before as written there; each input value's digest, kept from the step that wrote it), so recording a key serialises nothing more. Schema 3 kept keys of an older form (over canonical JSON) in a `firing_keys` table; the migration to 4 dropped it: runs recorded before are not reused |
 //!
 //! A migrated run (docs/migration.md) has entries of kind `migrated` too: no firing (`ops` is
 //! `[]`), a `migrated` note with both nets' hashes and canonical `.cm` and the marking the run
@@ -457,7 +455,7 @@ impl Journal {
                 )
                 .and_then(|_| {
                     c.execute(
-                        "INSERT INTO progress (run, status, steps, updated)
+                        "INSERT INTO progress_row (run, status, steps, updated)
                          VALUES (?1, 'RUNNING', 0, strftime('%Y-%m-%dT%H:%M:%fZ', 'now'))",
                         [c.last_insert_rowid()],
                     )

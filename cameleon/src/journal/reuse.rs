@@ -1,13 +1,20 @@
 //! A journal as the source of a run that reuses recorded firings (docs/semantics.md §5.9): the
-//! `firing_keys` index, looked up by key, and the recorded entry the key points to.
+//! keys its entries hold (`entries.keys`), read into an index in memory once when the journal
+//! is opened, and the recorded entry a key points to, read by its primary key on a hit.
+//!
+//! A miss — what most firings of a run that reuses pay — is one hash probe, with no SQLite
+//! call; a hit reads and decodes one `entries` row. The index is the journal's as it was when
+//! opened: firings recorded later (by the run that reuses it, or another process) are not
+//! found.
 //!
 //! A reuse journal is untrusted input (docs/security.md): what it can do is make a firing's
 //! emissions and state after be the recorded ones — values read back through their data
 //! types, checked against the operator's ports as any emission is. It cannot name an operator,
 //! a tool, a file or a capability; a record that does not read back is a miss (the operator
-//! runs).
+//! runs). An entry's keys that do not read back are left out of the index.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -22,8 +29,40 @@ pub struct ReuseJournal {
     conn: Mutex<Connection>,
     /// Only this run's firings (its `runs.seq`), if given.
     run: Option<i64>,
+    /// The key index: each key's newest recorded firing (of `run`, if given).
+    index: HashMap<FiringKey, Loc, BuildHasherDefault<KeyHasher>>,
     /// Run ids by `runs.seq`.
-    ids: Mutex<HashMap<i64, String>>,
+    ids: HashMap<i64, String>,
+}
+
+/// Where a key points, as the index keeps it.
+#[derive(Clone, Debug)]
+struct Loc {
+    run: i64,
+    node: u32,
+    firing: u32,
+    ports: Box<[Option<u16>]>,
+}
+
+/// Keys are already hashes (XXH3-128): their low 64 bits are the hash of the map.
+#[derive(Default)]
+struct KeyHasher(u64);
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        // Not reached for a `u128` key; any other input is still hashed, only slower.
+        for &b in bytes {
+            self.0 = (self.0 ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+
+    fn write_u128(&mut self, k: u128) {
+        self.0 = k as u64;
+    }
 }
 
 impl std::fmt::Debug for ReuseJournal {
@@ -31,6 +70,7 @@ impl std::fmt::Debug for ReuseJournal {
         f.debug_struct("ReuseJournal")
             .field("path", &self.path)
             .field("run", &self.run)
+            .field("keys", &self.index.len())
             .finish_non_exhaustive()
     }
 }
@@ -45,13 +85,13 @@ pub struct KeyHit {
     pub node: u32,
     /// The firing's index in the step.
     pub firing: u32,
-    ports: String,
+    ports: Box<[Option<u16>]>,
 }
 
 impl ReuseJournal {
     /// Opens the journal at `path` (migrated if older, as [`super::Journal::open`] does) to
-    /// reuse the firings of run `run`, or of every run when `None`. An unknown run is an error
-    /// naming the runs the file holds.
+    /// reuse the firings of run `run`, or of every run when `None`, and reads its key index.
+    /// An unknown run is an error naming the runs the file holds.
     pub fn open(path: impl AsRef<Path>, run: Option<&str>) -> Result<ReuseJournal, JournalError> {
         let path = path.as_ref();
         let journal = super::Journal::open(path)?;
@@ -69,11 +109,14 @@ impl ReuseJournal {
             .into_inner()
             .unwrap_or_else(PoisonError::into_inner)
             .0;
+        let sql = |e| JournalError::sql(path, e);
+        let (index, ids) = read_index(&conn, seq).map_err(sql)?;
         Ok(ReuseJournal {
             path: path.to_path_buf(),
             conn: Mutex::new(conn),
             run: seq,
-            ids: Mutex::new(HashMap::new()),
+            index,
+            ids,
         })
     }
 
@@ -82,105 +125,127 @@ impl ReuseJournal {
         &self.path
     }
 
-    /// The newest recorded firing with key `key` (of the chosen run, if one was), by the
-    /// `firing_keys` index alone: the lookup every reusable firing pays.
+    /// How many keys the index holds.
+    pub fn keys(&self) -> usize {
+        self.index.len()
+    }
+
+    /// The newest recorded firing with key `key` (of the chosen run, if one was), by the key
+    /// index alone: the lookup every reusable firing pays (no SQLite call).
     pub fn probe(&self, key: FiringKey) -> Result<Option<KeyHit>, String> {
-        let c = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let bytes = key.to_be_bytes();
-        let found = match self.run {
-            Some(run) => c
-                .prepare_cached(
-                    "SELECT run, node, firing, ports FROM firing_keys
-                     WHERE key = ?1 AND run = ?2 LIMIT 1",
-                )
-                .and_then(|mut st| st.query_row((&bytes[..], run), hit).optional()),
-            None => c
-                .prepare_cached(
-                    "SELECT run, node, firing, ports FROM firing_keys
-                     WHERE key = ?1 ORDER BY run DESC LIMIT 1",
-                )
-                .and_then(|mut st| st.query_row([&bytes[..]], hit).optional()),
-        };
-        found.map_err(|e| {
-            format!(
-                "cannot read the reuse journal `{}`: {e}",
-                self.path.display()
-            )
-        })
+        Ok(self.index.get(&key).map(|l| KeyHit {
+            run: l.run,
+            node: l.node,
+            firing: l.firing,
+            ports: l.ports.clone(),
+        }))
     }
 
-    fn run_id(&self, c: &Connection, run: i64) -> rusqlite::Result<String> {
-        let mut ids = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(id) = ids.get(&run) {
-            return Ok(id.clone());
-        }
-        let id: String = c.query_row("SELECT id FROM runs WHERE seq = ?1", [run], |r| r.get(0))?;
-        ids.insert(run, id.clone());
-        Ok(id)
-    }
-
-    /// The recorded firing `hit` points to.
+    /// The recorded firing `hit` points to: its entry, read by primary key and decoded.
     pub fn load(&self, hit: &KeyHit) -> Result<Option<RecordedFiring>, String> {
+        self.load_at(hit.run, hit.node, hit.firing, &hit.ports)
+    }
+
+    fn load_at(
+        &self,
+        run: i64,
+        node: u32,
+        firing: u32,
+        ports: &[Option<u16>],
+    ) -> Result<Option<RecordedFiring>, String> {
         let fail = |e: &dyn std::fmt::Display| {
             format!(
                 "cannot read the reuse journal `{}`: {e}",
                 self.path.display()
             )
         };
-        let c = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-        let row: Option<(u32, String)> = c
-            .prepare_cached("SELECT step, body FROM entries WHERE id = ?1")
-            .and_then(|mut st| {
-                st.query_row([store::entry_id(hit.run, hit.node)], |r| {
-                    Ok((r.get(0)?, r.get(1)?))
+        let Some(run_id) = self.ids.get(&run) else {
+            return Ok(None);
+        };
+        let row: Option<(u32, String)> = {
+            let c = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+            c.prepare_cached("SELECT step, body FROM entries WHERE id = ?1")
+                .and_then(|mut st| {
+                    st.query_row([store::entry_id(run, node)], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
                 })
-                .optional()
-            })
-            .map_err(|e| fail(&e))?;
+                .map_err(|e| fail(&e))?
+        };
         let Some((step, body)) = row else {
             return Ok(None);
         };
         let mut record = codec::decode(&body).map_err(|e| fail(&e))?;
-        if hit.firing as usize >= record.firings.len() {
+        if firing as usize >= record.firings.len() {
             return Ok(None);
         }
-        let firing = record.firings.swap_remove(hit.firing as usize);
-        let ports: Vec<Option<u16>> = hit
-            .ports
-            .split(',')
-            .filter(|p| !p.is_empty())
-            .map(|p| p.parse().ok())
-            .collect();
+        let firing = record.firings.swap_remove(firing as usize);
         if ports.len() != firing.tokens.len() {
             return Ok(None);
         }
         let emitted = ports
-            .into_iter()
+            .iter()
+            .copied()
             .zip(firing.tokens)
             .filter_map(|(p, t)| p.map(|p| (p, t)))
             .collect();
-        let run = self.run_id(&c, hit.run).map_err(|e| fail(&e))?;
         Ok(Some(RecordedFiring {
-            from: ReusedFrom { run, step },
+            from: ReusedFrom {
+                run: run_id.clone(),
+                step,
+            },
             emitted,
             after: firing.after,
         }))
     }
 }
 
-fn hit(r: &rusqlite::Row<'_>) -> rusqlite::Result<KeyHit> {
-    Ok(KeyHit {
-        run: r.get(0)?,
-        node: r.get(1)?,
-        firing: r.get(2)?,
-        ports: r.get(3)?,
-    })
+type Index = HashMap<FiringKey, Loc, BuildHasherDefault<KeyHasher>>;
+
+/// The key index of run `run` (every run's when `None`; a key recorded by several runs points
+/// to the newest's firing, the first of it), and the run ids.
+fn read_index(c: &Connection, run: Option<i64>) -> rusqlite::Result<(Index, HashMap<i64, String>)> {
+    let ids = c
+        .prepare("SELECT seq, id FROM runs")?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<Result<HashMap<i64, String>, _>>()?;
+    let mut index = Index::default();
+    let (lo, hi) = match run {
+        Some(run) => (store::entry_id(run, 0), store::entry_id(run, u32::MAX)),
+        None => (i64::MIN, i64::MAX),
+    };
+    let mut st =
+        c.prepare("SELECT id, keys FROM entries WHERE id BETWEEN ?1 AND ?2 AND keys IS NOT NULL")?;
+    let mut rows = st.query([lo, hi])?;
+    while let Some(r) = rows.next()? {
+        let id: i64 = r.get(0)?;
+        let rusqlite::types::ValueRef::Blob(b) = r.get_ref(1)? else {
+            continue;
+        };
+        let (run, node) = (id >> 32, id as u32);
+        for (key, firing, ports) in codec::read_keys(b) {
+            let loc = Loc {
+                run,
+                node,
+                firing,
+                ports: ports.into(),
+            };
+            // Entries come in `id` order (run, then node): a later run's firing replaces.
+            match index.get_mut(&key) {
+                Some(old) if old.run >= loc.run => {}
+                Some(old) => *old = loc,
+                None => {
+                    index.insert(key, loc);
+                }
+            }
+        }
+    }
+    Ok((index, ids))
 }
 
 impl ReuseSource for ReuseJournal {
     fn find(&self, key: FiringKey) -> Result<Option<RecordedFiring>, String> {
-        match self.probe(key)? {
-            Some(hit) => self.load(&hit),
+        match self.index.get(&key) {
+            Some(l) => self.load_at(l.run, l.node, l.firing, &l.ports),
             None => Ok(None),
         }
     }

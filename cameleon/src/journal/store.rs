@@ -10,7 +10,7 @@ use super::JournalError;
 
 /// The schema version this code writes and reads (`meta.schema`, also `PRAGMA user_version`);
 /// an older journal is migrated when opened (`migrate.rs`).
-pub(super) const SCHEMA: i64 = 3;
+pub(super) const SCHEMA: i64 = 4;
 
 /// `meta.format`: what marks a SQLite file as a Caméléon journal.
 pub(super) const FORMAT: &str = "cameleon-journal";
@@ -75,6 +75,46 @@ CREATE TABLE firing_keys (
     PRIMARY KEY (key, run, node, firing)
 ) WITHOUT ROWID;
 ";
+
+/// What schema 4 changed: the reuse keys of a step's firings go in its entry (`entries.keys`,
+/// see `codec.rs`) instead of a `firing_keys` table of their own (a reusing run
+/// reads them all when it opens the journal: no index is needed, and a step writes one row);
+/// a run's progress row is written only when the position is not the
+/// newest entry (a step that appends an entry and applies it does not rewrite it), and the
+/// `progress` view gives every reader the position: the row's, or — when the run has an entry
+/// newer than the row's `seen` (the newest entry when the row was written; `NULL`: none) — that
+/// entry, as the tip, at its depth, with no recorded future. An `UPDATE` of the view (a tool
+/// of its own that edits the file) goes to the row.
+pub(super) const CREATE_V4: &str = "
+DROP TABLE firing_keys;
+ALTER TABLE entries ADD COLUMN keys BLOB;
+ALTER TABLE progress RENAME TO progress_row;
+ALTER TABLE progress_row ADD COLUMN seen INTEGER;
+CREATE VIEW progress AS
+SELECT run, status, end_state,
+    CASE WHEN lazy THEN (SELECT step FROM entries WHERE id = last) ELSE steps END AS steps,
+    CASE WHEN lazy THEN last & 4294967295 ELSE tip END AS tip,
+    CASE WHEN lazy THEN NULL ELSE redo_tip END AS redo_tip,
+    updated
+FROM (
+    SELECT q.*, coalesce((last & 4294967295) > coalesce(seen, -1), 0) AS lazy FROM (
+        SELECT p.*, (SELECT max(id) FROM entries
+                     WHERE id BETWEEN p.run << 32 AND (p.run << 32) + 4294967295) AS last
+        FROM progress_row p
+    ) q
+);
+CREATE TRIGGER progress_update INSTEAD OF UPDATE ON progress BEGIN
+    UPDATE progress_row SET status = NEW.status, end_state = NEW.end_state, steps = NEW.steps,
+        tip = NEW.tip, redo_tip = NEW.redo_tip, updated = NEW.updated,
+        seen = (SELECT max(id) & 4294967295 FROM entries
+                WHERE id BETWEEN OLD.run << 32 AND (OLD.run << 32) + 4294967295)
+    WHERE run = OLD.run;
+END;
+";
+
+/// SQL for the `seen` of run `?1`'s progress row: its newest entry's node (see [`CREATE_V4`]).
+pub(super) const SEEN: &str = "(SELECT max(id) & 4294967295 FROM entries
+    WHERE id BETWEEN ?1 << 32 AND (?1 << 32) + 4294967295)";
 
 /// What a file is, read from its first bytes before SQLite opens it (so a foreign file is
 /// refused untouched).
@@ -229,6 +269,7 @@ fn init(conn: &Connection) -> rusqlite::Result<()> {
         }
         conn.execute_batch(CREATE)?;
         conn.execute_batch(CREATE_V3)?;
+        conn.execute_batch(CREATE_V4)?;
         conn.execute(
             "INSERT INTO meta (key, value) VALUES ('format', ?1), ('schema', ?2)",
             (FORMAT, SCHEMA.to_string()),
@@ -282,7 +323,9 @@ fn check(conn: &Connection, path: &Path, tables: &[String]) -> Result<i64, Journ
         });
     }
     let mut needed = vec!["runs", "entries"];
-    if version >= 3 {
+    if version >= 4 {
+        needed.push("progress_row");
+    } else if version >= 3 {
         needed.extend(["progress", "firing_keys"]);
     }
     for t in needed {

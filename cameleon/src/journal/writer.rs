@@ -20,6 +20,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 use super::codec::{self, Row};
+use super::store::SEEN;
 use super::{Durability, JournalError};
 use crate::engine::{Committed, EndState, Position, RecordError, Recorder};
 use crate::operator::capability::Meter;
@@ -64,6 +65,12 @@ impl Writer {
         status: Option<&(String, Option<String>)>,
     ) -> rusqlite::Result<()> {
         let status = status.filter(|s| self.written.as_ref() != Some(*s));
+        // A position that is the newest entry, applied, is what the `progress` view reads from
+        // the entries: the row is not rewritten (journal schema 4).
+        let position = position.filter(|p| {
+            rows.last()
+                .is_none_or(|r| p.tip != Some(r.node) || p.redo_tip.is_some() || p.depth != r.step)
+        });
         if rows.is_empty() && position.is_none() && status.is_none() {
             return Ok(());
         }
@@ -72,17 +79,10 @@ impl Writer {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         {
             let mut insert = tx.prepare_cached(
-                "INSERT INTO entries (id, run, node, parent, step, branch, ops, body)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-            )?;
-            let mut key = tx.prepare_cached(
-                "INSERT OR IGNORE INTO firing_keys (key, run, node, firing, ports)
-                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                "INSERT INTO entries (id, run, node, parent, step, branch, ops, body, keys)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )?;
             for r in rows {
-                for (k, firing, ports) in &r.keys {
-                    key.execute((&k.to_be_bytes()[..], self.run, r.node, firing, ports))?;
-                }
                 insert.execute((
                     super::store::entry_id(self.run, r.node),
                     self.run,
@@ -92,27 +92,29 @@ impl Writer {
                     r.branch,
                     &r.ops,
                     &r.body,
+                    r.keys.as_deref(),
                 ))?;
             }
             match (position, status) {
                 (Some(p), Some((status, end))) => {
-                    tx.prepare_cached(
-                        "UPDATE progress SET tip = ?2, redo_tip = ?3, steps = ?4, status = ?5,
-                         end_state = ?6, updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now')
-                         WHERE run = ?1",
-                    )?
+                    tx.prepare_cached(&format!(
+                        "UPDATE progress_row SET tip = ?2, redo_tip = ?3, steps = ?4, status = ?5,
+                         end_state = ?6, updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+                         seen = {SEEN} WHERE run = ?1"
+                    ))?
                     .execute((self.run, p.tip, p.redo_tip, p.depth, status, end))?;
                 }
                 (Some(p), None) => {
-                    tx.prepare_cached(
-                        "UPDATE progress SET tip = ?2, redo_tip = ?3, steps = ?4,
-                         updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now') WHERE run = ?1",
-                    )?
+                    tx.prepare_cached(&format!(
+                        "UPDATE progress_row SET tip = ?2, redo_tip = ?3, steps = ?4,
+                         updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), seen = {SEEN}
+                         WHERE run = ?1"
+                    ))?
                     .execute((self.run, p.tip, p.redo_tip, p.depth))?;
                 }
                 (None, Some((status, end))) => {
                     tx.prepare_cached(
-                        "UPDATE progress SET status = ?2, end_state = ?3 WHERE run = ?1 AND
+                        "UPDATE progress_row SET status = ?2, end_state = ?3 WHERE run = ?1 AND
                          (status IS NOT ?2 OR end_state IS NOT ?3)",
                     )?
                     .execute((self.run, status, end))?;
@@ -340,8 +342,7 @@ pub(super) fn status_of(end: &EndState) -> (String, Option<String>) {
 
 impl Recorder for JournalRecorder {
     fn committed(&mut self, step: &Committed<'_>) -> Result<(), RecordError> {
-        let mut row = codec::encode(step, &mut self.buf)?;
-        row.keys = codec::keys(step, &mut self.keys);
+        let mut row = codec::encode(step, &mut self.buf, &mut self.keys)?;
         let mut at = step.position();
         if let Some(seg) = &mut self.segment {
             row.node = seg.node(row.node);

@@ -22,7 +22,7 @@ mod server;
 mod tool;
 
 pub use server::McpServer;
-pub use tool::{IDEMPOTENCY_META_KEY, effects_of};
+pub use tool::{IDEMPOTENCY_META_KEY, effects_of, idempotent_of};
 
 use std::collections::BTreeMap;
 

@@ -43,6 +43,15 @@ pub fn effects_of(annotations: Option<&ToolAnnotations>, trusted: bool) -> Effec
     }
 }
 
+/// Whether a tool is idempotent (a repeated call does what the first did, so a run that
+/// reuses recorded firings may reuse one calling it: docs/semantics.md §5.9): its
+/// `idempotentHint`, read only when the server is configured in a trusted capabilities file.
+pub fn idempotent_of(annotations: Option<&ToolAnnotations>, trusted: bool) -> bool {
+    annotations
+        .filter(|_| trusted)
+        .is_some_and(|a| a.idempotent_hint == Some(true))
+}
+
 /// A tool of an MCP server, as the gate calls it.
 #[derive(Debug)]
 pub(super) struct McpTool {
@@ -75,6 +84,7 @@ impl McpTool {
                 effects: effects_of(t.annotations.as_ref(), cfg.trusted),
                 input_schema: Json::Object((*t.input_schema).clone()),
                 output_schema,
+                idempotent: idempotent_of(t.annotations.as_ref(), cfg.trusted),
             },
             timeout_ms: cfg.timeout_ms,
             origin: format!("mcp:{}", cfg.name),

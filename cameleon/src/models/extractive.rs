@@ -511,6 +511,7 @@ mod tests {
             effects: crate::operator::capability::Effect::None,
             input_schema: json!({"type": "object"}),
             output_schema: json!(true),
+            idempotent: false,
         });
         let e = crate::runtime::block_on(m.chat(&r)).unwrap_err();
         assert!(e.message.contains("cannot decide to call tools"), "{e}");

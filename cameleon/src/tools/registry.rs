@@ -194,6 +194,9 @@ pub struct ToolEntry {
     pub timeout_ms: Option<u64>,
     /// `#[tool(effects = …)]`; `external` when the attribute does not say.
     pub effects: Effect,
+    /// `#[tool(idempotent)]`: a repeated call does what the first did (see
+    /// [`ToolManifest::idempotent`]).
+    pub idempotent: bool,
     /// The function.
     pub run: ToolFn,
 }
@@ -218,6 +221,7 @@ impl ToolEntry {
             effects: self.effects,
             input_schema: (self.input_schema)(),
             output_schema: (self.output_schema)(),
+            idempotent: self.idempotent,
         }
     }
 }

@@ -240,6 +240,13 @@ pub struct ToolManifest {
     pub input_schema: serde_json::Value,
     /// JSON Schema of the content of an `ok` result (`true`: any JSON).
     pub output_schema: serde_json::Value,
+    /// The tool says a repeated call with the same arguments does what the first did and
+    /// answers the same: a run that reuses recorded firings (docs/semantics.md §5.9) may then
+    /// reuse a firing that calls it even when its effects are `write` or `external`. Left out
+    /// of the manifest's JSON when `false` (the default: a manifest that does not say is not
+    /// idempotent).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idempotent: bool,
 }
 
 /// The tool gate as a run sees it: the one door every tool call of the run goes through.
