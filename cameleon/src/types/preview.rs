@@ -4,7 +4,7 @@ use std::io;
 
 use serde::Serialize;
 
-/// The start of a value's JSON text ([`Value::preview`]).
+/// The start of a value's JSON text ([`Value::preview`](crate::Value::preview)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Preview {
     /// The text, at most the bound long.
@@ -15,7 +15,7 @@ pub struct Preview {
 
 impl Preview {
     /// The start of the JSON text of any serde value (a `serde_json::Value`, a record), as
-    /// [`Value::preview`] does for a token's value.
+    /// [`Value::preview`](crate::Value::preview) does for a token's value.
     ///
     /// ```
     /// use cameleon::types::Preview;
