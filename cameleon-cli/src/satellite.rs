@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use cameleon::capabilities::{CapabilitiesBuilder, CapabilitiesError, CapabilityNames, Source};
+use cameleon::capabilities::{
+    CapabilitiesBuilder, CapabilitiesError, CapabilityNames, CapabilitySource,
+};
 use cameleon::catalogue::Catalogue;
 use cameleon::tools::{Tool, ToolRegistry};
 use cameleon_nats::{NatsOptions, OpsToHost, Remote, Satellite, SatelliteConfig};
@@ -424,7 +426,7 @@ pub(super) struct SatelliteTools {
     remote: Remote,
 }
 
-impl Source for SatelliteTools {
+impl CapabilitySource for SatelliteTools {
     fn describe(&self) -> String {
         "the satellites (`--nats`)".to_owned()
     }

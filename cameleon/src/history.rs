@@ -27,7 +27,7 @@ pub use record::{FiringRecord, Note, Recorded, StepKind, StepRecord, TokenRecord
 
 /// A node: one history entry (one step).
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Node {
+pub(crate) struct NodeRec {
     pub(crate) parent: u32,
     pub(crate) first_firing: u32,
     /// Its first token in the arena: a node's tokens are the arena from there to the next
@@ -45,7 +45,7 @@ pub(crate) struct FiringRec {
 
 /// A connection a firing wrote.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Written {
+pub(crate) struct WriteRec {
     pub(crate) conn: u32,
     pub(crate) prior_tok: u32,
     pub(crate) new_tok: u32,
@@ -57,9 +57,9 @@ pub(crate) struct Written {
 // clock. Branch numbers are kept per branch, not per node.
 const _: () = {
     use std::mem::size_of;
-    assert!(size_of::<Node>() == size_of::<[u32; 3]>());
+    assert!(size_of::<NodeRec>() == size_of::<[u32; 3]>());
     assert!(size_of::<FiringRec>() == size_of::<[u32; 3]>());
-    assert!(size_of::<Written>() == size_of::<[u32; 3]>());
+    assert!(size_of::<WriteRec>() == size_of::<[u32; 3]>());
     assert!(size_of::<crate::connection::Token>() == size_of::<[usize; 3]>());
 };
 
@@ -83,11 +83,11 @@ pub(crate) struct SavedStates {
 
 /// The history store. Everything is append-only except `path` and `redo`.
 #[derive(Default)]
-pub(crate) struct Store {
-    pub(crate) nodes: Vec<Node>,
+pub(crate) struct HistoryTree {
+    pub(crate) nodes: Vec<NodeRec>,
     pub(crate) firings: Vec<FiringRec>,
     pub(crate) consumed: Vec<u32>,
-    pub(crate) written: Vec<Written>,
+    pub(crate) written: Vec<WriteRec>,
     pub(crate) states: Vec<SavedStates>,
     /// The reused firings (by index, ascending) and where each was recorded.
     pub(crate) reused: Vec<(u32, ReusedFrom)>,
@@ -114,7 +114,7 @@ pub(crate) struct Store {
     pub(crate) start: Vec<u32>,
 }
 
-impl fmt::Debug for Store {
+impl fmt::Debug for HistoryTree {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("History")
             .field("nodes", &self.nodes.len())
@@ -124,10 +124,10 @@ impl fmt::Debug for Store {
     }
 }
 
-impl Store {
+impl HistoryTree {
     /// A store sized for a run that fires each operator about once.
     pub(crate) fn with_capacity(ops: usize, conns: usize) -> Self {
-        Store {
+        HistoryTree {
             nodes: Vec::with_capacity(ops),
             firings: Vec::with_capacity(ops),
             consumed: Vec::with_capacity(conns),
@@ -212,18 +212,26 @@ impl Store {
         self.states.get(i)
     }
 
-    /// Starts a new node as a child of the current tip; its tokens start at `first_token`.
-    #[inline]
-    pub(crate) fn open_node(&mut self, first_token: u32) -> u32 {
-        let parent = self.path.last().copied().unwrap_or(NONE);
-        self.open_node_at(parent, first_token)
-    }
-
     /// Starts a new node as a child of `parent` (`NONE`: a root); its tokens start at
     /// `first_token`.
     #[inline]
     pub(crate) fn open_node_at(&mut self, parent: u32, first_token: u32) -> u32 {
         let branch = self.branch_under(parent);
+        self.open_node_under(parent, branch, first_token)
+    }
+
+    /// Starts a new node as a child of the current tip, on `branch` — its
+    /// [`next_branch`](Self::next_branch), computed by the caller; its tokens start at
+    /// `first_token`.
+    #[inline]
+    pub(crate) fn open_node_on(&mut self, branch: u32, first_token: u32) -> u32 {
+        debug_assert_eq!(branch, self.next_branch());
+        let parent = self.path.last().copied().unwrap_or(NONE);
+        self.open_node_under(parent, branch, first_token)
+    }
+
+    #[inline]
+    fn open_node_under(&mut self, parent: u32, branch: u32, first_token: u32) -> u32 {
         let node = self.nodes.len() as u32;
         if branch as usize > self.branch_starts.len() {
             self.branch_starts.push(node);
@@ -233,7 +241,7 @@ impl Store {
         } else {
             self.has_child[parent as usize] = true;
         }
-        self.nodes.push(Node {
+        self.nodes.push(NodeRec {
             parent,
             first_firing: self.firings.len() as u32,
             first_token,
@@ -379,10 +387,10 @@ impl Store {
     /// Heap bytes used by the delta records (not the values behind the tokens).
     pub(crate) fn footprint(&self) -> usize {
         use std::mem::size_of;
-        self.nodes.len() * size_of::<Node>()
+        self.nodes.len() * size_of::<NodeRec>()
             + self.firings.len() * size_of::<FiringRec>()
             + self.consumed.len() * size_of::<u32>()
-            + self.written.len() * size_of::<Written>()
+            + self.written.len() * size_of::<WriteRec>()
             + self.states.len() * size_of::<SavedStates>()
             + self.branch_starts.len() * size_of::<u32>()
     }
@@ -429,7 +437,7 @@ pub struct Entry {
 /// A read-only view of the history, from [`Cvm::history`](crate::Cvm::history).
 #[derive(Debug)]
 pub struct History<'a> {
-    pub(crate) store: &'a Store,
+    pub(crate) store: &'a HistoryTree,
     pub(crate) tokens: usize,
 }
 
@@ -534,7 +542,7 @@ mod tests {
 
     #[test]
     fn a_node_lies_on_the_branch_of_its_nearest_ancestor_that_starts_one() {
-        let mut s = Store::default();
+        let mut s = HistoryTree::default();
         let a = s.open_node_at(NONE, 0); // the first root: branch 1
         let b = s.open_node_at(a, 0); // a's first child: 1
         let c = s.open_node_at(a, 0); // a's second child: 2

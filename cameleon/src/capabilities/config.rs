@@ -29,7 +29,7 @@ use super::mcp_section::{MCP, McpEntry, read_mcp};
 use super::nets_section::{NETS, read_nets};
 use super::price::{PRICE, read_price};
 use super::untrusted::{GRANTS, check_trust, read_grants};
-use super::{CapabilitiesBuilder, CapabilityNames, Entry};
+use super::{CapabilitiesBuilder, CapabilityNames, Registered};
 use crate::cm::tree::{self, Kind, Node, Span};
 use crate::cm::{CmError, CmProblem, CmProblemKind};
 use crate::operator::capability::Price;
@@ -238,7 +238,7 @@ fn load_into(
                 Ok(v) => {
                     b.chat.insert(
                         cfg.name.clone(),
-                        Entry {
+                        Registered {
                             value: v,
                             from,
                             price,
@@ -251,7 +251,7 @@ fn load_into(
                 Ok(v) => {
                     b.embedders.insert(
                         cfg.name.clone(),
-                        Entry {
+                        Registered {
                             value: v,
                             from,
                             price,
@@ -264,7 +264,7 @@ fn load_into(
                 Ok(v) => {
                     b.memories.insert(
                         cfg.name.clone(),
-                        Entry {
+                        Registered {
                             value: v,
                             from,
                             price,

@@ -2,7 +2,7 @@
 //! receives, assembled from **sources** into an immutable, numbered **generation**
 //! (docs/capabilities.md).
 //!
-//! - **Sources** ([`Source`]): a `cameleon.yaml` file ([`ConfigFile`]), the environment
+//! - **Sources** ([`CapabilitySource`]): a `cameleon.yaml` file ([`ConfigFile`]), the environment
 //!   ([`EnvSource`]: the file named by `CAMELEON_CAPABILITIES`), code ([`CodeSource`]). Later
 //!   sources override earlier ones, entry by entry.
 //! - **A generation** ([`Generation`], in an `Arc`, numbered 1, 2, …) holds the registries:
@@ -62,7 +62,8 @@ pub use config::{ENV_VAR, load_config_str};
 pub use kinds::{Build, KindConfig, KindError, ProviderKind, Section, kinds};
 pub use names::{CapabilityNames, NameCheck, check_names};
 pub use runtime::{
-    CapabilitiesError, CodeSource, ConfigFile, EnvSource, Grants, Runtime, RuntimeBuilder, Source,
+    CapabilitiesError, CapabilitySource, CodeSource, ConfigFile, EnvSource, Grants, Runtime,
+    RuntimeBuilder,
 };
 
 use crate::net::ToolPolicy;
@@ -75,7 +76,7 @@ use crate::tools::{Tool, ToolGate, ToolRegistry};
 
 /// An entry of a registry and where it was configured (for messages).
 #[derive(Clone)]
-struct Entry<T: ?Sized> {
+struct Registered<T: ?Sized> {
     value: Arc<T>,
     from: String,
     /// Its price (`price_usd:`), for a chat model or an embedder.
@@ -83,11 +84,11 @@ struct Entry<T: ?Sized> {
 }
 
 /// The sources' contributions while a generation is assembled: registries by name, extra
-/// tools, the observer. A [`Source`] writes into it; [`CodeSource`] hands it to your closure.
+/// tools, the observer. A [`CapabilitySource`] writes into it; [`CodeSource`] hands it to your closure.
 pub struct CapabilitiesBuilder {
-    chat: BTreeMap<String, Entry<dyn ChatModel>>,
-    embedders: BTreeMap<String, Entry<dyn Embedder>>,
-    memories: BTreeMap<String, Entry<dyn Memory>>,
+    chat: BTreeMap<String, Registered<dyn ChatModel>>,
+    embedders: BTreeMap<String, Registered<dyn Embedder>>,
+    memories: BTreeMap<String, Registered<dyn Memory>>,
     tools: Vec<Arc<dyn Tool>>,
     observer: Option<Arc<dyn Telemetry>>,
     sources: Vec<String>,
@@ -169,7 +170,7 @@ impl CapabilitiesBuilder {
     pub fn chat(&mut self, name: impl Into<String>, model: Arc<dyn ChatModel>) -> &mut Self {
         self.chat.insert(
             name.into(),
-            Entry {
+            Registered {
                 value: model,
                 from: "code".into(),
                 price: None,
@@ -182,7 +183,7 @@ impl CapabilitiesBuilder {
     pub fn embedder(&mut self, name: impl Into<String>, e: Arc<dyn Embedder>) -> &mut Self {
         self.embedders.insert(
             name.into(),
-            Entry {
+            Registered {
                 value: e,
                 from: "code".into(),
                 price: None,
@@ -195,7 +196,7 @@ impl CapabilitiesBuilder {
     pub fn memory(&mut self, name: impl Into<String>, m: Arc<dyn Memory>) -> &mut Self {
         self.memories.insert(
             name.into(),
-            Entry {
+            Registered {
                 value: m,
                 from: "code".into(),
                 price: None,
@@ -305,7 +306,7 @@ impl CapabilitiesBuilder {
 
 /// Builds offline kind `kind` (no settings) under each of `names` that `map` does not hold.
 fn add_default<T: ?Sized>(
-    map: &mut BTreeMap<String, Entry<T>>,
+    map: &mut BTreeMap<String, Registered<T>>,
     names: &[&str],
     kind: &str,
     build: fn(&KindConfig) -> Result<Arc<T>, KindError>,
@@ -323,7 +324,7 @@ fn add_default<T: ?Sized>(
         if let Ok(value) = build(&cfg) {
             let from = format!("the built-in default (`{kind}`)");
             let price = None;
-            map.insert((*name).into(), Entry { value, from, price });
+            map.insert((*name).into(), Registered { value, from, price });
         }
     }
 }
@@ -331,9 +332,9 @@ fn add_default<T: ?Sized>(
 /// An immutable set of capabilities, numbered: what runs pinned to it see, to their end.
 pub struct Generation {
     number: u64,
-    chat: BTreeMap<String, Entry<dyn ChatModel>>,
-    embedders: BTreeMap<String, Entry<dyn Embedder>>,
-    memories: BTreeMap<String, Entry<dyn Memory>>,
+    chat: BTreeMap<String, Registered<dyn ChatModel>>,
+    embedders: BTreeMap<String, Registered<dyn Embedder>>,
+    memories: BTreeMap<String, Registered<dyn Memory>>,
     tools: Arc<ToolRegistry>,
     observer: Arc<dyn Telemetry>,
     sources: Vec<String>,

@@ -39,7 +39,7 @@ pub enum CapabilitiesError {
 
 /// Where capabilities come from. A source writes its entries into the builder each time a
 /// generation is built (at start and at every [`Runtime::reload`]).
-pub trait Source: Send + Sync + fmt::Debug {
+pub trait CapabilitySource: Send + Sync + fmt::Debug {
     /// How messages name it (`` `cameleon.yaml` ``, `code`).
     fn describe(&self) -> String;
 
@@ -109,7 +109,7 @@ impl ConfigFile {
     }
 }
 
-impl Source for ConfigFile {
+impl CapabilitySource for ConfigFile {
     fn describe(&self) -> String {
         format!("`{}`", self.path.display())
     }
@@ -135,7 +135,7 @@ impl Source for ConfigFile {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EnvSource;
 
-impl Source for EnvSource {
+impl CapabilitySource for EnvSource {
     fn describe(&self) -> String {
         format!("the file named by `{ENV_VAR}`")
     }
@@ -178,7 +178,7 @@ impl Grants {
     }
 }
 
-impl Source for Grants {
+impl CapabilitySource for Grants {
     fn describe(&self) -> String {
         self.from.clone()
     }
@@ -227,7 +227,7 @@ impl CodeSource {
     }
 }
 
-impl Source for CodeSource {
+impl CapabilitySource for CodeSource {
     fn describe(&self) -> String {
         self.name.clone()
     }
@@ -243,12 +243,12 @@ impl Source for CodeSource {
 /// Builds a [`Runtime`] from its sources.
 #[derive(Debug, Default)]
 pub struct RuntimeBuilder {
-    sources: Vec<Arc<dyn Source>>,
+    sources: Vec<Arc<dyn CapabilitySource>>,
 }
 
 impl RuntimeBuilder {
     /// Adds a source; later sources override earlier ones, entry by entry.
-    pub fn source(mut self, s: impl Source + 'static) -> Self {
+    pub fn source(mut self, s: impl CapabilitySource + 'static) -> Self {
         self.sources.push(Arc::new(s));
         self
     }
@@ -316,7 +316,10 @@ impl RuntimeBuilder {
     }
 }
 
-fn assemble(sources: &[Arc<dyn Source>], number: u64) -> Result<Generation, CapabilitiesError> {
+fn assemble(
+    sources: &[Arc<dyn CapabilitySource>],
+    number: u64,
+) -> Result<Generation, CapabilitiesError> {
     let mut b = CapabilitiesBuilder::new();
     for s in sources {
         s.apply(&mut b)?;
@@ -327,7 +330,7 @@ fn assemble(sources: &[Arc<dyn Source>], number: u64) -> Result<Generation, Capa
 /// The capability runtime: the sources, and the current generation, which runs pin when they
 /// start (docs/capabilities.md).
 pub struct Runtime {
-    sources: Vec<Arc<dyn Source>>,
+    sources: Vec<Arc<dyn CapabilitySource>>,
     current: RwLock<Arc<Generation>>,
     /// Held while a reload builds, so two reloads give two numbers in order.
     reloading: Mutex<()>,

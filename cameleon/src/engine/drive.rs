@@ -56,7 +56,7 @@ macro_rules! step_cx {
     ($cvm:ident, $step:expr, $spans:expr) => {
         StepCx {
             step: $step,
-            branch: $cvm.history.next_branch(),
+            branch: $cvm.scratch.branch,
             ops: &$cvm.scratch.ops,
             plan: &$cvm.scratch.plan,
             tokens: &$cvm.marking.tokens,
@@ -126,6 +126,7 @@ impl Cvm {
             return Begun::Over(Ok(Advance::Ended(EndState::Cancelled)));
         }
         let step = self.history.path.len() as u32 + 1;
+        self.scratch.branch = self.history.next_branch();
         self.plan_step();
         if self.observer.is_some() {
             self.notify_started(step);
@@ -228,7 +229,11 @@ impl Cvm {
                     self.scratch.ops.extend(self.marking.enabled.iter());
                 }
             }
-            _ => self.scratch.ops.extend(self.marking.enabled.first()),
+            _ => {
+                if let Some(o) = self.marking.enabled.first() {
+                    self.scratch.ops.push(o);
+                }
+            }
         }
         if self.scratch.ops.is_empty() {
             return Some(self.terminal_state().unwrap_or(EndState::Completed));
@@ -269,6 +274,8 @@ impl Cvm {
         if !self.operators.interrupted.is_empty() {
             self.operators.interrupted.clear(); // `begin` left it empty: no drop call here
         }
+        let n = self.scratch.ops.len();
+        let many = n > 1; // one firing reads every slot: no `slot_start`
         for &o in &self.scratch.ops {
             let ins = &self.marking.ports.inputs[self.operators.topo.in_range(o)];
             let op = &self.net.ops[o].op;
@@ -276,14 +283,17 @@ impl Cvm {
             let consumes = op.consumes(ins);
             plan.consumes
                 .push(InputSet(consumes.0 & InputSet::new_inputs(ins).0));
-            plan.slot_start.push(plan.slots.len());
+            if many {
+                plan.slot_start.push(plan.slots.len());
+            }
             for &c in self.operators.topo.ins(o) {
                 plan.slots.push(self.marking.slot(c)); // a loop: `extend` costs more here
             }
             self.operators.interrupted.push((o as u32, op.save_state()));
         }
-        plan.slot_start.push(plan.slots.len());
-        let n = self.scratch.ops.len();
+        if many {
+            plan.slot_start.push(plan.slots.len());
+        }
         if self.scratch.emitted.len() < n {
             self.scratch.emitted.resize_with(n, Vec::new);
         }
@@ -300,7 +310,9 @@ impl Cvm {
     /// branch; the recorder is told (its failure undoes the step).
     #[inline(always)]
     fn commit_step(&mut self, step: u32) -> Result<Advance, StepError> {
-        let node = self.history.open_node(self.marking.tokens.len() as u32);
+        let node = self
+            .history
+            .open_node_on(self.scratch.branch, self.marking.tokens.len() as u32);
         for j in 0..self.scratch.ops.len() {
             let o = self.scratch.ops[j];
             let before = self.operators.interrupted[j].1.take();
@@ -329,12 +341,8 @@ impl Cvm {
         }
         self.operators.interrupted.clear();
         self.history.path.push(node);
-        let future = std::mem::take(&mut self.history.redo);
-        if self.context.recorder.is_some()
-            && let Err(e) = self.record_commit(node, step)
-        {
-            self.history.redo = future; // the step was undone: the future is as it was
-            return Err(e);
+        if !self.history.redo.is_empty() || self.context.recorder.is_some() {
+            self.end_future(node, step)?;
         }
         if self.observer.is_some() {
             self.notify(|cvm| Event::StepCommitted {
@@ -344,6 +352,21 @@ impl Cvm {
             });
         }
         Ok(Advance::Fired { replayed: false })
+    }
+
+    /// After a committed step: the recorded future, if any, is a branch now; the recorder is
+    /// told, and if it fails the step is undone and the future is as it was.
+    #[cold]
+    #[inline(never)]
+    fn end_future(&mut self, node: u32, step: u32) -> Result<(), StepError> {
+        let future = std::mem::take(&mut self.history.redo);
+        if self.context.recorder.is_some()
+            && let Err(e) = self.record_commit(node, step)
+        {
+            self.history.redo = future; // the step was undone: the future is as it was
+            return Err(e);
+        }
+        Ok(())
     }
 
     /// Discards the step: every operator back in its state before it (a successful firing

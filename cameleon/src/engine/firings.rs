@@ -23,6 +23,8 @@ use crate::operator::{Execution, InputSet, InputSlot, OpSettings, OpState, Parti
 /// What the firings of a step read, per firing (in the order of the step's operators).
 #[derive(Default)]
 pub(super) struct StepPlan {
+    /// Where each firing's inputs start in `slots`, and where the last one's end; empty for a
+    /// step of one firing, which reads them all (the sequential hot path pushes nothing here).
     pub(super) slot_start: Vec<usize>,
     pub(super) slots: Vec<InputSlot>,
     pub(super) consumes: Vec<InputSet>,
@@ -30,7 +32,11 @@ pub(super) struct StepPlan {
 
 impl StepPlan {
     /// The inputs of the step's `j`-th firing.
+    #[inline]
     pub(super) fn inputs(&self, j: usize) -> &[InputSlot] {
+        if self.slot_start.is_empty() {
+            return &self.slots; // a step of one firing
+        }
         &self.slots[self.slot_start[j]..self.slot_start[j + 1]]
     }
 
@@ -74,8 +80,9 @@ pub(super) struct StepCx<'a> {
 
 /// Runs the step's firings one after the other on the calling thread, through [`fire_now`], up
 /// to the first failure (later firings are not needed: the step is discarded). `before`: each
-/// operator's state before the step; `outcomes` and `emitted` receive one entry per firing
-/// (`None` and nothing for those not run).
+/// operator's state before the step; `emitted` receives each firing's emissions. `outcomes`
+/// stays empty when every firing succeeds (an inline firing has nothing to keep beside its
+/// emissions); after a failure it holds one entry per firing (`None` for those not run).
 // Always inlined: it is the sequential hot path (see benches/engine.rs).
 #[inline(always)]
 pub(super) fn fire_inline(
@@ -104,15 +111,32 @@ pub(super) fn fire_inline(
         if let Some(obs) = observer.as_mut() {
             obs(&out.event(b.step, &meta.name));
         }
-        let failed = out.result.is_err();
-        outcomes.push(Some(out));
-        if failed {
+        if out.result.is_err() {
+            failed_at(outcomes, j, out, b.ops.len());
             break;
         }
     }
-    if outcomes.len() < b.ops.len() {
-        outcomes.resize_with(b.ops.len(), || None); // only after a failure
-    }
+}
+
+/// The outcomes of a step of inline firings that failed at firing `j`: the firings before it
+/// succeeded (an inline firing has nothing else to keep: no reuse, see `attempt::fire_now`),
+/// `j` failed with `out`, the later ones did not run. A step whose inline firings all succeed
+/// leaves `outcomes` empty: nothing is pushed on the hot path.
+#[cold]
+#[inline(never)]
+fn failed_at(outcomes: &mut Vec<Option<FiringOutcome>>, j: usize, out: FiringOutcome, n: usize) {
+    outcomes.clear();
+    outcomes.extend((0..j).map(|_| {
+        Some(FiringOutcome {
+            result: Ok(()),
+            attempts: 1,
+            elapsed: std::time::Duration::ZERO,
+            reused: None,
+            key: None,
+        })
+    }));
+    outcomes.push(Some(out));
+    outcomes.resize_with(n, || None);
 }
 
 type FiringFuture<'a> = Pin<Box<dyn Future<Output = FiringOutcome> + Send + 'a>>;

@@ -41,7 +41,7 @@ pub(super) struct Carrier {
 
 impl<'a> Loan<'a> {
     pub(super) fn new(slot: &'a mut Box<dyn Operator>) -> (Self, Carrier) {
-        let op = std::mem::replace(slot, Box::new(Lent));
+        let op = std::mem::replace(slot, Box::new(OnLoan));
         let back = Arc::new(Returned::default());
         let carrier = Carrier {
             op: Some(op),
@@ -115,9 +115,9 @@ impl Drop for Carrier {
 
 /// Stands in the net for an operator lent to the blocking pool. Never fired: the engine does
 /// not look at the operator's place until it is back.
-struct Lent;
+struct OnLoan;
 
-impl Operator for Lent {
+impl Operator for OnLoan {
     fn spec(&self) -> OpSpec {
         OpSpec::new("lent", "Lent", Family::Behavioral, Policy::Custom)
     }

@@ -15,7 +15,7 @@ use super::attempt::Emissions;
 use super::bits::Bits;
 use super::parts::Operators;
 use crate::connection::{ConnState, NONE, OpId, Token};
-use crate::history::{FiringRec, SavedStates, Store, Written};
+use crate::history::{FiringRec, HistoryTree, SavedStates, WriteRec};
 use crate::net::{NO_PORT, Net, PortStates, Topo, evaluate, evaluate_cached};
 use crate::operator::{InputSet, InputSlot, OpState};
 
@@ -133,7 +133,7 @@ impl LiveMarking {
         &mut self,
         net: &Net,
         table: &Operators,
-        history: &Store,
+        history: &HistoryTree,
         f: usize,
     ) {
         let o = history.firings[f].op;
@@ -165,7 +165,7 @@ impl LiveMarking {
         &mut self,
         net: &Net,
         table: &Operators,
-        history: &mut Store,
+        history: &mut HistoryTree,
         firing: NewFiring,
         emitted: &mut Emissions,
     ) {
@@ -210,7 +210,7 @@ impl LiveMarking {
                 op: OpId(o as u32),
             });
             for &c in topo.port_conns(o, port as usize) {
-                history.written.push(Written {
+                history.written.push(WriteRec {
                     conn: c,
                     prior_tok: self.token_of[c as usize],
                     new_tok: t,
@@ -229,7 +229,13 @@ impl LiveMarking {
     /// connections, so `back` and replay treat them as any other.
     #[cold]
     #[inline(never)]
-    fn cancel_region(&mut self, topo: &Topo, history: &mut Store, o: usize, emitted: &Emissions) {
+    fn cancel_region(
+        &mut self,
+        topo: &Topo,
+        history: &mut HistoryTree,
+        o: usize,
+        emitted: &Emissions,
+    ) {
         let on = topo.cancel_on[o];
         if on != NO_PORT && !emitted.iter().any(|(p, _)| *p == on) {
             return;
@@ -246,7 +252,7 @@ impl LiveMarking {
 
     /// Re-applies recorded firing `f` to the marking (its operator's `replay` is the caller's,
     /// then [`refresh_around`](Self::refresh_around)).
-    pub(super) fn redo(&mut self, topo: &Topo, history: &Store, f: usize) {
+    pub(super) fn redo(&mut self, topo: &Topo, history: &HistoryTree, f: usize) {
         for i in history.consumed_range(f) {
             self.set(topo, history.consumed[i] as usize, ConnState::Old);
         }
@@ -260,7 +266,7 @@ impl LiveMarking {
 
     /// Takes recorded firing `f` back from the marking, in reverse order (its operator's
     /// `rollback` is the caller's, then [`refresh_around`](Self::refresh_around)).
-    pub(super) fn undo(&mut self, topo: &Topo, history: &Store, f: usize) {
+    pub(super) fn undo(&mut self, topo: &Topo, history: &HistoryTree, f: usize) {
         for i in history.written_range(f).rev() {
             let w = history.written[i];
             let c = w.conn as usize;
@@ -279,7 +285,13 @@ impl LiveMarking {
     }
 
     /// Recorded firing `f`'s emissions (port, value), into `into`.
-    pub(super) fn emitted_by(&self, net: &Net, history: &Store, f: usize, into: &mut Emissions) {
+    pub(super) fn emitted_by(
+        &self,
+        net: &Net,
+        history: &HistoryTree,
+        f: usize,
+        into: &mut Emissions,
+    ) {
         into.clear();
         let mut last = NONE;
         for i in history.written_range(f) {

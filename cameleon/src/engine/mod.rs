@@ -28,7 +28,7 @@
 //! | `net` | the [`Net`]: its operators (the executors) and connections |
 //! | `Operators` | per operator: the topology, how it executes, its settings, its question |
 //! | `LiveMarking` | connection states, tokens, port views, enabled and waiting sets, fire counts |
-//! | `history::Store` | the history tree |
+//! | `history::HistoryTree` | the history tree |
 //! | `RunContext` | run id, capabilities, cancel token, partial sink, recorder, mode, limits, spans |
 //! | `observer` | the [`Event`] callback (its own part: firings call it while the step reads the rest) |
 //!
@@ -57,13 +57,15 @@
 //! | `outcome` | [`Step`], [`EndState`], the errors, [`ConnView`], [`Marking`] |
 //! | `record` | the [`Recorder`] hook a journal plugs into; [`Committed`], a step just committed |
 //! | `restore` | [`Cvm::record`] and [`Cvm::restore`] / [`Restoring`]: the history in its one record, and back |
+//! | `reuse` | reuse across runs (docs/semantics.md §5.9): a firing's key, [`ReuseSource`], the reuse hook |
+//! | `seed` | [`Cvm::marking_record`] and [`Cvm::seed`]: a marking by name, into a fresh engine |
 //! | `trace` | [`Cvm::trace_lines`]: the history as `cameleon run --trace` writes it |
 //! | `spans`, `bits` | `tracing` spans of runs, steps and firings; operator sets |
 
 use std::fmt;
 use std::sync::Arc;
 
-use crate::history::Store;
+use crate::history::HistoryTree;
 use crate::net::{Mode, Net};
 use crate::operator::capability::Capabilities;
 
@@ -116,7 +118,7 @@ pub struct Cvm {
     /// Connection states, tokens, the enabled set.
     marking: LiveMarking,
     /// The history tree, the applied path and the recorded future.
-    history: Store,
+    history: HistoryTree,
     /// The run: its id, capabilities, limits, recorder, spans.
     context: RunContext,
     /// Told of every [`Event`], if installed.
@@ -141,7 +143,7 @@ impl Cvm {
     pub fn new(net: Net) -> Self {
         let operators = Operators::new(&net);
         let marking = LiveMarking::new(&operators.topo, net.conns.len(), net.ops.len());
-        let history = Store::with_capacity(net.ops.len(), net.conns.len());
+        let history = HistoryTree::with_capacity(net.ops.len(), net.conns.len());
         let context = RunContext::new(&net);
         let mut cvm = Cvm {
             operators,

@@ -139,8 +139,11 @@ pub(super) struct Scratch {
     pub(super) plan: StepPlan,
     /// Per firing of the step: its emissions.
     pub(super) emitted: Vec<Emissions>,
-    /// Per firing of the step: how it ended (`None`: not run, or cancelled).
+    /// Per firing of the step: how it ended (`None`: not run, or cancelled). Empty after a step
+    /// of inline firings that all succeeded (`firings::fire_inline`).
     pub(super) outcomes: Vec<Option<FiringOutcome>>,
+    /// The branch the step under way extends (computed once, in `begin`).
+    pub(super) branch: u32,
     /// The emissions of a recorded firing being redone or undone.
     pub(super) replayed: Emissions,
 }

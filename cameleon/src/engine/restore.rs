@@ -6,7 +6,7 @@
 use super::{Cvm, RecordError};
 use crate::connection::{ConnState, NONE, OpId, Token};
 use crate::history::{
-    FiringRec, FiringRecord, Recorded, SavedStates, StepKind, StepRecord, TokenRecord, Written,
+    FiringRec, FiringRecord, Recorded, SavedStates, StepKind, StepRecord, TokenRecord, WriteRec,
     WrittenRecord,
 };
 use crate::types::type_by_name;
@@ -225,7 +225,7 @@ impl Cvm {
                 if !(first..end).contains(&w.new) {
                     return Err(format!("`{name}` wrote a token it did not emit"));
                 }
-                self.history.written.push(Written {
+                self.history.written.push(WriteRec {
                     conn: w.conn,
                     prior_tok: w.prior.unwrap_or(NONE),
                     new_tok: w.new,

@@ -667,7 +667,7 @@ impl CommittedFiring<'_> {
 /// and its key (computed before the firing). Called as the firing is applied, before its
 /// record is added.
 #[inline]
-pub(super) fn keep(history: &mut crate::history::Store, out: &mut Outcome) {
+pub(super) fn keep(history: &mut crate::history::HistoryTree, out: &mut Outcome) {
     let firing = history.firings.len() as u32;
     if let Some(from) = out.reused.take() {
         history.reused.push((firing, from));

@@ -99,7 +99,7 @@ pub enum JournalError {
     /// The engine or its net cannot be journaled.
     #[error("this run cannot be journaled: {0}")]
     NotJournalable(String),
-    /// Another process goes on with the run ([`RunLock`]).
+    /// Another process goes on with the run ([`RunLock`](super::RunLock)).
     #[error(
         "run `{run}` of `{path}` is being resumed by {}: one process at a time goes on with a run (the lock `{lock}` is released when that process ends, however it ends)",
         if .holder.is_empty() { "another process" } else { .holder.as_str() }

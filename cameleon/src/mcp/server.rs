@@ -30,7 +30,7 @@ const GUARD: &str = "trap '' INT TERM HUP; read -r _; kill -s KILL -- \"-$1\" 2>
 pub struct McpServer {
     config: McpServerConfig,
     me: Weak<McpServer>,
-    state: tokio::sync::Mutex<State>,
+    state: tokio::sync::Mutex<ServerState>,
 }
 
 impl fmt::Debug for McpServer {
@@ -42,7 +42,7 @@ impl fmt::Debug for McpServer {
 }
 
 #[derive(Default)]
-struct State {
+struct ServerState {
     conn: Option<Conn>,
     starts: u32,
     /// The tools it listed (once, at its first start).
@@ -82,7 +82,7 @@ impl McpServer {
         Arc::new_cyclic(|me| McpServer {
             config,
             me: me.clone(),
-            state: tokio::sync::Mutex::new(State::default()),
+            state: tokio::sync::Mutex::new(ServerState::default()),
         })
     }
 
@@ -96,7 +96,7 @@ impl McpServer {
     }
 
     /// A usable connection: the running one, else a new start (at most [`MAX_STARTS`] in all).
-    async fn peer(&self, st: &mut State) -> Result<Peer<RoleClient>, String> {
+    async fn peer(&self, st: &mut ServerState) -> Result<Peer<RoleClient>, String> {
         if let Some(c) = &mut st.conn {
             match c.gone() {
                 None => return Ok(c.service.peer().clone()),

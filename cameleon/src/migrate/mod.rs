@@ -3,7 +3,7 @@
 //!
 //! [`migrate`] maps the run's marking from its net (OLD) onto the new one (NEW) by connection
 //! identity and operator ids ([`map_marking`]), then asks the verifier
-//! ([`prove_migration`](crate::verify::prove_migration)): (a) from the mapped marking, NEW cannot
+//! ([`prove_migration`]): (a) from the mapped marking, NEW cannot
 //! deadlock and can always complete; (b) NEW itself reaches that marking from its initial
 //! marking (else work would be skipped or done twice: the dynamic-change bug). A move that
 //! passes both is recorded in the journal as one history entry, in one transaction; `resume`

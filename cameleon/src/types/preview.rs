@@ -4,7 +4,7 @@ use std::io;
 
 use serde::Serialize;
 
-/// The start of a value's JSON text ([`Value::preview`]).
+/// The start of a value's JSON text ([`Value::preview`](crate::Value::preview)).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Preview {
     /// The text, at most the bound long.
@@ -15,7 +15,7 @@ pub struct Preview {
 
 impl Preview {
     /// The start of the JSON text of any serde value (a `serde_json::Value`, a record), as
-    /// [`Value::preview`] does for a token's value.
+    /// [`Value::preview`](crate::Value::preview) does for a token's value.
     ///
     /// ```
     /// use cameleon::types::Preview;
@@ -39,7 +39,7 @@ impl Preview {
         max: usize,
         write: impl FnOnce(&mut dyn io::Write) -> Result<(), serde_json::Error>,
     ) -> Preview {
-        let mut out = Capped {
+        let mut out = CappedWriter {
             buf: Vec::with_capacity(max.min(4096)),
             max,
             full: false,
@@ -62,13 +62,13 @@ impl Preview {
 }
 
 /// A writer that keeps its first `max` bytes and then refuses, so a serialiser stops.
-struct Capped {
+struct CappedWriter {
     buf: Vec<u8>,
     max: usize,
     full: bool,
 }
 
-impl io::Write for Capped {
+impl io::Write for CappedWriter {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         let room = self.max - self.buf.len();
         if data.len() > room {

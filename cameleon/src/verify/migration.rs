@@ -364,7 +364,7 @@ pub struct RegionState {
 
 /// The safe change region: for OLD's reachable control states, which migrate safely to NEW.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Region {
+pub struct SafeRegion {
     /// A sentence a person can read ("safe except while a token is between `draft` and
     /// `review`").
     pub summary: String,
@@ -385,7 +385,7 @@ pub fn safe_region(
     new: &Net,
     renames: &[(String, String)],
     opts: &VerifyOptions,
-) -> Region {
+) -> SafeRegion {
     let mut old_model = Model::new(old);
     let og = parallel::explore_full(&mut old_model, opts.max_states, 1, &mut |_| {});
     let mut space = Space::new(new, opts.max_states);
@@ -440,7 +440,7 @@ pub fn safe_region(
     }
     let complete = !og.budget_hit && !space.g.budget_hit;
     let summary = summarise(old, &states);
-    Region {
+    SafeRegion {
         always_safe: states.iter().all(|s| s.safe),
         safe_states: states.iter().filter(|s| s.safe).count(),
         summary,

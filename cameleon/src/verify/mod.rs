@@ -71,8 +71,8 @@ pub use crate::operator::FiniteControl;
 pub use explore::Progress;
 pub use follow::{Change, FollowError, Trace, TraceEnd, TraceStep, follow, parse_witness};
 pub use migration::{
-    ControlState, MigrationProof, Region, RegionState, map_connections, map_control, map_operators,
-    prove_migration, renamed, safe_region,
+    ControlState, MigrationProof, RegionState, SafeRegion, map_connections, map_control,
+    map_operators, prove_migration, renamed, safe_region,
 };
 pub use pnml::{PnmlError, to_pnml};
 pub use report::{

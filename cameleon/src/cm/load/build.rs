@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 
 use super::Loader;
-use super::decls::{Cx, parse_tree, read_decls};
+use super::decls::{LoadCx, parse_tree, read_decls};
 use super::locate::{Mapping, endpoint_op, join};
 use crate::catalogue::{BuildContext, BuildError};
 use crate::cm::error::CmProblemKind;
@@ -18,7 +18,7 @@ use crate::operator::{Firing, OpError, OpSpec, Operator};
 use crate::tools::ToolRegistry;
 
 impl<'c> Loader<'c> {
-    pub(super) fn load_inner(&self, cx: &mut Cx<'_>) -> Option<Net> {
+    pub(super) fn load_inner(&self, cx: &mut LoadCx<'_>) -> Option<Net> {
         let tree = parse_tree(cx)?;
         let src = cx.src;
         let decls = read_decls(cx, &tree, src)?;
@@ -233,7 +233,7 @@ fn tool_hint(name: &str, tools: &ToolRegistry) -> String {
 
 /// Every name under `tools:` is a tool of the build, listed once.
 fn check_tool_policy(
-    cx: &mut Cx<'_>,
+    cx: &mut LoadCx<'_>,
     node: &Node,
     t: &CmTools,
     tools: &ToolRegistry,

@@ -1,4 +1,4 @@
-//! Text → tree → typed declarations: the problems found so far ([`Cx`]), and reading each
+//! Text → tree → typed declarations: the problems found so far ([`LoadCx`]), and reading each
 //! top-level key, operator and connection on its own so that every mistake is reported.
 
 use crate::cm::error::{CmProblem, CmProblemKind};
@@ -8,12 +8,12 @@ use crate::cm::format::{
 use crate::cm::tree::{self, DeError, Node, Span};
 
 /// The problems found so far, against the source text.
-pub(super) struct Cx<'s> {
+pub(super) struct LoadCx<'s> {
     pub(super) src: &'s str,
     pub(super) problems: Vec<CmProblem>,
 }
 
-impl Cx<'_> {
+impl LoadCx<'_> {
     pub(super) fn push(
         &mut self,
         kind: CmProblemKind,
@@ -69,7 +69,7 @@ impl Decls<'_> {
 }
 
 /// Parses the text into a tree, or reports why it cannot.
-pub(super) fn parse_tree(cx: &mut Cx<'_>) -> Option<Node> {
+pub(super) fn parse_tree(cx: &mut LoadCx<'_>) -> Option<Node> {
     match tree::parse(cx.src) {
         Ok(t) => Some(t),
         Err(e) => {
@@ -86,7 +86,11 @@ pub(super) fn parse_tree(cx: &mut Cx<'_>) -> Option<Node> {
 
 /// Reads the declarations out of the tree: each top-level key, each operator and each
 /// connection on its own, so every mistake is reported.
-pub(super) fn read_decls<'t>(cx: &mut Cx<'_>, tree: &'t Node, src: &'t str) -> Option<Decls<'t>> {
+pub(super) fn read_decls<'t>(
+    cx: &mut LoadCx<'_>,
+    tree: &'t Node,
+    src: &'t str,
+) -> Option<Decls<'t>> {
     let top = tree.span;
     let Some(entries) = tree.as_map() else {
         let found = tree.kind.describe();
@@ -201,7 +205,7 @@ pub(super) fn read_decls<'t>(cx: &mut Cx<'_>, tree: &'t Node, src: &'t str) -> O
 }
 
 /// The items of a list value; `null` (an empty `operators:`) is an empty list.
-fn items<'t>(cx: &mut Cx<'_>, v: &'t Node, key: &str, item: &str) -> &'t [Node] {
+fn items<'t>(cx: &mut LoadCx<'_>, v: &'t Node, key: &str, item: &str) -> &'t [Node] {
     match &v.kind {
         tree::Kind::Seq(s) => s,
         tree::Kind::Null => &[],
@@ -218,7 +222,11 @@ fn items<'t>(cx: &mut Cx<'_>, v: &'t Node, key: &str, item: &str) -> &'t [Node] 
 }
 
 /// Reads one declaration.
-fn read_one<T: serde::de::DeserializeOwned>(cx: &mut Cx<'_>, node: &Node, src: &str) -> Option<T> {
+fn read_one<T: serde::de::DeserializeOwned>(
+    cx: &mut LoadCx<'_>,
+    node: &Node,
+    src: &str,
+) -> Option<T> {
     match tree::from_node::<T>(node, src) {
         Ok(v) => Some(v),
         Err(e) => {
@@ -237,7 +245,7 @@ fn read_one<T: serde::de::DeserializeOwned>(cx: &mut Cx<'_>, node: &Node, src: &
 
 /// `config: budget:` bounds something: `tokens` at least 1, `cost_usd` a finite amount above 0
 /// (a budget of nothing would stop the run at its first model request).
-fn check_budget(cx: &mut Cx<'_>, node: &Node, b: crate::cm::format::CmBudget) {
+fn check_budget(cx: &mut LoadCx<'_>, node: &Node, b: crate::cm::format::CmBudget) {
     let hint = "e.g. `budget: {tokens: 20000, cost_usd: 0.50}`: the run stops in BUDGET before a \
                 model request once one is reached";
     if b.tokens == Some(0) {

@@ -21,7 +21,7 @@ use super::tree::Span;
 use crate::catalogue::{BuildContext, Catalogue};
 use crate::net::Net;
 use crate::tools::ToolRegistry;
-use decls::{Cx, parse_tree, read_decls};
+use decls::{LoadCx, parse_tree, read_decls};
 
 /// Loads `.cm` files: which catalogue resolves operator types, where relative paths point, and
 /// whether file-reading operators may leave that folder.
@@ -153,7 +153,7 @@ impl<'c> Loader<'c> {
 
     /// Loads a net from `.cm` text.
     pub fn load_str(&self, text: &str) -> Result<Net, CmError> {
-        let mut cx = Cx {
+        let mut cx = LoadCx {
             src: text,
             problems: Vec::new(),
         };
@@ -196,7 +196,7 @@ impl<'c> Loader<'c> {
     /// Reads `.cm` text into its declarations, without resolving operators or checking the
     /// net: the file's shape only (for tools that edit files).
     pub fn parse_str(&self, text: &str) -> Result<CmFile, CmError> {
-        let mut cx = Cx {
+        let mut cx = LoadCx {
             src: text,
             problems: Vec::new(),
         };

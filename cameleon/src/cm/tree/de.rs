@@ -161,13 +161,13 @@ impl<'de> SeqAccess<'de> for Seq<'de> {
     }
 }
 
-struct Map<'a> {
+struct MapDe<'a> {
     entries: std::slice::Iter<'a, (Node, Node)>,
     value: Option<&'a Node>,
     src: &'a str,
 }
 
-impl<'de> MapAccess<'de> for Map<'de> {
+impl<'de> MapAccess<'de> for MapDe<'de> {
     type Error = DeError;
     fn next_key_seed<K: DeserializeSeed<'de>>(
         &mut self,
@@ -237,7 +237,7 @@ impl<'de> Deserializer<'de> for NodeDe<'de> {
                 items: items.iter(),
                 src: self.src,
             }),
-            Kind::Map(entries) => v.visit_map(Map {
+            Kind::Map(entries) => v.visit_map(MapDe {
                 entries: entries.iter(),
                 value: None,
                 src: self.src,

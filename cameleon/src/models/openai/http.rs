@@ -43,17 +43,17 @@ fn redirect_policy() -> reqwest::redirect::Policy {
 
 /// A configured endpoint: the HTTP client and the settings. Cheap to clone.
 #[derive(Clone)]
-pub(crate) struct Endpoint {
+pub(crate) struct ApiEndpoint {
     http: reqwest::Client,
     cfg: Arc<OpenAiConfig>,
     /// `chat model `default``, for messages.
     label: Arc<str>,
 }
 
-impl fmt::Debug for Endpoint {
+impl fmt::Debug for ApiEndpoint {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         // The key is never held, only the name of its variable.
-        f.debug_struct("Endpoint")
+        f.debug_struct("ApiEndpoint")
             .field("base_url", &self.cfg.base_url)
             .field("model", &self.cfg.model)
             .field("api_key_env", &self.cfg.api_key_env)
@@ -70,7 +70,7 @@ fn ensure_tls_provider() {
     }
 }
 
-impl Endpoint {
+impl ApiEndpoint {
     /// A client for `cfg`; an error when the base URL is not an http(s) URL or the TLS setup
     /// fails.
     pub(crate) fn new(cfg: &OpenAiConfig, label: &str) -> Result<Self, CapabilityError> {
@@ -86,7 +86,7 @@ impl Endpoint {
             .map_err(|e| {
                 CapabilityError::new(format!("{label}: cannot set up the HTTP client: {e}"))
             })?;
-        Ok(Endpoint {
+        Ok(ApiEndpoint {
             http,
             cfg: Arc::new(cfg.clone()),
             label: label.into(),
@@ -343,7 +343,7 @@ async fn read_capped(
 }
 
 /// Why a POST failed, and whether the server refused the request's shape (see
-/// [`Endpoint::post_shaped`]).
+/// [`ApiEndpoint::post_shaped`]).
 #[derive(Debug)]
 pub(crate) struct Failure {
     pub(crate) error: CapabilityError,

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value as Json;
 
-use super::http::{AbortOnDrop, Endpoint, Sent, redact};
+use super::http::{AbortOnDrop, ApiEndpoint, Sent, redact};
 use super::stream::{Assembled, SseReader};
 use crate::operator::capability::{CapabilityError, ChatReply};
 
@@ -29,7 +29,7 @@ enum Attempt {
     Retry(String, Option<u64>),
 }
 
-impl Endpoint {
+impl ApiEndpoint {
     /// POSTs `body` (which asks for `stream: true`) to `path`, calling `delta` with each piece
     /// of text as it arrives.
     pub(crate) async fn post_streamed(

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::operator::capability::{
     CapFuture, CapabilityError, ChatModel, ChatReply, ChatRequest, Embedded, Embedder, Usage,
 };
-use http::{Endpoint, Failure};
+use http::{ApiEndpoint, Failure};
 use structured::Learned;
 pub use structured::StructuredOutput;
 
@@ -201,7 +201,7 @@ impl OpenAiConfig {
 /// ```
 #[derive(Debug)]
 pub struct OpenAiChat {
-    endpoint: Endpoint,
+    endpoint: ApiEndpoint,
     /// The form of structured output that worked last.
     learned: Learned,
 }
@@ -211,7 +211,7 @@ impl OpenAiChat {
     /// error when `base_url` is not an http(s) URL or `model` is empty.
     pub fn new(cfg: &OpenAiConfig, label: &str) -> Result<Self, CapabilityError> {
         Ok(OpenAiChat {
-            endpoint: Endpoint::new(cfg, label)?,
+            endpoint: ApiEndpoint::new(cfg, label)?,
             learned: Learned::default(),
         })
     }
@@ -336,7 +336,7 @@ impl ChatModel for OpenAiChat {
 /// most `batch_size` texts per request.
 #[derive(Debug)]
 pub struct OpenAiEmbedder {
-    endpoint: Endpoint,
+    endpoint: ApiEndpoint,
     /// The configured length, else the last one seen (0: not known yet).
     dim: AtomicUsize,
 }
@@ -345,7 +345,7 @@ impl OpenAiEmbedder {
     /// An embedder for `cfg`; `label` names it in messages.
     pub fn new(cfg: &OpenAiConfig, label: &str) -> Result<Self, CapabilityError> {
         Ok(OpenAiEmbedder {
-            endpoint: Endpoint::new(cfg, label)?,
+            endpoint: ApiEndpoint::new(cfg, label)?,
             dim: AtomicUsize::new(cfg.dim.unwrap_or(0)),
         })
     }

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use serde_json::Value as Json;
 
 use super::runs::InnerRun;
-use super::template::Template;
+use super::template::NetTemplate;
 use crate::types::{DataJSON, Value};
 
 /// The capabilities of the firing, shared with its items' runs.
@@ -23,7 +23,7 @@ pub(super) struct Item {
 
 /// Runs item `index` to its end, synchronously (`Cvm::run`: the engine's fast path for an
 /// inner net of operators that need no future).
-fn run_item(t: &Template, caps: &Caps, index: usize, item: Json) -> Item {
+fn run_item(t: &NetTemplate, caps: &Caps, index: usize, item: Json) -> Item {
     match t.start(&[(0, Value::new(DataJSON(item)))], caps) {
         Ok(mut cvm) => {
             let end = cvm.run();
@@ -35,7 +35,7 @@ fn run_item(t: &Template, caps: &Caps, index: usize, item: Json) -> Item {
 
 /// Runs item `index` to its end, awaiting it (`Cvm::run_async`): for an inner net with async
 /// operators, timeouts or retries, or in parallel mode, whose firings wait together.
-async fn run_item_async(t: &Template, caps: &Caps, index: usize, item: Json) -> Item {
+async fn run_item_async(t: &NetTemplate, caps: &Caps, index: usize, item: Json) -> Item {
     match t.start(&[(0, Value::new(DataJSON(item)))], caps) {
         Ok(mut cvm) => {
             let end = cvm.run_async().await;
@@ -55,7 +55,7 @@ fn failed_item(index: usize, e: String) -> Item {
 
 /// The outcome of an item whose run on `cvm` ended with `end`.
 fn item_outcome(
-    t: &Template,
+    t: &NetTemplate,
     index: usize,
     cvm: crate::engine::Cvm,
     end: Result<crate::engine::EndState, crate::engine::RunError>,
@@ -127,7 +127,7 @@ impl ItemPlan {
 /// computes — take the next item in item order until none is needed, and send each item's
 /// outcome back here, where the plan (and so the cut past which no item is taken) is updated.
 pub(super) async fn run_items(
-    t: &Arc<Template>,
+    t: &Arc<NetTemplate>,
     caps: &Caps,
     items: &[Json],
     concurrency: usize,

@@ -9,7 +9,7 @@ use serde_json::{Value as Json, json};
 use super::items::{Item, ItemPlan, run_items};
 use super::runs::{FiringRuns, Runs};
 use super::subnet::SubnetError;
-use super::template::{InnerNet, Template, load};
+use super::template::{InnerNet, NetTemplate, load};
 use crate::catalogue::{BuildContext, CatalogueEntry, ParamError, ParamInfo, ParamReader, PortDoc};
 use crate::dsl::{HasPorts, InputDecl};
 use crate::net::Net;
@@ -42,7 +42,7 @@ pub struct Map {
     concurrency: usize,
     quorum: Option<usize>,
     cancel_rest: bool,
-    template: Arc<Template>,
+    template: Arc<NetTemplate>,
     runs: Runs,
 }
 
@@ -65,7 +65,7 @@ impl Map {
     /// A map running `net` on each item (one `input`, one `output`).
     pub fn new(net: Net) -> Result<Self, SubnetError> {
         let shown = net.name().to_owned();
-        let t = Template::from_net(net, BuildContext::default(), shown).map_err(SubnetError)?;
+        let t = NetTemplate::from_net(net, BuildContext::default(), shown).map_err(SubnetError)?;
         Map::with(None, Arc::new(t)).map_err(SubnetError::from)
     }
 
@@ -82,7 +82,7 @@ impl Map {
         Map::with(Some(param), t).map_err(SubnetError::from)
     }
 
-    fn with(param: Option<String>, template: Arc<Template>) -> Result<Self, ParamError> {
+    fn with(param: Option<String>, template: Arc<NetTemplate>) -> Result<Self, ParamError> {
         check_boundary(&template)?;
         Ok(Map {
             param,
@@ -121,7 +121,7 @@ impl Map {
 }
 
 /// Rule: a map's inner net has one `input`, of a type a JSON item fits, and one `output`.
-fn check_boundary(t: &Template) -> Result<(), ParamError> {
+fn check_boundary(t: &NetTemplate) -> Result<(), ParamError> {
     let b = &t.boundary;
     let err = |m: String| {
         ParamError::new("net".to_owned(), m).with_hint(

@@ -24,7 +24,8 @@ use crate::types::Value;
 /// Its serde form is what a journal of the outer run keeps of it:
 /// `{"net","item","end","steps","firings","history"}`, its whole history as a
 /// [`Recorded`], so that a resumed parent rebuilds the inner engine without running an inner
-/// operator. [`export::trace`](crate::export::trace) shows it as `cameleon run --trace` does.
+/// operator. The inner engine's [`Cvm::trace_lines`](crate::Cvm::trace_lines) shows it as
+/// `cameleon run --trace` does.
 pub struct InnerRun {
     net: String,
     item: Option<usize>,
@@ -201,10 +202,9 @@ pub type FiringRuns = Vec<Arc<InnerRun>>;
 /// saved before and after each firing so that `back` and replay restore it. A persistent list:
 /// saving it is one reference count.
 ///
-/// Both operators keep one and follow the same protocol with it: [`op_state`](Self::op_state)
-/// is their saved state, [`restore_state`](Self::restore_state),
-/// [`rollback`](Self::rollback) and [`replay`](Self::replay) their `Operator` methods of the
-/// same names.
+/// Both operators keep one and follow the same protocol with it: its `op_state` is their saved
+/// state, its `restore_state`, `rollback` and `replay` their `Operator` methods of the same
+/// names.
 #[derive(Clone, Default)]
 pub struct Runs(Option<Arc<RunNode>>);
 

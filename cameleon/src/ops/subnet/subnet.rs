@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde_json::json;
 
 use super::runs::{FiringRuns, Runs};
-use super::template::{InnerNet, Template, load};
+use super::template::{InnerNet, NetTemplate, load};
 use crate::catalogue::{BuildContext, CatalogueEntry, ParamError, ParamInfo, ParamReader};
 use crate::dsl::{HasPorts, InputDecl};
 use crate::net::Net;
@@ -131,7 +131,7 @@ impl Subnet<Dynamic> {
 impl<B: ?Sized> Subnet<B> {
     fn from_net(net: Net) -> Result<Self, SubnetError> {
         let shown = net.name().to_owned();
-        let t = Template::from_net(net, BuildContext::default(), shown).map_err(SubnetError)?;
+        let t = NetTemplate::from_net(net, BuildContext::default(), shown).map_err(SubnetError)?;
         Ok(Subnet::with(None, None, 1, InnerNet::Ready(Arc::new(t))))
     }
 

@@ -23,7 +23,7 @@ const EMISSION_STATES: u64 = 200_000;
 
 /// One port of a sub-net: an `input` or `output` of its inner net.
 #[derive(Clone, Debug)]
-pub(crate) struct Side {
+pub(crate) struct BoundaryPort {
     /// The boundary name (the port is `in_NAME` / `out_NAME`).
     pub(crate) name: String,
     /// The inner operator's instance name.
@@ -37,8 +37,8 @@ pub(crate) struct Side {
 /// A sub-net's ports: its inner net's `input`s and `output`s, in declaration order.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct InnerPorts {
-    pub(crate) inputs: Vec<Side>,
-    pub(crate) outputs: Vec<Side>,
+    pub(crate) inputs: Vec<BoundaryPort>,
+    pub(crate) outputs: Vec<BoundaryPort>,
 }
 
 impl InnerPorts {
@@ -46,7 +46,7 @@ impl InnerPorts {
     /// each typed by the inner net and saying so.
     pub(crate) fn spec(&self, type_id: &'static str, label: &'static str) -> OpSpec {
         let mut spec = OpSpec::new(type_id, label, Family::Behavioral, Policy::All);
-        let port = |prefix: &str, s: &Side| PortSpec {
+        let port = |prefix: &str, s: &BoundaryPort| PortSpec {
             origin: Some(Cow::Owned(s.origin.clone())),
             ..PortSpec::new(format!("{prefix}_{}", s.name), TypeRef::Is(s.ty))
         };
@@ -83,7 +83,7 @@ impl InnerPorts {
                     .filter(|c| c.from.op.index() == i)
                     .map(|c| format!("`{}`", next(c, true)))
                     .collect();
-                b.inputs.push(Side {
+                b.inputs.push(BoundaryPort {
                     origin: format!(
                         "`in_{name}` is typed by `input` `{}` of sub-net `{shown}`, which feeds {}",
                         node.name,
@@ -100,7 +100,7 @@ impl InnerPorts {
                     .filter(|c| c.to.op.index() == i)
                     .map(|c| format!("`{}`", next(c, false)))
                     .collect();
-                b.outputs.push(Side {
+                b.outputs.push(BoundaryPort {
                     origin: format!(
                         "`out_{name}` is typed by `output` `{}` of sub-net `{shown}`, which receives {}",
                         node.name,
@@ -138,7 +138,7 @@ impl InnerPorts {
                 .and_then(|t| type_by_name(&t))
                 .unwrap_or(<Any as PortType>::INFO);
             let dir = if kind == "input" { "in" } else { "out" };
-            let side = Side {
+            let side = BoundaryPort {
                 origin: format!(
                     "`{dir}_{name}` is typed by the `type` of {kind} `{}` of sub-net `{shown}`, which includes itself (give every `input` and `output` of a recursive sub-net a `type`)",
                     op.id
@@ -179,7 +179,7 @@ impl InnerPorts {
 }
 
 /// A loaded inner net, ready to be instantiated for each run.
-pub(crate) struct Template {
+pub(crate) struct NetTemplate {
     /// The net the runs are instances of (behind a lock: its operators are not `Sync`, and
     /// concurrent items of a `map` instantiate it).
     net: Mutex<Net>,
@@ -195,26 +195,30 @@ pub(crate) struct Template {
     pub(crate) asynchronous: bool,
 }
 
-impl std::fmt::Debug for Template {
+impl std::fmt::Debug for NetTemplate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Template")
+        f.debug_struct("NetTemplate")
             .field("net", &self.shown)
             .field("boundary", &self.boundary)
             .finish_non_exhaustive()
     }
 }
 
-impl Template {
+impl NetTemplate {
     /// The template of `net` (validated), whose operators are built anew with `cx`. Checks
     /// its boundary and that every operator can be built anew.
-    pub(crate) fn from_net(net: Net, cx: BuildContext, shown: String) -> Result<Template, String> {
+    pub(crate) fn from_net(
+        net: Net,
+        cx: BuildContext,
+        shown: String,
+    ) -> Result<NetTemplate, String> {
         let boundary = InnerPorts::of_net(&net, &shown)?;
         let emits = emission_sets(&net, &boundary);
         let asynchronous = net.config().mode == Mode::Parallel
             || net.operators().iter().any(|n| {
                 n.operator().execution() == Execution::Async || !n.effective_settings().is_none()
             });
-        let t = Template {
+        let t = NetTemplate {
             net: Mutex::new(net),
             cx,
             shown,
@@ -353,7 +357,7 @@ fn emission_sets(net: &Net, b: &InnerPorts) -> Vec<Vec<u16>> {
 /// Where a sub-net's inner net comes from.
 pub(crate) enum InnerNet {
     /// Loaded (a file, or a net built in code).
-    Ready(Arc<Template>),
+    Ready(Arc<NetTemplate>),
     /// A file that includes itself: loaded when it runs, one level deeper each time.
     Lazy(Lazy),
 }
@@ -364,7 +368,7 @@ pub(crate) struct Lazy {
     /// The build context of the net naming it: the loaded net is one level deeper.
     cx: BuildContext,
     pub(crate) boundary: InnerPorts,
-    loaded: OnceLock<Result<Arc<Template>, String>>,
+    loaded: OnceLock<Result<Arc<NetTemplate>, String>>,
 }
 
 impl InnerNet {
@@ -391,7 +395,7 @@ impl InnerNet {
     }
 
     /// The template, loading a recursive sub-net's file the first time it runs.
-    pub(crate) fn template(&self) -> Result<Arc<Template>, OpError> {
+    pub(crate) fn template(&self) -> Result<Arc<NetTemplate>, OpError> {
         match self {
             InnerNet::Ready(t) => Ok(Arc::clone(t)),
             InnerNet::Lazy(l) => l
@@ -493,7 +497,7 @@ fn spend(cx: &BuildContext, shown: &str) -> Result<(), String> {
 }
 
 /// Loads and checks the inner net at `path`, one level deeper than the net built with `cx`.
-fn load_template(path: &Path, shown: &str, cx: &BuildContext) -> Result<Template, ParamError> {
+fn load_template(path: &Path, shown: &str, cx: &BuildContext) -> Result<NetTemplate, ParamError> {
     let err = |msg: String| ParamError::new("net".to_owned(), msg);
     spend(cx, shown).map_err(err)?;
     let net = Loader::new()
@@ -509,5 +513,5 @@ fn load_template(path: &Path, shown: &str, cx: &BuildContext) -> Result<Template
         depth: cx.depth + 1,
         subnet_files: cx.subnet_files.clone(),
     };
-    Template::from_net(net, inner, shown.to_owned()).map_err(err)
+    NetTemplate::from_net(net, inner, shown.to_owned()).map_err(err)
 }
