@@ -98,6 +98,18 @@ impl Subjects {
     pub fn direct_tool(&self, name: &str, tool: &str) -> String {
         format!("{}.sat.{name}.tool.{tool}", self.prefix)
     }
+
+    /// Where a starting satellite `name` publishes its readiness probe, a subject nobody
+    /// subscribes to: `<prefix>.heartbeat.<name>.ready` (docs/wire.md, "Ready").
+    pub fn ready_probe(&self, name: &str) -> String {
+        format!("{}.heartbeat.{name}.ready", self.prefix)
+    }
+
+    /// The reply subject of satellite `name`'s readiness probe, under its own subjects:
+    /// `<prefix>.sat.<name>.ready`.
+    pub fn ready_reply(&self, name: &str) -> String {
+        format!("{}.sat.{name}.ready", self.prefix)
+    }
 }
 
 /// Whether `s` can be a token of a NATS subject: not empty; no whitespace, `.`, `*` or `>`.
