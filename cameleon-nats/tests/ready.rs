@@ -157,6 +157,6 @@ async fn a_call_sent_as_soon_as_start_returns_finds_the_satellite() {
     };
     let reply: OpReply = serde_json::from_slice(&m.payload).unwrap();
     assert!(reply.ok && reply.satellite == "early", "{reply:?}");
-    assert_eq!(reply.emitted[0].value.0.to_json(), json!(1));
+    assert_eq!(reply.emitted[0].value.0.to_json(), json!(2), "1 + 1");
     assert_eq!(sat.executions(), 1);
 }
