@@ -16,7 +16,9 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::answer::{Prepared, answer_op, answer_op_now, handle_tool, prepare, read_op};
 use super::{Shared, lock};
 use crate::NatsError;
-use crate::wire::{ErrorKind, KEY_HEADER, OpReply, ToolReply, WANT_ACK_HEADER, WIRE_VERSION};
+use crate::wire::{
+    ACK_HELD, ErrorKind, KEY_HEADER, OpReply, ToolReply, WANT_ACK_HEADER, WIRE_VERSION,
+};
 
 /// What a subject serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -59,13 +61,15 @@ impl Call {
         }
     }
 
-    /// Tells the caller this satellite holds the call (its name and heartbeat period).
-    async fn acknowledge(&self, shared: &Shared) {
+    /// Tells the caller this satellite holds the call (its name and heartbeat period), if it
+    /// asked: before the reply; for a call answered `at_once`, only if it asked for every call
+    /// (`Cameleon-Want-Ack: 1`) rather than for those held (`held`).
+    async fn acknowledge(&self, shared: &Shared, at_once: bool) {
         let m = self.message();
-        let wanted = m
-            .headers
-            .as_ref()
-            .is_some_and(|h| h.get(WANT_ACK_HEADER).is_some());
+        let wanted = match m.headers.as_ref().and_then(|h| h.get(WANT_ACK_HEADER)) {
+            None => false,
+            Some(v) => !(at_once && v.as_str() == ACK_HELD),
+        };
         if let (true, Some(reply)) = (wanted, &m.reply) {
             let _ = shared
                 .client
@@ -186,9 +190,9 @@ pub(super) async fn serve_direct(
 }
 
 /// Answers `call` at once when it is too large or the satellite is full, or when it is a firing
-/// it cannot take or of an inline operator (quick by declaration: acknowledged, run and
-/// answered here, the acknowledgement and the reply in one write); runs it on a task of its
-/// own otherwise.
+/// it cannot take or of an inline operator (quick by declaration: run and answered here — its
+/// reply alone when the caller asked to hear only of the calls held, else the acknowledgement
+/// and the reply in one write); runs it on a task of its own otherwise.
 async fn take(shared: &Arc<Shared>, kind: Kind, call: Call) {
     let size = call.message().payload.len();
     let limit = shared.config.max_request_bytes;
@@ -219,21 +223,22 @@ async fn take(shared: &Arc<Shared>, kind: Kind, call: Call) {
                 Ok(p) => p,
                 Err(reply) => {
                     // Taken, and answered at once: the request cannot run.
-                    call.acknowledge(shared).await;
+                    call.acknowledge(shared, true).await;
                     call.respond(shared, encode(&reply)).await;
                     return;
                 }
             };
             if p.is_inline() {
-                call.acknowledge(shared).await;
                 call.log_taken(shared);
                 match answer_op_now(shared, p, permit) {
                     Ok(reply) => {
+                        call.acknowledge(shared, true).await;
                         call.respond(shared, encode(&reply)).await;
                         return;
                     }
-                    // The same key runs now: wait for its reply on a task.
+                    // The same key runs now: held, its reply awaited on a task.
                     Err(back) => {
+                        call.acknowledge(shared, false).await;
                         let (p, permit) = *back;
                         return spawn(shared, call, Work::Waiting(p), permit);
                     }
@@ -264,7 +269,7 @@ fn spawn(shared: &Arc<Shared>, call: Call, work: Work, permit: OwnedSemaphorePer
 /// Runs one call on its task and sends the reply.
 async fn run(shared: Arc<Shared>, call: Call, work: Work, permit: OwnedSemaphorePermit) {
     if !matches!(work, Work::Waiting(_)) {
-        call.acknowledge(&shared).await;
+        call.acknowledge(&shared, false).await;
         call.log_taken(&shared);
     }
     let body = match work {
