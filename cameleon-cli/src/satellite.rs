@@ -208,6 +208,7 @@ pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i
                 return Ok(exit::ERROR);
             }
         };
+        let signals = catch_stop_signals();
         let h = sat.heartbeat();
         writeln!(
             io.stderr,
@@ -229,7 +230,7 @@ pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i
             )
         )?;
         io.stderr.flush()?;
-        stopped().await;
+        stopped(signals).await;
         writeln!(
             io.stderr,
             "satellite {}: stopping: finishing {} call(s) in flight",
@@ -250,19 +251,36 @@ pub(super) fn satellite(a: &SatelliteArgs, io: &mut Io<'_>) -> std::io::Result<i
     })
 }
 
-/// Resolves on SIGTERM or Ctrl-C.
-async fn stopped() {
+/// The handlers of SIGTERM and SIGINT (Ctrl-C), in place from their creation.
+#[cfg(unix)]
+type Signals = Option<(tokio::signal::unix::Signal, tokio::signal::unix::Signal)>;
+#[cfg(not(unix))]
+type Signals = ();
+
+/// Takes over SIGTERM and Ctrl-C now (on the runtime), before the satellite says it serves: a
+/// signal sent as soon as it has said so stops it gracefully instead of killing it.
+fn catch_stop_signals() -> Signals {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        if let Ok(mut term) = signal(SignalKind::terminate()) {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-            return;
-        }
+        signal(SignalKind::terminate())
+            .ok()
+            .zip(signal(SignalKind::interrupt()).ok())
     }
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn stopped(signals: Signals) {
+    #[cfg(unix)]
+    if let Some((mut term, mut interrupt)) = signals {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = interrupt.recv() => {}
+        }
+        return;
+    }
+    #[cfg(not(unix))]
+    let () = signals;
     let _ = tokio::signal::ctrl_c().await;
 }
 

@@ -50,6 +50,11 @@ impl NatsServer {
         format!("nats://127.0.0.1:{}", self.port)
     }
 
+    /// Its process id (benchmarks read its CPU time).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Stops the server (kills it) and starts a new one on the same port: every client is
     /// disconnected, then may reconnect.
     pub fn restart(&mut self) -> Result<(), String> {

@@ -20,9 +20,15 @@ pub const VERSION_HEADER: &str = "Cameleon-Wire";
 /// show it.
 pub const KEY_HEADER: &str = "Cameleon-Key";
 
-/// The header of a request asking to be acknowledged (value `1`). A caller that only reads one
-/// answer (a plain NATS request) leaves it out and gets the reply alone.
+/// The header of a request asking to be acknowledged: value `1`, every call the satellite
+/// takes; value [`ACK_HELD`], only a call it holds (one it does not answer at once). A caller
+/// that only reads one answer (a plain NATS request) leaves it out and gets the reply alone.
 pub const WANT_ACK_HEADER: &str = "Cameleon-Want-Ack";
+
+/// The [`WANT_ACK_HEADER`] value of a run: acknowledge a call you hold; a call you answer at
+/// once gets its reply alone (it names the satellite). A satellite that does not know the
+/// value acknowledges every call, which a run reads as well.
+pub const ACK_HELD: &str = "held";
 
 /// The header of a satellite's acknowledgement: its name. A satellite that takes a call whose
 /// request has [`WANT_ACK_HEADER`] first sends an empty message with this header (and
@@ -97,6 +103,18 @@ impl Subjects {
     /// Satellite `name`'s own subject for calls of tool `tool`: `<prefix>.sat.<name>.tool.<tool>`.
     pub fn direct_tool(&self, name: &str, tool: &str) -> String {
         format!("{}.sat.{name}.tool.{tool}", self.prefix)
+    }
+
+    /// Where a starting satellite `name` publishes its readiness probe, a subject nobody
+    /// subscribes to: `<prefix>.heartbeat.<name>.ready` (docs/wire.md, "Ready").
+    pub fn ready_probe(&self, name: &str) -> String {
+        format!("{}.heartbeat.{name}.ready", self.prefix)
+    }
+
+    /// The reply subject of satellite `name`'s readiness probe, under its own subjects:
+    /// `<prefix>.sat.<name>.ready`.
+    pub fn ready_reply(&self, name: &str) -> String {
+        format!("{}.sat.{name}.ready", self.prefix)
     }
 }
 

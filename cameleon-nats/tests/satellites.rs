@@ -808,3 +808,78 @@ async fn an_inline_firing_answered_at_once_is_still_acknowledged_first() {
     assert!(reply.ok && reply.satellite == "ack-a", "{reply:?}");
     assert_eq!(a.executions(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_hears_of_the_calls_held_and_gets_an_inline_answer_alone() {
+    use cameleon_nats::wire::{ACK_HEADER, ACK_HELD, OpReply, VERSION_HEADER, WANT_ACK_HEADER};
+    use futures_util::StreamExt;
+    let nats = server();
+    let a = satellite(&nats.url(), "held-a", 1000).await;
+    let client = async_nats::connect(nats.url()).await.unwrap();
+    let inbox = client.new_inbox();
+    let mut replies = client.subscribe(format!("{inbox}.*")).await.unwrap();
+    let request = |ty: &str, params: serde_json::Value, n: u32| OpRequest {
+        v: cameleon_nats::WIRE_VERSION,
+        run: "run-held".into(),
+        branch: 1,
+        step: n,
+        instance: "x".into(),
+        key: format!("run-held/1/{n}/x"),
+        ty: ty.into(),
+        params: params.as_object().cloned().unwrap_or_default(),
+        inputs: vec![WireInput {
+            state: WireState::New,
+            value: Some(TypedValue(Value::new(DataJSON(json!(1))))),
+        }],
+        outputs: vec![true],
+        parallel: false,
+        state: None,
+        tools: None,
+    };
+    let mut headers = async_nats::HeaderMap::new();
+    headers.insert(VERSION_HEADER, "1");
+    headers.insert(WANT_ACK_HEADER, ACK_HELD);
+    // `counter` runs inline, answered at once: the reply alone, naming the satellite.
+    let send = |subject: &str, reply: String, req: OpRequest| {
+        client.publish_with_reply_and_headers(
+            subject.to_owned(),
+            reply,
+            headers.clone(),
+            serde_json::to_vec(&req).unwrap().into(),
+        )
+    };
+    send(
+        "cameleon.op.counter",
+        format!("{inbox}.1"),
+        request("counter", json!({}), 1),
+    )
+    .await
+    .unwrap();
+    let first = replies.next().await.unwrap();
+    assert!(
+        first
+            .headers
+            .as_ref()
+            .and_then(|h| h.get(ACK_HEADER))
+            .is_none(),
+        "no acknowledgement: {first:?}"
+    );
+    let reply: OpReply = serde_json::from_slice(&first.payload).unwrap();
+    assert!(reply.ok && reply.satellite == "held-a", "{reply:?}");
+    assert_eq!(reply.emitted[0].value.0.to_json(), json!(2));
+    // `delay` runs on a task: held, so acknowledged first, then answered.
+    send(
+        "cameleon.op.delay",
+        format!("{inbox}.2"),
+        request("delay", json!({"ms": 1}), 2),
+    )
+    .await
+    .unwrap();
+    let ack = replies.next().await.unwrap();
+    assert_eq!(ack.subject.as_str(), format!("{inbox}.2"));
+    let acker = ack.headers.as_ref().and_then(|h| h.get(ACK_HEADER));
+    assert_eq!(acker.map(|v| v.as_str()), Some("held-a"), "{ack:?}");
+    let reply: OpReply = serde_json::from_slice(&replies.next().await.unwrap().payload).unwrap();
+    assert!(reply.ok && reply.satellite == "held-a", "{reply:?}");
+    assert_eq!(a.executions(), 2);
+}

@@ -23,8 +23,8 @@ use cameleon::tools::Tool;
 use futures_util::StreamExt;
 
 use crate::wire::{
-    Heartbeat, OpRequest, Subjects, VERSION_HEADER, WANT_ACK_HEADER, WIRE_VERSION, WireOpType,
-    WirePolicy,
+    ACK_HELD, Heartbeat, OpRequest, Subjects, VERSION_HEADER, WANT_ACK_HEADER, WIRE_VERSION,
+    WireOpType, WirePolicy,
 };
 use crate::{NatsError, NatsOptions};
 
@@ -123,7 +123,7 @@ impl Remote {
             headers: {
                 let mut h = async_nats::HeaderMap::new();
                 h.insert(VERSION_HEADER, WIRE_VERSION.to_string().as_str());
-                h.insert(WANT_ACK_HEADER, "1");
+                h.insert(WANT_ACK_HEADER, ACK_HELD);
                 h
             },
         });

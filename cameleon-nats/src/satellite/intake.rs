@@ -5,6 +5,7 @@
 //! `concurrency` places until its reply is sent.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_nats::Message;
 use bytes::Bytes;
@@ -14,7 +15,10 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use super::answer::{Prepared, answer_op, answer_op_now, handle_tool, prepare, read_op};
 use super::{Shared, lock};
-use crate::wire::{ErrorKind, KEY_HEADER, OpReply, ToolReply, WANT_ACK_HEADER, WIRE_VERSION};
+use crate::NatsError;
+use crate::wire::{
+    ACK_HELD, ErrorKind, KEY_HEADER, OpReply, ToolReply, WANT_ACK_HEADER, WIRE_VERSION,
+};
 
 /// What a subject serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,13 +61,15 @@ impl Call {
         }
     }
 
-    /// Tells the caller this satellite holds the call (its name and heartbeat period).
-    async fn acknowledge(&self, shared: &Shared) {
+    /// Tells the caller this satellite holds the call (its name and heartbeat period), if it
+    /// asked: before the reply; for a call answered `at_once`, only if it asked for every call
+    /// (`Cameleon-Want-Ack: 1`) rather than for those held (`held`).
+    async fn acknowledge(&self, shared: &Shared, at_once: bool) {
         let m = self.message();
-        let wanted = m
-            .headers
-            .as_ref()
-            .is_some_and(|h| h.get(WANT_ACK_HEADER).is_some());
+        let wanted = match m.headers.as_ref().and_then(|h| h.get(WANT_ACK_HEADER)) {
+            None => false,
+            Some(v) => !(at_once && v.as_str() == ACK_HELD),
+        };
         if let (true, Some(reply)) = (wanted, &m.reply) {
             let _ = shared
                 .client
@@ -98,15 +104,77 @@ pub(super) async fn serve(
     }
 }
 
+/// How long a starting satellite waits for the NATS server to confirm its subscriptions
+/// before it serves anyway.
+pub(super) const READY_WAIT: Duration = Duration::from_secs(2);
+
+/// Waits until the NATS server has every subscription the satellite made so far, so that a
+/// call sent (from any connection) once [`Satellite::start`](super::Satellite::start) returns
+/// finds it. Writing the subscriptions out is not enough: the server reads each connection on
+/// its own, and a client's call can overtake them. So the satellite publishes a probe on a
+/// subject nobody subscribes to, with a reply subject under its own subjects; the server
+/// handles a connection's messages in order, so its no-responders notice on the reply subject
+/// comes after it has taken the subscriptions (docs/wire.md, "Ready"). Needs no permission
+/// beyond the satellite's own. Should someone subscribe to the probe's subject, no notice
+/// comes: the satellite serves after `wait`. Returns the calls that came on its own subjects
+/// meanwhile, for [`serve_direct`].
+pub(super) async fn confirm_subscriptions(
+    shared: &Shared,
+    direct: &mut async_nats::Subscriber,
+    wait: Duration,
+) -> Result<Vec<Message>, NatsError> {
+    let reply = shared.subjects.ready_reply(&shared.name);
+    shared
+        .client
+        .publish_with_reply(
+            shared.subjects.ready_probe(&shared.name),
+            reply.clone(),
+            Bytes::new(),
+        )
+        .await
+        .map_err(|e| NatsError::Nats(format!("cannot publish: {e}")))?;
+    let mut early = Vec::new();
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        match tokio::time::timeout_at(deadline, direct.next()).await {
+            Ok(Some(m)) if m.subject.as_str() == reply => return Ok(early),
+            Ok(Some(m)) => early.push(m),
+            Ok(None) => {
+                return Err(NatsError::Nats(
+                    "the connection to the NATS server closed while the satellite started"
+                        .to_owned(),
+                ));
+            }
+            Err(_) => {
+                tracing::warn!(
+                    satellite = %shared.name,
+                    "the NATS server did not confirm the satellite's subscriptions within {} ms; serving anyway",
+                    wait.as_millis()
+                );
+                return Ok(early);
+            }
+        }
+    }
+}
+
 /// Takes the calls sent to this satellite alone: `<prefix>.sat.<name>.op.<type>` and
-/// `<prefix>.sat.<name>.tool.<tool>` (a run re-sending a call whose satellite was lost).
-pub(super) async fn serve_direct(shared: Arc<Shared>, mut sub: async_nats::Subscriber) {
+/// `<prefix>.sat.<name>.tool.<tool>` (a run re-sending a call whose satellite was lost);
+/// `early` first, the calls taken from `sub` while the satellite started.
+pub(super) async fn serve_direct(
+    shared: Arc<Shared>,
+    mut sub: async_nats::Subscriber,
+    early: Vec<Message>,
+) {
     let head = format!("{}.sat.{}.", shared.subjects.prefix(), shared.name);
     let mut stop = shared.stop.subscribe();
+    let mut early = early.into_iter();
     loop {
-        let message = tokio::select! {
-            m = sub.next() => m,
-            _ = stop.wait_for(|s| *s) => None,
+        let message = match early.next() {
+            Some(m) => Some(m),
+            None => tokio::select! {
+                m = sub.next() => m,
+                _ = stop.wait_for(|s| *s) => None,
+            },
         };
         let Some(message) = message else { return };
         let tail = message.subject.as_str().strip_prefix(&head).unwrap_or("");
@@ -122,9 +190,9 @@ pub(super) async fn serve_direct(shared: Arc<Shared>, mut sub: async_nats::Subsc
 }
 
 /// Answers `call` at once when it is too large or the satellite is full, or when it is a firing
-/// it cannot take or of an inline operator (quick by declaration: acknowledged, run and
-/// answered here, the acknowledgement and the reply in one write); runs it on a task of its
-/// own otherwise.
+/// it cannot take or of an inline operator (quick by declaration: run and answered here — its
+/// reply alone when the caller asked to hear only of the calls held, else the acknowledgement
+/// and the reply in one write); runs it on a task of its own otherwise.
 async fn take(shared: &Arc<Shared>, kind: Kind, call: Call) {
     let size = call.message().payload.len();
     let limit = shared.config.max_request_bytes;
@@ -155,21 +223,22 @@ async fn take(shared: &Arc<Shared>, kind: Kind, call: Call) {
                 Ok(p) => p,
                 Err(reply) => {
                     // Taken, and answered at once: the request cannot run.
-                    call.acknowledge(shared).await;
+                    call.acknowledge(shared, true).await;
                     call.respond(shared, encode(&reply)).await;
                     return;
                 }
             };
             if p.is_inline() {
-                call.acknowledge(shared).await;
                 call.log_taken(shared);
                 match answer_op_now(shared, p, permit) {
                     Ok(reply) => {
+                        call.acknowledge(shared, true).await;
                         call.respond(shared, encode(&reply)).await;
                         return;
                     }
-                    // The same key runs now: wait for its reply on a task.
+                    // The same key runs now: held, its reply awaited on a task.
                     Err(back) => {
+                        call.acknowledge(shared, false).await;
                         let (p, permit) = *back;
                         return spawn(shared, call, Work::Waiting(p), permit);
                     }
@@ -200,7 +269,7 @@ fn spawn(shared: &Arc<Shared>, call: Call, work: Work, permit: OwnedSemaphorePer
 /// Runs one call on its task and sends the reply.
 async fn run(shared: Arc<Shared>, call: Call, work: Work, permit: OwnedSemaphorePermit) {
     if !matches!(work, Work::Waiting(_)) {
-        call.acknowledge(&shared).await;
+        call.acknowledge(&shared, false).await;
         call.log_taken(&shared);
     }
     let body = match work {

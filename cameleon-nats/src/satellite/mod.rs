@@ -35,7 +35,7 @@ use crate::wire::{
 use crate::{NatsError, NatsOptions};
 use cameleon::net::ToolPolicy;
 use cameleon::operator::capability::Capabilities;
-use intake::{Kind, encode, serve, serve_direct};
+use intake::{Kind, READY_WAIT, confirm_subscriptions, encode, serve, serve_direct};
 
 /// The largest request a satellite reads by default (1 MiB, NATS's own default `max_payload`).
 pub const DEFAULT_MAX_REQUEST_BYTES: usize = 1 << 20;
@@ -182,7 +182,9 @@ impl std::fmt::Debug for Satellite {
 }
 
 impl Satellite {
-    /// Connects to NATS as `options` say and starts serving. Call it on a tokio runtime.
+    /// Connects to NATS as `options` say and starts serving. Returns once the NATS server has
+    /// its subscriptions (confirmed by a round trip through the server), so a call or a
+    /// discovery sent from anywhere after it returns finds it. Call it on a tokio runtime.
     pub async fn start(options: &NatsOptions, config: SatelliteConfig) -> Result<Self, NatsError> {
         if !is_subject_token(&config.name) {
             return Err(NatsError::Config(format!(
@@ -281,22 +283,20 @@ impl Satellite {
                 loops.spawn(serve(Arc::clone(&shared), kind, endpoint));
             }
         }
-        let direct = client
+        let mut direct = client
             .subscribe(format!("{}.sat.{}.>", subjects.prefix(), shared.name))
             .await
             .map_err(|e| NatsError::Nats(format!("cannot subscribe: {e}")))?;
-        loops.spawn(serve_direct(Arc::clone(&shared), direct));
         let discover = client
             .subscribe(subjects.discover())
             .await
             .map_err(|e| NatsError::Nats(format!("cannot subscribe: {e}")))?;
+        // Served from here on: a call or a discovery sent once `start` returns finds it.
+        let early = confirm_subscriptions(&shared, &mut direct, READY_WAIT).await?;
+        loops.spawn(serve_direct(Arc::clone(&shared), direct, early));
         let mut background = JoinSet::new();
         background.spawn(answer_discovery(Arc::clone(&shared), discover));
         background.spawn(heartbeat(Arc::clone(&shared)));
-        client
-            .flush()
-            .await
-            .map_err(|e| NatsError::Nats(format!("cannot reach the NATS server: {e}")))?;
         Ok(Satellite {
             shared,
             service: Some(service),
