@@ -59,6 +59,10 @@ impl Fresh {
     }
 }
 
+/// One thread's share of a level's numbering: the store's runs it writes, the (share, index)
+/// of each new state in order, and the new-place bits it saw.
+type Share<'a> = (Vec<StoredRun<'a>>, Vec<(u32, u32)>, Vec<u64>);
+
 /// The new states of partitions `fresh` whose earliest position is that of a state in `from`,
 /// merged in order of those positions, as (partition, index).
 fn merge(fresh: &[Fresh], from: Range<u64>, seq: &mut Vec<(u32, u32)>) {
@@ -168,7 +172,7 @@ pub(crate) fn number(
         store, ever_new, ..
     } = ex;
     let runs = store.states.append(&counts);
-    let mut work: Vec<(Vec<StoredRun<'_>>, Vec<(u32, u32)>, Vec<u64>)> = runs
+    let mut work: Vec<Share<'_>> = runs
         .into_iter()
         .zip(seqs)
         .map(|(r, seq)| (r, seq, vec![0; words]))
