@@ -168,7 +168,10 @@ fn unreduced_table() {
 }
 
 fn threads_table() {
-    let n = 11;
+    // `VERIFY_BENCH_N` another size, `VERIFY_BENCH_THREADS` one thread count (for a profiler).
+    let env = |k: &str| std::env::var(k).ok().and_then(|v| v.parse::<usize>().ok());
+    let n = env("VERIFY_BENCH_N").unwrap_or(11);
+    let only = env("VERIFY_BENCH_THREADS");
     let net = nets::parallel_split(n);
     println!("full exploration of n = {n} on several threads");
     println!(
@@ -187,6 +190,9 @@ fn threads_table() {
     let cores = std::thread::available_parallelism().map_or(1, |c| c.get());
     let mut one = None;
     for threads in [1, 2, cores] {
+        if only.is_some_and(|t| t != threads) {
+            continue;
+        }
         let opts = VerifyOptions::default()
             .max_states(u32::MAX as u64 - 1)
             .reduce(Reduction::None)
@@ -268,7 +274,8 @@ fn main() {
         load(),
         std::thread::available_parallelism().map_or(1, |c| c.get())
     );
-    // `VERIFY_BENCH_TABLE=threads` prints that table alone.
+    // `VERIFY_BENCH_TABLE=threads` prints that table alone (`VERIFY_BENCH_N=9` for another
+    // size, `VERIFY_BENCH_THREADS=1` for one thread count).
     let table = std::env::var("VERIFY_BENCH_TABLE").ok();
     if table.as_deref().is_none_or(|t| t == "full") {
         full_table();

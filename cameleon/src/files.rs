@@ -293,7 +293,7 @@ pub(crate) fn write(root: &Path, path: &str, bytes: &[u8]) -> Result<(), FileErr
 }
 
 /// One entry of a folder.
-pub(crate) struct DirEntry {
+pub(crate) struct FolderEntry {
     pub(crate) name: String,
     /// `file`, `dir` or `symlink`.
     pub(crate) kind: &'static str,
@@ -301,7 +301,7 @@ pub(crate) struct DirEntry {
 }
 
 /// The entries of the folder at `path` beneath `root`, sorted by name.
-pub(crate) fn list(root: &Path, path: &str) -> Result<Vec<DirEntry>, FileError> {
+pub(crate) fn list(root: &Path, path: &str) -> Result<Vec<FolderEntry>, FileError> {
     let who = Who::Tools;
     let at = locate(root, path, false, who)?;
     let read = at
@@ -326,7 +326,7 @@ pub(crate) fn list(root: &Path, path: &str) -> Result<Vec<DirEntry>, FileError> 
         } else {
             0
         };
-        out.push(DirEntry {
+        out.push(FolderEntry {
             name: entry.file_name().to_string_lossy().into_owned(),
             kind,
             size,

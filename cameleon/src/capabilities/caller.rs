@@ -116,7 +116,7 @@ pub(super) fn with_nets(
 /// the first listed one.
 fn callees_first(calls: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
     #[derive(Clone, Copy, PartialEq)]
-    enum Mark {
+    enum Visit {
         New,
         Open,
         Done,
@@ -124,29 +124,29 @@ fn callees_first(calls: &[Vec<usize>]) -> Result<Vec<usize>, Vec<usize>> {
     fn visit(
         i: usize,
         calls: &[Vec<usize>],
-        marks: &mut [Mark],
+        marks: &mut [Visit],
         path: &mut Vec<usize>,
         out: &mut Vec<usize>,
     ) -> Result<(), Vec<usize>> {
         match marks[i] {
-            Mark::Done => return Ok(()),
-            Mark::Open => {
+            Visit::Done => return Ok(()),
+            Visit::Open => {
                 let at = path.iter().position(|&p| p == i).unwrap_or(0);
                 return Err(path[at..].to_vec());
             }
-            Mark::New => {}
+            Visit::New => {}
         }
-        marks[i] = Mark::Open;
+        marks[i] = Visit::Open;
         path.push(i);
         for &c in &calls[i] {
             visit(c, calls, marks, path, out)?;
         }
         path.pop();
-        marks[i] = Mark::Done;
+        marks[i] = Visit::Done;
         out.push(i);
         Ok(())
     }
-    let mut marks = vec![Mark::New; calls.len()];
+    let mut marks = vec![Visit::New; calls.len()];
     let mut out = Vec::with_capacity(calls.len());
     for i in 0..calls.len() {
         visit(i, calls, &mut marks, &mut Vec::new(), &mut out)?;

@@ -6,8 +6,6 @@
 //! follow the shares before it: nothing here is done by one thread alone, except under a state
 //! budget the level reaches (then the states are numbered one by one up to the cut).
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -64,34 +62,48 @@ impl Fresh {
 type Share<'a> = (Vec<StoredRun<'a>>, Vec<(u32, u32)>, Vec<u64>);
 
 /// The new states of partitions `fresh` whose earliest position is that of a state in `from`,
-/// merged in order of those positions, as (partition, index).
+/// in order of those positions, as (partition, index): a counting sort by the state of the
+/// position, then each state's few successors by their rank.
 fn merge(fresh: &[Fresh], from: Range<u64>, seq: &mut Vec<(u32, u32)>) {
-    let parent = |f: &Fresh, r: usize| f.keys[f.order[r] as usize] >> 32;
-    let mut ends = Vec::with_capacity(fresh.len());
-    let mut next: BinaryHeap<Reverse<(u64, usize, usize)>> = BinaryHeap::new();
-    let mut total = 0;
-    for (q, f) in fresh.iter().enumerate() {
+    let parent = |f: &Fresh, l: u32| (f.keys[l as usize] >> 32) - from.start;
+    let span = (from.end - from.start) as usize;
+    // `starts[p + 1]`: how many come from state `from.start + p`, then where they go.
+    let mut starts = vec![0u32; span + 1];
+    let mut ranges = Vec::with_capacity(fresh.len());
+    for f in fresh {
         let lo = f
             .order
             .partition_point(|&l| f.keys[l as usize] >> 32 < from.start);
         let hi = f
             .order
             .partition_point(|&l| f.keys[l as usize] >> 32 < from.end);
-        debug_assert!(hi == 0 || parent(f, hi - 1) < from.end);
-        ends.push(hi);
-        total += hi - lo;
-        if lo < hi {
-            next.push(Reverse((f.keys[f.order[lo] as usize], q, lo)));
+        ranges.push(lo..hi);
+        for &l in &f.order[lo..hi] {
+            starts[parent(f, l) as usize + 1] += 1;
         }
     }
+    for p in 0..span {
+        starts[p + 1] += starts[p];
+    }
+    let total = starts[span] as usize;
     seq.clear();
-    seq.reserve(total);
-    while let Some(Reverse((_, q, r))) = next.pop() {
-        let f = &fresh[q];
-        seq.push((q as u32, f.order[r]));
-        if r + 1 < ends[q] {
-            next.push(Reverse((f.keys[f.order[r + 1] as usize], q, r + 1)));
+    seq.resize(total, (0, 0));
+    for (q, (f, range)) in fresh.iter().zip(ranges).enumerate() {
+        for &l in &f.order[range] {
+            let at = &mut starts[parent(f, l) as usize];
+            seq[*at as usize] = (q as u32, l);
+            *at += 1;
         }
+    }
+    // Each state's successors (from several partitions) by rank: a few, almost always in order.
+    let key = |&(q, l): &(u32, u32)| fresh[q as usize].keys[l as usize];
+    let mut start = 0;
+    for &end in &starts[..span] {
+        let group = &mut seq[start..end as usize];
+        if group.len() > 1 && !group.is_sorted_by_key(key) {
+            group.sort_unstable_by_key(key);
+        }
+        start = end as usize;
     }
 }
 

@@ -75,7 +75,7 @@ struct Bucket {
 }
 
 /// What expanding part of a level found.
-struct Out {
+struct Expansion {
     buckets: Vec<Bucket>,
     /// States whose outcomes the model has not computed yet: not expanded.
     deferred: Vec<u32>,
@@ -92,9 +92,9 @@ struct Out {
     which: Vec<u32>,
 }
 
-impl Out {
+impl Expansion {
     fn new(parts: usize, ops: usize) -> Self {
-        Out {
+        Expansion {
             buckets: (0..parts).map(|_| Bucket::default()).collect(),
             deferred: Vec::new(),
             edges: 0,
@@ -185,38 +185,60 @@ fn absorb(
     id_mask: u32,
     states: &States,
     base: u32,
-    outs: &[Out],
+    outs: &[Expansion],
     q: usize,
     fresh: &mut Fresh,
 ) {
-    let words = states.words();
+    // The usual few words a state get code of their own: comparisons and hashes unrolled.
+    match states.words() {
+        1 => absorb_words::<1>(table, id_mask, states, base, outs, q, fresh),
+        2 => absorb_words::<2>(table, id_mask, states, base, outs, q, fresh),
+        3 => absorb_words::<3>(table, id_mask, states, base, outs, q, fresh),
+        4 => absorb_words::<4>(table, id_mask, states, base, outs, q, fresh),
+        _ => absorb_words::<0>(table, id_mask, states, base, outs, q, fresh),
+    }
+}
+
+/// [`absorb`] for states of `W` words (`0`: any number).
+fn absorb_words<const W: usize>(
+    table: &mut Table,
+    id_mask: u32,
+    states: &States,
+    base: u32,
+    outs: &[Expansion],
+    q: usize,
+    fresh: &mut Fresh,
+) {
+    const GROUP: usize = 16;
+    let words = if W == 0 { states.words() } else { W };
+    let state = |id: u32| -> &[u64] {
+        let s = states.state(id);
+        if W == 0 { s } else { &s[..W] }
+    };
     fresh.clear();
-    let mut hashes = [0u64; 16];
+    let mut hashes = [0u64; GROUP];
     for out in outs {
         let b = &out.buckets[q];
-        let mut j = 0;
-        while j < b.keys.len() {
-            let end = b.keys.len().min(j + hashes.len());
+        let groups = b.words.chunks(GROUP * words).zip(b.keys.chunks(GROUP));
+        for (group, keys) in groups {
             // The table loads of a group first, so that they wait for memory together.
             let mut touched = 0u32;
-            for (i, h) in hashes.iter_mut().enumerate().take(end - j) {
-                *h = hash(&b.words[(j + i) * words..(j + i + 1) * words]);
+            for (h, s) in hashes.iter_mut().zip(group.chunks_exact(words)) {
+                *h = hash(s);
                 touched ^= table.touch(*h);
             }
             std::hint::black_box(touched);
-            for (i, &h) in hashes.iter().enumerate().take(end - j) {
-                let key = b.keys[j + i];
-                let s = &b.words[(j + i) * words..(j + i + 1) * words];
+            for ((&h, s), &key) in hashes.iter().zip(group.chunks_exact(words)).zip(keys) {
                 let tag = ((h >> 32) as u32) & !id_mask;
                 let fw = &fresh.words;
                 let found = table.find(h, tag, id_mask, |id| {
                     let t = if id < base {
-                        states.state(id)
+                        state(id)
                     } else {
                         let l = (id - base) as usize;
                         &fw[l * words..(l + 1) * words]
                     };
-                    t.iter().zip(s).all(|(a, b)| a == b)
+                    t == s
                 });
                 match found {
                     Ok(id) if id >= base => {
@@ -237,7 +259,7 @@ fn absorb(
                                 id_mask,
                                 |id| {
                                     if id < base {
-                                        hash(states.state(id))
+                                        hash(state(id))
                                     } else {
                                         let l = (id - base) as usize;
                                         hash(&fw[l * words..(l + 1) * words])
@@ -253,7 +275,6 @@ fn absorb(
                     }
                 }
             }
-            j = end;
         }
     }
     fresh.sort();
@@ -295,7 +316,7 @@ pub(crate) fn explore_split(
 
     let n_ops = model.ops.len();
     // Per share of a level, then one for the deferred states.
-    let mut outs: Vec<Out> = Vec::new();
+    let mut outs: Vec<Expansion> = Vec::new();
     let mut fresh: Vec<Fresh> = (0..parts).map(|_| Fresh::default()).collect();
     let mut cur = vec![0u64; model.words];
     let mut reported = 0usize;
@@ -313,7 +334,7 @@ pub(crate) fn explore_split(
         // More shares than threads, so that one finishing early takes more.
         let shares = if workers > 1 { workers * SHARES } else { 1 };
         while outs.len() < shares + 1 {
-            outs.push(Out::new(parts, n_ops));
+            outs.push(Expansion::new(parts, n_ops));
         }
         timing.serial_since(mark);
         // 1. Expand.
@@ -402,7 +423,7 @@ pub(crate) fn explore_split(
 }
 
 /// Adds what expanding part of a level found to the exploration's facts.
-fn fold(ex: &mut Explored, out: &Out) {
+fn fold(ex: &mut Explored, out: &Expansion) {
     ex.n_edges += out.edges;
     ex.all_grow &= out.all_grow;
     for (e, &o) in ex.op_enabled.iter_mut().zip(&out.op_enabled) {
@@ -426,7 +447,7 @@ fn fold(ex: &mut Explored, out: &Out) {
 fn redo_to_cut(ex: &mut Explored, model: &mut Model<'_>, fs: usize, key: u64) {
     let stop = (key >> 32) as usize;
     let rank = (key & 0xffff_ffff) as usize;
-    let mut scratch = Out::new(1, model.ops.len());
+    let mut scratch = Expansion::new(1, model.ops.len());
     let mut cur = vec![0u64; model.words];
     for id in fs..stop {
         cur.copy_from_slice(ex.store.state(id as u32));
@@ -437,7 +458,7 @@ fn redo_to_cut(ex: &mut Explored, model: &mut Model<'_>, fs: usize, key: u64) {
     fold(ex, &scratch);
     // The firings of the stopping state before the position: seen, not counted as edges.
     cur.copy_from_slice(ex.store.state(stop as u32));
-    let mut last = Out::new(1, model.ops.len());
+    let mut last = Expansion::new(1, model.ops.len());
     last.expand(model, stop as u32, &cur);
     for &k in last.which.iter().take(rank) {
         ex.all_grow &= model.outcomes[k as usize].grows;
