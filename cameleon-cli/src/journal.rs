@@ -56,8 +56,7 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         .base_dir
         .clone()
         .unwrap_or_else(|| std::path::PathBuf::from("."));
-    let names =
-        crate::net_tools::with_net_tools(names, &dir.join("net.cm"), a.capabilities.as_deref());
+    let names = crate::net_tools::with_net_tools(names, &dir, a.capabilities.as_deref());
     let resumed = journal.resume_with_names(a.run_id.as_deref(), &opts, &names, pin);
     match failed {
         Some(CapabilitiesError::File(e)) => {

@@ -10,8 +10,14 @@ use cameleon::cm::Loader;
 /// only (nothing built, started or contacted), so a file naming them loads. A capabilities file
 /// that is not valid adds nothing here: the command that builds it reports it.
 pub(crate) fn net_tool_names(cm: &Path, capabilities: Option<&Path>) -> Vec<String> {
+    net_tool_names_in(&cameleon::cm::folder_of(cm), capabilities)
+}
+
+/// [`net_tool_names`] of a `.cm` file in folder `dir` (a recorded run knows its net's folder,
+/// not its file).
+fn net_tool_names_in(dir: &Path, capabilities: Option<&Path>) -> Vec<String> {
     cameleon::capabilities::Runtime::builder()
-        .for_cm_file(cm, capabilities)
+        .for_dir(dir, capabilities)
         .names()
         .map(|n| {
             n.names(cameleon::operator::capability::Named::Tool)
@@ -22,14 +28,14 @@ pub(crate) fn net_tool_names(cm: &Path, capabilities: Option<&Path>) -> Vec<Stri
         .unwrap_or_default()
 }
 
-/// `names`, its loader also told the [`net_tool_names`] of `cm` (a journaled net that names
-/// net-tools loads back).
+/// `names`, its loader also told the net-tool names of a `.cm` file in folder `dir` (a
+/// journaled net that names net-tools loads back).
 pub(crate) fn with_net_tools(
     mut names: cameleon::journal::Names,
-    cm: &Path,
+    dir: &Path,
     capabilities: Option<&Path>,
 ) -> cameleon::journal::Names {
-    let known = net_tool_names(cm, capabilities);
+    let known = net_tool_names_in(dir, capabilities);
     if known.is_empty() {
         return names;
     }

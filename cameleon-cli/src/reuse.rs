@@ -309,11 +309,8 @@ fn recorded(path: &Path, id: &str, capabilities: Option<&Path>) -> Result<Cvm, J
         .ok()
         .and_then(|f| f.base_dir)
         .unwrap_or_else(|| std::path::PathBuf::from("."));
-    let names = crate::net_tools::with_net_tools(
-        cameleon::journal::Names::default(),
-        &dir.join("net.cm"),
-        capabilities,
-    );
+    let names =
+        crate::net_tools::with_net_tools(cameleon::journal::Names::default(), &dir, capabilities);
     journal.open_run_with_names(id, &names).map(|r| r.cvm)
 }
 

@@ -189,7 +189,11 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             },
             None => cameleon::journal::Names::default(),
         };
-        let names = crate::net_tools::with_net_tools(names, &a.file, a.capabilities.as_deref());
+        let names = crate::net_tools::with_net_tools(
+            names,
+            &cameleon::cm::folder_of(&a.file),
+            a.capabilities.as_deref(),
+        );
         let opts = RunOptions {
             durability: durability(a),
             name: Some(name.clone()),

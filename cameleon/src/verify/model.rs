@@ -187,8 +187,18 @@ fn candidates_of(
     s: &[u64],
     out: &mut Vec<u32>,
 ) {
+    // The first `SMALL` operators in a bit set (in order, once each, whatever order their
+    // connections come in); any others in `out`, sorted afterwards.
+    const SMALL: u32 = 256;
+    let mut bits = [0u64; SMALL as usize / 64];
     out.clear();
-    out.extend_from_slice(unguarded);
+    let mut add = |o: u32| {
+        if o < SMALL {
+            bits[o as usize / 64] |= 1 << (o % 64);
+        } else {
+            out.push(o);
+        }
+    };
     for (i, (&w, &m)) in s.iter().zip(new_mask).enumerate() {
         let mut new = w & !(w >> 1) & m;
         while new != 0 {
@@ -196,15 +206,34 @@ fn candidates_of(
             new &= new - 1;
             let o = guarded_consumer[i * 32 + bit as usize / 2];
             if o != NONE {
-                out.push(o);
+                add(o);
             }
         }
     }
-    // Most often already in order, without repeats (consumers follow their connections'
-    // order; an operator with two NEW inputs is listed twice).
-    if !out.is_sorted_by(|a, b| a < b) {
-        out.sort_unstable();
-        out.dedup();
+    for &o in unguarded {
+        add(o);
+    }
+    let large = out.len();
+    for (k, &b) in bits.iter().enumerate() {
+        let mut b = b;
+        while b != 0 {
+            out.push(k as u32 * 64 + b.trailing_zeros());
+            b &= b - 1;
+        }
+    }
+    if large > 0 {
+        out.rotate_left(large);
+        let tail = &mut out[..];
+        let small = tail.len() - large;
+        tail[small..].sort_unstable();
+        let mut kept = small;
+        for r in small..tail.len() {
+            if r == small || tail[r] != tail[kept - 1] {
+                tail[kept] = tail[r];
+                kept += 1;
+            }
+        }
+        out.truncate(kept);
     }
 }
 

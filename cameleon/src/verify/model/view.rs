@@ -111,36 +111,46 @@ pub(crate) trait Outcomes {
 }
 
 impl Outcomes for View<'_> {
+    #[inline(always)]
     fn candidates(&self, s: &[u64], out: &mut Vec<u32>) {
         View::candidates(self, s, out)
     }
+    #[inline(always)]
     fn outcomes_in(&mut self, o: usize, s: &[u64]) -> Option<(usize, usize)> {
         View::outcomes_in(self, o, s)
     }
+    #[inline(always)]
     fn apply(&self, k: usize, s: &mut [u64]) {
         View::apply(self, k, s)
     }
+    #[inline(always)]
     fn outcome(&self, k: usize) -> &Outcome {
         &self.outcomes[k]
     }
+    #[inline(always)]
     fn any_new(&self, s: &[u64]) -> bool {
         View::any_new(self, s)
     }
 }
 
 impl Outcomes for Model<'_> {
+    #[inline(always)]
     fn candidates(&self, s: &[u64], out: &mut Vec<u32>) {
         Model::candidates(self, s, out)
     }
+    #[inline(always)]
     fn outcomes_in(&mut self, o: usize, s: &[u64]) -> Option<(usize, usize)> {
         Some(Model::outcomes_in(self, o, s))
     }
+    #[inline(always)]
     fn apply(&self, k: usize, s: &mut [u64]) {
         Model::apply(self, k, s)
     }
+    #[inline(always)]
     fn outcome(&self, k: usize) -> &Outcome {
         &self.outcomes[k]
     }
+    #[inline(always)]
     fn any_new(&self, s: &[u64]) -> bool {
         Model::any_new(self, s)
     }
