@@ -11,7 +11,7 @@ use crate::catalogue::{BuildContext, Catalogue, ParamError};
 use crate::cm::{CmFile, Loader};
 use crate::connection::ConnState;
 use crate::engine::{Cvm, EndState};
-use crate::net::{Mode, Net};
+use crate::net::{Mode, Net, Topo};
 use crate::operator::capability::Capabilities;
 use crate::operator::{Execution, OpError, OpSpec, PortSpec, TypeRef};
 use crate::ops::FileAccess;
@@ -183,6 +183,8 @@ pub(crate) struct NetTemplate {
     /// The net the runs are instances of (behind a lock: its operators are not `Sync`, and
     /// concurrent items of a `map` instantiate it).
     net: Mutex<Net>,
+    /// Its topology's index tables, built once and copied into the engine of each run.
+    topo: Topo,
     /// What its operators are built anew with: its own folder, its files, its depth.
     cx: BuildContext,
     /// How messages name it: the `net` param as written, or the net's name.
@@ -219,6 +221,7 @@ impl NetTemplate {
                 n.operator().execution() == Execution::Async || !n.effective_settings().is_none()
             });
         let t = NetTemplate {
+            topo: Topo::new(&net),
             net: Mutex::new(net),
             cx,
             shown,
@@ -269,7 +272,7 @@ impl NetTemplate {
         if let Some(p) = crate::net::Placing::of(&**caps) {
             p.0.place(&mut net);
         }
-        let mut cvm = Cvm::new(net);
+        let mut cvm = Cvm::on_topo(net, self.topo.clone());
         cvm.set_capabilities(Arc::clone(caps));
         Ok(cvm)
     }
