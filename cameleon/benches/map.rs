@@ -1,7 +1,9 @@
 //! `map` overhead (docs/semantics.md §10.3): 1 000 items through a trivial inner net
 //! (`input → counter → output`), sequential and parallel (4 items at once), beside the same
-//! work as 1 000 operators in one net (a chain of 1 000 counters); 100 items that each wait
-//! 1 ms, sequential and parallel; and one `subnet` firing.
+//! work as 1 000 operators in one net (a chain of 1 000 counters): the overhead per item is
+//! `(map_sequential − one_net_1000_operators) / 1 000`; 100 items that each wait 1 ms,
+//! sequential and parallel; 1 000 items that each wait 10 ms, 16 at once (the ideal is
+//! 1 000 / 16 × 10 ms = 625 ms); and one `subnet` firing.
 //!
 //! `cargo bench -p cameleon --bench map`
 
@@ -49,15 +51,20 @@ fn map_net(concurrency: usize) -> Net {
 /// const [0 … 99] → map(input → delay 1 ms → output) → sink: items that wait, where running
 /// them at once pays.
 fn waiting_net(concurrency: usize) -> Net {
+    waiting(100, 1, concurrency)
+}
+
+/// const [0 … items − 1] → map(input → delay `ms` → output) → sink.
+fn waiting(items: usize, ms: u64, concurrency: usize) -> Net {
     let mut b = Net::builder("inner");
     b.add("item", cameleon::ops::SubnetInput::<Any>::new("item"));
-    b.add("wait", Delay::new(1));
+    b.add("wait", Delay::new(ms));
     b.add("result", cameleon::ops::SubnetOutput::<Any>::new("result"));
     b.connect("item.out_data", "wait.in_data")
         .connect("wait.out_data", "result.in_data");
     let inner = b.build().expect("a valid inner net");
     let mut b = Net::builder("waiting");
-    b.add("items", Const::new(json!((0..100).collect::<Vec<_>>())));
+    b.add("items", Const::new(json!((0..items).collect::<Vec<_>>())));
     b.add(
         "each",
         Map::new(inner)
@@ -144,6 +151,20 @@ fn map_vs_operators(c: &mut Criterion) {
             )
         });
     }
+    g.finish();
+    let mut g = c.benchmark_group("map_1000_items_waiting_10ms");
+    g.sample_size(10);
+    g.bench_function("parallel_16", |b| {
+        b.iter_batched_ref(
+            || {
+                Cvm::builder(waiting(1_000, 10, 16))
+                    .mode(Mode::Parallel)
+                    .build()
+            },
+            |cvm| black_box(cvm.run().unwrap()),
+            BatchSize::LargeInput,
+        )
+    });
     g.finish();
     let mut g = c.benchmark_group("subnet");
     g.bench_function("one_firing_of_a_3_operator_net", |b| {

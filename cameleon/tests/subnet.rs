@@ -557,6 +557,75 @@ fn map_with_error_connected_runs_every_item_and_lists_the_failed_ones() {
     assert_eq!(batch[1].end().name(), "ERROR");
 }
 
+/// Passes on the first value it receives; any later firing of the same instance emits
+/// `"leaked"`: state an instance kept from an earlier run.
+#[operator(id = "test_first_only", label = "First only", exec = inline)]
+#[derive(Debug, Default)]
+pub struct FirstOnly {
+    #[input]
+    in_data: In<DataJSON>,
+    #[output]
+    out_data: Out<DataJSON>,
+    fired: bool,
+}
+
+impl Run for FirstOnly {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let v = if self.fired {
+            DataJSON(json!("leaked"))
+        } else {
+            cx.get(Self::in_data)?.clone()
+        };
+        self.fired = true;
+        cx.emit(Self::out_data, v);
+        Ok(())
+    }
+}
+
+#[test]
+fn map_items_start_from_fresh_operators_and_an_initial_marking() {
+    // Each item runs on its own instance of the inner net: an operator's state, the tokens
+    // and the operators' fire counts of one item never reach the next (the engines of the
+    // items share only the net's immutable tables).
+    let inner = || {
+        Net::from_cm(
+            "
+name: first
+config: {max_loop_iterations: 1}
+operators:
+  - {id: item, type: input, params: {name: item}}
+  - {id: once, type: test_first_only}
+  - {id: result, type: output, params: {name: result}}
+connections:
+  - {from: item.out_data, to: once.in_data}
+  - {from: once.out_data, to: result.in_data}
+",
+        )
+        .unwrap()
+    };
+    for mode in [Mode::Sequential, Mode::Parallel] {
+        let mut b = Net::builder("outer");
+        b.add("items", cameleon::ops::Const::new(json!([1, 2, 3])));
+        b.add("each", Map::new(inner()).unwrap().concurrency(2));
+        b.add("out", cameleon::ops::Sink::new());
+        b.connect("items.out_data", "each.in_items")
+            .connect("each.out_results", "out.in_data");
+        let mut cvm = Cvm::builder(b.build().unwrap()).mode(mode).build();
+        assert_eq!(cvm.run().unwrap(), EndState::Completed, "{mode}");
+        assert_eq!(got(&cvm, "out"), [json!([1, 2, 3])], "{mode}");
+        let runs = &map_of_named(&cvm, "each").runs()[0];
+        for (i, run) in runs.iter().enumerate() {
+            assert_eq!(run.steps(), 3, "item {i}, {mode}");
+            assert_eq!(run.received("result").len(), 1, "item {i}, {mode}");
+        }
+    }
+}
+
+fn map_of_named<'c>(cvm: &'c Cvm, name: &str) -> &'c Map {
+    let id = cvm.net().op_id(name).unwrap();
+    cvm.net().op(id).downcast_ref::<Map>().unwrap()
+}
+
 #[test]
 fn map_results_and_runs_never_depend_on_timing() {
     let _g = counting();

@@ -138,6 +138,9 @@ impl Cvm {
     #[inline]
     fn inline_step(&self) -> bool {
         let mode = self.context.mode;
+        if let [o] = self.scratch.ops[..] {
+            return self.operators.runs_inline(o, mode); // one firing: no iterator
+        }
         self.scratch
             .ops
             .iter()
@@ -294,11 +297,10 @@ impl Cvm {
         if many {
             plan.slot_start.push(plan.slots.len());
         }
+        // Each firing clears its emissions before every attempt (`attempt.rs`), a committed step
+        // drains them and a discarded one clears them: they are empty here, no loop.
         if self.scratch.emitted.len() < n {
             self.scratch.emitted.resize_with(n, Vec::new);
-        }
-        for e in &mut self.scratch.emitted[..n] {
-            e.clear();
         }
         if !self.scratch.outcomes.is_empty() {
             self.scratch.outcomes.clear();
@@ -339,7 +341,9 @@ impl Cvm {
                 &mut self.scratch.emitted[j],
             );
         }
-        self.operators.interrupted.clear();
+        // Every saved state was taken above: popping drops nothing (no drop call over the
+        // slice, as `clear` makes).
+        while self.operators.interrupted.pop().is_some() {}
         self.history.path.push(node);
         if !self.history.redo.is_empty() || self.context.recorder.is_some() {
             self.end_future(node, step)?;
@@ -393,6 +397,9 @@ impl Cvm {
                     }
                 }
             }
+        }
+        for e in &mut self.scratch.emitted {
+            e.clear(); // the discarded firings' emissions (the values they hold) go now
         }
         let name = self.net.ops[self.scratch.ops[j]].name.clone();
         let budget = (!cancelled)

@@ -141,7 +141,16 @@ impl fmt::Debug for Cvm {
 impl Cvm {
     /// An engine for `net` at its initial marking, with the net's configuration.
     pub fn new(net: Net) -> Self {
-        let operators = Operators::new(&net);
+        let topo = crate::net::Topo::new(&net);
+        Cvm::on_topo(net, topo)
+    }
+
+    /// An engine for `net` on `topo`, the index tables of `net`'s topology
+    /// ([`Topo::new`](crate::net::Topo::new) of `net` or of a net it is an instance of): the
+    /// runs of a sub-net or of a `map`'s items copy their inner net's instead of building it.
+    pub(crate) fn on_topo(net: Net, topo: crate::net::Topo) -> Self {
+        debug_assert_eq!(topo.policy.len(), net.ops.len());
+        let operators = Operators::new(&net, topo);
         let marking = LiveMarking::new(&operators.topo, net.conns.len(), net.ops.len());
         let history = HistoryTree::with_capacity(net.ops.len(), net.conns.len());
         let context = RunContext::new(&net);

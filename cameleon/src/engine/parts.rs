@@ -15,7 +15,8 @@ use crate::policy::Family;
 /// What the engine knows of each operator besides the operator itself (which stays in the
 /// net): where its ports lead, how it executes, its settings, the question it asks.
 pub(super) struct Operators {
-    /// Ports, connections, policies, cancellation regions: the net as index tables.
+    /// Ports, connections, policies, cancellation regions: the net as index tables (held by
+    /// value: the hot path reads them on every firing).
     pub(super) topo: Topo,
     /// Per operator: how parallel mode runs it (structural: inline).
     pub(super) execution: Vec<Execution>,
@@ -36,9 +37,9 @@ pub(super) struct Operators {
 }
 
 impl Operators {
-    /// The table of `net`'s operators; questions as asked without capabilities.
-    pub(super) fn new(net: &Net) -> Self {
-        let topo = Topo::new(net);
+    /// The table of `net`'s operators, on `topo` (the net's, [`Topo::new`]); questions as
+    /// asked without capabilities.
+    pub(super) fn new(net: &Net, topo: Topo) -> Self {
         let execution: Vec<Execution> = net
             .ops
             .iter()

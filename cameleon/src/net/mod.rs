@@ -176,7 +176,7 @@ impl Placing {
 
 /// What a net knows about an operator instance besides the operator itself. An [`OpNode`]
 /// dereferences to it, so `node.name` reads the instance name.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct OpMeta {
     /// Instance name, unique in the net (`chunk`).
     pub name: String,
@@ -203,7 +203,8 @@ pub struct OpMeta {
 /// An operator instance in a net: the operator and its [`OpMeta`] (reachable through `Deref`).
 /// Kept small (two pointers) so the engine's hot loop walks a compact array.
 pub struct OpNode {
-    pub(crate) meta: Box<OpMeta>,
+    /// Shared by the instances of a net ([`Net::instantiate`]); copied when one changes it.
+    pub(crate) meta: std::sync::Arc<OpMeta>,
     pub(crate) op: Box<dyn Operator>,
 }
 
@@ -216,7 +217,7 @@ impl std::ops::Deref for OpNode {
 
 impl std::ops::DerefMut for OpNode {
     fn deref_mut(&mut self) -> &mut OpMeta {
-        &mut self.meta
+        std::sync::Arc::make_mut(&mut self.meta)
     }
 }
 
@@ -371,17 +372,7 @@ impl Net {
         let mut ops = Vec::with_capacity(self.ops.len());
         for n in &self.ops {
             ops.push(OpNode {
-                meta: Box::new(OpMeta {
-                    name: n.name.clone(),
-                    label: n.label.clone(),
-                    instance: n.instance,
-                    pos: n.pos,
-                    spec: n.spec.clone(),
-                    in_types: n.in_types.clone(),
-                    out_types: n.out_types.clone(),
-                    settings: n.settings,
-                    placement: n.placement,
-                }),
+                meta: std::sync::Arc::clone(&n.meta),
                 op: make(n)?,
             });
         }

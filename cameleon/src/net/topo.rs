@@ -10,7 +10,7 @@ use super::Net;
 
 /// The net's topology, flattened: per operator its input connections and its output ports, per
 /// output port its connections, per connection its producer and consumer.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(crate) struct Topo {
     /// Per op, start into `in_conn` (len = ops + 1).
     pub(crate) in_start: Vec<u32>,

@@ -100,7 +100,7 @@ impl Validator {
             .zip(self.specs)
             .zip(in_types.into_iter().zip(out_types))
             .map(|((p, spec), (in_types, out_types))| OpNode {
-                meta: Box::new(OpMeta {
+                meta: std::sync::Arc::new(OpMeta {
                     name: p.name,
                     label: p.label,
                     instance: p.instance,

@@ -76,6 +76,17 @@ impl<T: PortType> SubnetInput<T> {
         &self.name
     }
 
+    /// A copy in its initial state: the same params, given nothing.
+    pub(crate) fn fresh_copy(&self) -> Self {
+        SubnetInput {
+            name: self.name.clone(),
+            ty: self.ty.clone(),
+            value: self.value.clone(),
+            given: None,
+            __cameleon_ports: PhantomData,
+        }
+    }
+
     /// Passes `value` in: what the next firing emits.
     pub(crate) fn give(&mut self, value: Value) {
         self.given = Some(TypedValue(value));
@@ -159,6 +170,15 @@ impl<T: PortType> SubnetOutput<T> {
     /// Its boundary name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// A copy (it has no state).
+    pub(crate) fn fresh_copy(&self) -> Self {
+        SubnetOutput {
+            name: self.name.clone(),
+            ty: self.ty.clone(),
+            __cameleon_ports: PhantomData,
+        }
     }
 }
 

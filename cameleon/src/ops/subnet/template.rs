@@ -5,15 +5,15 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use super::boundary::SubnetInput;
+use super::boundary::{SubnetInput, SubnetOutput};
 use super::runs::InnerRun;
 use crate::catalogue::{BuildContext, Catalogue, ParamError};
 use crate::cm::{CmFile, Loader};
 use crate::connection::ConnState;
 use crate::engine::{Cvm, EndState};
-use crate::net::{Mode, Net};
+use crate::net::{Mode, Net, Topo};
 use crate::operator::capability::Capabilities;
-use crate::operator::{Execution, OpError, OpSpec, PortSpec, TypeRef};
+use crate::operator::{Execution, OpError, OpSpec, Operator, PortSpec, TypeRef};
 use crate::ops::FileAccess;
 use crate::policy::{Family, Policy};
 use crate::types::{Any, PortType, TypeInfo, Value, type_by_name};
@@ -183,6 +183,8 @@ pub(crate) struct NetTemplate {
     /// The net the runs are instances of (behind a lock: its operators are not `Sync`, and
     /// concurrent items of a `map` instantiate it).
     net: Mutex<Net>,
+    /// Its topology's index tables, built once and copied into the engine of each run.
+    topo: Topo,
     /// What its operators are built anew with: its own folder, its files, its depth.
     cx: BuildContext,
     /// How messages name it: the `net` param as written, or the net's name.
@@ -219,6 +221,7 @@ impl NetTemplate {
                 n.operator().execution() == Execution::Async || !n.effective_settings().is_none()
             });
         let t = NetTemplate {
+            topo: Topo::new(&net),
             net: Mutex::new(net),
             cx,
             shown,
@@ -234,17 +237,19 @@ impl NetTemplate {
     /// EMPTY.
     pub(crate) fn instantiate(&self) -> Result<Net, OpError> {
         let net = self.net.lock().unwrap_or_else(PoisonError::into_inner);
-        net.instantiate(|node| match node.op.fresh() {
-            Some(op) => Ok(op),
-            None => Catalogue::global()
-                .build(&node.spec.type_id, &node.op.params(), &self.cx)
-                .map_err(|e| {
-                    OpError::new(format!(
-                        "sub-net `{}`: operator `{}` ({}) cannot be built anew for a run: {e}",
-                        self.shown, node.name, node.spec.type_id
-                    ))
-                }),
-        })
+        net.instantiate(
+            |node| match node.op.fresh().or_else(|| fresh_boundary(&*node.op)) {
+                Some(op) => Ok(op),
+                None => Catalogue::global()
+                    .build(&node.spec.type_id, &node.op.params(), &self.cx)
+                    .map_err(|e| {
+                        OpError::new(format!(
+                            "sub-net `{}`: operator `{}` ({}) cannot be built anew for a run: {e}",
+                            self.shown, node.name, node.spec.type_id
+                        ))
+                    }),
+            },
+        )
     }
 
     /// An engine on a fresh instance whose `input`s hold `values` (by boundary input index),
@@ -269,7 +274,7 @@ impl NetTemplate {
         if let Some(p) = crate::net::Placing::of(&**caps) {
             p.0.place(&mut net);
         }
-        let mut cvm = Cvm::new(net);
+        let mut cvm = Cvm::on_topo(net, self.topo.clone());
         cvm.set_capabilities(Arc::clone(caps));
         Ok(cvm)
     }
@@ -317,6 +322,18 @@ impl NetTemplate {
             })
             .collect()
     }
+}
+
+/// A fresh instance of a boundary operator (`input`, `output`) of the template's net, without
+/// a round trip through its params and the catalogue: a copy of the template's own (which never
+/// runs), given nothing. `None` for any other operator.
+fn fresh_boundary(op: &dyn Operator) -> Option<Box<dyn Operator>> {
+    let any: &dyn std::any::Any = op;
+    if let Some(input) = any.downcast_ref::<SubnetInput<Any>>() {
+        return Some(Box::new(input.fresh_copy()));
+    }
+    any.downcast_ref::<SubnetOutput<Any>>()
+        .map(|output| Box::new(output.fresh_copy()) as Box<dyn Operator>)
 }
 
 /// Which sets of outputs a run can complete with: for each COMPLETED state of the inner net's
