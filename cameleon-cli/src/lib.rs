@@ -65,6 +65,7 @@ use cameleon::net::Net;
 
 mod answers;
 mod args;
+mod bus;
 mod catalogue;
 mod check;
 mod ctrl_c;

@@ -115,16 +115,29 @@ impl JetStreamJournal {
             })?;
         let leases = match js.get_key_value(bucket_name(&options.prefix)).await {
             Ok(kv) => kv,
-            Err(_) => js
-                .create_key_value(kv::Config {
-                    bucket: bucket_name(&options.prefix),
-                    history: 1,
+            Err(_) => {
+                // The bucket's stream as the KV API lays it out; made here because the
+                // client's `create_key_value` reads account fields server 2.9 lacks.
+                let bucket = bucket_name(&options.prefix);
+                js.get_or_create_stream(stream::Config {
+                    name: format!("KV_{bucket}"),
+                    subjects: vec![format!("$KV.{bucket}.>")],
+                    max_messages_per_subject: 1,
                     max_age: ttl,
                     storage: stream::StorageType::File,
+                    allow_rollup: true,
+                    deny_delete: true,
+                    allow_direct: true,
+                    num_replicas: 1,
+                    discard: stream::DiscardPolicy::New,
                     ..Default::default()
                 })
                 .await
-                .map_err(|e| io(&url, format!("cannot open the lease bucket: {e}")))?,
+                .map_err(|e| io(&url, format!("cannot open the lease bucket: {e}")))?;
+                js.get_key_value(bucket)
+                    .await
+                    .map_err(|e| io(&url, format!("cannot open the lease bucket: {e}")))?
+            }
         };
         Ok(JetStreamJournal {
             url,
