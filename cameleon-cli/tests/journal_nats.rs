@@ -429,3 +429,42 @@ fn publish(url: &str, subject: &str, payload: &[u8]) {
         }
     }
 }
+
+/// A process that lost its lease cannot append: once another went on with the run, the
+/// server refuses its next step (each append carries the run's last sequence it knows).
+#[test]
+fn a_holder_that_lost_its_lease_cannot_append_after_another_went_on() {
+    use cameleon::journal::{Names, ResumeOptions, RunOptions};
+    let d = TempDir::new("js-lost-lease");
+    let server = jetstream(&d.join("store"));
+    let o = NatsOptions::new(server.url());
+    let ttl = cameleon_nats::journal::DEFAULT_LEASE_TTL;
+    let net = cameleon::Net::from_cm(
+        &std::fs::read_to_string(test_support::example("counter.cm")).unwrap(),
+    )
+    .unwrap();
+    let mut first = cameleon::Cvm::new(net);
+    let j1 = JetStreamJournal::connect(&o, ttl).unwrap();
+    let (id, lease) = j1.start(&mut first, &RunOptions::default()).unwrap();
+    first.step().unwrap();
+    first.step().unwrap();
+    // The lease is gone (as when it lapses): another process takes the run over and steps.
+    drop(lease);
+    let j2 = JetStreamJournal::connect(&o, ttl).unwrap();
+    let pin = Box::new(|_: &mut cameleon::Net, _: &Path| {
+        <dyn cameleon::operator::capability::Capabilities>::none()
+    });
+    let (mut second, lease2) = j2
+        .resume(Some(&id), &ResumeOptions::default(), &Names::default(), pin)
+        .unwrap();
+    assert!(lease2.is_some());
+    assert_eq!(second.cvm.depth(), 2);
+    second.cvm.step().unwrap();
+    // The first process's next step is refused by the server, and undone.
+    let e = first
+        .step()
+        .expect_err("the stale holder's append is refused");
+    assert!(e.to_string().contains("journal"), "{e}");
+    // The run on the server is the second process's: three steps.
+    assert_eq!(j2.history(&id).unwrap().entries.len(), 3);
+}
