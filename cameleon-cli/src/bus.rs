@@ -24,7 +24,21 @@ pub(crate) fn open(
     JetStreamJournal::connect(&nats.options(url), Duration::from_millis(lease_ms))
 }
 
-/// What a command does not do on a `nats://` journal yet: exit 2 with this message.
-pub(crate) fn unsupported(what: &str) -> String {
-    format!("{what} is not supported on a nats:// journal yet (use a journal file)")
+/// Refuses `db` when it names a journal on NATS, for a command that does not work on one yet
+/// (`what`): the exit code, after the message.
+pub(crate) fn refuse(
+    db: Option<&Path>,
+    what: &str,
+    io: &mut crate::Io<'_>,
+) -> std::io::Result<Option<i32>> {
+    match db.and_then(url) {
+        Some(u) => {
+            writeln!(
+                io.stderr,
+                "error: {what} is not supported on a nats:// journal yet (`{u}`): use a journal file"
+            )?;
+            Ok(Some(crate::exit::INVALID))
+        }
+        None => Ok(None),
+    }
 }

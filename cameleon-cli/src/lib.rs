@@ -501,8 +501,14 @@ where
         Command::History(a) => journal::history(&a, io),
         Command::Diff(a) => reuse::diff(&a, io),
         Command::Test(a) => reuse::test(&a, io),
-        Command::Migrate(a) => migrate::migrate(&a, io),
-        Command::Serve(a) => serve::serve(&a, io),
+        Command::Migrate(a) => match bus::refuse(Some(&a.db), "`migrate`", io) {
+            Ok(Some(code)) => return code,
+            _ => migrate::migrate(&a, io),
+        },
+        Command::Serve(a) => match bus::refuse(a.journal.as_deref(), "`serve --journal`", io) {
+            Ok(Some(code)) => return code,
+            _ => serve::serve(&a, io),
+        },
         Command::Satellite(a) => satellite::satellite(&a, io),
         Command::Satellites(a) => satellite::satellites(&a, io),
         Command::Trust(a) => trust::trust(&a, io),

@@ -468,3 +468,28 @@ fn a_holder_that_lost_its_lease_cannot_append_after_another_went_on() {
     // The run on the server is the second process's: three steps.
     assert_eq!(j2.history(&id).unwrap().entries.len(), 3);
 }
+
+/// What does not work on a journal on NATS yet says so, exit 2, and touches nothing.
+#[test]
+fn commands_not_yet_on_a_nats_journal_exit_2_saying_so() {
+    let url = "nats://127.0.0.1:9";
+    let net = test_support::example("counter.cm");
+    for args in [
+        vec!["serve", net.as_str(), "--journal", url],
+        vec![
+            "migrate",
+            url,
+            "0190f5e0-0000-7000-8000-000000000000",
+            "--back",
+        ],
+        vec!["run", net.as_str(), "--reuse", url],
+    ] {
+        let o = CAMELEON.run(&args);
+        assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
+        assert!(
+            stderr(&o).contains("not supported") && stderr(&o).contains("nats://"),
+            "{args:?}: {}",
+            stderr(&o)
+        );
+    }
+}
