@@ -493,3 +493,39 @@ fn commands_not_yet_on_a_nats_journal_exit_2_saying_so() {
         );
     }
 }
+
+/// With the server configuration docs/wire.md gives (plus JetStream), the `run` user journals
+/// a run and resumes it; the `watcher` user cannot start one.
+#[test]
+fn with_the_documented_permissions_a_run_user_journals_and_a_watcher_cannot() {
+    let d = TempDir::new("js-permissions");
+    let doc = std::fs::read_to_string(test_support::root().join("docs/wire.md")).unwrap();
+    let start = doc.find("```conf\n").expect("a ```conf block") + "```conf\n".len();
+    let end = start + doc[start..].find("```").expect("the block ends");
+    let conf = doc[start..end]
+        .replace("$RUN_PASSWORD", "run-pw")
+        .replace("$SATELLITE_PASSWORD", "sat-pw")
+        .replace("$WATCHER_PASSWORD", "watch-pw");
+    std::fs::write(d.join("nats-server.conf"), conf).unwrap();
+    let server = NatsServer::start_with(&[
+        "-js",
+        "-sd",
+        &s(&d.join("store")),
+        "-c",
+        &s(&d.join("nats-server.conf")),
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    let port = server.url().rsplit(':').next().unwrap().to_owned();
+    let as_run = format!("nats://run:run-pw@127.0.0.1:{port}");
+    let net = test_support::example("counter.cm");
+    let o = CAMELEON.run(&["run", &net, "--journal", &as_run, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let id = json(&o)["run_id"].as_str().unwrap().to_owned();
+    let runs = json(&CAMELEON.run(&["runs", &as_run, "--json"]));
+    assert_eq!(runs[0]["id"], id.as_str());
+    let o = CAMELEON.run(&["resume", &as_run, &id, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let as_watcher = format!("nats://watcher:watch-pw@127.0.0.1:{port}");
+    let o = CAMELEON.run(&["run", &net, "--journal", &as_watcher, "--json"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+}

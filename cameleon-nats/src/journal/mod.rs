@@ -35,6 +35,9 @@ use recorder::{Appender, JetStreamRecorder};
 /// The default time to live of a run's lease.
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(30);
 
+/// How long a request to JetStream (a step's acknowledgement included) may wait.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// A journal on a NATS server with JetStream: any number of runs, each resumed by one process
 /// at a time (its [`Lease`]).
 pub struct JetStreamJournal {
@@ -97,7 +100,10 @@ impl JetStreamJournal {
             .await
             .map_err(|e| io(&url, e))?;
         let max_payload = client.server_info().max_payload;
-        let js = jetstream::new(client);
+        // Bounded: a request the server's permissions refuse is never answered.
+        let js = jetstream::ContextBuilder::new()
+            .timeout(REQUEST_TIMEOUT)
+            .build(client);
         let stream = js
             .get_or_create_stream(stream::Config {
                 name: stream_name(&options.prefix),
