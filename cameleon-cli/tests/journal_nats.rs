@@ -529,3 +529,100 @@ fn with_the_documented_permissions_a_run_user_journals_and_a_watcher_cannot() {
     let o = CAMELEON.run(&["run", &net, "--journal", &as_watcher, "--json"]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
 }
+
+/// A loop of 60 rounds, each waiting 10 ms.
+const SLOW: &str = "name: slow
+operators:
+  - {id: zero, type: const, params: {value: 0}}
+  - {id: loop, type: merge}
+  - {id: inc, type: counter}
+  - {id: wait, type: delay, params: {ms: 10}}
+  - {id: check, type: guard, params: {continue_if: {lt: 60}}}
+  - {id: done, type: sink}
+connections:
+  - {from: zero.out_data, to: loop.in_a}
+  - {from: check.out_continue, to: loop.in_b}
+  - {from: loop.out_data, to: inc.in_data}
+  - {from: inc.out_data, to: wait.in_data}
+  - {from: wait.out_data, to: check.in_data}
+  - {from: check.out_exit, to: done.in_data}
+";
+
+/// The server restarts (killed, started again on its store) in the middle of a `sync` run: what
+/// was acknowledged before is still there, and the run ends as an uninterrupted one (going on
+/// by itself once reconnected, or by `resume`).
+#[test]
+fn a_server_restart_mid_run_loses_nothing_committed_in_sync_mode() {
+    let d = TempDir::new("js-restart");
+    let mut server = jetstream(&d.join("store"));
+    let url = server.url();
+    std::fs::write(d.join("slow.cm"), SLOW).unwrap();
+    let net = s(&d.join("slow.cm"));
+    let reference = CAMELEON.run(&["run", &net, "--json", "--trace", &s(&d.join("ref.jsonl"))]);
+    assert_eq!(code(&reference), 0, "{}", stderr(&reference));
+    let mut run = CAMELEON
+        .cmd()
+        .args([
+            "run",
+            &net,
+            "--journal",
+            &url,
+            "--json",
+            "--lease-ms",
+            "1000",
+        ])
+        .spawn();
+    let id = run
+        .stderr_line(1, test_support::WAIT_TIMEOUT)
+        .strip_prefix("run ")
+        .expect("`run <ID>` first")
+        .to_owned();
+    let entries = |url: &str| {
+        let h = json(&CAMELEON.run(&["history", url, &id, "--json"]));
+        h["entries"].as_array().map_or(0, Vec::len)
+    };
+    test_support::wait_until("30 steps on the server", test_support::WAIT_TIMEOUT, || {
+        entries(&url) >= 30
+    });
+    let committed = entries(&url);
+    server.restart().unwrap();
+    test_support::wait_until(
+        "the journal is served again",
+        test_support::WAIT_TIMEOUT,
+        || entries(&url) > 0,
+    );
+    assert!(
+        entries(&url) >= committed,
+        "the restarted server lost acknowledged steps"
+    );
+    let status = run.wait(test_support::WAIT_TIMEOUT);
+    if status.code() != Some(0) {
+        // The run stopped on the outage: `resume` finishes it.
+        let mut last = None;
+        test_support::wait_until("the lease lapses", test_support::WAIT_TIMEOUT, || {
+            let o = CAMELEON.run(&[
+                "resume",
+                &url,
+                &id,
+                "--json",
+                "--trace",
+                &s(&d.join("t.jsonl")),
+            ]);
+            if code(&o) == 2 && stderr(&o).contains("is being resumed by") {
+                return false;
+            }
+            last = Some(o);
+            true
+        });
+        let o = last.unwrap();
+        assert_eq!(code(&o), 0, "{}", stderr(&o));
+    }
+    let runs = json(&CAMELEON.run(&["runs", &url, "--json"]));
+    assert_eq!(runs[0]["status"], "COMPLETED");
+    assert_eq!(runs[0]["steps"], json(&reference)["steps"]);
+    // The trace a resume prints of the finished run is the uninterrupted run's.
+    let t = d.join("final.jsonl");
+    let o = CAMELEON.run(&["resume", &url, &id, "--json", "--trace", &s(&t)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert!(std::fs::read(&t).unwrap() == std::fs::read(d.join("ref.jsonl")).unwrap());
+}
