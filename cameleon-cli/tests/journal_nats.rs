@@ -626,3 +626,22 @@ fn a_server_restart_mid_run_loses_nothing_committed_in_sync_mode() {
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     assert!(std::fs::read(&t).unwrap() == std::fs::read(d.join("ref.jsonl")).unwrap());
 }
+
+/// `--subject-prefix` isolates journals on one server: its stream and lease bucket are its own.
+#[test]
+fn a_subject_prefix_has_its_own_journal() {
+    let d = TempDir::new("js-prefix");
+    let server = jetstream(&d.join("store"));
+    let url = server.url();
+    let net = test_support::example("counter.cm");
+    let o = CAMELEON.run(&["run", &net, "--journal", &url, "--subject-prefix", "team.a", "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let id = json(&o)["run_id"].as_str().unwrap().to_owned();
+    let mine = json(&CAMELEON.run(&["runs", &url, "--subject-prefix", "team.a", "--json"]));
+    assert_eq!(mine[0]["id"], id.as_str());
+    let others = json(&CAMELEON.run(&["runs", &url, "--json"]));
+    assert_eq!(others, serde_json::json!([]));
+    let o = CAMELEON.run(&["run", &net, "--journal", &url, "--subject-prefix", "bad prefix"]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(stderr(&o).contains("subject prefix"), "{}", stderr(&o));
+}
