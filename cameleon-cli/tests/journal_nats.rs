@@ -645,3 +645,32 @@ fn a_subject_prefix_has_its_own_journal() {
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("subject prefix"), "{}", stderr(&o));
 }
+
+/// Sub-nets' and `map`'s inner runs travel in their steps' records: a run on JetStream resumed
+/// from another folder (the sub-net files given by `--base`) prints the plain run's trace.
+#[test]
+fn inner_runs_are_journaled_on_jetstream_and_resumed_elsewhere() {
+    let d = TempDir::new("js-inner");
+    let server = jetstream(&d.join("store"));
+    let url = server.url();
+    for example in ["subnet.cm", "wcp/wcp14-mi-run-time.cm"] {
+        let plain = d.join(format!("{}.plain.jsonl", example.replace('/', "-")));
+        let net = test_support::example(example);
+        let o = CAMELEON.run(&["run", &net, "--trace", &s(&plain)]);
+        assert_eq!(code(&o), 0, "{example}: {}", stderr(&o));
+        let o = CAMELEON.run(&["run", &net, "--journal", &url, "--json"]);
+        assert_eq!(code(&o), 0, "{example}: {}", stderr(&o));
+        let id = json(&o)["run_id"].as_str().unwrap().to_owned();
+        let resumed = d.join(format!("{}.resumed.jsonl", example.replace('/', "-")));
+        let o = CAMELEON
+            .cmd()
+            .args(["resume", &url, &id, "--trace", &s(&resumed)])
+            .args(["--base", &s(Path::new(&net).parent().unwrap())])
+            .current_dir(&d)
+            .run();
+        assert_eq!(code(&o), 0, "{example}: {}", stderr(&o));
+        let plain = std::fs::read_to_string(&plain).unwrap();
+        assert!(plain.contains("\"inner\":[{"), "{example}: {plain}");
+        assert_eq!(std::fs::read_to_string(&resumed).unwrap(), plain, "{example}");
+    }
+}
