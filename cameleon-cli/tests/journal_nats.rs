@@ -634,14 +634,29 @@ fn a_subject_prefix_has_its_own_journal() {
     let server = jetstream(&d.join("store"));
     let url = server.url();
     let net = test_support::example("counter.cm");
-    let o = CAMELEON.run(&["run", &net, "--journal", &url, "--subject-prefix", "team.a", "--json"]);
+    let o = CAMELEON.run(&[
+        "run",
+        &net,
+        "--journal",
+        &url,
+        "--subject-prefix",
+        "team.a",
+        "--json",
+    ]);
     assert_eq!(code(&o), 0, "{}", stderr(&o));
     let id = json(&o)["run_id"].as_str().unwrap().to_owned();
     let mine = json(&CAMELEON.run(&["runs", &url, "--subject-prefix", "team.a", "--json"]));
     assert_eq!(mine[0]["id"], id.as_str());
     let others = json(&CAMELEON.run(&["runs", &url, "--json"]));
     assert_eq!(others, serde_json::json!([]));
-    let o = CAMELEON.run(&["run", &net, "--journal", &url, "--subject-prefix", "bad prefix"]);
+    let o = CAMELEON.run(&[
+        "run",
+        &net,
+        "--journal",
+        &url,
+        "--subject-prefix",
+        "bad prefix",
+    ]);
     assert_eq!(code(&o), 2, "{}", stderr(&o));
     assert!(stderr(&o).contains("subject prefix"), "{}", stderr(&o));
 }
@@ -671,6 +686,58 @@ fn inner_runs_are_journaled_on_jetstream_and_resumed_elsewhere() {
         assert_eq!(code(&o), 0, "{example}: {}", stderr(&o));
         let plain = std::fs::read_to_string(&plain).unwrap();
         assert!(plain.contains("\"inner\":[{"), "{example}: {plain}");
-        assert_eq!(std::fs::read_to_string(&resumed).unwrap(), plain, "{example}");
+        assert_eq!(
+            std::fs::read_to_string(&resumed).unwrap(),
+            plain,
+            "{example}"
+        );
     }
+}
+
+/// A run on JetStream that stops WAITING is resumed elsewhere with its answers (which are
+/// journaled: a second resume of the finished run fires nothing and prints the same trace).
+#[test]
+fn a_waiting_run_on_jetstream_is_resumed_elsewhere_with_its_answers() {
+    let d = TempDir::new("js-ask");
+    let server = jetstream(&d.join("store"));
+    let url = server.url();
+    let net = test_support::example("ask.cm");
+    let waiting = CAMELEON.run(&["run", &net, "--journal", &url, "--json"]);
+    assert_eq!(code(&waiting), 6, "{}", stderr(&waiting));
+    let id = json(&waiting)["run_id"].as_str().unwrap().to_owned();
+    let runs = json(&CAMELEON.run(&["runs", &url, "--json"]));
+    assert_eq!(runs[0]["status"], "WAITING");
+    let answers = ["--answer", "approve=yes", "--answer", "reviewer=Ada"];
+    let direct = d.join("direct.jsonl");
+    let o = CAMELEON.run(
+        &[
+            &["run", net.as_str(), "--json", "--trace", &s(&direct)][..],
+            &answers,
+        ]
+        .concat(),
+    );
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let direct_json = without_id(json(&o));
+    let trace = d.join("resumed.jsonl");
+    let o = CAMELEON
+        .cmd()
+        .args(["resume", &url, &id, "--json", "--trace", &s(&trace)])
+        .args(answers)
+        .current_dir(&d)
+        .run();
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(without_id(json(&o)), direct_json);
+    assert_eq!(
+        std::fs::read(&trace).unwrap(),
+        std::fs::read(&direct).unwrap()
+    );
+    // The answers were journaled: the finished run reports the same, asking nothing.
+    let again = d.join("again.jsonl");
+    let o = CAMELEON.run(&["resume", &url, &id, "--json", "--trace", &s(&again)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(without_id(json(&o)), direct_json);
+    assert_eq!(
+        std::fs::read(&again).unwrap(),
+        std::fs::read(&direct).unwrap()
+    );
 }
