@@ -741,3 +741,48 @@ fn a_waiting_run_on_jetstream_is_resumed_elsewhere_with_its_answers() {
         std::fs::read(&direct).unwrap()
     );
 }
+
+/// A step whose frame is larger than the server's `max_payload` goes in chunks, and reads back
+/// whole: the run resumed elsewhere prints the plain run's trace.
+#[test]
+fn a_step_larger_than_the_servers_max_payload_is_chunked_and_read_back() {
+    let d = TempDir::new("js-chunks");
+    std::fs::write(d.join("small.conf"), "max_payload: 4096\n").unwrap();
+    let server = NatsServer::start_with(&[
+        "-js",
+        "-sd",
+        &s(&d.join("store")),
+        "-c",
+        &s(&d.join("small.conf")),
+    ])
+    .unwrap_or_else(|e| panic!("{e}"));
+    let url = server.url();
+    let big = "x".repeat(20_000);
+    let net = format!(
+        "name: big\noperators:\n  - {{id: src, type: source, params: {{value: \"{big}\"}}}}\n  - {{id: copy, type: fork}}\n  - {{id: out, type: sink}}\n  - {{id: out2, type: sink}}\nconnections:\n  - {{from: src.out_data, to: copy.in_data}}\n  - {{from: copy.out_a, to: out.in_data}}\n  - {{from: copy.out_b, to: out2.in_data}}\n"
+    );
+    std::fs::write(d.join("big.cm"), net).unwrap();
+    let plain = d.join("plain.jsonl");
+    let o = CAMELEON.run(&["run", &s(&d.join("big.cm")), "--trace", &s(&plain)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let o = CAMELEON.run(&["run", &s(&d.join("big.cm")), "--journal", &url, "--json"]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    let id = json(&o)["run_id"].as_str().unwrap().to_owned();
+    let journal = JetStreamJournal::connect(
+        &NatsOptions::new(url.clone()),
+        cameleon_nats::journal::DEFAULT_LEASE_TTL,
+    )
+    .unwrap();
+    let entries = journal.entries(&id).unwrap();
+    assert!(
+        entries.iter().any(|e| e.body.len() > 4096),
+        "a record over max_payload"
+    );
+    let resumed = d.join("resumed.jsonl");
+    let o = CAMELEON.run(&["resume", &url, &id, "--trace", &s(&resumed)]);
+    assert_eq!(code(&o), 0, "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(&resumed).unwrap(),
+        std::fs::read(&plain).unwrap()
+    );
+}

@@ -240,14 +240,20 @@ impl JetStreamJournal {
         }
     }
 
-    /// The run's id: `id`, else the most recently started unfinished one.
+    /// The run's id: `id`, else the most recently started one that has not finished
+    /// (`RUNNING`, `WAITING`, `CANCELLED` or `BUDGET`), as `Journal::pick` chooses.
     pub fn pick(&self, id: Option<&str>) -> Result<String, JournalError> {
         if let Some(id) = id {
             return Ok(id.to_owned());
         }
         self.runs()?
             .into_iter()
-            .find(|r| matches!(r.status.as_str(), "RUNNING" | "WAITING" | "CANCELLED"))
+            .find(|r| {
+                matches!(
+                    r.status.as_str(),
+                    "RUNNING" | "WAITING" | "CANCELLED" | "BUDGET"
+                )
+            })
             .map(|r| r.id)
             .ok_or_else(|| JournalError::NothingToResume {
                 path: self.url.clone(),

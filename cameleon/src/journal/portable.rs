@@ -197,13 +197,6 @@ pub struct StoredProgress {
     pub redo_tip: Option<u32>,
 }
 
-impl StoredProgress {
-    /// Whether a resume goes on with the run (`RUNNING`, `WAITING`, `CANCELLED`).
-    pub fn unfinished(&self) -> bool {
-        matches!(self.status.as_str(), "RUNNING" | "WAITING" | "CANCELLED")
-    }
-}
-
 /// Brings run `header` back from a store: its net loaded from the stored `.cm` (checked
 /// against its hash) with `names`, in the folder `opts` gives (else the recorded one), its
 /// capabilities from `pin` installed before the records are restored, then `steps` — each
