@@ -39,7 +39,7 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let bus = crate::bus::url(&a.db);
     let store = match bus {
         Some(url) => match crate::bus::open(url, &a.nats, a.lease_ms) {
-            Ok(j) => Store::Bus(j),
+            Ok(j) => Store::Bus(Box::new(j)),
             Err(e) => return journal_failed(&e, a.json, io),
         },
         None => match Journal::open(&a.db) {
@@ -138,7 +138,7 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
 /// A journal file, or a journal on NATS JetStream.
 enum Store {
     File(Journal),
-    Bus(cameleon_nats::JetStreamJournal),
+    Bus(Box<cameleon_nats::JetStreamJournal>),
 }
 
 /// Where the resumed run goes on: `--base DIR`, else the folder the journal recorded if it lies
