@@ -23,7 +23,7 @@ use async_nats::jetstream::{self, kv, stream};
 use cameleon::Cvm;
 use cameleon::journal::{
     HistoryEntry, JournalError, Names, PinCaps, RecordedFolder, ResumeOptions, Resumed, RunHeader,
-    RunHistory, RunInfo, RunOptions, StoredProgress, history_of, rebuild,
+    RunHistory, RunInfo, RunOptions, StoredProgress, history_of, rebuild, usage_of,
 };
 use futures_util::StreamExt;
 
@@ -187,7 +187,12 @@ impl JetStreamJournal {
         });
         let appender = appended.map_err(|e| io(&self.url, e))?;
         cvm.set_run_id(id.as_str());
-        cvm.set_recorder(Box::new(JetStreamRecorder::new(appender, opts.durability)));
+        let meter = cvm.capabilities().meter().cloned();
+        cvm.set_recorder(Box::new(JetStreamRecorder::new(
+            appender,
+            opts.durability,
+            meter,
+        )));
         Ok((id, lease))
     }
 
@@ -306,9 +311,11 @@ impl JetStreamJournal {
             return Ok((resumed, None));
         }
         let appender = self.appender(&id, last);
+        let meter = resumed.cvm.capabilities().meter().cloned();
         resumed.cvm.set_recorder(Box::new(JetStreamRecorder::new(
             appender,
             header.durability(),
+            meter,
         )));
         Ok((resumed, Some(lease)))
     }
@@ -462,7 +469,7 @@ async fn list(stream: stream::Stream, filter: String) -> Result<Vec<RunInfo>, St
             status: progress.status.clone(),
             steps: u64::from(progress.steps),
             started: rfc3339(first.time.unix_timestamp(), first.time.millisecond()),
-            usage: None,
+            usage: progress.end_state.as_deref().and_then(usage_of),
         });
     }
     Ok(runs)

@@ -17,7 +17,10 @@ use async_nats::jetstream;
 use async_nats::jetstream::kv::Store;
 use bytes::Bytes;
 use cameleon::engine::{Committed, EndState, Position, RecordError, Recorder};
-use cameleon::journal::{Durability, EncodedStep, StepEncoder, StoredProgress, end_status};
+use cameleon::journal::{
+    Durability, EncodedStep, StepEncoder, StoredProgress, end_status, with_usage,
+};
+use cameleon::operator::capability::Meter;
 
 use super::frame::{self, CHUNK_HEADER};
 
@@ -117,13 +120,19 @@ fn flush(shared: &Shared) -> Result<(), RecordError> {
 /// The [`Recorder`] of one run journaled on JetStream.
 pub(crate) struct JetStreamRecorder {
     durability: Durability,
+    /// The run's meter: what it spent goes with its status (`"usage"` in `end_state`).
+    meter: Option<Arc<Meter>>,
     encoder: StepEncoder,
     shared: Arc<Shared>,
     flusher: Option<JoinHandle<()>>,
 }
 
 impl JetStreamRecorder {
-    pub(crate) fn new(appender: Appender, durability: Durability) -> Self {
+    pub(crate) fn new(
+        appender: Appender,
+        durability: Durability,
+        meter: Option<Arc<Meter>>,
+    ) -> Self {
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
             wake: Condvar::new(),
@@ -157,6 +166,7 @@ impl JetStreamRecorder {
         };
         JetStreamRecorder {
             durability,
+            meter,
             encoder: StepEncoder::new(),
             shared,
             flusher,
@@ -184,9 +194,15 @@ impl JetStreamRecorder {
     }
 }
 
-fn progress_at(at: Position, status: &str, end_state: Option<String>) -> StoredProgress {
+fn progress_at(
+    meter: Option<&Meter>,
+    at: Position,
+    status: &str,
+    end_state: Option<String>,
+) -> StoredProgress {
+    let (status, end_state) = with_usage(meter, status, end_state);
     StoredProgress {
-        status: status.to_owned(),
+        status,
         end_state,
         steps: at.depth,
         tip: at.tip,
@@ -197,17 +213,19 @@ fn progress_at(at: Position, status: &str, end_state: Option<String>) -> StoredP
 impl Recorder for JetStreamRecorder {
     fn committed(&mut self, step: &Committed<'_>) -> Result<(), RecordError> {
         let e = self.encoder.encode(step)?;
-        let p = progress_at(step.position(), "RUNNING", None);
+        let p = progress_at(self.meter.as_deref(), step.position(), "RUNNING", None);
         self.queue(Some(e), p, false)
     }
 
     fn moved(&mut self, at: Position) -> Result<(), RecordError> {
-        self.queue(None, progress_at(at, "RUNNING", None), false)
+        let p = progress_at(self.meter.as_deref(), at, "RUNNING", None);
+        self.queue(None, p, false)
     }
 
     fn ended(&mut self, end: &EndState, at: Position) -> Result<(), RecordError> {
         let (status, json) = end_status(end);
-        self.queue(None, progress_at(at, &status, json), true)
+        let p = progress_at(self.meter.as_deref(), at, &status, json);
+        self.queue(None, p, true)
     }
 }
 

@@ -145,7 +145,8 @@ pub use error::JournalError;
 pub use lock::RunLock;
 pub use migration::{RunPosition, cm_hash};
 pub use portable::{
-    EncodedStep, RunHeader, StepEncoder, StoredProgress, end_status, history_of, rebuild,
+    EncodedStep, RunHeader, StepEncoder, StoredProgress, end_status, history_of, rebuild, usage_of,
+    with_usage,
 };
 pub use resume::{RecordedFolder, ResumeOptions};
 pub use reuse::{KeyHit, ReuseJournal};

@@ -179,6 +179,31 @@ pub fn end_status(end: &EndState) -> (String, Option<String>) {
     writer::status_of(end)
 }
 
+/// `status` and its end-state JSON `end` with what the run spent so far under `"usage"`, once
+/// it made a model request (docs/semantics.md §4.7), as the SQLite store records them.
+pub fn with_usage(
+    meter: Option<&crate::operator::capability::Meter>,
+    status: &str,
+    end: Option<String>,
+) -> (String, Option<String>) {
+    let Some(spent) = meter.map(|m| m.spent()).filter(|s| s.requests > 0) else {
+        return (status.to_owned(), end);
+    };
+    let mut json = end
+        .and_then(|e| serde_json::from_str::<serde_json::Value>(&e).ok())
+        .unwrap_or_else(|| serde_json::json!({}));
+    if let Some(o) = json.as_object_mut() {
+        o.entry("usage")
+            .or_insert_with(|| serde_json::to_value(spent).unwrap_or_default());
+    }
+    (status.to_owned(), Some(json.to_string()))
+}
+
+/// What a run spent, from its recorded end-state JSON (`"usage"`).
+pub fn usage_of(end_state: &str) -> Option<Spent> {
+    writer::usage_of(end_state)
+}
+
 /// A run's recorded status and position, as a store keeps them (the `progress` view).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredProgress {
