@@ -178,8 +178,8 @@ fn step_of(key: &str) -> u64 {
 }
 
 /// Kills `run --journal nats://…` at a seeded effect, then resumes it from another folder.
-fn crash_then_resume_elsewhere(durability: &str, seed: u64) {
-    let d = TempDir::new(&format!("js-crash-{durability}"));
+fn crash_then_resume_elsewhere(mode: &str, durability: &str, seed: u64) {
+    let d = TempDir::new(&format!("js-crash-{mode}-{durability}"));
     let server = jetstream(&d.join("store"));
     let url = server.url();
     let (a, b) = (d.join("a"), d.join("b"));
@@ -188,7 +188,15 @@ fn crash_then_resume_elsewhere(durability: &str, seed: u64) {
     std::fs::write(a.join("effects.cm"), NET).unwrap();
     // The uninterrupted run, unjournaled.
     let reference = child(
-        &["run", "effects.cm", "--json", "--trace", "ref.jsonl"],
+        &[
+            "run",
+            "effects.cm",
+            "--mode",
+            mode,
+            "--json",
+            "--trace",
+            "ref.jsonl",
+        ],
         &a,
         &d.join("ref.effects"),
         None,
@@ -200,12 +208,20 @@ fn crash_then_resume_elsewhere(durability: &str, seed: u64) {
 
     let mut rng = test_support::Rng::new(seed);
     let hold = rng.between(2, 2 * ROUNDS);
-    let context = format!("{durability}, held at effect {hold}");
+    let context = format!("{mode} {durability}, held at effect {hold}");
+    // In parallel mode the two effects of a round fire together: wait for both.
+    let want = if mode == "parallel" {
+        hold.div_ceil(2) * 2
+    } else {
+        hold
+    };
     let effects = d.join("run.effects");
     let mut first = child(
         &[
             "run",
             "effects.cm",
+            "--mode",
+            mode,
             "--journal",
             &url,
             "--durability",
@@ -227,7 +243,7 @@ fn crash_then_resume_elsewhere(durability: &str, seed: u64) {
         .unwrap_or_else(|| panic!("{context}: no `run <ID>` first on stderr"))
         .to_owned();
     test_support::wait_until(&context, test_support::WAIT_TIMEOUT, || {
-        lines(&effects).len() >= hold
+        lines(&effects).len() >= want
     });
     if durability == "batch" {
         // What waits in memory reaches the server within a few flushes of 5 ms: wait until
@@ -249,7 +265,7 @@ fn crash_then_resume_elsewhere(durability: &str, seed: u64) {
     );
     assert_eq!(
         lines(&effects).len(),
-        hold,
+        want,
         "{context}: the refused resumer ran nothing"
     );
     first.signal(test_support::Signal::Kill);
@@ -321,12 +337,17 @@ fn crash_then_resume_elsewhere(durability: &str, seed: u64) {
 
 #[test]
 fn sigkill_then_resume_from_another_folder_on_jetstream_sync() {
-    crash_then_resume_elsewhere("sync", 0x5eed_0026);
+    crash_then_resume_elsewhere("sequential", "sync", 0x5eed_0026);
+}
+
+#[test]
+fn sigkill_then_resume_from_another_folder_on_jetstream_parallel_sync() {
+    crash_then_resume_elsewhere("parallel", "sync", 0x5eed_0028);
 }
 
 #[test]
 fn sigkill_then_resume_from_another_folder_on_jetstream_batch() {
-    crash_then_resume_elsewhere("batch", 0x5eed_0027);
+    crash_then_resume_elsewhere("sequential", "batch", 0x5eed_0027);
 }
 
 /// The same run journaled in a file and on JetStream: the same records, entry for entry.
