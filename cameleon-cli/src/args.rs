@@ -99,10 +99,16 @@ pub struct RunArgs {
     /// along it. No operator runs.
     #[arg(long, value_name = "WITNESS", conflicts_with_all = ["mode", "max_steps", "trace", "journal"])]
     pub follow: Option<String>,
-    /// Journal the run into DB (a SQLite file, created if missing): a crashed or interrupted
-    /// run then goes on with `cameleon resume DB`. The first line on stderr is `run <ID>`.
-    #[arg(long, value_name = "DB")]
+    /// Journal the run into DB (a SQLite file, created if missing), or on the NATS JetStream
+    /// server at `nats://HOST:PORT` (with --nats-creds, --nats-token, --subject-prefix;
+    /// docs/journal.md "Stores"): a crashed or interrupted run then goes on with `cameleon
+    /// resume DB`. The first line on stderr is `run <ID>`.
+    #[arg(long, value_name = "DB|URL")]
     pub journal: Option<PathBuf>,
+    /// With a `nats://` journal: the time to live of the run's lease (a process that dies
+    /// without releasing it holds the run this long).
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
+    pub lease_ms: u64,
     /// Before calling a behavioral operator, look for a recorded firing with the same key
     /// (operator type, params, state, inputs, model) in the journal DB (or in its run RUN_ID
     /// only) and apply it instead of calling the operator (docs/semantics.md §5.9): a re-run
@@ -123,8 +129,11 @@ pub struct RunArgs {
 /// `cameleon resume`.
 #[derive(Debug, Args)]
 pub struct ResumeArgs {
-    /// The journal file.
+    /// The journal file, or `nats://HOST:PORT` for a journal on NATS JetStream.
     pub db: PathBuf,
+    /// With a `nats://` journal: the time to live of the run's lease, for a new lease bucket.
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
+    pub lease_ms: u64,
     /// The run (default: the most recently started unfinished one).
     pub run_id: Option<String>,
     /// The run's token budget, in total (what it spent before counts): a run stopped in BUDGET
@@ -173,8 +182,11 @@ pub struct ResumeArgs {
 /// `cameleon runs`.
 #[derive(Debug, Args)]
 pub struct RunsArgs {
-    /// The journal file.
+    /// The journal file, or `nats://HOST:PORT` for a journal on NATS JetStream.
     pub db: PathBuf,
+    /// NATS: how to reach a `nats://` journal (--nats-creds, --nats-token, --subject-prefix).
+    #[command(flatten)]
+    pub nats: NatsArgs,
     /// As JSON: `[{"id","name","status","steps","started"}]`.
     #[arg(long)]
     pub json: bool,
@@ -183,8 +195,11 @@ pub struct RunsArgs {
 /// `cameleon history`.
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// The journal file.
+    /// The journal file, or `nats://HOST:PORT` for a journal on NATS JetStream.
     pub db: PathBuf,
+    /// NATS: how to reach a `nats://` journal (--nats-creds, --nats-token, --subject-prefix).
+    #[command(flatten)]
+    pub nats: NatsArgs,
     /// The run.
     pub run_id: String,
     /// As JSON: `{"entries":[{"step","ops","branch"}…],"branches":[…]}`.

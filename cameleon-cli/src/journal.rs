@@ -36,13 +36,32 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             }
         }
     };
-    let journal = match Journal::open(&a.db) {
-        Ok(j) => j,
-        Err(e) => return journal_failed(&e, a.json, io),
+    let bus = crate::bus::url(&a.db);
+    let store = match bus {
+        Some(url) => match crate::bus::open(url, &a.nats, a.lease_ms) {
+            Ok(j) => Store::Bus(Box::new(j)),
+            Err(e) => return journal_failed(&e, a.json, io),
+        },
+        None => match Journal::open(&a.db) {
+            Ok(j) => Store::File(j),
+            Err(e) => return journal_failed(&e, a.json, io),
+        },
     };
-    let opts = match folder(&journal, a, io)? {
-        Ok(opts) => opts,
-        Err(code) => return Ok(code),
+    let opts = match &store {
+        Store::File(journal) => match folder(journal, a, io)? {
+            Ok(opts) => opts,
+            Err(code) => return Ok(code),
+        },
+        // A journal on the bus names no folder this process trusts: the run goes on in
+        // `--base DIR`, else the current directory (docs/security.md).
+        Store::Bus(_) => ResumeOptions {
+            base_dir: Some(
+                a.base
+                    .clone()
+                    .unwrap_or_else(|| std::path::PathBuf::from(".")),
+            ),
+            allow_outside: a.allow_outside,
+        },
     };
     // The stored net names the satellites' operator types and tools as the run did.
     let names = match &connected {
@@ -57,7 +76,16 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         .clone()
         .unwrap_or_else(|| std::path::PathBuf::from("."));
     let names = crate::net_tools::with_net_tools(names, &dir, a.capabilities.as_deref());
-    let resumed = journal.resume_with_names(a.run_id.as_deref(), &opts, &names, pin);
+    let mut lease = None;
+    let resumed = match &store {
+        Store::File(journal) => journal.resume_with_names(a.run_id.as_deref(), &opts, &names, pin),
+        Store::Bus(journal) => journal
+            .resume(a.run_id.as_deref(), &opts, &names, Box::new(pin))
+            .map(|(r, l)| {
+                lease = l;
+                r
+            }),
+    };
     match failed {
         Some(CapabilitiesError::File(e)) => {
             report_invalid(&e, a.json, io)?;
@@ -78,6 +106,7 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     let finished = resumed.is_finished();
     // Held until the run stops going on here (dropped when this function returns).
     let _lock = resumed.lock;
+    let _lease = lease;
     let (id, name, mut cvm, end) = (resumed.id, resumed.name, resumed.cvm, resumed.end);
     // A run stopped by its budget goes on under a budget given here; without one, it is
     // reported as it stopped (docs/cli.md).
@@ -103,6 +132,12 @@ pub(super) fn resume(a: &ResumeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Err(code) => return Ok(code),
     };
     drive_and_report(&mut cvm, ended, &out, &mut answers, io)
+}
+
+/// A journal file, or a journal on NATS JetStream.
+enum Store {
+    File(Journal),
+    Bus(Box<cameleon_nats::JetStreamJournal>),
 }
 
 /// Where the resumed run goes on: `--base DIR`, else the folder the journal recorded if it lies
@@ -158,7 +193,11 @@ fn folder(
 
 /// `runs DB`: every run, newest first.
 pub(super) fn runs(a: &RunsArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
-    let runs = match Journal::open(&a.db).and_then(|j| j.runs()) {
+    let listed = match crate::bus::url(&a.db) {
+        Some(url) => crate::bus::open(url, &a.nats, 30_000).and_then(|j| j.runs()),
+        None => Journal::open(&a.db).and_then(|j| j.runs()),
+    };
+    let runs = match listed {
         Ok(r) => r,
         Err(e) => return journal_failed(&e, a.json, io),
     };
@@ -193,7 +232,11 @@ pub(super) fn runs(a: &RunsArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
 
 /// `history DB RUN_ID`: the run's history tree, entry by entry, and its branches.
 pub(super) fn history(a: &HistoryArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
-    let h = match Journal::open(&a.db).and_then(|j| j.history(&a.run_id)) {
+    let read = match crate::bus::url(&a.db) {
+        Some(url) => crate::bus::open(url, &a.nats, 30_000).and_then(|j| j.history(&a.run_id)),
+        None => Journal::open(&a.db).and_then(|j| j.history(&a.run_id)),
+    };
+    let h = match read {
         Ok(h) => h,
         Err(e) => return journal_failed(&e, a.json, io),
     };

@@ -32,8 +32,8 @@
 //! | command | exit code |
 //! |---|---|
 //! | `run FILE.cm [--mode sequential\|parallel] [--max-steps N] [--trace PATH\|-] [--json] [--answer OP=VALUE]… [--answers FILE.json]` | 0 COMPLETED, 2 invalid net or file, 3 DEADLOCK, 4 LOOP_LIMIT, STEP_LIMIT or BUDGET, 5 ERROR, 6 WAITING, 130 CANCELLED (Ctrl-C) |
-//! | `run FILE.cm --journal DB [--durability sync\|batch\|exit\|strict]` | as `run`; 2 also when `DB` is not a journal |
-//! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]… [--base DIR] [--allow-outside] [--grant TOOL]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file, a recorded folder outside the journal's without `--base`, a run another process holds |
+//! | `run FILE.cm --journal DB\|nats://HOST:PORT [--durability sync\|batch\|exit\|strict]` | as `run`; 2 also when `DB` is not a journal, or the server cannot be used |
+//! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]… [--base DIR] [--allow-outside] [--grant TOOL]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file, a recorded folder outside the journal's without `--base`, a run another process holds (its lock, or on a `nats://` journal its lease) |
 //! | `runs DB [--json]`, `history DB RUN_ID [--json]` | 0, 2 not a journal or an unknown id |
 //! | `run FILE.cm --reuse DB[:RUN_ID]` | as `run`; 2 also when `DB` is not a journal or the run id is unknown |
 //! | `diff DB RUN_A RUN_B [--json]` | 0 the same firings, 1 different, 2 invalid |
@@ -65,6 +65,7 @@ use cameleon::net::Net;
 
 mod answers;
 mod args;
+mod bus;
 mod catalogue;
 mod check;
 mod ctrl_c;
@@ -500,8 +501,14 @@ where
         Command::History(a) => journal::history(&a, io),
         Command::Diff(a) => reuse::diff(&a, io),
         Command::Test(a) => reuse::test(&a, io),
-        Command::Migrate(a) => migrate::migrate(&a, io),
-        Command::Serve(a) => serve::serve(&a, io),
+        Command::Migrate(a) => match bus::refuse(Some(&a.db), "`migrate`", io) {
+            Ok(Some(code)) => return code,
+            _ => migrate::migrate(&a, io),
+        },
+        Command::Serve(a) => match bus::refuse(a.journal.as_deref(), "`serve --journal`", io) {
+            Ok(Some(code)) => return code,
+            _ => serve::serve(&a, io),
+        },
         Command::Satellite(a) => satellite::satellite(&a, io),
         Command::Satellites(a) => satellite::satellites(&a, io),
         Command::Trust(a) => trust::trust(&a, io),

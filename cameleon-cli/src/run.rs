@@ -202,13 +202,20 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             generation: Some(cvm.generation()),
             names,
         };
-        let started = Journal::create(db).and_then(|j| {
-            j.start(&mut cvm, &opts)
-                .and_then(|id| Ok((j.lock(&id)?, id)))
-        });
+        // Held to the end: no `resume` goes on with this run while it runs here (a lock file
+        // beside a SQLite journal; a lease on a `nats://` one).
+        let started = match crate::bus::url(db) {
+            Some(url) => crate::bus::open(url, &a.nats, a.lease_ms).and_then(|j| {
+                let (id, lease) = j.start(&mut cvm, &opts)?;
+                Ok((Box::new(lease) as Box<dyn std::any::Any>, id))
+            }),
+            None => Journal::create(db).and_then(|j| {
+                j.start(&mut cvm, &opts)
+                    .and_then(|id| Ok((Box::new(j.lock(&id)?) as Box<dyn std::any::Any>, id)))
+            }),
+        };
         match started {
             Ok((lock, id)) => {
-                // Held to the end: no `resume` goes on with this run while it runs here.
                 _lock = Some(lock);
                 // The first line on stderr, before any progress: the id `resume` takes.
                 writeln!(io.stderr, "run {id}")?;

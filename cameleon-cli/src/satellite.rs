@@ -23,11 +23,11 @@ pub struct NatsArgs {
     /// several). With `run`: fire the net's `placement: remote` instances on satellites.
     #[arg(long, value_name = "URL")]
     pub nats: Option<String>,
-    /// A NATS credentials file (JWT and NKey seed).
-    #[arg(long, value_name = "FILE", requires = "nats")]
+    /// A NATS credentials file (JWT and NKey seed), for --nats or a `nats://` journal.
+    #[arg(long, value_name = "FILE")]
     pub nats_creds: Option<PathBuf>,
-    /// A NATS authentication token.
-    #[arg(long, value_name = "TOKEN", requires = "nats")]
+    /// A NATS authentication token, for --nats or a `nats://` journal.
+    #[arg(long, value_name = "TOKEN")]
     pub nats_token: Option<String>,
     /// The prefix of every subject (isolates one tenant's satellites from another's).
     #[arg(long, value_name = "PREFIX", default_value = cameleon_nats::DEFAULT_PREFIX)]
@@ -43,7 +43,7 @@ pub struct NatsArgs {
 }
 
 impl NatsArgs {
-    fn options(&self, url: &str) -> NatsOptions {
+    pub(crate) fn options(&self, url: &str) -> NatsOptions {
         NatsOptions {
             url: url.to_owned(),
             creds: self.nats_creds.clone(),

@@ -43,6 +43,21 @@ fn json_of(o: &std::process::Output) -> Value {
 
 #[test]
 fn a_journaled_run_stops_at_its_budget_and_resume_budget_goes_on_without_asking_again() {
+    budget_journaled(None);
+}
+
+/// The same on a journal on NATS JetStream (docs/journal.md): what the run spent travels in
+/// the journal.
+#[test]
+fn a_run_journaled_on_jetstream_keeps_what_it_spent_across_resume() {
+    let d = TempDir::new("cli-budget-js");
+    let nats = cameleon_nats::NatsServer::start_with(&["-js", "-sd", &d.file("store")])
+        .unwrap_or_else(|e| panic!("{e}"));
+    budget_journaled(Some(&nats.url()));
+}
+
+/// Runs the budget scenario journaled in a file, or at `url`.
+fn budget_journaled(url: Option<&str>) {
     // Every answer reports 11 prompt and 5 completion tokens.
     let server = Server::start();
     server.always(Reply::chat("an answer"));
@@ -58,7 +73,7 @@ fn a_journaled_run_stops_at_its_budget_and_resume_budget_goes_on_without_asking_
     // 16 tokens after the first answer: the second request starts; 32 after it: the third
     // does not.
     let cm = dir.write("three.cm", three_questions("{tokens: 20}"));
-    let db = dir.file("runs.db");
+    let db = url.map_or_else(|| dir.file("runs.db"), str::to_owned);
     let o = CAMELEON.run(&[
         "run",
         &cm.display().to_string(),

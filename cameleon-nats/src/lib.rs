@@ -28,12 +28,16 @@
 use std::path::PathBuf;
 
 mod cache;
+#[cfg(feature = "journal")]
+pub mod journal;
 mod remote;
 mod satellite;
 mod server;
 pub mod types;
 pub mod wire;
 
+#[cfg(feature = "journal")]
+pub use journal::{JetStreamJournal, Lease};
 pub use remote::{
     DEFAULT_TIMEOUT, Failover, MISSED_HEARTBEATS, Registry, Remote, RemoteTool, Seen,
 };

@@ -114,6 +114,21 @@ pub enum JournalError {
         /// The lock file.
         lock: String,
     },
+    /// Another process holds the run's lease on a shared store (docs/journal.md "Stores"): it
+    /// goes on with the run; the lease lapses `ttl_ms` after its holder stops renewing it.
+    #[error(
+        "run `{run}` of `{store}` is being resumed by {holder}: one process at a time goes on with a run (its lease lapses {ttl_ms} ms after that process stops renewing it; then another may resume)"
+    )]
+    Leased {
+        /// The store (its URL).
+        store: String,
+        /// The run.
+        run: String,
+        /// Who holds the lease, as the holder wrote it.
+        holder: String,
+        /// The lease's time to live.
+        ttl_ms: u64,
+    },
 }
 
 fn known_hint(known: &[String]) -> String {

@@ -58,22 +58,7 @@ impl Journal {
                 migration,
             });
         }
-        // The current branch: the one of the deepest node of the position.
         let here = redo_tip.or(tip).map(|n| n.max(0) as u32);
-        let current = here.and_then(|n| entries.get(n as usize)).map(|e| e.branch);
-        let mut branches: Vec<BranchInfo> = Vec::new();
-        for e in &entries {
-            match branches.iter_mut().find(|b| b.branch == e.branch) {
-                Some(b) => b.steps = b.steps.max(e.step),
-                None => branches.push(BranchInfo {
-                    branch: e.branch,
-                    from_step: e.step,
-                    steps: e.step,
-                    current: current == Some(e.branch),
-                }),
-            }
-        }
-        branches.sort_by_key(|b| b.branch);
-        Ok(RunHistory { entries, branches })
+        Ok(history_of(entries, here))
     }
 }

@@ -133,6 +133,7 @@ mod listing;
 mod lock;
 mod migrate;
 mod migration;
+mod portable;
 mod resume;
 mod reuse;
 mod segments;
@@ -143,13 +144,17 @@ pub use durability::Durability;
 pub use error::JournalError;
 pub use lock::RunLock;
 pub use migration::{RunPosition, cm_hash};
+pub use portable::{
+    EncodedStep, RunHeader, StepEncoder, StoredProgress, end_status, history_of, rebuild, usage_of,
+    with_usage,
+};
 pub use resume::{RecordedFolder, ResumeOptions};
 pub use reuse::{KeyHit, ReuseJournal};
 pub use segments::{MIGRATED, MigrationNote};
 use writer::JournalRecorder;
 
-/// What gives a resumed run its capabilities, from its net and base folder.
-type PinCaps<'a> = Box<dyn FnOnce(&mut Net, &Path) -> Arc<dyn Capabilities> + 'a>;
+/// What gives a resumed run its capabilities, from its net and base folder ([`rebuild`]).
+pub type PinCaps<'a> = Box<dyn FnOnce(&mut Net, &Path) -> Arc<dyn Capabilities> + 'a>;
 
 /// What the operator types and tools a journaled net names resolve against when its `.cm` text
 /// is loaded back — when the run starts (to check it will load) and when it is resumed: this
@@ -386,54 +391,15 @@ impl Journal {
     /// run; returns its id (also the engine's [`run_id`](Cvm::run_id)). From now on every step,
     /// move and end of `cvm` is recorded as `opts.durability` says.
     pub fn start(&self, cvm: &mut Cvm, opts: &RunOptions) -> Result<String, JournalError> {
-        if cvm.depth() != 0 || cvm.history().recorded_firings() != 0 {
-            return Err(JournalError::NotJournalable(
-                "the engine has already stepped: start the journal on a fresh engine".into(),
-            ));
-        }
-        let net = cvm.net();
-        for node in net.operators() {
-            if let Some(s) = node.op.save_state()
-                && !s.has_serde_form()
-            {
-                return Err(JournalError::NotJournalable(format!(
-                    "operator `{}` (type `{}`) has an internal state without a serde form: declare it with `#[operator]`, or save its state with `OpState::serde`",
-                    node.name, node.spec.type_id
-                )));
-            }
-        }
-        let cm = net.to_cm();
-        let loader = loader(
-            opts.names.catalogue.as_ref().unwrap_or(Catalogue::global()),
-            opts.names.loader.as_ref(),
-            opts.base_dir.as_deref(),
-            opts.allow_outside,
-        );
-        if let Err(e) = loader.load_str(&cm) {
-            let first = e
-                .problems()
-                .first()
-                .map(ToString::to_string)
-                .unwrap_or_default();
-            return Err(JournalError::NotJournalable(format!(
-                "a journaled run is resumed from its net's `.cm` text, and this net's does not load back: {first}"
-            )));
-        }
-        let id = uuid::Uuid::now_v7().to_string();
-        let config = Config {
-            max_loop_iterations: cvm.max_loop_iterations(),
-            max_steps: cvm.max_steps(),
-            durability: opts.durability.name().into(),
-            batch_ms: match opts.durability {
-                Durability::Batch { ms } => Some(ms),
-                _ => None,
-            },
-            base_dir: opts.base_dir.as_ref().map(|d| absolute(d)),
-            allow_outside: opts.allow_outside,
-        };
-        let config = serde_json::to_string(&config).map_err(|e| JournalError::io(&self.path, e))?;
-        let name = opts.name.clone().unwrap_or_else(|| net.name().to_owned());
-        let mode = cvm.mode().as_str();
+        let RunHeader {
+            id,
+            name,
+            cm,
+            cm_hash,
+            mode,
+            config,
+            generation,
+        } = RunHeader::new(cvm, opts)?;
         // An immediate transaction: a plain autocommit INSERT reads before it writes, and in WAL
         // mode another process's commit in between makes it fail at once with "database is
         // locked" (a stale snapshot), which no busy wait cures.
@@ -447,10 +413,10 @@ impl Journal {
                         &id,
                         &name,
                         &cm,
-                        store::hash(&cm),
-                        mode,
+                        &cm_hash,
+                        &mode,
                         &config,
-                        opts.generation.map(|g| g as i64),
+                        generation.map(|g| g as i64),
                     ),
                 )
                 .and_then(|_| {
