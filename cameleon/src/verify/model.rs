@@ -108,6 +108,8 @@ pub(crate) struct OpModel<'n> {
     pub(crate) control_field: Option<u32>,
     /// Fields read: input connections, output connections (deduplicated), then the control field.
     pub(crate) reads: Vec<u32>,
+    /// The fields of `reads`, in the same order (read once per candidate of every state).
+    pub(crate) read_fields: Vec<Field>,
     /// Number of local combinations (product of the read fields' radices), saturating.
     pub(crate) size: u64,
     /// Connections a firing would write (every output in any emission set): back-pressure.
@@ -268,8 +270,7 @@ impl<'n> Model<'n> {
         let dense = !om.table.is_empty();
         if dense {
             let mut i = 0usize;
-            for &f in &om.reads {
-                let field = &self.fields[f as usize];
+            for field in &om.read_fields {
                 i = i * field.radix as usize + field.get(s) as usize;
             }
             let cell = om.table[i];
@@ -279,8 +280,7 @@ impl<'n> Model<'n> {
             idx = i as u128;
         } else if om.size < u64::MAX {
             // Saturated sizes (more than 2^64 combinations) are never memoised.
-            for &f in &om.reads {
-                let field = &self.fields[f as usize];
+            for field in &om.read_fields {
                 idx = idx * field.radix as u128 + field.get(s) as u128;
             }
             if let Some(&cell) = om.memo.get(&idx) {
@@ -289,7 +289,7 @@ impl<'n> Model<'n> {
         }
         let mut vals = std::mem::take(&mut self.vals);
         vals.clear();
-        vals.extend(om.reads.iter().map(|&f| self.fields[f as usize].get(s)));
+        vals.extend(om.read_fields.iter().map(|field| field.get(s)));
         let cell = self.compute(o, &vals);
         self.vals = vals;
         let om = &mut self.ops[o];

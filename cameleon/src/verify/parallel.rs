@@ -85,11 +85,11 @@ struct Expansion {
     /// The first firing that overwrites a NEW token: (state, outcome).
     overwrite: Option<(u32, usize)>,
     first_deadlock: Option<u32>,
-    // Scratch space of one state's expansion.
+    // Scratch space of one state's expansion: the candidates, the outcomes (operator, first,
+    // count) of those enabled, a successor of more words than `expand_words` unrolls.
     cands: Vec<u32>,
-    enabled: Vec<u32>,
+    ranges: Vec<(u32, u32, u32)>,
     next: Vec<u64>,
-    which: Vec<u32>,
 }
 
 impl Expansion {
@@ -103,9 +103,8 @@ impl Expansion {
             overwrite: None,
             first_deadlock: None,
             cands: Vec::new(),
-            enabled: Vec::new(),
+            ranges: Vec::new(),
             next: Vec::new(),
-            which: Vec::new(),
         }
     }
 
@@ -126,45 +125,60 @@ impl Expansion {
     /// Expands state `id` (`s`): its successors go to the buckets; `false` (and nothing
     /// recorded) when `m` lacks an outcome.
     fn expand(&mut self, m: &mut impl Outcomes, id: u32, s: &[u64]) -> bool {
-        let words = s.len();
+        // The usual few words a state get code of their own (see `absorb`).
+        match s.len() {
+            1 => self.expand_words::<1>(m, id, s),
+            2 => self.expand_words::<2>(m, id, s),
+            3 => self.expand_words::<3>(m, id, s),
+            4 => self.expand_words::<4>(m, id, s),
+            _ => self.expand_words::<0>(m, id, s),
+        }
+    }
+
+    /// [`expand`](Self::expand) for states of `W` words (`0`: any number).
+    #[inline(always)]
+    fn expand_words<const W: usize>(&mut self, m: &mut impl Outcomes, id: u32, s: &[u64]) -> bool {
         m.candidates(s, &mut self.cands);
-        self.next.clear();
-        self.which.clear();
-        self.enabled.clear();
+        self.ranges.clear();
         for &o in &self.cands {
             let Some((start, len)) = m.outcomes_in(o as usize, s) else {
                 return false;
             };
             if len > 0 {
-                self.enabled.push(o);
-            }
-            for k in start..start + len {
-                let at = self.next.len();
-                push_state(&mut self.next, s);
-                m.apply(k, &mut self.next[at..]);
-                self.which.push(k as u32);
+                self.ranges.push((o, start as u32, len as u32));
             }
         }
-        for &o in &self.enabled {
+        let parts = self.buckets.len();
+        let mut rank = 0u64;
+        let mut buf = [0u64; 4];
+        for &(o, start, len) in &self.ranges {
             self.op_enabled[o as usize] = true;
+            for k in start as usize..(start + len) as usize {
+                let oc = m.outcome(k);
+                self.all_grow &= oc.grows;
+                if self.overwrite.is_none() && oc.overwrites != NONE {
+                    self.overwrite = Some((id, k));
+                }
+                let t: &[u64] = if W == 0 {
+                    self.next.clear();
+                    self.next.extend_from_slice(s);
+                    m.apply(k, &mut self.next);
+                    &self.next
+                } else {
+                    buf[..W].copy_from_slice(&s[..W]);
+                    m.apply(k, &mut buf[..W]);
+                    &buf[..W]
+                };
+                let b = &mut self.buckets[part_of(hash(t), parts)];
+                push_state(&mut b.words, t);
+                b.keys.push((id as u64) << 32 | rank);
+                rank += 1;
+            }
         }
-        let n = self.which.len();
-        if n == 0 && self.first_deadlock.is_none() && m.any_new(s) {
+        if rank == 0 && self.first_deadlock.is_none() && m.any_new(s) {
             self.first_deadlock = Some(id);
         }
-        self.edges += n as u64;
-        let parts = self.buckets.len();
-        for (j, &k) in self.which.iter().enumerate() {
-            let oc = m.outcome(k as usize);
-            self.all_grow &= oc.grows;
-            if self.overwrite.is_none() && oc.overwrites != NONE {
-                self.overwrite = Some((id, k as usize));
-            }
-            let t = &self.next[j * words..(j + 1) * words];
-            let b = &mut self.buckets[part_of(hash(t), parts)];
-            push_state(&mut b.words, t);
-            b.keys.push((id as u64) << 32 | j as u64);
-        }
+        self.edges += rank;
         true
     }
 
@@ -460,7 +474,8 @@ fn redo_to_cut(ex: &mut Explored, model: &mut Model<'_>, fs: usize, key: u64) {
     cur.copy_from_slice(ex.store.state(stop as u32));
     let mut last = Expansion::new(1, model.ops.len());
     last.expand(model, stop as u32, &cur);
-    for &k in last.which.iter().take(rank) {
+    let firings = last.ranges.iter().flat_map(|&(_, k, n)| k..k + n);
+    for k in firings.take(rank) {
         ex.all_grow &= model.outcomes[k as usize].grows;
     }
     for (e, &o) in ex.op_enabled.iter_mut().zip(&last.op_enabled) {

@@ -118,6 +118,7 @@ impl<'n> Model<'n> {
                 op,
                 control,
                 control_field,
+                read_fields: Vec::new(),
                 reads,
                 size,
                 writes,
@@ -142,6 +143,9 @@ impl<'n> Model<'n> {
         let mut initial = vec![0u64; words];
         for (f, q) in initial_control {
             fields[f].set(&mut initial, q);
+        }
+        for om in &mut ops {
+            om.read_fields = om.reads.iter().map(|&f| fields[f as usize]).collect();
         }
         let mut readers = vec![Vec::new(); fields.len()];
         let mut writers = vec![Vec::new(); fields.len()];

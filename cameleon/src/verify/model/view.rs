@@ -8,7 +8,7 @@ use super::{Field, Memo, Model, Outcome, UNKNOWN, candidates_of, unpack};
 /// One operator's memo, as the view reads it.
 #[derive(Clone)]
 pub(crate) struct OpView<'a> {
-    reads: &'a [u32],
+    reads: &'a [Field],
     size: u64,
     table: &'a [u64],
     memo: &'a Memo,
@@ -36,7 +36,7 @@ impl Model<'_> {
                 .ops
                 .iter()
                 .map(|om| OpView {
-                    reads: &om.reads,
+                    reads: &om.read_fields,
                     size: om.size,
                     table: &om.table,
                     memo: &om.memo,
@@ -66,20 +66,18 @@ impl View<'_> {
     }
 
     /// [`Model::outcomes_in`] when it is known; `None` when the model must compute it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn outcomes_in(&self, o: usize, s: &[u64]) -> Option<(usize, usize)> {
         let om = &self.ops[o];
         let cell = if !om.table.is_empty() {
             let mut i = 0usize;
-            for &f in om.reads {
-                let field = &self.fields[f as usize];
+            for field in om.reads {
                 i = i * field.radix as usize + field.get(s) as usize;
             }
             om.table[i]
         } else if om.size < u64::MAX {
             let mut idx = 0u128;
-            for &f in om.reads {
-                let field = &self.fields[f as usize];
+            for field in om.reads {
                 idx = idx * field.radix as u128 + field.get(s) as u128;
             }
             om.memo.get(&idx).copied().unwrap_or(UNKNOWN)
