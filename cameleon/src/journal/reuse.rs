@@ -162,23 +162,26 @@ impl ReuseJournal {
         let Some(run_id) = self.ids.get(&run) else {
             return Ok(None);
         };
-        let row: Option<(u32, String)> = {
+        // Only the firing reuse needs is decoded, straight from SQLite's text of the body.
+        let row = {
             let c = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
             c.prepare_cached("SELECT step, body FROM entries WHERE id = ?1")
                 .and_then(|mut st| {
-                    st.query_row([store::entry_id(run, node)], |r| Ok((r.get(0)?, r.get(1)?)))
-                        .optional()
+                    st.query_row([store::entry_id(run, node)], |r| {
+                        let step: u32 = r.get(0)?;
+                        let body = r.get_ref(1)?.as_str()?;
+                        Ok((step, codec::decode_firing(body, firing)))
+                    })
+                    .optional()
                 })
                 .map_err(|e| fail(&e))?
         };
-        let Some((step, body)) = row else {
+        let Some((step, part)) = row else {
             return Ok(None);
         };
-        let mut record = codec::decode(&body).map_err(|e| fail(&e))?;
-        if firing as usize >= record.firings.len() {
+        let Some(firing) = part.map_err(|e| fail(&e))? else {
             return Ok(None);
-        }
-        let firing = record.firings.swap_remove(firing as usize);
+        };
         if ports.len() != firing.tokens.len() {
             return Ok(None);
         }
