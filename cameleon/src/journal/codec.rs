@@ -346,3 +346,59 @@ pub(super) fn decode_firing(body: &str, index: u32) -> Result<Option<ReusedPart>
         .map_err(|e| format!("unreadable entry: {e}"))?;
     Ok(part)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BODY: &str = r#"{"parent":4,"firings":[
+        {"op":0,"consumed":[1],"tokens":[{"type":"DataInt","value":10}],"after":{"n":1}},
+        {"op":1,"written":[[2,null,7]],"tokens":[{"type":"DataInt","value":20},
+            {"type":"DataString","value":"b"}],"before":{"n":1},"after":{"n":2},
+            "notes":[{"kind":"reused","data":{"run":"r","step":3}}]},
+        {"op":2}],"notes":[]}"#;
+
+    #[test]
+    fn decode_firing_reads_the_firing_asked_for_and_only_it() {
+        let full = decode(BODY).expect("a record");
+        for (i, f) in full.firings.iter().enumerate() {
+            let part = decode_firing(BODY, i as u32)
+                .expect("reads")
+                .expect("a firing");
+            assert_eq!(part.tokens, f.tokens, "firing {i}");
+            assert_eq!(part.after, f.after, "firing {i}");
+        }
+        assert!(
+            decode_firing(BODY, 3).expect("reads").is_none(),
+            "no firing 3"
+        );
+        assert!(
+            decode_firing(r#"{"parent":null,"firings":[]}"#, 0)
+                .expect("reads")
+                .is_none()
+        );
+        assert!(
+            decode_firing(r#"{"parent":null}"#, 0)
+                .expect("reads")
+                .is_none()
+        );
+        for bad in [
+            "",
+            "[1]",
+            r#"{"firings":[{"op":0}"#,
+            r#"{"firings":[]} x"#,
+            "{\"firings\":7}",
+        ] {
+            assert!(decode_firing(bad, 0).is_err(), "{bad:?} is not an entry");
+        }
+    }
+
+    #[test]
+    fn num_writes_decimal() {
+        for n in [0, 7, 10, 4_294_967_295, u64::MAX] {
+            let mut out = Vec::new();
+            num(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
+    }
+}
