@@ -2,7 +2,7 @@
 //! of a run whose steps are flushed many at a time (`batch`, `exit`: multi-row inserts, and a
 //! remainder) is in the file, once, and a resume rebuilds the run from them; a reuse journal's
 //! hits share a read transaction that a miss ends (a writer of the file can then checkpoint
-//! its WAL to the end again).
+//! its WAL to the end again); a flush that fails midway is rolled back.
 
 use cameleon::engine::ReuseSource;
 use cameleon::journal::{Durability, Journal, ReuseJournal, RunOptions};
@@ -205,4 +205,45 @@ fn reuse_hits_share_a_read_transaction_that_a_miss_ends() {
         !truncate_blocked(&writer),
         "the 256th hit ended its read transaction"
     );
+}
+
+#[test]
+fn a_flush_that_fails_midway_leaves_nothing_and_releases_the_file() {
+    // A row of the run already in the file where the flush will write its 4th step: the
+    // flush's insert fails after its first rows.
+    let dir = test_support::TempDir::new("journal-batch-fail");
+    let db = dir.join("runs.db");
+    let journal = Journal::create(&db).expect("journal");
+    let mut cvm = Cvm::new(counter_loop(5));
+    let opts = RunOptions {
+        durability: Durability::Exit,
+        ..RunOptions::default()
+    };
+    let id = journal.start(&mut cvm, &opts).expect("journaled");
+    let other = rusqlite::Connection::open(&db).expect("opens");
+    other
+        .busy_timeout(std::time::Duration::ZERO)
+        .expect("no waiting");
+    let seq: i64 = other
+        .query_row("SELECT seq FROM runs WHERE id = ?1", [&id], |r| r.get(0))
+        .expect("the run");
+    other
+        .execute(
+            "INSERT INTO entries (id, run, node, parent, step, branch, ops, body)
+             VALUES ((?1 << 32) + 3, ?1, 3, 2, 4, 1, '[]', '{}')",
+            [seq],
+        )
+        .expect("inserts");
+    let _ = cvm.run(); // its end's flush fails
+    // The engine (and its recorder) still alive: the failed flush's transaction is over.
+    other
+        .execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
+        .expect("the journal's writer holds no transaction");
+    let rows: i64 = other
+        .query_row("SELECT count(*) FROM entries WHERE run = ?1", [seq], |r| {
+            r.get(0)
+        })
+        .expect("counts");
+    assert_eq!(rows, 1, "nothing of the failed flush is in the file");
+    drop(cvm);
 }

@@ -74,15 +74,16 @@ impl Writer {
         if rows.is_empty() && position.is_none() && status.is_none() {
             return Ok(());
         }
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        {
+        // `BEGIN IMMEDIATE` and `COMMIT` are prepared and cached too (not parsed at each step);
+        // a failure rolls the transaction back.
+        let conn = &self.conn;
+        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        let written = (|| -> rusqlite::Result<()> {
             // Rows go in `CHUNK` at a time, one multi-row `INSERT` each (a `batch` or `exit`
             // flush holds many), the rest one by one.
             let mut chunks = rows.chunks_exact(CHUNK);
             if chunks.len() > 0 {
-                let mut insert = tx.prepare_cached(&INSERT_CHUNK)?;
+                let mut insert = conn.prepare_cached(&INSERT_CHUNK)?;
                 for chunk in &mut chunks {
                     for (i, r) in chunk.iter().enumerate() {
                         bind_row(&mut insert, i * COLUMNS, self.run, r)?;
@@ -92,7 +93,7 @@ impl Writer {
             }
             let rest = chunks.remainder();
             if !rest.is_empty() {
-                let mut insert = tx.prepare_cached(&INSERT_ONE)?;
+                let mut insert = conn.prepare_cached(&INSERT_ONE)?;
                 for r in rest {
                     bind_row(&mut insert, 0, self.run, r)?;
                     insert.raw_execute()?;
@@ -100,7 +101,7 @@ impl Writer {
             }
             match (position, status) {
                 (Some(p), Some((status, end))) => {
-                    tx.prepare_cached(&format!(
+                    conn.prepare_cached(&format!(
                         "UPDATE progress_row SET tip = ?2, redo_tip = ?3, steps = ?4, status = ?5,
                          end_state = ?6, updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
                          seen = {SEEN} WHERE run = ?1"
@@ -108,7 +109,7 @@ impl Writer {
                     .execute((self.run, p.tip, p.redo_tip, p.depth, status, end))?;
                 }
                 (Some(p), None) => {
-                    tx.prepare_cached(&format!(
+                    conn.prepare_cached(&format!(
                         "UPDATE progress_row SET tip = ?2, redo_tip = ?3, steps = ?4,
                          updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), seen = {SEEN}
                          WHERE run = ?1"
@@ -116,7 +117,7 @@ impl Writer {
                     .execute((self.run, p.tip, p.redo_tip, p.depth))?;
                 }
                 (None, Some((status, end))) => {
-                    tx.prepare_cached(
+                    conn.prepare_cached(
                         "UPDATE progress_row SET status = ?2, end_state = ?3 WHERE run = ?1 AND
                          (status IS NOT ?2 OR end_state IS NOT ?3)",
                     )?
@@ -124,8 +125,13 @@ impl Writer {
                 }
                 (None, None) => {}
             }
+            conn.prepare_cached("COMMIT")?.execute([])?;
+            Ok(())
+        })();
+        if written.is_err() && !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
         }
-        tx.commit()?;
+        written?;
         if let Some(s) = status {
             self.written = Some(s.clone());
         }
