@@ -300,20 +300,26 @@ fn reuse_lookup(c: &mut Criterion) {
     )
     .expect("baseline table");
     let mut rng = test_support::Rng::new(7);
+    let mut synthetic: Vec<u128> = Vec::new();
     conn.execute_batch("BEGIN").expect("begin");
     let first = 1_000_000i64;
     for i in real.len() as u64..RECORDED {
         let key: Vec<u8> = (0..16).map(|_| rng.below(256) as u8).collect();
+        synthetic.push(u128::from_be_bytes(key.as_slice().try_into().expect("16")));
         let node = first + i as i64;
+        // One firing of `inc` (a counter), as the loop's entries hold.
+        let body = format!(
+            r#"{{"parent":null,"firings":[{{"op":2,"consumed":[1],"written":[[2,{i},{node}]],"tokens":[{{"type":"DataInt","value":{i}}}],"before":{{"count":{}}},"after":{{"count":{i}}}}}]}}"#,
+            i as i64 - 1
+        );
         let mut blob = key.clone();
         blob.extend_from_slice(&0u32.to_le_bytes());
         blob.extend_from_slice(&1u32.to_le_bytes());
         blob.extend_from_slice(&0u16.to_le_bytes());
         conn.execute(
             "INSERT INTO entries (id, run, node, parent, step, branch, ops, body, keys)
-             VALUES ((1 << 32) + ?1, 1, ?1, NULL, 1, 1, '[\"inc\"]',
-             '{\"parent\":null,\"firings\":[]}', ?2)",
-            (node, blob),
+             VALUES ((1 << 32) + ?1, 1, ?1, NULL, 1, 1, '[\"inc\"]', ?3, ?2)",
+            (node, blob, body),
         )
         .expect("inserts");
         conn.execute(
@@ -339,6 +345,22 @@ fn reuse_lookup(c: &mut Criterion) {
     g.sample_size(20);
     g.bench_function("find_hit", |b| {
         b.iter(|| black_box(source.find(black_box(found)).expect("reads")))
+    });
+    // Hits spread over the file: each a different synthetic entry (a different page, mostly).
+    let mut spread = synthetic.clone();
+    for i in (1..spread.len()).rev() {
+        spread.swap(i, rng.below(i + 1));
+    }
+    assert!(
+        source.find(spread[0]).expect("reads").is_some(),
+        "a synthetic key's entry reads back"
+    );
+    g.bench_function("find_hit_spread", |b| {
+        let mut i = 0usize;
+        b.iter(|| {
+            i = (i + 1) % spread.len();
+            black_box(source.find(black_box(spread[i])).expect("reads"))
+        })
     });
     g.bench_function("find_miss", |b| {
         let mut k = 0u128;

@@ -5,8 +5,6 @@
 //! form, into one reused buffer), not through a [`StepRecord`] of JSON trees serialised again:
 //! the same text as serde gives for [`Committed::record`], at a fraction of the allocations.
 
-use std::io::Write as _;
-
 use crate::engine::{Committed, FiringKey, KeyCache, RecordError};
 use crate::history::StepRecord;
 
@@ -48,8 +46,19 @@ pub(super) fn encode(
         if i > 0 {
             ops.push(',');
         }
-        // An operator's name is an identifier: no escaping needed, but serde decides.
-        ops.push_str(&serde_json::to_string(f.op_name()).map_err(|e| fail(&e))?);
+        // An operator's name is an identifier: no escaping needed, but serde decides for
+        // anything else.
+        let name = f.op_name();
+        if name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+        {
+            ops.push('"');
+            ops.push_str(name);
+            ops.push('"');
+        } else {
+            ops.push_str(&serde_json::to_string(name).map_err(|e| fail(&e))?);
+        }
         let before = befores.get(i).cloned().flatten().map(|r| &buf[r]);
         if let Some(key) = f.reuse_key(cache, before) {
             let keys = keys.get_or_insert_with(Vec::new);
@@ -125,21 +134,25 @@ fn write_body(
     befores: &mut Vec<Option<std::ops::Range<usize>>>,
     cache: &mut KeyCache,
 ) -> Result<(), RecordError> {
-    let io = |e: std::io::Error| RecordError(format!("cannot encode the step: {e}"));
     match c.parent() {
-        Some(p) => write!(out, "{{\"parent\":{p},\"firings\":[").map_err(io)?,
+        Some(p) => {
+            out.extend_from_slice(b"{\"parent\":");
+            num(out, p.into());
+            out.extend_from_slice(b",\"firings\":[");
+        }
         None => out.extend_from_slice(b"{\"parent\":null,\"firings\":["),
     }
     for (i, f) in c.firings().enumerate() {
         if i > 0 {
             out.push(b',');
         }
-        write!(out, "{{\"op\":{}", f.op().index()).map_err(io)?;
+        out.extend_from_slice(b"{\"op\":");
+        num(out, f.op().index() as u64);
         let mut first = true;
         for conn in f.consumed() {
             out.extend_from_slice(if first { b",\"consumed\":[" } else { b"," });
             first = false;
-            write!(out, "{}", conn.index()).map_err(io)?;
+            num(out, conn.index() as u64);
         }
         if !first {
             out.push(b']');
@@ -148,10 +161,18 @@ fn write_body(
         for (conn, prior, new) in f.written() {
             out.extend_from_slice(if first { b",\"written\":[" } else { b"," });
             first = false;
+            out.push(b'[');
+            num(out, conn.index() as u64);
             match prior {
-                Some(p) => write!(out, "[{},{p},{new}]", conn.index()).map_err(io)?,
-                None => write!(out, "[{},null,{new}]", conn.index()).map_err(io)?,
+                Some(p) => {
+                    out.push(b',');
+                    num(out, p.into());
+                    out.push(b',');
+                }
+                None => out.extend_from_slice(b",null,"),
             }
+            num(out, new.into());
+            out.push(b']');
         }
         if !first {
             out.push(b']');
@@ -181,7 +202,11 @@ fn write_body(
         let mut before = None;
         for (key, state) in [("before", f.before()), ("after", f.after())] {
             let Some(s) = state else { continue };
-            write!(out, ",\"{key}\":").map_err(io)?;
+            out.extend_from_slice(if key == "before" {
+                b",\"before\":"
+            } else {
+                b",\"after\":"
+            });
             let start = out.len();
             // As the reuse key reads it (`engine/reuse.rs`): the state's JSON, serde's text.
             let json = s.to_json().map_err(|e| {
@@ -209,6 +234,21 @@ fn write_body(
     Ok(())
 }
 
+/// Writes `n` in decimal (as serde and `write!` do, without their machinery).
+fn num(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[i..]);
+}
+
 /// `body` with its parent replaced by `parent` (a migrated run's engine numbers its nodes from
 /// the migration, the journal from the run's start).
 pub(super) fn rebase(body: &str, parent: Option<u32>) -> String {
@@ -223,4 +263,142 @@ pub(super) fn rebase(body: &str, parent: Option<u32>) -> String {
 /// [`Cvm::restore`](crate::Cvm::restore) reads them back for the net).
 pub(super) fn decode(body: &str) -> Result<StepRecord, String> {
     serde_json::from_str(body).map_err(|e| format!("unreadable entry: {e}"))
+}
+
+/// What reuse needs of one firing of an entry's body: the tokens it emitted and its state
+/// after (other fields of the firing are skipped).
+#[derive(serde::Deserialize)]
+pub(super) struct ReusedPart {
+    #[serde(default)]
+    pub(super) tokens: Vec<crate::history::TokenRecord>,
+    #[serde(default)]
+    pub(super) after: Option<serde_json::Value>,
+}
+
+/// Decodes firing `index` of an entry's body, and only that: the rest of the body is parsed
+/// (it must be JSON) but not built. `Ok(None)`: the step has no such firing.
+pub(super) fn decode_firing(body: &str, index: u32) -> Result<Option<ReusedPart>, String> {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use std::fmt;
+
+    struct Body(u32);
+    struct Firings(u32);
+
+    impl<'de> DeserializeSeed<'de> for Body {
+        type Value = Option<ReusedPart>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_map(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Body {
+        type Value = Option<ReusedPart>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a step record")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut found = None;
+            while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if key == "firings" && found.is_none() {
+                    found = Some(map.next_value_seed(Firings(self.0))?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(found.flatten())
+        }
+    }
+
+    impl<'de> DeserializeSeed<'de> for Firings {
+        type Value = Option<ReusedPart>;
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Self::Value, D::Error> {
+            d.deserialize_seq(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Firings {
+        type Value = Option<ReusedPart>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a list of firings")
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut found = None;
+            let mut i = 0u32;
+            loop {
+                if i == self.0 {
+                    match seq.next_element::<ReusedPart>()? {
+                        Some(part) => found = Some(part),
+                        None => break,
+                    }
+                } else if seq.next_element::<IgnoredAny>()?.is_none() {
+                    break;
+                }
+                i = i.saturating_add(1);
+            }
+            Ok(found)
+        }
+    }
+
+    let mut de = serde_json::Deserializer::from_str(body);
+    let part = Body(index)
+        .deserialize(&mut de)
+        .and_then(|p| de.end().map(|()| p))
+        .map_err(|e| format!("unreadable entry: {e}"))?;
+    Ok(part)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BODY: &str = r#"{"parent":4,"firings":[
+        {"op":0,"consumed":[1],"tokens":[{"type":"DataInt","value":10}],"after":{"n":1}},
+        {"op":1,"written":[[2,null,7]],"tokens":[{"type":"DataInt","value":20},
+            {"type":"DataString","value":"b"}],"before":{"n":1},"after":{"n":2},
+            "notes":[{"kind":"reused","data":{"run":"r","step":3}}]},
+        {"op":2}],"notes":[]}"#;
+
+    #[test]
+    fn decode_firing_reads_the_firing_asked_for_and_only_it() {
+        let full = decode(BODY).expect("a record");
+        for (i, f) in full.firings.iter().enumerate() {
+            let part = decode_firing(BODY, i as u32)
+                .expect("reads")
+                .expect("a firing");
+            assert_eq!(part.tokens, f.tokens, "firing {i}");
+            assert_eq!(part.after, f.after, "firing {i}");
+        }
+        assert!(
+            decode_firing(BODY, 3).expect("reads").is_none(),
+            "no firing 3"
+        );
+        assert!(
+            decode_firing(r#"{"parent":null,"firings":[]}"#, 0)
+                .expect("reads")
+                .is_none()
+        );
+        assert!(
+            decode_firing(r#"{"parent":null}"#, 0)
+                .expect("reads")
+                .is_none()
+        );
+        for bad in [
+            "",
+            "[1]",
+            r#"{"firings":[{"op":0}"#,
+            r#"{"firings":[]} x"#,
+            "{\"firings\":7}",
+        ] {
+            assert!(decode_firing(bad, 0).is_err(), "{bad:?} is not an entry");
+        }
+    }
+
+    #[test]
+    fn num_writes_decimal() {
+        for n in [0, 7, 10, 4_294_967_295, u64::MAX] {
+            let mut out = Vec::new();
+            num(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
+    }
 }

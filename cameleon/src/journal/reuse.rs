@@ -16,6 +16,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use rusqlite::{Connection, OptionalExtension};
@@ -26,7 +27,9 @@ use crate::engine::{FiringKey, RecordedFiring, ReuseSource, ReusedFrom};
 /// A journal opened to reuse its runs' firings, all of them or one run's.
 pub struct ReuseJournal {
     path: PathBuf,
-    conn: Mutex<Connection>,
+    conn: Mutex<Reader>,
+    /// Whether the reader holds a read transaction (read without the lock by a miss).
+    holding: AtomicBool,
     /// Only this run's firings (its `runs.seq`), if given.
     run: Option<i64>,
     /// The key index: each key's newest recorded firing (of `run`, if given).
@@ -113,7 +116,8 @@ impl ReuseJournal {
         let (index, ids) = read_index(&conn, seq).map_err(sql)?;
         Ok(ReuseJournal {
             path: path.to_path_buf(),
-            conn: Mutex::new(conn),
+            conn: Mutex::new(Reader { conn, held: 0 }),
+            holding: AtomicBool::new(false),
             run: seq,
             index,
             ids,
@@ -162,23 +166,31 @@ impl ReuseJournal {
         let Some(run_id) = self.ids.get(&run) else {
             return Ok(None);
         };
-        let row: Option<(u32, String)> = {
-            let c = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
-            c.prepare_cached("SELECT step, body FROM entries WHERE id = ?1")
-                .and_then(|mut st| {
-                    st.query_row([store::entry_id(run, node)], |r| Ok((r.get(0)?, r.get(1)?)))
-                        .optional()
-                })
-                .map_err(|e| fail(&e))?
+        // Only the firing reuse needs is decoded, straight from SQLite's text of the body.
+        let row = {
+            let mut reader = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+            let read = reader.begin(&self.holding).and_then(|()| {
+                reader
+                    .conn
+                    .prepare_cached("SELECT step, body FROM entries WHERE id = ?1")?
+                    .query_row([store::entry_id(run, node)], |r| {
+                        let step: u32 = r.get(0)?;
+                        let body = r.get_ref(1)?.as_str()?;
+                        Ok((step, codec::decode_firing(body, firing)))
+                    })
+                    .optional()
+            });
+            if read.is_err() || reader.held >= HOLD_HITS {
+                reader.end(&self.holding);
+            }
+            read.map_err(|e| fail(&e))?
         };
-        let Some((step, body)) = row else {
+        let Some((step, part)) = row else {
             return Ok(None);
         };
-        let mut record = codec::decode(&body).map_err(|e| fail(&e))?;
-        if firing as usize >= record.firings.len() {
+        let Some(firing) = part.map_err(|e| fail(&e))? else {
             return Ok(None);
-        }
-        let firing = record.firings.swap_remove(firing as usize);
+        };
         if ports.len() != firing.tokens.len() {
             return Ok(None);
         }
@@ -246,7 +258,53 @@ impl ReuseSource for ReuseJournal {
     fn find(&self, key: FiringKey) -> Result<Option<RecordedFiring>, String> {
         match self.index.get(&key) {
             Some(l) => self.load_at(l.run, l.node, l.firing, &l.ports),
-            None => Ok(None),
+            None => {
+                // A miss runs the operator (maybe for long): the read transaction ends first.
+                if self.holding.load(Ordering::Relaxed) {
+                    let mut reader = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
+                    reader.end(&self.holding);
+                }
+                Ok(None)
+            }
         }
+    }
+}
+
+/// Hits read in one read transaction at most: starting and ending one costs two lock calls of
+/// the operating system on the `-shm` file (WAL) — most of a hit's time when each hit had its
+/// own. A transaction held keeps the journal's writers from checkpointing past it (the WAL
+/// grows meanwhile), so it ends after this many hits, at the next miss, or when the journal
+/// is dropped.
+const HOLD_HITS: u32 = 256;
+
+/// The reuse journal's connection, and the hits read in its open read transaction (0: none).
+struct Reader {
+    conn: Connection,
+    held: u32,
+}
+
+impl Reader {
+    /// Counts a hit, opening a read transaction first if none is open.
+    fn begin(&mut self, holding: &AtomicBool) -> rusqlite::Result<()> {
+        if self.held == 0 {
+            self.conn.prepare_cached("BEGIN")?.execute([])?;
+            holding.store(true, Ordering::Relaxed);
+        }
+        self.held += 1;
+        Ok(())
+    }
+
+    /// Ends the read transaction, if one is open.
+    fn end(&mut self, holding: &AtomicBool) {
+        if self.held > 0 || !self.conn.is_autocommit() {
+            // A read transaction's end cannot lose anything; if it fails, the connection's
+            // next statement reports it.
+            let _ = self
+                .conn
+                .prepare_cached("COMMIT")
+                .and_then(|mut st| st.execute([]));
+        }
+        self.held = 0;
+        holding.store(false, Ordering::Relaxed);
     }
 }

@@ -74,30 +74,34 @@ impl Writer {
         if rows.is_empty() && position.is_none() && status.is_none() {
             return Ok(());
         }
-        let tx = self
-            .conn
-            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        {
-            let mut insert = tx.prepare_cached(
-                "INSERT INTO entries (id, run, node, parent, step, branch, ops, body, keys)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?;
-            for r in rows {
-                insert.execute((
-                    super::store::entry_id(self.run, r.node),
-                    self.run,
-                    r.node,
-                    r.parent,
-                    r.step,
-                    r.branch,
-                    &r.ops,
-                    &r.body,
-                    r.keys.as_deref(),
-                ))?;
+        // `BEGIN IMMEDIATE` and `COMMIT` are prepared and cached too (not parsed at each step);
+        // a failure rolls the transaction back.
+        let conn = &self.conn;
+        conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
+        let written = (|| -> rusqlite::Result<()> {
+            // Rows go in `CHUNK` at a time, one multi-row `INSERT` each (a `batch` or `exit`
+            // flush holds many), the rest one by one.
+            let mut chunks = rows.chunks_exact(CHUNK);
+            if chunks.len() > 0 {
+                let mut insert = conn.prepare_cached(&INSERT_CHUNK)?;
+                for chunk in &mut chunks {
+                    for (i, r) in chunk.iter().enumerate() {
+                        bind_row(&mut insert, i * COLUMNS, self.run, r)?;
+                    }
+                    insert.raw_execute()?;
+                }
+            }
+            let rest = chunks.remainder();
+            if !rest.is_empty() {
+                let mut insert = conn.prepare_cached(&INSERT_ONE)?;
+                for r in rest {
+                    bind_row(&mut insert, 0, self.run, r)?;
+                    insert.raw_execute()?;
+                }
             }
             match (position, status) {
                 (Some(p), Some((status, end))) => {
-                    tx.prepare_cached(&format!(
+                    conn.prepare_cached(&format!(
                         "UPDATE progress_row SET tip = ?2, redo_tip = ?3, steps = ?4, status = ?5,
                          end_state = ?6, updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
                          seen = {SEEN} WHERE run = ?1"
@@ -105,7 +109,7 @@ impl Writer {
                     .execute((self.run, p.tip, p.redo_tip, p.depth, status, end))?;
                 }
                 (Some(p), None) => {
-                    tx.prepare_cached(&format!(
+                    conn.prepare_cached(&format!(
                         "UPDATE progress_row SET tip = ?2, redo_tip = ?3, steps = ?4,
                          updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), seen = {SEEN}
                          WHERE run = ?1"
@@ -113,7 +117,7 @@ impl Writer {
                     .execute((self.run, p.tip, p.redo_tip, p.depth))?;
                 }
                 (None, Some((status, end))) => {
-                    tx.prepare_cached(
+                    conn.prepare_cached(
                         "UPDATE progress_row SET status = ?2, end_state = ?3 WHERE run = ?1 AND
                          (status IS NOT ?2 OR end_state IS NOT ?3)",
                     )?
@@ -121,13 +125,74 @@ impl Writer {
                 }
                 (None, None) => {}
             }
+            conn.prepare_cached("COMMIT")?.execute([])?;
+            Ok(())
+        })();
+        if written.is_err() && !conn.is_autocommit() {
+            let _ = conn.execute_batch("ROLLBACK");
         }
-        tx.commit()?;
+        written?;
         if let Some(s) = status {
             self.written = Some(s.clone());
         }
         Ok(())
     }
+}
+
+/// The columns of an `entries` row, as [`bind_row`] binds them.
+const COLUMNS: usize = 9;
+
+/// Rows per multi-row `INSERT` of a flush (`COLUMNS * CHUNK` parameters, far under SQLite's
+/// limit of 32 766).
+const CHUNK: usize = 32;
+
+/// Rows waiting in `batch` mode that wake the flusher before its period is over: a long run's
+/// rows are committed while the engine goes on, not all at its end. (A commit earlier than the
+/// period loses less on a crash, never more: docs/cli.md's contract of `batch` holds.)
+const WAKE_ROWS: usize = 256;
+
+/// `INSERT INTO entries` of one row, and of [`CHUNK`] rows (the SQL texts of prepared, cached
+/// statements).
+static INSERT_ONE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| insert_sql(1));
+static INSERT_CHUNK: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| insert_sql(CHUNK));
+
+/// `INSERT INTO entries` of `n` rows.
+fn insert_sql(n: usize) -> String {
+    let mut sql = String::from(
+        "INSERT INTO entries (id, run, node, parent, step, branch, ops, body, keys) VALUES ",
+    );
+    for i in 0..n {
+        if i > 0 {
+            sql.push(',');
+        }
+        sql.push('(');
+        for c in 0..COLUMNS {
+            if c > 0 {
+                sql.push(',');
+            }
+            sql.push_str(&format!("?{}", i * COLUMNS + c + 1));
+        }
+        sql.push(')');
+    }
+    sql
+}
+
+/// Binds row `r` of run `run` to the parameters after `at` of `insert` ([`insert_sql`]).
+fn bind_row(
+    insert: &mut rusqlite::CachedStatement<'_>,
+    at: usize,
+    run: i64,
+    r: &Row,
+) -> rusqlite::Result<()> {
+    insert.raw_bind_parameter(at + 1, super::store::entry_id(run, r.node))?;
+    insert.raw_bind_parameter(at + 2, run)?;
+    insert.raw_bind_parameter(at + 3, r.node)?;
+    insert.raw_bind_parameter(at + 4, r.parent)?;
+    insert.raw_bind_parameter(at + 5, r.step)?;
+    insert.raw_bind_parameter(at + 6, r.branch)?;
+    insert.raw_bind_parameter(at + 7, &r.ops)?;
+    insert.raw_bind_parameter(at + 8, &r.body)?;
+    insert.raw_bind_parameter(at + 9, r.keys.as_deref())
 }
 
 /// Where the engine's history sits in the run's tree, when the run has migrated
@@ -177,6 +242,8 @@ pub(super) struct JournalRecorder {
     meter: Option<Arc<Meter>>,
     /// Reused for encoding each step.
     buf: Vec<u8>,
+    /// The status last queued.
+    queued: Option<(String, Option<String>)>,
     /// Each operator's fixed part of its firings' reuse keys.
     keys: crate::engine::KeyCache,
     shared: Arc<Shared>,
@@ -214,6 +281,7 @@ impl JournalRecorder {
             durability,
             meter: None,
             buf: Vec::with_capacity(512),
+            queued: None,
             keys: crate::engine::KeyCache::new(),
             shared,
             flusher,
@@ -250,6 +318,19 @@ impl JournalRecorder {
         (status.to_owned(), Some(json.to_string()))
     }
 
+    /// The status `RUNNING` to queue with a step (with what the run spent), or `None` when the
+    /// last status queued is already that (a step of a run that makes no model request: no
+    /// status is built for it).
+    fn running(&mut self) -> Option<(String, Option<String>)> {
+        let spent = self.meter.as_ref().is_some_and(|m| m.spent().requests > 0);
+        if !spent && matches!(&self.queued, Some((s, None)) if s == "RUNNING") {
+            return None;
+        }
+        let status = self.status("RUNNING", None);
+        self.queued = Some(status.clone());
+        Some(status)
+    }
+
     fn pending(&self) -> std::sync::MutexGuard<'_, Pending> {
         lock(&self.shared.pending)
     }
@@ -268,6 +349,9 @@ impl JournalRecorder {
                 return Err(RecordError(e.clone()));
             }
             p.rows.extend(row);
+            if p.rows.len() == WAKE_ROWS && matches!(self.durability, Durability::Batch { .. }) {
+                self.shared.wake.notify_one();
+            }
             if position.is_some() {
                 p.position = position;
             }
@@ -310,14 +394,15 @@ fn flush(shared: &Shared) -> Result<(), RecordError> {
     }
 }
 
-/// `batch`: commits what waits, every `every`, until told to stop (then once more).
+/// `batch`: commits what waits, every `every` (or as soon as [`WAKE_ROWS`] rows wait), until
+/// told to stop (then once more).
 fn flusher(shared: &Shared, every: Duration) {
     loop {
         let stop = {
             let p = lock(&shared.pending);
             let (p, _) = shared
                 .wake
-                .wait_timeout_while(p, every, |p| !p.stop)
+                .wait_timeout_while(p, every, |p| !p.stop && p.rows.len() < WAKE_ROWS)
                 .unwrap_or_else(PoisonError::into_inner);
             p.stop
         };
@@ -355,7 +440,7 @@ impl Recorder for JournalRecorder {
             row.body = codec::rebase(&row.body, row.parent);
             at = seg.position(at);
         }
-        let status = Some(self.status("RUNNING", None));
+        let status = self.running();
         self.queue(Some(row), Some(at), status, false)
     }
 
@@ -364,7 +449,7 @@ impl Recorder for JournalRecorder {
             Some(seg) => seg.position(at),
             None => at,
         };
-        let status = Some(self.status("RUNNING", None));
+        let status = self.running();
         self.queue(None, Some(at), status, false)
     }
 
@@ -375,6 +460,7 @@ impl Recorder for JournalRecorder {
         };
         let (status, json) = status_of(end);
         let status = self.status(&status, json);
+        self.queued = Some(status.clone());
         self.queue(None, Some(at), Some(status), true)
     }
 }

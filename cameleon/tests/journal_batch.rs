@@ -1,0 +1,249 @@
+//! What a flush writes and what a reuse hit reads (docs/semantics.md §5.5, §5.9): every step
+//! of a run whose steps are flushed many at a time (`batch`, `exit`: multi-row inserts, and a
+//! remainder) is in the file, once, and a resume rebuilds the run from them; a reuse journal's
+//! hits share a read transaction that a miss ends (a writer of the file can then checkpoint
+//! its WAL to the end again); a flush that fails midway is rolled back.
+
+use cameleon::engine::ReuseSource;
+use cameleon::journal::{Durability, Journal, ReuseJournal, RunOptions};
+use cameleon::prelude::*;
+
+/// `iterations` rounds of merge + counter + guard, plus const and sink: 3 × `iterations` + 2
+/// steps, one firing each.
+fn counter_loop(iterations: i64) -> Net {
+    Net::from_cm(&format!(
+        "config: {{max_loop_iterations: 1000000}}
+operators:
+  - {{id: zero, type: const, params: {{value: 0}}}}
+  - {{id: m, type: merge}}
+  - {{id: inc, type: counter}}
+  - {{id: g, type: guard, params: {{continue_if: {{lt: {iterations}}}}}}}
+  - {{id: out, type: sink}}
+connections:
+  - {{from: zero.out_data, to: m.in_a}}
+  - {{from: m.out_data, to: inc.in_data}}
+  - {{from: inc.out_data, to: g.in_data}}
+  - {{from: g.out_continue, to: m.in_b}}
+  - {{from: g.out_exit, to: out.in_data}}
+"
+    ))
+    .expect("valid loop")
+}
+
+fn sink(cvm: &Cvm) -> Vec<serde_json::Value> {
+    cvm.received("out").iter().map(|v| v.to_json()).collect()
+}
+
+#[test]
+fn every_step_of_a_run_flushed_many_at_a_time_is_in_the_file_once() {
+    // 3 × 150 + 2 = 452 steps: 14 inserts of 32 rows and 4 rows alone in one flush (`exit`, and
+    // `batch` with a period longer than the run), or flushes of any size (`batch` woken by the
+    // rows waiting); `sync` one by one.
+    let dir = test_support::TempDir::new("journal-batch");
+    for (name, durability) in [
+        ("exit", Durability::Exit),
+        ("batch", Durability::Batch { ms: 3_600_000 }),
+        ("batch_1ms", Durability::Batch { ms: 1 }),
+        ("sync", Durability::Sync),
+    ] {
+        let db = dir.join(format!("{name}.db"));
+        let journal = Journal::create(&db).expect("journal");
+        let mut cvm = Cvm::new(counter_loop(150));
+        let opts = RunOptions {
+            durability,
+            ..RunOptions::default()
+        };
+        let id = journal.start(&mut cvm, &opts).expect("journaled");
+        assert_eq!(cvm.run().expect("runs"), EndState::Completed, "{name}");
+        assert_eq!(cvm.depth(), 452, "{name}");
+        let live = sink(&cvm);
+        drop(cvm);
+
+        let c = rusqlite::Connection::open(&db).expect("opens");
+        let (rows, nodes, steps, first, last): (i64, i64, i64, i64, i64) = c
+            .query_row(
+                "SELECT count(*), count(DISTINCT node), count(DISTINCT step), min(step),
+                 max(step) FROM entries",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)),
+            )
+            .expect("counts");
+        assert_eq!(
+            (rows, nodes, steps, first, last),
+            (452, 452, 452, 1, 452),
+            "{name}: one row per step, each step once"
+        );
+        // Each row's columns are its own: its id is (run, node), its step follows its parent's.
+        let mismatched: i64 = c
+            .query_row(
+                "SELECT count(*) FROM entries e WHERE e.id != (e.run << 32) + e.node
+                 OR (e.parent IS NULL) != (e.step = 1)
+                 OR (e.parent IS NOT NULL AND (SELECT p.step FROM entries p
+                     WHERE p.run = e.run AND p.node = e.parent) != e.step - 1)
+                 OR e.ops NOT IN ('[\"zero\"]', '[\"m\"]', '[\"inc\"]', '[\"g\"]', '[\"out\"]')",
+                [],
+                |r| r.get(0),
+            )
+            .expect("checks");
+        assert_eq!(mismatched, 0, "{name}: rows hold their own columns");
+        drop(c);
+
+        let resumed = journal.resume(Some(&id)).expect("resumes");
+        assert_eq!(resumed.cvm.depth(), 452, "{name}");
+        assert_eq!(sink(&resumed.cvm), live, "{name}: the same sink values");
+    }
+}
+
+/// The reuse keys the journal at `db` recorded (one keyed firing per entry here), each with
+/// its entry's step and its firing's record.
+fn recorded_keys(db: &std::path::Path) -> Vec<(u128, u32, serde_json::Value)> {
+    let c = rusqlite::Connection::open(db).expect("opens");
+    let mut st = c
+        .prepare(
+            "SELECT substr(keys, 1, 16), step, body FROM entries WHERE keys IS NOT NULL
+             ORDER BY id",
+        )
+        .expect("prepares");
+    st.query_map([], |r| {
+        Ok((
+            r.get::<_, Vec<u8>>(0)?,
+            r.get::<_, u32>(1)?,
+            r.get::<_, String>(2)?,
+        ))
+    })
+    .expect("reads")
+    .map(|row| {
+        let (k, step, body) = row.expect("a row");
+        let body: serde_json::Value = serde_json::from_str(&body).expect("json");
+        (
+            u128::from_be_bytes(k.as_slice().try_into().expect("16 bytes")),
+            step,
+            body["firings"][0].clone(),
+        )
+    })
+    .collect()
+}
+
+/// Whether a checkpoint of `db`'s WAL back to an empty WAL is blocked by a reader (`busy`).
+fn truncate_blocked(writer: &rusqlite::Connection) -> bool {
+    let busy: i64 = writer
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+        .expect("checkpoints");
+    busy != 0
+}
+
+#[test]
+fn reuse_hits_share_a_read_transaction_that_a_miss_ends() {
+    let dir = test_support::TempDir::new("journal-batch-reuse");
+    let db = dir.join("runs.db");
+    let journal = Journal::create(&db).expect("journal");
+    let mut cvm = Cvm::new(counter_loop(20));
+    journal
+        .start(&mut cvm, &RunOptions::default())
+        .expect("journaled");
+    cvm.run().expect("runs");
+    drop(cvm);
+    drop(journal);
+    let keys = recorded_keys(&db);
+    assert!(
+        keys.len() >= 20,
+        "each counter firing is keyed: {}",
+        keys.len()
+    );
+
+    let source = ReuseJournal::open(&db, None).expect("opens");
+    // Another connection writes: the WAL holds frames a reader's snapshot may need.
+    let writer = rusqlite::Connection::open(&db).expect("opens");
+    writer
+        .execute("INSERT INTO meta (key, value) VALUES ('test', 'x')", [])
+        .expect("writes");
+    assert!(!truncate_blocked(&writer), "no reader holds the WAL yet");
+    writer
+        .execute("UPDATE meta SET value = 'y' WHERE key = 'test'", [])
+        .expect("writes");
+
+    // Each hit returns its own firing: its step, emissions and state after.
+    for (i, (k, step, firing)) in keys.iter().enumerate().take(3) {
+        let hit = source.find(*k).expect("reads").expect("a hit");
+        assert_eq!(hit.from.step, *step, "hit {i}");
+        let emitted: Vec<serde_json::Value> =
+            hit.emitted.iter().map(|(_, t)| t.value.clone()).collect();
+        let recorded: Vec<serde_json::Value> = firing["tokens"]
+            .as_array()
+            .expect("tokens")
+            .iter()
+            .map(|t| t["value"].clone())
+            .collect();
+        assert!(!recorded.is_empty(), "hit {i}: {firing}");
+        assert_eq!(emitted, recorded, "hit {i}: {firing}");
+        assert_eq!(
+            hit.after.unwrap_or_default(),
+            firing["after"],
+            "hit {i}: {firing}"
+        );
+    }
+    assert_ne!(keys[0].2, keys[1].2, "two different firings");
+    assert!(
+        truncate_blocked(&writer),
+        "the hits' read transaction is held"
+    );
+    assert!(source.find(!keys[0].0).expect("reads").is_none(), "a miss");
+    assert!(
+        !truncate_blocked(&writer),
+        "the miss ended the read transaction"
+    );
+
+    // A long streak of hits ends its transaction too (at most 256 hits per transaction).
+    writer
+        .execute("UPDATE meta SET value = 'z' WHERE key = 'test'", [])
+        .expect("writes");
+    for i in 0..256 {
+        let k = keys[i % keys.len()].0;
+        assert!(source.find(k).expect("reads").is_some(), "hit {i}");
+    }
+    assert!(
+        !truncate_blocked(&writer),
+        "the 256th hit ended its read transaction"
+    );
+}
+
+#[test]
+fn a_flush_that_fails_midway_leaves_nothing_and_releases_the_file() {
+    // A row of the run already in the file where the flush will write its 4th step: the
+    // flush's insert fails after its first rows.
+    let dir = test_support::TempDir::new("journal-batch-fail");
+    let db = dir.join("runs.db");
+    let journal = Journal::create(&db).expect("journal");
+    let mut cvm = Cvm::new(counter_loop(5));
+    let opts = RunOptions {
+        durability: Durability::Exit,
+        ..RunOptions::default()
+    };
+    let id = journal.start(&mut cvm, &opts).expect("journaled");
+    let other = rusqlite::Connection::open(&db).expect("opens");
+    other
+        .busy_timeout(std::time::Duration::ZERO)
+        .expect("no waiting");
+    let seq: i64 = other
+        .query_row("SELECT seq FROM runs WHERE id = ?1", [&id], |r| r.get(0))
+        .expect("the run");
+    other
+        .execute(
+            "INSERT INTO entries (id, run, node, parent, step, branch, ops, body)
+             VALUES ((?1 << 32) + 3, ?1, 3, 2, 4, 1, '[]', '{}')",
+            [seq],
+        )
+        .expect("inserts");
+    let _ = cvm.run(); // its end's flush fails
+    // The engine (and its recorder) still alive: the failed flush's transaction is over.
+    other
+        .execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
+        .expect("the journal's writer holds no transaction");
+    let rows: i64 = other
+        .query_row("SELECT count(*) FROM entries WHERE run = ?1", [seq], |r| {
+            r.get(0)
+        })
+        .expect("counts");
+    assert_eq!(rows, 1, "nothing of the failed flush is in the file");
+    drop(cvm);
+}
