@@ -505,10 +505,7 @@ where
             Ok(Some(code)) => return code,
             _ => migrate::migrate(&a, io),
         },
-        Command::Serve(a) => match bus::refuse(a.journal.as_deref(), "`serve --journal`", io) {
-            Ok(Some(code)) => return code,
-            _ => serve::serve(&a, io),
-        },
+        Command::Serve(a) => serve::serve(&a, io),
         Command::Satellite(a) => satellite::satellite(&a, io),
         Command::Satellites(a) => satellite::satellites(&a, io),
         Command::Trust(a) => trust::trust(&a, io),
