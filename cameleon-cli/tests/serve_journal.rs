@@ -280,6 +280,7 @@ fn a_run_served_on_jetstream_is_journaled_there_and_resumed_once_let_go() {
     );
     let r = json_out(&o);
     assert_eq!(r["end"], "COMPLETED");
+    assert!(plain["steps"].as_u64().unwrap() > 3, "{plain}");
     assert_eq!(r["steps"], plain["steps"]);
     assert_eq!(r["sinks"], plain["sinks"]);
     let runs = json_out(&CAMELEON.run(&["runs", &url, "--json"]));
