@@ -295,3 +295,19 @@ fn a_run_served_on_jetstream_is_journaled_there_and_resumed_once_let_go() {
     assert_eq!(status(&first), json!("COMPLETED"));
     assert_eq!(status(&second), json!("RUNNING"));
 }
+
+#[test]
+fn a_nats_journal_that_cannot_be_reached_is_refused_at_start() {
+    let file = examples().join("fork_join.cm");
+    let o = CAMELEON.run(&[
+        "serve",
+        s(&file),
+        "--port",
+        "0",
+        "--journal",
+        "nats://127.0.0.1:9",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(e.contains("cannot connect to NATS"), "{e}");
+}
