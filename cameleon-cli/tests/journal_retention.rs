@@ -139,6 +139,18 @@ fn a_running_run_needs_force_and_a_held_one_is_refused_on_a_journal_file() {
     assert!(ids(&db, &[]).is_empty());
 }
 
+/// `resume URL ID` on a deleted run: it takes the run's lease before reading, so "no run" (not
+/// "being resumed by") says the lease key went with the run.
+fn assert_no_lease_left(url: &str, id: &str) {
+    let o = CAMELEON.run(&["resume", url, id]);
+    assert_eq!(code(&o), 2, "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("no run `{id}`")),
+        "{}",
+        stderr(&o)
+    );
+}
+
 /// A JetStream server storing into `dir`.
 fn jetstream(dir: &Path) -> NatsServer {
     NatsServer::start_with(&["-js", "-sd", &s(dir)]).unwrap_or_else(|e| panic!("{e}"))
@@ -158,6 +170,7 @@ fn a_deleted_run_is_gone_from_jetstream_and_the_others_are_intact() {
     assert_eq!(ids(&url, &[]), vec![b.clone()]);
     assert_eq!(history(&url, &a).0, 2);
     assert_eq!(history(&url, &b), kept);
+    assert_no_lease_left(&url, &a);
     let ttl = cameleon_nats::journal::DEFAULT_LEASE_TTL;
     let js = JetStreamJournal::connect(&NatsOptions::new(url.clone()), ttl).unwrap();
     let (c, _, err) = delete(&url, &a, &[]);
@@ -202,6 +215,7 @@ fn a_leased_run_is_refused_on_jetstream_unless_forced_and_its_holder_then_stops(
     let (c, _, err) = delete(&url, &id, &["--force"]);
     assert_eq!(c, 0, "{err}");
     assert!(ids(&url, &[]).is_empty());
+    assert_no_lease_left(&url, &id);
     let e = cvm
         .step()
         .expect_err("the holder of a deleted run cannot append");
