@@ -187,9 +187,17 @@ pub struct RunsArgs {
     /// NATS: how to reach a `nats://` journal (--nats-creds, --nats-token, --subject-prefix).
     #[command(flatten)]
     pub nats: NatsArgs,
-    /// As JSON: `[{"id","name","status","steps","started"}]`.
+    /// As JSON: `[{"id","name","status","steps","started"}]`; with --delete, `{"deleted":ID}`.
     #[arg(long)]
     pub json: bool,
+    /// Delete run RUN_ID's records instead of listing (docs/journal.md "Retention"); a run
+    /// another process goes on with is refused, and so is a RUNNING one without --force.
+    #[arg(long, value_name = "RUN_ID")]
+    pub delete: Option<String>,
+    /// With --delete: delete a RUNNING run too (on a nats:// journal, even one whose lease
+    /// another process holds: that process's run then stops).
+    #[arg(long, requires = "delete")]
+    pub force: bool,
 }
 
 /// `cameleon history`.

@@ -193,6 +193,9 @@ fn folder(
 
 /// `runs DB`: every run, newest first.
 pub(super) fn runs(a: &RunsArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
+    if let Some(id) = &a.delete {
+        return delete(a, id, io);
+    }
     let listed = match crate::bus::url(&a.db) {
         Some(url) => crate::bus::open(url, &a.nats, 30_000).and_then(|j| j.runs()),
         None => Journal::open(&a.db).and_then(|j| j.runs()),
@@ -226,6 +229,24 @@ pub(super) fn runs(a: &RunsArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
             "{:<36}  {:<width$}  {:>6}  {:<24}  {}",
             r.id, r.status, r.steps, r.started, r.name
         )?;
+    }
+    Ok(exit::OK)
+}
+
+/// `runs DB --delete RUN_ID [--force]`: the run's records are deleted (docs/journal.md
+/// "Retention"). Exit 0 deleted, 2 unknown, refused or the journal failed.
+fn delete(a: &RunsArgs, id: &str, io: &mut Io<'_>) -> std::io::Result<i32> {
+    let deleted = match crate::bus::url(&a.db) {
+        Some(url) => crate::bus::open(url, &a.nats, 30_000).and_then(|j| j.delete(id, a.force)),
+        None => Journal::open(&a.db).and_then(|j| j.delete(id, a.force)),
+    };
+    if let Err(e) = deleted {
+        return journal_failed(&e, a.json, io);
+    }
+    if a.json {
+        writeln!(io.stdout, "{}", json!({ "deleted": id }))?;
+    } else {
+        writeln!(io.stdout, "deleted run {id} from `{}`", a.db.display())?;
     }
     Ok(exit::OK)
 }

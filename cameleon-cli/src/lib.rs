@@ -35,6 +35,7 @@
 //! | `run FILE.cm --journal DB\|nats://HOST:PORT [--durability sync\|batch\|exit\|strict]` | as `run`; 2 also when `DB` is not a journal, or the server cannot be used |
 //! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]… [--base DIR] [--allow-outside] [--grant TOOL]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file, a recorded folder outside the journal's without `--base`, a run another process holds (its lock, or on a `nats://` journal its lease) |
 //! | `runs DB [--json]`, `history DB RUN_ID [--json]` | 0, 2 not a journal or an unknown id |
+//! | `runs DB --delete RUN_ID [--force] [--json]` | 0 deleted, 2 unknown id, a run another process holds, a RUNNING run without `--force` (docs/journal.md "Retention") |
 //! | `run FILE.cm --reuse DB[:RUN_ID]` | as `run`; 2 also when `DB` is not a journal or the run id is unknown |
 //! | `diff DB RUN_A RUN_B [--json]` | 0 the same firings, 1 different, 2 invalid |
 //! | `test FILE.cm --against DB RUN_ID [--json]` | 0 every sink as recorded, 1 different (or a call with no recorded answer), 2 invalid |
@@ -45,7 +46,7 @@
 //! | `tools [--json]` | 0 |
 //! | `call TOOL 'ARGS' [--json] [--base DIR]` | 0 the result is `ok`, 2 the arguments are not JSON, 5 any other status |
 //! | `export FILE.cm --dot\|--mermaid\|--svg\|--pnml` | 0, 2 invalid |
-//! | `serve FILE.cm [--port P] [--token T \| --no-token] [--bind ADDR] [--public-host NAME]… [--nats URL]` | 0 when interrupted, 2 invalid arguments or the port is taken |
+//! | `serve FILE.cm [--port P] [--token T \| --no-token] [--bind ADDR] [--public-host NAME]… [--nats URL] [--journal DB\|nats://HOST:PORT]` | 0 when interrupted, 2 invalid arguments or the port is taken |
 //! | `satellite --nats URL (--ops TYPES \| --all-ops) [--tools NAMES] [--base DIR] [--name NAME] [--concurrency N] [--heartbeat-ms MS] [--max-call-ms MS] [--max-request-bytes N] [--drain-ms MS]` | 0 stopped (SIGTERM, Ctrl-C), 2 invalid arguments or nothing to host, 5 NATS unreachable |
 //! | `satellites --nats URL [--json]` | 0, 2 invalid arguments, 5 NATS unreachable |
 //! | `schema` | 0 |
@@ -505,10 +506,7 @@ where
             Ok(Some(code)) => return code,
             _ => migrate::migrate(&a, io),
         },
-        Command::Serve(a) => match bus::refuse(a.journal.as_deref(), "`serve --journal`", io) {
-            Ok(Some(code)) => return code,
-            _ => serve::serve(&a, io),
-        },
+        Command::Serve(a) => serve::serve(&a, io),
         Command::Satellite(a) => satellite::satellite(&a, io),
         Command::Satellites(a) => satellite::satellites(&a, io),
         Command::Trust(a) => trust::trust(&a, io),

@@ -496,7 +496,6 @@ fn commands_not_yet_on_a_nats_journal_exit_2_saying_so() {
     let url = "nats://127.0.0.1:9";
     let net = test_support::example("counter.cm");
     for args in [
-        vec!["serve", net.as_str(), "--journal", url],
         vec![
             "migrate",
             url,

@@ -212,3 +212,102 @@ fn a_file_that_is_not_a_journal_is_refused_at_start() {
     assert!(err.contains("is not a Caméléon journal"), "{err}");
     assert_eq!(std::fs::read_to_string(&db).unwrap(), "hello");
 }
+
+/// `serve --journal nats://…`: the served run is journaled on JetStream (a real `nats-server
+/// -js` on a free loopback port): its lease is held while it is served (a `resume` is refused,
+/// naming the holder), the bus's history is the page's, and once Reset lets go of it, `resume`
+/// finishes it as a plain run ends.
+#[test]
+fn a_run_served_on_jetstream_is_journaled_there_and_resumed_once_let_go() {
+    let dir = TempDir::new("serve-journal-js");
+    let nats = cameleon_nats::NatsServer::start_with(&["-js", "-sd", s(&dir.join("store"))])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let url = nats.url();
+    let file = examples().join("fork_join.cm");
+    let server = Serve::start(CAMELEON, &file, &["--journal", &url]);
+    let err = server.stderr_line(1);
+    let first = get(&server, "/api/state")["run_id"]
+        .as_str()
+        .expect("a journaled run has an id")
+        .to_owned();
+    assert_eq!(err.trim_end(), format!("run {first}"));
+    for _ in 0..3 {
+        post(&server, "/api/step", "");
+    }
+    assert_eq!(post(&server, "/api/back", "")["redo"], 1);
+    let page = get(&server, "/api/history");
+    let base = examples();
+
+    // Served: its lease is held.
+    let o = CAMELEON.run(&["resume", &url, &first, "--base", s(&base)]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(e.contains("is being resumed by process"), "{e}");
+
+    // The bus holds what the page showed: the applied steps, then the one Back undid.
+    let o = CAMELEON.run(&["history", &url, &first, "--json"]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let h = json_out(&o);
+    let on_bus: Vec<Value> = h["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| json!({"step": e["step"], "ops": e["ops"]}))
+        .collect();
+    let mut shown: Vec<Value> = page["entries"].as_array().unwrap().clone();
+    shown.extend(page["redo"].as_array().unwrap().iter().cloned());
+    assert_eq!(on_bus, shown);
+    assert_eq!(on_bus.len(), 3);
+
+    // Reset starts a new run and lets go of the first: `resume` finishes it.
+    let second = post(&server, "/api/reset", "")["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_ne!(first, second);
+    let plain = json_out(&CAMELEON.run(&["run", s(&file), "--json"]));
+    let o = CAMELEON.run(&["resume", &url, &first, "--json", "--base", s(&base)]);
+    assert_eq!(
+        o.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let r = json_out(&o);
+    assert_eq!(r["end"], "COMPLETED");
+    assert!(plain["steps"].as_u64().unwrap() > 3, "{plain}");
+    assert_eq!(r["steps"], plain["steps"]);
+    assert_eq!(r["sinks"], plain["sinks"]);
+    let runs = json_out(&CAMELEON.run(&["runs", &url, "--json"]));
+    let status = |id: &str| {
+        runs.as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["id"] == id)
+            .map(|r| r["status"].clone())
+            .unwrap()
+    };
+    assert_eq!(status(&first), json!("COMPLETED"));
+    assert_eq!(status(&second), json!("RUNNING"));
+}
+
+#[test]
+fn a_nats_journal_that_cannot_be_reached_is_refused_at_start() {
+    let file = examples().join("fork_join.cm");
+    let o = CAMELEON.run(&[
+        "serve",
+        s(&file),
+        "--port",
+        "0",
+        "--journal",
+        "nats://127.0.0.1:9",
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(e.contains("cannot connect to NATS"), "{e}");
+}

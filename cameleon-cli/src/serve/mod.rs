@@ -48,7 +48,7 @@ use clap::Args;
 
 use super::{Io, exit};
 use guard::{Guard, PublicHost};
-use session::{Served, Session, Wires};
+use session::{JournalAt, Served, Session, Wires};
 use shared::Shared;
 use token::Token;
 
@@ -82,11 +82,16 @@ pub struct ServeArgs {
     /// whose Host or Origin names it are answered. NAME alone takes any port. Repeatable.
     #[arg(long = "public-host", value_name = "NAME[:PORT]")]
     pub public_host: Vec<String>,
-    /// Journal the served run into this SQLite file (created if missing): every step, back,
-    /// re-fire and checkout is recorded, and `cameleon resume DB RUN_ID` continues the run
-    /// later. Reset and Save start a new run. The run id is on stderr and in `/api/state`.
+    /// Journal the served run into this SQLite file (created if missing), or on NATS
+    /// JetStream with `nats://HOST:PORT`: every step, back, re-fire and checkout is recorded,
+    /// and `cameleon resume DB RUN_ID` continues the run later. Reset and Save start a new run.
+    /// The run id is on stderr and in `/api/state`.
     #[arg(long, value_name = "DB")]
     pub journal: Option<PathBuf>,
+    /// With a `nats://` journal: the time to live of the served run's lease, for a new lease
+    /// bucket (a server that dies holds its run this long).
+    #[arg(long, value_name = "MS", default_value_t = 30_000, value_parser = clap::value_parser!(u64).range(100..))]
+    pub lease_ms: u64,
     /// Where the capabilities come from (default: `cameleon.yaml` beside the .cm, if present).
     #[arg(long, value_name = "FILE")]
     pub capabilities: Option<PathBuf>,
@@ -152,7 +157,20 @@ pub(crate) fn serve(a: &ServeArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         capabilities: a.capabilities.clone(),
     };
     let wires = Wires::default();
-    let session = match Session::open(served.clone(), runtime, a.journal.clone(), wires.clone()) {
+    let journal = match a.journal.as_deref() {
+        None => None,
+        Some(db) => match crate::bus::url(db) {
+            Some(url) => match crate::bus::open(url, &a.nats, a.lease_ms) {
+                Ok(j) => Some(JournalAt::Bus(Box::new(j))),
+                Err(e) => {
+                    writeln!(io.stderr, "error: {e}")?;
+                    return Ok(exit::INVALID);
+                }
+            },
+            None => Some(JournalAt::File(db.to_path_buf())),
+        },
+    };
+    let session = match Session::open(served.clone(), runtime, journal, wires.clone()) {
         Ok(s) => s,
         Err(e) => {
             writeln!(io.stderr, "error: {e}")?;

@@ -161,6 +161,14 @@ impl JetStreamJournal {
         &self.url
     }
 
+    fn unknown(&self, id: &str) -> JournalError {
+        JournalError::UnknownRun {
+            path: self.url.clone(),
+            id: id.to_owned(),
+            known: Vec::new(),
+        }
+    }
+
     fn subject(&self, id: &str) -> String {
         format!("{}.journal.{id}", self.prefix)
     }
@@ -226,6 +234,9 @@ impl JetStreamJournal {
 
     /// Reads run `id`'s frames; with the sequence of its last message.
     fn read(&self, id: &str) -> Result<(Folded, u64), JournalError> {
+        if !valid_id(id) {
+            return Err(self.unknown(id));
+        }
         let subject = self.subject(id);
         let stream = self.stream.clone();
         let url = self.url.clone();
@@ -249,6 +260,9 @@ impl JetStreamJournal {
     /// (`RUNNING`, `WAITING`, `CANCELLED` or `BUDGET`), as `Journal::pick` chooses.
     pub fn pick(&self, id: Option<&str>) -> Result<String, JournalError> {
         if let Some(id) = id {
+            if !valid_id(id) {
+                return Err(self.unknown(id));
+            }
             return Ok(id.to_owned());
         }
         self.runs()?
@@ -361,30 +375,83 @@ impl JetStreamJournal {
         Ok(self.read(id)?.0.entries)
     }
 
-    /// Deletes run `id`'s records (and its lease).
-    pub fn delete(&self, id: &str) -> Result<(), JournalError> {
-        let (stream, subject, kv, run) = (
-            self.stream.clone(),
-            self.subject(id),
-            self.leases.clone(),
-            id.to_owned(),
-        );
-        let r = cameleon::runtime::block_on(async move {
-            cameleon::runtime::spawn(async move {
-                stream
-                    .purge()
-                    .filter(subject)
-                    .await
-                    .map_err(|e| e.to_string())?;
-                let _ = kv.purge(&run).await;
-                Ok::<(), String>(())
-            })
-            .await
-        });
-        match r {
-            Ok(r) => r.map_err(|e| io(&self.url, e)),
-            Err(e) => Err(io(&self.url, e)),
+    /// Deletes run `id`: purges its subject, then its lease.
+    ///
+    /// Unless `force`, the run's lease is taken first — refused ([`JournalError::Leased`]) while
+    /// another process holds it, and held while the subject is purged so no resumer starts
+    /// meanwhile — and a `RUNNING` run (stopped by a crash: it can be resumed) is refused
+    /// ([`JournalError::Running`]). With `force`, a holder that goes on loses its run: the
+    /// server refuses its next frame (its expected last sequence is gone). An id that names
+    /// no run is [`JournalError::UnknownRun`].
+    pub fn delete(&self, id: &str, force: bool) -> Result<(), JournalError> {
+        // A subject token: anything else (`*`, `>`, a dot) would purge other runs.
+        if !valid_id(id) {
+            return Err(self.unknown(id));
         }
+        let (stream, subject) = (self.stream.clone(), self.subject(id));
+        let last = block(&self.url, async move {
+            match stream.get_last_raw_message_by_subject(&subject).await {
+                Ok(m) => Ok(Some(m.payload)),
+                Err(e) if e.kind() == stream::LastRawMessageErrorKind::NoMessageFound => Ok(None),
+                Err(e) => Err(e.to_string()),
+            }
+        })?;
+        let Some(last) = last else {
+            return Err(self.unknown(id));
+        };
+        let lease = if force { None } else { Some(self.lease(id)?) };
+        if !force {
+            let mut tail = Folded::default();
+            let status = last
+                .split(|b| *b == b'\n')
+                .rfind(|l| !l.is_empty())
+                .and_then(|l| tail.frame(l).ok().map(|()| tail.progress.status));
+            if status.as_deref() == Some("RUNNING") {
+                return Err(JournalError::Running {
+                    path: self.url.clone(),
+                    run: id.to_owned(),
+                });
+            }
+        }
+        let (stream, subject) = (self.stream.clone(), self.subject(id));
+        block(&self.url, async move {
+            stream
+                .purge()
+                .filter(subject)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })?;
+        match lease {
+            // Dropping it removes the key.
+            Some(lease) => drop(lease),
+            None => {
+                let (kv, run) = (self.leases.clone(), id.to_owned());
+                block(&self.url, async move {
+                    kv.purge(&run).await.map_err(|e| e.to_string())
+                })?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `id` can name a run's subject: one token of letters, digits, `-` and `_`.
+fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Runs `f` on the runtime and waits for it; its error (or the task's) as the store's.
+fn block<T: Send + 'static>(
+    url: &str,
+    f: impl std::future::Future<Output = Result<T, String>> + Send + 'static,
+) -> Result<T, JournalError> {
+    match cameleon::runtime::block_on(async move { cameleon::runtime::spawn(f).await }) {
+        Ok(r) => r.map_err(|e| io(url, e)),
+        Err(e) => Err(io(url, e)),
     }
 }
 

@@ -114,6 +114,17 @@ pub enum JournalError {
         /// The lock file.
         lock: String,
     },
+    /// A run that is `RUNNING` was asked to be deleted without `force`: it was stopped by a crash
+    /// and can be resumed, or goes on in another process.
+    #[error(
+        "run `{run}` of `{path}` is RUNNING: it goes on elsewhere, or was stopped by a crash and can be resumed; delete it anyway with --force"
+    )]
+    Running {
+        /// The journal (its path or URL).
+        path: String,
+        /// The run.
+        run: String,
+    },
     /// Another process holds the run's lease on a shared store (docs/journal.md "Stores"): it
     /// goes on with the run; the lease lapses `ttl_ms` after its holder stops renewing it.
     #[error(

@@ -135,6 +135,7 @@ mod migrate;
 mod migration;
 mod portable;
 mod resume;
+mod retention;
 mod reuse;
 mod segments;
 mod store;

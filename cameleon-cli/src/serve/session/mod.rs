@@ -122,10 +122,22 @@ pub(crate) struct Session {
     version: u64,
     /// The capabilities every engine of the session pins (`cameleon.yaml` beside the file).
     runtime: Runtime,
-    /// `--journal DB`: every engine of the session is a journaled run in this file.
-    journal: Option<PathBuf>,
+    /// `--journal DB`: every engine of the session is a journaled run in this file (or on
+    /// NATS JetStream).
+    journal: Option<JournalAt>,
     /// The id of the journaled run the engine is (with `--journal`).
     run_id: Option<String>,
+    /// With a `nats://` journal: the lease of the run the engine is, held while it is served.
+    lease: Option<cameleon_nats::Lease>,
+}
+
+/// Where `serve --journal` journals the served run (docs/journal.md "Stores").
+#[derive(Debug)]
+pub(crate) enum JournalAt {
+    /// A SQLite journal file, created if missing.
+    File(PathBuf),
+    /// A journal on NATS JetStream.
+    Bus(Box<cameleon_nats::JetStreamJournal>),
 }
 
 /// The satellites of `serve --nats`: the connection and their tools, and the catalogue with
@@ -157,7 +169,7 @@ impl Session {
     pub(crate) fn open(
         served: Served,
         runtime: Runtime,
-        journal: Option<PathBuf>,
+        journal: Option<JournalAt>,
         wires: Wires,
     ) -> Result<Self, String> {
         let text = std::fs::read_to_string(&served.path)
@@ -178,6 +190,7 @@ impl Session {
             runtime,
             journal,
             run_id: None,
+            lease: None,
         };
         s.load(text)?;
         Ok(s)
@@ -298,9 +311,17 @@ impl Session {
                 },
                 ..RunOptions::default()
             };
-            let id = Journal::create(db)
-                .and_then(|j| j.start(&mut cvm, &opts))
-                .map_err(|e| e.to_string())?;
+            let id = match db {
+                JournalAt::File(db) => Journal::create(db)
+                    .and_then(|j| j.start(&mut cvm, &opts))
+                    .map_err(|e| e.to_string())?,
+                JournalAt::Bus(js) => {
+                    let (id, lease) = js.start(&mut cvm, &opts).map_err(|e| e.to_string())?;
+                    // The run served before lets go of its lease: it may be resumed.
+                    self.lease = Some(lease);
+                    id
+                }
+            };
             self.run_id = Some(id);
         }
         Ok(cvm)
