@@ -135,7 +135,7 @@ impl Cvm {
     }
 
     /// Whether every firing of the chosen step runs on the calling thread.
-    #[inline]
+    #[inline(always)]
     fn inline_step(&self) -> bool {
         let mode = self.context.mode;
         if let [o] = self.scratch.ops[..] {
