@@ -160,6 +160,79 @@ impl IntoNet for Cvm {
     }
 }
 
+/// Fires when any input is NEW and claims to consume every input, whatever its state.
+struct Greedy;
+
+impl Operator for Greedy {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("greedy", "Greedy", Family::Structural, Policy::AnyNoGuard)
+            .input("in_a", TypeRef::Var(0))
+            .input("in_b", TypeRef::Var(0))
+    }
+    fn consumes(&self, _inputs: &[ConnState]) -> InputSet {
+        InputSet(u64::MAX)
+    }
+    fn run(&mut self, _cx: &mut Firing<'_>) -> Result<(), OpError> {
+        Ok(())
+    }
+}
+
+/// An operator that claims every input still consumes only what was NEW at the start of its
+/// step: `t` writes `g.in_a` in the step in which `g` fires, and `in_a` stays NEW after it
+/// (docs/semantics.md §7).
+#[test]
+fn what_an_operator_claims_beyond_its_new_inputs_is_not_consumed_in_a_step() {
+    let mut b = Net::builder("greedy");
+    b.add("s1", Source::new("one"));
+    b.add("s2", Source::new("two"));
+    b.add("t", Transform::new());
+    b.add("g", Greedy);
+    b.connect("s1.out_data", "t.in_data")
+        .connect("s2.out_data", "g.in_b")
+        .connect("t.out_data", "g.in_a");
+    let mut cvm = Cvm::builder(b.build().unwrap())
+        .mode(Mode::Parallel)
+        .build();
+    cvm.step().unwrap(); // s1, s2
+    assert_eq!(cvm.fireable(), ["t", "g"]);
+    cvm.step().unwrap(); // t and g together
+    assert_eq!(
+        cvm.state_of("t.out_data -> g.in_a").unwrap().state,
+        ConnState::New
+    );
+    assert_eq!(
+        cvm.state_of("s2.out_data -> g.in_b").unwrap().state,
+        ConnState::Old
+    );
+}
+
+/// The same alone in a sequential step: `g` fires before `t` has written `g.in_a`, which
+/// stays EMPTY (only NEW inputs are consumed, docs/semantics.md §4.4).
+#[test]
+fn what_an_operator_claims_beyond_its_new_inputs_is_not_consumed_alone() {
+    let mut b = Net::builder("greedy");
+    b.add("s1", Source::new("one"));
+    b.add("s2", Source::new("two"));
+    b.add("g", Greedy);
+    b.add("t", Transform::new());
+    b.connect("s1.out_data", "t.in_data")
+        .connect("s2.out_data", "g.in_b")
+        .connect("t.out_data", "g.in_a");
+    let mut cvm = Cvm::builder(b.build().unwrap()).build();
+    cvm.step().unwrap(); // s1
+    cvm.step().unwrap(); // s2
+    assert_eq!(cvm.fireable(), ["g", "t"]);
+    cvm.step().unwrap(); // g alone
+    assert_eq!(
+        cvm.state_of("t.out_data -> g.in_a").unwrap().state,
+        ConnState::Empty
+    );
+    assert_eq!(
+        cvm.state_of("s2.out_data -> g.in_b").unwrap().state,
+        ConnState::Old
+    );
+}
+
 /// `t` writes `m.in_a` in the same step in which `m` consumes `m.in_b`: `m` must consume what
 /// was NEW at the start of the step (`in_b`), and `in_a` must stay NEW after it.
 #[test]

@@ -78,6 +78,16 @@ impl<'a> FiringCx<'a> {
         }
     }
 
+    /// This context, for a firing run in place on the calling thread ([`fire_now`]): the
+    /// engine runs an operator there only when it has no settings (`Operators::runs_inline`),
+    /// so the timeout and retry checks fold away on the hot path.
+    #[inline(always)]
+    pub(super) fn inline(mut self) -> Self {
+        debug_assert!(self.settings.is_none(), "an inline firing has no settings");
+        self.settings = OpSettings::NONE;
+        self
+    }
+
     /// What the firing reads: its inputs at the start of the step.
     #[inline]
     fn inputs(&self) -> &'a [InputSlot] {

@@ -135,7 +135,7 @@ impl Cvm {
     }
 
     /// Whether every firing of the chosen step runs on the calling thread.
-    #[inline]
+    #[inline(always)]
     fn inline_step(&self) -> bool {
         let mode = self.context.mode;
         if let [o] = self.scratch.ops[..] {
@@ -284,8 +284,13 @@ impl Cvm {
             let op = &self.net.ops[o].op;
             // Decided by the operator in the state it fires in (docs/semantics.md §4.4).
             let consumes = op.consumes(ins);
-            plan.consumes
-                .push(InputSet(consumes.0 & InputSet::new_inputs(ins).0));
+            // One firing: nothing is applied between now and its own apply, which consumes
+            // only what is NEW then — the mask would change nothing.
+            plan.consumes.push(if many {
+                InputSet(consumes.0 & InputSet::new_inputs(ins).0)
+            } else {
+                consumes
+            });
             if many {
                 plan.slot_start.push(plan.slots.len());
             }

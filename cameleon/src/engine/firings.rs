@@ -93,19 +93,16 @@ pub(super) fn fire_inline(
     outcomes: &mut Vec<Option<FiringOutcome>>,
     observer: &mut Option<Observer>,
 ) {
-    for (j, &o) in b.ops.iter().enumerate() {
+    // Zipped, not indexed: no bounds check per firing on the hot path.
+    let per_firing = b.ops.iter().zip(before).zip(emitted.iter_mut());
+    for (j, ((&o, (_, before)), emitted)) in per_firing.enumerate() {
         let OpNode { meta, op } = &mut nodes[o];
-        let cx = FiringCx::new(b, j, &meta.name, None, None);
-        let entered = b.spans.get(j).map(Span::enter);
-        let out = fire_now(
-            &mut **op,
-            &meta.spec,
-            &cx,
-            before[j].1.as_ref(),
-            &mut emitted[j],
-        );
+        let cx = FiringCx::new(b, j, &meta.name, None, None).inline();
+        let span = b.spans.get(j);
+        let entered = span.map(Span::enter);
+        let out = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), emitted);
         drop(entered);
-        if let Some(span) = b.spans.get(j) {
+        if let Some(span) = span {
             finish(span, &out);
         }
         if let Some(obs) = observer.as_mut() {
