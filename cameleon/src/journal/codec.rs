@@ -234,19 +234,9 @@ fn write_body(
     Ok(())
 }
 
-/// Writes `n` in decimal (as serde and `write!` do, without their machinery).
-fn num(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut i = digits.len();
-    loop {
-        i -= 1;
-        digits[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[i..]);
+/// Writes `n` in decimal (as serde does, through the same `itoa`, without its machinery).
+fn num(out: &mut Vec<u8>, n: u64) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// `body` with its parent replaced by `parent` (a migrated run's engine numbers its nodes from
