@@ -736,3 +736,118 @@ fn shown(r: &cameleon::ops::InnerRun) -> serde_json::Value {
     j["trace"] = r.with_cvm(Cvm::trace_lines).unwrap_or_default().into();
     j
 }
+
+/// The run id and idempotency key of every firing of [`Keyed`], with the value it passed on.
+static KEYS: Mutex<Vec<(serde_json::Value, String, String)>> = Mutex::new(Vec::new());
+
+/// Passes its input on and notes its firing's run id and idempotency key.
+#[operator(id = "test_keyed", label = "Keyed", exec = inline)]
+#[derive(Debug, Default)]
+pub struct Keyed {
+    #[input]
+    in_data: In<DataJSON>,
+    #[output]
+    out_data: Out<DataJSON>,
+}
+
+impl Run for Keyed {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        let v = cx.get(Self::in_data)?.clone();
+        let noted = (v.0.clone(), cx.run_id().to_owned(), cx.idempotency_key());
+        KEYS.lock().unwrap_or_else(|e| e.into_inner()).push(noted);
+        cx.emit(Self::out_data, v);
+        Ok(())
+    }
+}
+
+#[test]
+fn map_items_run_under_ids_of_their_own_which_their_kept_runs_keep() {
+    // An effect outside the net deduplicates by the idempotency key: two items must never
+    // share one, even when they run one after the other on one worker.
+    let _g = counting();
+    let inner = || {
+        Net::from_cm(
+            "
+name: keyed
+operators:
+  - {id: item, type: input, params: {name: item}}
+  - {id: key, type: test_keyed}
+  - {id: result, type: output, params: {name: result}}
+connections:
+  - {from: item.out_data, to: key.in_data}
+  - {from: key.out_data, to: result.in_data}
+",
+        )
+        .unwrap()
+    };
+    for mode in [Mode::Sequential, Mode::Parallel] {
+        KEYS.lock().unwrap().clear();
+        let mut b = Net::builder("outer");
+        b.add("items", cameleon::ops::Const::new(json!([0, 1, 2, 3, 4])));
+        b.add("each", Map::new(inner()).unwrap().concurrency(2));
+        b.add("out", cameleon::ops::Sink::new());
+        b.connect("items.out_data", "each.in_items")
+            .connect("each.out_results", "out.in_data");
+        let mut cvm = Cvm::builder(b.build().unwrap()).mode(mode).build();
+        assert_eq!(cvm.run().unwrap(), EndState::Completed, "{mode}");
+        let noted = KEYS.lock().unwrap().clone();
+        assert_eq!(noted.len(), 5, "{mode}");
+        let mut keys: Vec<&String> = noted.iter().map(|n| &n.2).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), 5, "one key per item, {mode}: {noted:?}");
+        for run in &map_of_named(&cvm, "each").runs()[0] {
+            let item = run.item().unwrap();
+            let (_, id, _) = noted.iter().find(|n| n.0 == json!(item)).unwrap();
+            assert_eq!(run.with_cvm(|c| c.run_id().to_owned()).as_ref(), Some(id));
+        }
+    }
+}
+
+#[test]
+fn a_map_items_kept_run_is_the_engine_its_run_left() {
+    // The same inner net on the same value, as a sub-net firing (which keeps the engine it ran
+    // on) and as a map item (which keeps what its run left, and rebuilds the engine from it).
+    let _g = counting();
+    let sub = load(
+        "
+operators:
+  - {id: v, type: const, params: {value: 5}}
+  - {id: sub, type: subnet, params: {net: items.cm}}
+  - {id: out, type: sink}
+connections:
+  - {from: v.out_data, to: sub.in_item}
+  - {from: sub.out_result, to: out.in_data}
+",
+    )
+    .unwrap();
+    let mut by_subnet = Cvm::new(sub);
+    by_subnet.run().unwrap();
+    let mut by_map = Cvm::new(map_net("[4, 5]", "", false));
+    by_map.run().unwrap();
+    let a = subnet_of(&by_subnet, "sub").runs()[0][0].clone();
+    let b = map_of(&by_map).runs()[0][1].clone();
+    let seen = |r: &cameleon::ops::InnerRun| {
+        r.with_cvm(|c| {
+            let counts: Vec<u32> = (0..c.net().operators().len())
+                .map(|o| c.fire_count(OpId(o as u32)))
+                .collect();
+            let marking: Vec<(ConnState, Option<serde_json::Value>)> = c
+                .marking()
+                .0
+                .iter()
+                .map(|(s, t)| (*s, t.as_ref().map(|t| t.value.to_json())))
+                .collect();
+            (c.trace_lines(), marking, counts, c.depth(), c.received("result").len())
+        })
+        .unwrap()
+    };
+    assert_eq!(seen(&a), seen(&b));
+    assert_eq!((a.steps(), a.firings()), (b.steps(), b.firings()));
+    // Undone the same way: each inner operator's compensation runs.
+    let undone = UNDONE.load(Ordering::SeqCst);
+    by_map.back().unwrap(); // out
+    by_map.back().unwrap(); // each
+    assert_eq!(UNDONE.load(Ordering::SeqCst), undone + 2, "both items undone");
+    assert_eq!(b.with_cvm(|c| c.depth()), Some(0));
+}

@@ -57,6 +57,7 @@
 //! | `outcome` | [`Step`], [`EndState`], the errors, [`ConnView`], [`Marking`] |
 //! | `record` | the [`Recorder`] hook a journal plugs into; [`Committed`], a step just committed |
 //! | `restore` | [`Cvm::record`] and [`Cvm::restore`] / [`Restoring`]: the history in its one record, and back |
+//! | `recycle` | one engine for many runs of a net (a `map`'s items): a run's history taken out as a `RunTrail`, the engine back at its initial marking; a trail put back into a fresh engine |
 //! | `reuse` | reuse across runs (docs/semantics.md §5.9): a firing's key, [`ReuseSource`], the reuse hook |
 //! | `seed` | [`Cvm::marking_record`] and [`Cvm::seed`]: a marking by name, into a fresh engine |
 //! | `trace` | [`Cvm::trace_lines`]: the history as `cameleon run --trace` writes it |
@@ -86,6 +87,7 @@ mod outcome;
 mod parts;
 mod query;
 mod record;
+mod recycle;
 mod restore;
 mod reuse;
 mod seed;
@@ -106,6 +108,7 @@ pub use outcome::{
 };
 use parts::{Operators, RunContext, Scratch};
 pub use record::{Committed, CommittedFiring, Position, RecordError, Recorder};
+pub(crate) use recycle::RunTrail;
 pub use restore::{RestoreError, Restoring};
 pub use reuse::{FiringKey, KeyCache, NotReusable, RecordedFiring, Reuse, ReuseSource};
 

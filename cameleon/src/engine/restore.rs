@@ -269,7 +269,7 @@ impl Cvm {
     }
 
     /// Re-applies the path to node `tip` and sets the recorded future to `redo_tip`.
-    fn restore_position(
+    pub(super) fn restore_position(
         &mut self,
         tip: Option<u32>,
         redo_tip: Option<u32>,

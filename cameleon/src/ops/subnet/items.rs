@@ -9,6 +9,8 @@ use serde_json::Value as Json;
 
 use super::runs::InnerRun;
 use super::template::NetTemplate;
+use crate::engine::{Cvm, EndState, RunError};
+use crate::operator::OpError;
 use crate::types::{DataJSON, Value};
 
 /// The capabilities of the firing, shared with its items' runs.
@@ -21,27 +23,118 @@ pub(super) struct Item {
     pub(super) run: Option<InnerRun>,
 }
 
-/// Runs item `index` to its end, synchronously (`Cvm::run`: the engine's fast path for an
-/// inner net of operators that need no future).
-fn run_item(t: &NetTemplate, caps: &Caps, index: usize, item: Json) -> Item {
-    match t.start(&[(0, Value::new(DataJSON(item)))], caps) {
-        Ok(mut cvm) => {
-            let end = cvm.run();
-            item_outcome(t, index, cvm, end)
-        }
-        Err(e) => failed_item(index, e.to_string()),
-    }
+/// Runs items one after the other on one engine: built for the first item, then, after each
+/// item, its run's history taken out and every operator replaced by a fresh instance — each
+/// item starts from fresh operators and the initial marking, as on an engine of its own
+/// (docs/semantics.md §10.3), without building one.
+pub(super) struct Worker {
+    from: Arc<(Arc<NetTemplate>, Caps)>,
+    /// The engine, between items at its initial marking with fresh operators; `None` before
+    /// the first item, and after an item whose engine cannot go on (a run error, an operator
+    /// that could not be built anew, satellites placing the net's instances).
+    cvm: Option<Cvm>,
+    /// The runs' ids: item `i`'s is this UUID v7 with `i` in its low bits.
+    ids: u128,
+    /// The id of the item's run under way.
+    run_id: Arc<str>,
 }
 
-/// Runs item `index` to its end, awaiting it (`Cvm::run_async`): for an inner net with async
-/// operators, timeouts or retries, or in parallel mode, whose firings wait together.
-async fn run_item_async(t: &NetTemplate, caps: &Caps, index: usize, item: Json) -> Item {
-    match t.start(&[(0, Value::new(DataJSON(item)))], caps) {
-        Ok(mut cvm) => {
-            let end = cvm.run_async().await;
-            item_outcome(t, index, cvm, end)
+impl Worker {
+    pub(super) fn new(t: &Arc<NetTemplate>, caps: &Caps) -> Self {
+        Worker {
+            from: Arc::new((Arc::clone(t), Arc::clone(caps))),
+            cvm: None,
+            ids: uuid::Uuid::now_v7().as_u128(),
+            run_id: Arc::from(""),
         }
-        Err(e) => failed_item(index, e.to_string()),
+    }
+
+    /// The engine for item `index`, given `item`.
+    fn start(&mut self, index: usize, item: &Value) -> Result<&mut Cvm, OpError> {
+        let (t, caps) = &*self.from;
+        let given = [(0, item.clone())];
+        let cvm = match self.cvm.take() {
+            Some(mut cvm) => {
+                t.renew(&mut cvm, &given)?;
+                cvm
+            }
+            None => t.start(&given, caps)?,
+        };
+        let cvm = self.cvm.insert(cvm);
+        // Distinct per item: a firing's idempotency key starts with its run's id.
+        let id = uuid::Uuid::from_u128(self.ids ^ index as u128);
+        let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
+        let id: Arc<str> = Arc::from(&*id.hyphenated().encode_lower(&mut buf));
+        cvm.set_run_id(Arc::clone(&id));
+        self.run_id = id;
+        Ok(cvm)
+    }
+
+    /// Runs item `index` to its end, synchronously (`Cvm::run`: the engine's fast path for an
+    /// inner net of operators that need no future).
+    fn run(&mut self, index: usize, item: Json) -> Item {
+        let item = Value::new(DataJSON(item));
+        match self.start(index, &item) {
+            Ok(cvm) => {
+                let end = cvm.run();
+                self.outcome(index, item, end)
+            }
+            Err(e) => failed_item(index, e.to_string()),
+        }
+    }
+
+    /// Runs item `index` to its end, awaiting it (`Cvm::run_async`): for an inner net with
+    /// async operators, timeouts or retries, or in parallel mode, whose firings wait together.
+    async fn run_async(&mut self, index: usize, item: Json) -> Item {
+        let item = Value::new(DataJSON(item));
+        match self.start(index, &item) {
+            Ok(cvm) => {
+                let end = cvm.run_async().await;
+                self.outcome(index, item, end)
+            }
+            Err(e) => failed_item(index, e.to_string()),
+        }
+    }
+
+    /// The outcome of item `index`, given `item`, whose run on the engine ended with `end`;
+    /// the engine goes back to its initial marking for the next item.
+    fn outcome(&mut self, index: usize, item: Value, end: Result<EndState, RunError>) -> Item {
+        let t = &self.from.0;
+        let end = match end {
+            Ok(end) => end,
+            Err(e) => {
+                self.cvm = None;
+                return failed_item(index, format!("sub-net `{}`: {e}", t.shown));
+            }
+        };
+        let Some(cvm) = self.cvm.as_mut() else {
+            return failed_item(index, "its engine is gone".to_owned()); // unreachable
+        };
+        let result = match t.failure(&end) {
+            Some(why) => Err(why),
+            None => t.outputs(cvm).map_err(|e| e.to_string()).map(|outs| {
+                outs.into_iter()
+                    .next()
+                    .flatten()
+                    .map_or(Json::Null, |v| v.to_json())
+            }),
+        };
+        let (t, caps) = &*self.from;
+        let run = if NetTemplate::renewable(caps) {
+            let run_id = std::mem::replace(&mut self.run_id, Arc::from(""));
+            InnerRun::kept(cvm, end, index, item, run_id, &self.from)
+        } else {
+            let cvm = self.cvm.take().map(|cvm| t.finish(cvm, end, Some(index)));
+            match cvm {
+                Some(run) => run,
+                None => return failed_item(index, "its engine is gone".to_owned()),
+            }
+        };
+        Item {
+            index,
+            result,
+            run: Some(run),
+        }
     }
 }
 
@@ -50,33 +143,6 @@ fn failed_item(index: usize, e: String) -> Item {
         index,
         result: Err(e),
         run: None,
-    }
-}
-
-/// The outcome of an item whose run on `cvm` ended with `end`.
-fn item_outcome(
-    t: &NetTemplate,
-    index: usize,
-    cvm: crate::engine::Cvm,
-    end: Result<crate::engine::EndState, crate::engine::RunError>,
-) -> Item {
-    let end = match end {
-        Ok(end) => end,
-        Err(e) => return failed_item(index, format!("sub-net `{}`: {e}", t.shown)),
-    };
-    let result = match t.failure(&end) {
-        Some(why) => Err(why),
-        None => t.outputs(&cvm).map_err(|e| e.to_string()).map(|outs| {
-            outs.into_iter()
-                .next()
-                .flatten()
-                .map_or(Json::Null, |v| v.to_json())
-        }),
-    };
-    Item {
-        index,
-        result,
-        run: Some(t.finish(cvm, end, Some(index))),
     }
 }
 
@@ -136,13 +202,14 @@ pub(super) async fn run_items(
     let n = items.len();
     let mut done: Vec<Option<Item>> = (0..n).map(|_| None).collect();
     if concurrency <= 1 {
+        let mut worker = Worker::new(t, caps);
         let mut next = 0;
         while next < plan.cut {
             let item = items[next].clone();
             done[next] = Some(if t.asynchronous {
-                run_item_async(t, caps, next, item).await
+                worker.run_async(next, item).await
             } else {
-                run_item(t, caps, next, item)
+                worker.run(next, item)
             });
             plan.finished(&done, next);
             next += 1;
@@ -167,12 +234,13 @@ pub(super) async fn run_items(
         // ends at its next item.
         if t.asynchronous {
             drop(tokio::spawn(async move {
+                let mut worker = Worker::new(&t, &caps);
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     if i >= cut.load(Ordering::SeqCst) {
                         break;
                     }
-                    let item = run_item_async(&t, &caps, i, items[i].clone()).await;
+                    let item = worker.run_async(i, items[i].clone()).await;
                     if tx.send(item).is_err() {
                         break;
                     }
@@ -180,12 +248,13 @@ pub(super) async fn run_items(
             }));
         } else {
             drop(tokio::task::spawn_blocking(move || {
+                let mut worker = Worker::new(&t, &caps);
                 loop {
                     let i = next.fetch_add(1, Ordering::SeqCst);
                     if i >= cut.load(Ordering::SeqCst) {
                         break;
                     }
-                    if tx.send(run_item(&t, &caps, i, items[i].clone())).is_err() {
+                    if tx.send(worker.run(i, items[i].clone())).is_err() {
                         break;
                     }
                 }

@@ -8,7 +8,9 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Cvm, EndState};
+use super::items::Caps;
+use super::template::NetTemplate;
+use crate::engine::{Cvm, EndState, RunTrail};
 use crate::history::Recorded;
 use crate::net::Net;
 use crate::operator::OpState;
@@ -19,7 +21,9 @@ use crate::types::Value;
 ///
 /// It keeps the inner engine as the run left it, so its history, marking and received values
 /// can be inspected ([`with_cvm`](Self::with_cvm)); a `back` over the parent's firing rewinds
-/// it (each inner firing's compensation runs), a replay of that firing replays it.
+/// it (each inner firing's compensation runs), a replay of that firing replays it. A `map`'s
+/// item keeps only its history and tokens, as its engine left them; the engine is rebuilt from
+/// them, without running any inner operator, the first time something needs it.
 ///
 /// Its serde form is what a journal of the outer run keeps of it:
 /// `{"net","item","end","steps","firings","history"}`, its whole history as a
@@ -27,16 +31,30 @@ use crate::types::Value;
 /// operator. The inner engine's [`Cvm::trace_lines`](crate::Cvm::trace_lines) shows it as
 /// `cameleon run --trace` does.
 pub struct InnerRun {
-    net: String,
+    net: Arc<str>,
     item: Option<usize>,
     end: EndState,
     steps: usize,
     firings: usize,
     /// The inner engine; empty for a run read back from a journal until its operator rebuilds
-    /// it from `record` ([`restore`](Self::restore)).
+    /// it from `record` ([`restore`](Self::restore)), and for a kept item until it is needed.
     cvm: OnceLock<Mutex<Cvm>>,
     /// A run read back from a journal: its history, to rebuild the engine from.
     record: Option<Recorded>,
+    /// A `map`'s item: what its engine left, to rebuild the engine from (taken when it is).
+    kept: Mutex<Option<Kept>>,
+}
+
+/// What an item's run on a `map` worker's engine leaves: its history and tokens, and what the
+/// engine it ran on was built with.
+pub(crate) struct Kept {
+    pub(crate) trail: RunTrail,
+    /// The value its `input` was given.
+    pub(crate) item: Value,
+    /// The run's id.
+    pub(crate) run_id: Arc<str>,
+    /// The inner net and the capabilities of the firing.
+    pub(crate) from: Arc<(Arc<NetTemplate>, Caps)>,
 }
 
 impl fmt::Debug for InnerRun {
@@ -65,7 +83,7 @@ struct Form<'a> {
 
 impl Serialize for InnerRun {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let history = match (self.cvm.get(), &self.record) {
+        let history = match (self.engine(), &self.record) {
             (Some(cvm), _) => {
                 let cvm = cvm.lock().unwrap_or_else(PoisonError::into_inner);
                 Some(Cow::Owned(cvm.record().map_err(serde::ser::Error::custom)?))
@@ -88,13 +106,14 @@ impl<'de> Deserialize<'de> for InnerRun {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let f = Form::deserialize(d)?;
         Ok(InnerRun {
-            net: f.net.into_owned(),
+            net: Arc::from(f.net),
             item: f.item,
             end: f.end.into_owned(),
             steps: f.steps,
             firings: f.firings,
             cvm: OnceLock::new(),
             record: f.history.map(Cow::into_owned),
+            kept: Mutex::new(None),
         })
     }
 }
@@ -102,14 +121,65 @@ impl<'de> Deserialize<'de> for InnerRun {
 impl InnerRun {
     pub(crate) fn new(cvm: Cvm, end: EndState, item: Option<usize>) -> Self {
         InnerRun {
-            net: cvm.net().name().to_owned(),
+            net: Arc::from(cvm.net().name()),
             item,
             end,
             steps: cvm.depth(),
             firings: cvm.history().recorded_firings(),
             cvm: OnceLock::from(Mutex::new(cvm)),
             record: None,
+            kept: Mutex::new(None),
         }
+    }
+
+    /// The run of item `item` (given `given`, its run's id `run_id`) that ended in `end` on
+    /// `cvm`, an engine its worker runs the next item on: its history and tokens are taken out
+    /// of `cvm` (which goes back to its initial marking, its operators as the run left them).
+    pub(crate) fn kept(
+        cvm: &mut Cvm,
+        end: EndState,
+        item: usize,
+        given: Value,
+        run_id: Arc<str>,
+        from: &Arc<(Arc<NetTemplate>, Caps)>,
+    ) -> Self {
+        let (steps, firings) = (cvm.depth(), cvm.history().recorded_firings());
+        InnerRun {
+            net: Arc::clone(&from.0.name),
+            item: Some(item),
+            end,
+            steps,
+            firings,
+            cvm: OnceLock::new(),
+            record: None,
+            kept: Mutex::new(Some(Kept {
+                trail: cvm.take_trail(),
+                item: given,
+                run_id,
+                from: Arc::clone(from),
+            })),
+        }
+    }
+
+    /// The inner engine: rebuilt, for a kept item, the first time it is asked for — a fresh
+    /// instance given the same item, with the same capabilities and run id, its history put
+    /// back without running any operator. `None`: a run read back from a journal and not
+    /// rebuilt yet, or one whose engine cannot be rebuilt.
+    fn engine(&self) -> Option<&Mutex<Cvm>> {
+        if let Some(cvm) = self.cvm.get() {
+            return Some(cvm);
+        }
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(cvm) = self.cvm.get() {
+            return Some(cvm); // rebuilt while this thread waited
+        }
+        let k = kept.take()?;
+        let (template, caps) = &*k.from;
+        let mut cvm = template.start(&[(0, k.item)], caps).ok()?;
+        cvm.set_run_id(k.run_id);
+        cvm.adopt_trail(k.trail).ok()?;
+        let _ = self.cvm.set(Mutex::new(cvm));
+        self.cvm.get()
     }
 
     /// Rebuilds the engine of a run read back from a journal, on `net` (a fresh instance of
@@ -162,7 +232,7 @@ impl InnerRun {
     /// from a journal whose engine its operator has not rebuilt yet (it does when it replays
     /// the firing that made the run, as a resumed run does).
     pub fn with_cvm<R>(&self, f: impl FnOnce(&Cvm) -> R) -> Option<R> {
-        let cvm = self.cvm.get()?;
+        let cvm = self.engine()?;
         let cvm = cvm.lock().unwrap_or_else(PoisonError::into_inner);
         Some(f(&cvm))
     }
@@ -176,7 +246,7 @@ impl InnerRun {
     /// Undoes the run (a `back` over its parent's firing): every inner step, last first, each
     /// operator's compensation included. Its history stays, as the recorded future.
     fn rewind(&self) {
-        if let Some(cvm) = self.cvm.get() {
+        if let Some(cvm) = self.engine() {
             cvm.lock().unwrap_or_else(PoisonError::into_inner).rewind();
         }
     }

@@ -189,7 +189,11 @@ pub(crate) struct NetTemplate {
     cx: BuildContext,
     /// How messages name it: the `net` param as written, or the net's name.
     pub(crate) shown: String,
+    /// The net's own name (what an inner run reports), shared by every run.
+    pub(crate) name: Arc<str>,
     pub(crate) boundary: InnerPorts,
+    /// Per boundary input: its operator's index in the net.
+    input_ops: Vec<usize>,
     /// The emission sets of an operator with its boundary (indices into `boundary.outputs`).
     pub(crate) emits: Vec<Vec<u16>>,
     /// Whether a run is better awaited than run synchronously: the net runs in parallel mode,
@@ -220,12 +224,20 @@ impl NetTemplate {
             || net.operators().iter().any(|n| {
                 n.operator().execution() == Execution::Async || !n.effective_settings().is_none()
             });
+        let input_ops = boundary
+            .inputs
+            .iter()
+            .map(|side| net.op_id(&side.op).map(|id| id.index()))
+            .collect::<Option<Vec<usize>>>()
+            .ok_or_else(|| format!("sub-net `{shown}`: an `input` is not in its net"))?;
         let t = NetTemplate {
             topo: Topo::new(&net),
+            name: Arc::from(net.name()),
             net: Mutex::new(net),
             cx,
             shown,
             boundary,
+            input_ops,
             emits,
             asynchronous,
         };
@@ -237,19 +249,22 @@ impl NetTemplate {
     /// EMPTY.
     pub(crate) fn instantiate(&self) -> Result<Net, OpError> {
         let net = self.net.lock().unwrap_or_else(PoisonError::into_inner);
-        net.instantiate(
-            |node| match node.op.fresh().or_else(|| fresh_boundary(&*node.op)) {
-                Some(op) => Ok(op),
-                None => Catalogue::global()
-                    .build(&node.spec.type_id, &node.op.params(), &self.cx)
-                    .map_err(|e| {
-                        OpError::new(format!(
-                            "sub-net `{}`: operator `{}` ({}) cannot be built anew for a run: {e}",
-                            self.shown, node.name, node.spec.type_id
-                        ))
-                    }),
-            },
-        )
+        net.instantiate(|node| self.fresh_op(node))
+    }
+
+    /// A new instance of the template's operator `node`, in its initial state.
+    fn fresh_op(&self, node: &crate::net::OpNode) -> Result<Box<dyn Operator>, OpError> {
+        match node.op.fresh().or_else(|| fresh_boundary(&*node.op)) {
+            Some(op) => Ok(op),
+            None => Catalogue::global()
+                .build(&node.spec.type_id, &node.op.params(), &self.cx)
+                .map_err(|e| {
+                    OpError::new(format!(
+                        "sub-net `{}`: operator `{}` ({}) cannot be built anew for a run: {e}",
+                        self.shown, node.name, node.spec.type_id
+                    ))
+                }),
+        }
     }
 
     /// An engine on a fresh instance whose `input`s hold `values` (by boundary input index),
@@ -261,13 +276,8 @@ impl NetTemplate {
     ) -> Result<Cvm, OpError> {
         let mut net = self.instantiate()?;
         for (k, v) in values {
-            let side = &self.boundary.inputs[*k];
-            let Some(id) = net.op_id(&side.op) else {
-                continue; // unreachable: the boundary was read from this net
-            };
-            let op: &mut dyn std::any::Any = &mut *net.ops[id.index()].op;
-            if let Some(input) = op.downcast_mut::<SubnetInput<Any>>() {
-                input.give(v.clone());
+            if let Some(&o) = self.input_ops.get(*k) {
+                give(&mut *net.ops[o].op, v);
             }
         }
         // A run with satellites fires the inner net's remote instances there too.
@@ -277,6 +287,29 @@ impl NetTemplate {
         let mut cvm = Cvm::on_topo(net, self.topo.clone());
         cvm.set_capabilities(Arc::clone(caps));
         Ok(cvm)
+    }
+
+    /// Whether an engine [`start`](Self::start) built with `caps` may run more than one run,
+    /// [`renew`](Self::renew)ed between them: not when satellites place its instances (a
+    /// remote instance is placed as the engine is built).
+    pub(crate) fn renewable(caps: &Arc<dyn Capabilities>) -> bool {
+        crate::net::Placing::of(&**caps).is_none()
+    }
+
+    /// Makes `cvm`, an engine [`start`](Self::start) built and whose run's history was taken
+    /// out ([`Cvm::take_trail`]), as `start` builds one: every operator a fresh instance,
+    /// `values` on the `input`s. `Err`: an operator could not be built anew; do not run `cvm`.
+    pub(crate) fn renew(&self, cvm: &mut Cvm, values: &[(usize, Value)]) -> Result<(), OpError> {
+        {
+            let net = self.net.lock().unwrap_or_else(PoisonError::into_inner);
+            cvm.renew_operators(|o| self.fresh_op(&net.ops[o]))?;
+        }
+        for (k, v) in values {
+            if let Some(&o) = self.input_ops.get(*k) {
+                give(cvm.operator_mut(o), v);
+            }
+        }
+        Ok(())
     }
 
     /// The run that ended in `end` on `cvm`.
@@ -321,6 +354,14 @@ impl NetTemplate {
                 }
             })
             .collect()
+    }
+}
+
+/// Passes `v` in to `op`, an `input` of the inner net.
+fn give(op: &mut dyn Operator, v: &Value) {
+    let op: &mut dyn std::any::Any = op;
+    if let Some(input) = op.downcast_mut::<SubnetInput<Any>>() {
+        input.give(v.clone());
     }
 }
 
