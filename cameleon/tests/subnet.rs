@@ -838,7 +838,13 @@ connections:
                 .iter()
                 .map(|(s, t)| (*s, t.as_ref().map(|t| t.value.to_json())))
                 .collect();
-            (c.trace_lines(), marking, counts, c.depth(), c.received("result").len())
+            (
+                c.trace_lines(),
+                marking,
+                counts,
+                c.depth(),
+                c.received("result").len(),
+            )
         })
         .unwrap()
     };
@@ -848,6 +854,10 @@ connections:
     let undone = UNDONE.load(Ordering::SeqCst);
     by_map.back().unwrap(); // out
     by_map.back().unwrap(); // each
-    assert_eq!(UNDONE.load(Ordering::SeqCst), undone + 2, "both items undone");
+    assert_eq!(
+        UNDONE.load(Ordering::SeqCst),
+        undone + 2,
+        "both items undone"
+    );
     assert_eq!(b.with_cvm(|c| c.depth()), Some(0));
 }

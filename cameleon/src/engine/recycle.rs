@@ -74,10 +74,22 @@ impl RunTrail {
             ]
             .map(|n| n as u32),
         );
-        p.extend(h.nodes.iter().flat_map(|n| [n.parent, n.first_firing, n.first_token]));
-        p.extend(h.firings.iter().flat_map(|f| [f.op, f.consumed_start, f.written_start]));
+        p.extend(
+            h.nodes
+                .iter()
+                .flat_map(|n| [n.parent, n.first_firing, n.first_token]),
+        );
+        p.extend(
+            h.firings
+                .iter()
+                .flat_map(|f| [f.op, f.consumed_start, f.written_start]),
+        );
         p.extend_from_slice(&h.consumed);
-        p.extend(h.written.iter().flat_map(|w| [w.conn, w.prior_tok, w.new_tok]));
+        p.extend(
+            h.written
+                .iter()
+                .flat_map(|w| [w.conn, w.prior_tok, w.new_tok]),
+        );
         p.extend_from_slice(&h.path);
         p.extend_from_slice(&h.redo);
         p.extend_from_slice(&h.branch_starts);
