@@ -9,6 +9,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use tracing::{Instrument, Span};
 
@@ -18,7 +19,7 @@ use super::{CancelToken, Event, Observer};
 use crate::connection::Token;
 use crate::net::{OpNode, Topo};
 use crate::operator::capability::Capabilities;
-use crate::operator::{Execution, InputSet, InputSlot, OpSettings, OpState, PartialSink};
+use crate::operator::{Execution, InputSet, InputSlot, OpError, OpSettings, OpState, PartialSink};
 
 /// What the firings of a step read, per firing (in the order of the step's operators).
 #[derive(Default)]
@@ -82,7 +83,9 @@ pub(super) struct StepCx<'a> {
 /// to the first failure (later firings are not needed: the step is discarded). `before`: each
 /// operator's state before the step; `emitted` receives each firing's emissions. `outcomes`
 /// stays empty when every firing succeeds (an inline firing has nothing to keep beside its
-/// emissions); after a failure it holds one entry per firing (`None` for those not run).
+/// emissions); after a failure it holds one entry per firing (`None` for those not run). A
+/// [`FiringOutcome`] is only built for a firing somebody watches (an observer, a span) or that
+/// failed.
 // Always inlined: it is the sequential hot path (see benches/engine.rs).
 #[inline(always)]
 pub(super) fn fire_inline(
@@ -97,11 +100,23 @@ pub(super) fn fire_inline(
     let per_firing = b.ops.iter().zip(before).zip(emitted.iter_mut());
     for (j, ((&o, (_, before)), emitted)) in per_firing.enumerate() {
         let OpNode { meta, op } = &mut nodes[o];
-        let cx = FiringCx::new(b, j, &meta.name, None, None).inline();
+        let cx = FiringCx::new(b, j, &meta.name, None, None);
+        if !b.timed {
+            // Nobody watches: nothing to time, no span, no event.
+            let (result, attempts) = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), emitted);
+            if let Err(error) = result {
+                let out = inline_outcome(Err(error), attempts, None);
+                failed_at(outcomes, j, out, b.ops.len());
+                break;
+            }
+            continue;
+        }
+        let started = Instant::now();
         let span = b.spans.get(j);
         let entered = span.map(Span::enter);
-        let out = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), emitted);
+        let (result, attempts) = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), emitted);
         drop(entered);
+        let out = inline_outcome(result, attempts, Some(started));
         if let Some(span) = span {
             finish(span, &out);
         }
@@ -112,10 +127,23 @@ pub(super) fn fire_inline(
             failed_at(outcomes, j, out, b.ops.len());
             break;
         }
-        // A successful inline firing's outcome holds nothing to free (no error; `fire_now`
-        // neither reuses nor keys): no drop call on the hot path.
-        debug_assert!(out.reused.is_none() && out.key.is_none());
-        std::mem::forget(out);
+    }
+}
+
+/// The outcome of an inline firing (which neither reuses nor keys, see `attempt::fire_now`),
+/// timed from `started` if it was.
+#[cold]
+fn inline_outcome(
+    result: Result<(), OpError>,
+    attempts: u32,
+    started: Option<Instant>,
+) -> FiringOutcome {
+    FiringOutcome {
+        result,
+        attempts,
+        elapsed: started.map(|t| t.elapsed()).unwrap_or_default(),
+        reused: None,
+        key: None,
     }
 }
 
