@@ -80,8 +80,9 @@ pub(super) struct StepCx<'a> {
 }
 
 /// Runs the step's firings one after the other on the calling thread, through [`fire_now`], up
-/// to the first failure (later firings are not needed: the step is discarded). `before`: each
-/// operator's state before the step; `emitted` receives each firing's emissions. `outcomes`
+/// to the first failure (later firings are not needed: the step is discarded). `before`: the
+/// states before the step of the operators that have one, in the step's order; `emitted`
+/// receives each firing's emissions. `outcomes`
 /// stays empty when every firing succeeds (an inline firing has nothing to keep beside its
 /// emissions); after a failure it holds one entry per firing (`None` for those not run). A
 /// [`FiringOutcome`] is only built for a firing somebody watches (an observer, a span) or that
@@ -96,14 +97,17 @@ pub(super) fn fire_inline(
     outcomes: &mut Vec<Option<FiringOutcome>>,
     observer: &mut Option<Observer>,
 ) {
+    let mut saved = before.iter().peekable();
     // Zipped, not indexed: no bounds check per firing on the hot path.
-    let per_firing = b.ops.iter().zip(before).zip(emitted.iter_mut());
-    for (j, ((&o, (_, before)), emitted)) in per_firing.enumerate() {
+    for (j, (&o, emitted)) in b.ops.iter().zip(emitted.iter_mut()).enumerate() {
+        let before = saved
+            .next_if(|(s, _)| *s as usize == o)
+            .and_then(|(_, before)| before.as_ref());
         let OpNode { meta, op } = &mut nodes[o];
         let cx = FiringCx::new(b, j, &meta.name, None, None);
         if !b.timed {
             // Nobody watches: nothing to time, no span, no event.
-            let (result, attempts) = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), emitted);
+            let (result, attempts) = fire_now(&mut **op, &meta.spec, &cx, before, emitted);
             if let Err(error) = result {
                 let out = inline_outcome(Err(error), attempts, None);
                 failed_at(outcomes, j, out, b.ops.len());
@@ -114,7 +118,7 @@ pub(super) fn fire_inline(
         let started = Instant::now();
         let span = b.spans.get(j);
         let entered = span.map(Span::enter);
-        let (result, attempts) = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), emitted);
+        let (result, attempts) = fire_now(&mut **op, &meta.spec, &cx, before, emitted);
         drop(entered);
         let out = inline_outcome(result, attempts, Some(started));
         if let Some(span) = span {
