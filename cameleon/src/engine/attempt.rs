@@ -35,7 +35,8 @@ use crate::types::{DataError, Value};
 pub(super) type Emissions = Vec<(u16, Value)>;
 
 /// What one firing needs besides its operator: its place in the step, whose shared context
-/// ([`StepCx`]) it reads.
+/// ([`StepCx`]) it reads. How it executes and its settings are read from the step's context
+/// when needed ([`kind`](Self::kind), [`settings`](Self::settings)), not copied per firing.
 pub(super) struct FiringCx<'a> {
     /// What every firing of the step shares.
     pub(super) shared: &'a StepCx<'a>,
@@ -45,10 +46,6 @@ pub(super) struct FiringCx<'a> {
     pub(super) o: usize,
     /// Its instance name.
     pub(super) name: &'a str,
-    /// How each attempt runs (ignored by [`fire_now`], which runs the operator in place).
-    pub(super) kind: Execution,
-    /// Timeout and retries.
-    pub(super) settings: OpSettings,
     /// Set when the firing's result is no longer wanted: do not retry.
     pub(super) stop: Option<&'a AtomicBool>,
     /// Where retry events go (when somebody observes).
@@ -57,7 +54,7 @@ pub(super) struct FiringCx<'a> {
 
 impl<'a> FiringCx<'a> {
     /// The context of the step's `j`-th firing, operator `name`'s.
-    #[inline]
+    #[inline(always)]
     pub(super) fn new(
         shared: &'a StepCx<'a>,
         j: usize,
@@ -65,27 +62,26 @@ impl<'a> FiringCx<'a> {
         stop: Option<&'a AtomicBool>,
         events: Option<&'a Mutex<Vec<Event>>>,
     ) -> Self {
-        let o = shared.ops[j];
         FiringCx {
             shared,
             j,
-            o,
+            o: shared.ops[j],
             name,
-            kind: shared.execution[o],
-            settings: shared.settings[o],
             stop,
             events,
         }
     }
 
-    /// This context, for a firing run in place on the calling thread ([`fire_now`]): the
-    /// engine runs an operator there only when it has no settings (`Operators::runs_inline`),
-    /// so the timeout and retry checks fold away on the hot path.
-    #[inline(always)]
-    pub(super) fn inline(mut self) -> Self {
-        debug_assert!(self.settings.is_none(), "an inline firing has no settings");
-        self.settings = OpSettings::NONE;
-        self
+    /// How each attempt runs (ignored by [`fire_now`], which runs the operator in place).
+    #[inline]
+    fn kind(&self) -> Execution {
+        self.shared.execution[self.o]
+    }
+
+    /// The operator's timeout and retries.
+    #[inline]
+    fn settings(&self) -> &'a OpSettings {
+        &self.shared.settings[self.o]
     }
 
     /// What the firing reads: its inputs at the start of the step.
@@ -161,9 +157,12 @@ enum Next {
     Retry(Duration),
 }
 
-/// Fires `op` on the calling thread, without a future: one attempt (retries, if any, sleep the
-/// thread; the engine only calls this for firings without settings), then [`settle`].
-/// `before` is the operator's state saved before the firing, restored if it fails.
+/// Fires `op` on the calling thread, without a future, then [`settle`]: the result and the
+/// number of attempts. The engine only calls this for firings without settings
+/// (`Operators::runs_inline`): no timeout to check, and one attempt (retries, if a firing had
+/// any, would sleep the thread). `before` is the operator's state saved before the firing,
+/// restored if it fails. The caller times the firing when somebody watches: the firing itself
+/// builds no [`FiringOutcome`] (the sequential hot path).
 #[inline(always)]
 pub(super) fn fire_now(
     op: &mut dyn Operator,
@@ -171,24 +170,17 @@ pub(super) fn fire_now(
     cx: &FiringCx<'_>,
     before: Option<&OpState>,
     emitted: &mut Emissions,
-) -> FiringOutcome {
-    let started = cx.shared.timed.then(Instant::now);
+) -> (Result<(), OpError>, u32) {
+    debug_assert!(cx.settings().is_none(), "an inline firing has no settings");
     let mut attempts = 0;
-    let result = loop {
+    loop {
         attempts += 1;
         emitted.clear();
-        let result = attempt_inline(op, cx, emitted);
+        let result = attempt_inline(op, cx, &OpSettings::NONE, emitted);
         match settle(op, spec, cx, before, emitted, result, attempts) {
-            Next::Done(r) => break r,
+            Next::Done(r) => return (r, attempts),
             Next::Retry(backoff) => std::thread::sleep(backoff),
         }
-    };
-    FiringOutcome {
-        result,
-        attempts,
-        elapsed: started.map(|t| t.elapsed()).unwrap_or_default(),
-        reused: None,
-        key: None,
     }
 }
 
@@ -215,8 +207,8 @@ pub(super) async fn fire(
     let result = loop {
         attempts += 1;
         emitted.clear();
-        let result = match cx.kind {
-            Execution::Inline => attempt_inline(&mut **slot, &cx, emitted),
+        let result = match cx.kind() {
+            Execution::Inline => attempt_inline(&mut **slot, &cx, cx.settings(), emitted),
             Execution::Async => attempt_async(&mut **slot, &cx, emitted).await,
             Execution::Blocking => attempt_blocking(slot, &cx, emitted).await,
         };
@@ -282,7 +274,7 @@ fn settle_failure(
     if cx.shared.caps.meter().is_some_and(|m| m.stopped()) {
         return Next::Done(Err(error));
     }
-    if let Some(r) = cx.settings.retry
+    if let Some(r) = cx.settings().retry
         && attempt <= r.max
         && !cx.stopped()
     {
@@ -414,15 +406,16 @@ fn late(limit: Duration, ran: Duration, interruptible: bool) -> OpError {
 fn attempt_inline(
     op: &mut dyn Operator,
     cx: &FiringCx<'_>,
+    settings: &OpSettings,
     emitted: &mut Emissions,
 ) -> Result<(), OpError> {
-    let t0 = cx.settings.timeout_ms.is_some().then(Instant::now);
+    let t0 = settings.timeout_ms.is_some().then(Instant::now);
     let result = {
         let mut f = cx.firing(emitted);
         catch_panic(|| op.run(&mut f))
     };
     caught_panic(result)?;
-    if let (Some(t0), Some(limit)) = (t0, cx.settings.timeout())
+    if let (Some(t0), Some(limit)) = (t0, settings.timeout())
         && t0.elapsed() > limit
     {
         return Err(late(limit, t0.elapsed(), false));
@@ -438,7 +431,7 @@ async fn attempt_async(
 ) -> Result<(), OpError> {
     let mut f = cx.firing(emitted);
     let run = async { caught_panic(CatchPanic::new(op.run_async(&mut f)).await) };
-    match cx.settings.timeout() {
+    match cx.settings().timeout() {
         Some(limit) => match tokio::time::timeout(limit, run).await {
             Ok(r) => r,
             Err(_) => Err(late(limit, limit, true)),
@@ -499,7 +492,7 @@ async fn attempt_blocking(
         });
     });
     let mut timed_out = None;
-    match cx.settings.timeout() {
+    match cx.settings().timeout() {
         Some(limit) => {
             if tokio::time::timeout(limit, &mut handle).await.is_err() {
                 timed_out = Some(limit);

@@ -267,9 +267,9 @@ impl Cvm {
 
     /// What each firing of the step reads: its inputs and what it consumes, at the start of
     /// the step (only inputs NEW now are consumed: a connection another firing of the step
-    /// writes is not NEW now, and stays NEW after the step). Saves each operator's state in
-    /// `operators.interrupted`: if the step's future is dropped mid-way, the next step restores
-    /// them.
+    /// writes is not NEW now, and stays NEW after the step). Saves the state of each operator
+    /// that has one in `operators.interrupted` (a stateless operator's step saves nothing): if
+    /// the step's future is dropped mid-way, the next step restores them.
     #[inline(always)]
     fn plan_step(&mut self) {
         let plan = &mut self.scratch.plan;
@@ -297,7 +297,9 @@ impl Cvm {
             for &c in self.operators.topo.ins(o) {
                 plan.slots.push(self.marking.slot(c)); // a loop: `extend` costs more here
             }
-            self.operators.interrupted.push((o as u32, op.save_state()));
+            if let Some(state) = op.save_state() {
+                self.operators.interrupted.push((o as u32, Some(state)));
+            }
         }
         if many {
             plan.slot_start.push(plan.slots.len());
@@ -320,9 +322,16 @@ impl Cvm {
         let node = self
             .history
             .open_node_on(self.scratch.branch, self.marking.tokens.len() as u32);
+        let mut saved = 0; // the next state in `operators.interrupted` (in the step's order)
         for j in 0..self.scratch.ops.len() {
             let o = self.scratch.ops[j];
-            let before = self.operators.interrupted[j].1.take();
+            let before = match self.operators.interrupted.get_mut(saved) {
+                Some((s, before)) if *s as usize == o => {
+                    saved += 1;
+                    before.take()
+                }
+                _ => None, // a stateless operator: nothing saved
+            };
             let after = if before.is_some() {
                 self.net.ops[o].op.save_state()
             } else {
@@ -346,9 +355,9 @@ impl Cvm {
                 &mut self.scratch.emitted[j],
             );
         }
-        // Every saved state was taken above: popping drops nothing (no drop call over the
-        // slice, as `clear` makes).
-        while self.operators.interrupted.pop().is_some() {}
+        if saved > 0 {
+            self.operators.interrupted.clear(); // every saved state was taken above
+        }
         self.history.path.push(node);
         if !self.history.redo.is_empty() || self.context.recorder.is_some() {
             self.end_future(node, step)?;
@@ -384,9 +393,14 @@ impl Cvm {
     #[cold]
     #[inline(never)]
     fn discard_step(&mut self, step: u32, cancelled: bool, j: usize) -> Result<Advance, StepError> {
-        let interrupted = std::mem::take(&mut self.operators.interrupted);
-        for (k, (o, before)) in interrupted.into_iter().enumerate() {
-            let op = &mut self.net.ops[o as usize].op;
+        let mut saved = std::mem::take(&mut self.operators.interrupted)
+            .into_iter()
+            .peekable();
+        for (k, &o) in self.scratch.ops.iter().enumerate() {
+            let before = saved
+                .next_if(|(s, _)| *s as usize == o)
+                .and_then(|(_, before)| before);
+            let op = &mut self.net.ops[o].op;
             match &self.scratch.outcomes[k] {
                 Some(FiringOutcome { result: Ok(()), .. }) => {
                     let emitted = &self.scratch.emitted[k];

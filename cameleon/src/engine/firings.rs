@@ -9,6 +9,7 @@ use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll};
+use std::time::Instant;
 
 use tracing::{Instrument, Span};
 
@@ -18,7 +19,7 @@ use super::{CancelToken, Event, Observer};
 use crate::connection::Token;
 use crate::net::{OpNode, Topo};
 use crate::operator::capability::Capabilities;
-use crate::operator::{Execution, InputSet, InputSlot, OpSettings, OpState, PartialSink};
+use crate::operator::{Execution, InputSet, InputSlot, OpError, OpSettings, OpState, PartialSink};
 
 /// What the firings of a step read, per firing (in the order of the step's operators).
 #[derive(Default)]
@@ -79,10 +80,13 @@ pub(super) struct StepCx<'a> {
 }
 
 /// Runs the step's firings one after the other on the calling thread, through [`fire_now`], up
-/// to the first failure (later firings are not needed: the step is discarded). `before`: each
-/// operator's state before the step; `emitted` receives each firing's emissions. `outcomes`
+/// to the first failure (later firings are not needed: the step is discarded). `before`: the
+/// states before the step of the operators that have one, in the step's order; `emitted`
+/// receives each firing's emissions. `outcomes`
 /// stays empty when every firing succeeds (an inline firing has nothing to keep beside its
-/// emissions); after a failure it holds one entry per firing (`None` for those not run).
+/// emissions); after a failure it holds one entry per firing (`None` for those not run). A
+/// [`FiringOutcome`] is only built for a firing somebody watches (an observer, a span) or that
+/// failed.
 // Always inlined: it is the sequential hot path (see benches/engine.rs).
 #[inline(always)]
 pub(super) fn fire_inline(
@@ -93,15 +97,30 @@ pub(super) fn fire_inline(
     outcomes: &mut Vec<Option<FiringOutcome>>,
     observer: &mut Option<Observer>,
 ) {
+    let mut saved = before.iter().peekable();
     // Zipped, not indexed: no bounds check per firing on the hot path.
-    let per_firing = b.ops.iter().zip(before).zip(emitted.iter_mut());
-    for (j, ((&o, (_, before)), emitted)) in per_firing.enumerate() {
+    for (j, (&o, emitted)) in b.ops.iter().zip(emitted.iter_mut()).enumerate() {
+        let before = saved
+            .next_if(|(s, _)| *s as usize == o)
+            .and_then(|(_, before)| before.as_ref());
         let OpNode { meta, op } = &mut nodes[o];
-        let cx = FiringCx::new(b, j, &meta.name, None, None).inline();
+        let cx = FiringCx::new(b, j, &meta.name, None, None);
+        if !b.timed {
+            // Nobody watches: nothing to time, no span, no event.
+            let (result, attempts) = fire_now(&mut **op, &meta.spec, &cx, before, emitted);
+            if let Err(error) = result {
+                let out = inline_outcome(Err(error), attempts, None);
+                failed_at(outcomes, j, out, b.ops.len());
+                break;
+            }
+            continue;
+        }
+        let started = Instant::now();
         let span = b.spans.get(j);
         let entered = span.map(Span::enter);
-        let out = fire_now(&mut **op, &meta.spec, &cx, before.as_ref(), emitted);
+        let (result, attempts) = fire_now(&mut **op, &meta.spec, &cx, before, emitted);
         drop(entered);
+        let out = inline_outcome(result, attempts, Some(started));
         if let Some(span) = span {
             finish(span, &out);
         }
@@ -112,10 +131,23 @@ pub(super) fn fire_inline(
             failed_at(outcomes, j, out, b.ops.len());
             break;
         }
-        // A successful inline firing's outcome holds nothing to free (no error; `fire_now`
-        // neither reuses nor keys): no drop call on the hot path.
-        debug_assert!(out.reused.is_none() && out.key.is_none());
-        std::mem::forget(out);
+    }
+}
+
+/// The outcome of an inline firing (which neither reuses nor keys, see `attempt::fire_now`),
+/// timed from `started` if it was.
+#[cold]
+fn inline_outcome(
+    result: Result<(), OpError>,
+    attempts: u32,
+    started: Option<Instant>,
+) -> FiringOutcome {
+    FiringOutcome {
+        result,
+        attempts,
+        elapsed: started.map(|t| t.elapsed()).unwrap_or_default(),
+        reused: None,
+        key: None,
     }
 }
 

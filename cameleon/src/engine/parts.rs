@@ -31,8 +31,9 @@ pub(super) struct Operators {
     pub(super) questions: Vec<Option<Question>>,
     /// Whether some operator asks a question (else the enabled set never looks at `questions`).
     pub(super) any_asks: bool,
-    /// The operators of the step under way, with their states before it: restored before
-    /// anything else if the step's future was dropped before it finished.
+    /// The operators of the step under way that have a state, with their states before it (in
+    /// the step's order; a stateless operator has no entry): restored before anything else if
+    /// the step's future was dropped before it finished.
     pub(super) interrupted: Vec<(u32, Option<OpState>)>,
 }
 
