@@ -6,7 +6,9 @@
 //! `cargo build --profile bench -p cameleon --example engine_probe`, then
 //! `valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*Cvm*run*' \
 //!   target/release/examples/engine_probe chain_10000`
-//! (scenarios: `chain_10000`, `loop_1000`, `map_1000`, `one_net_1000`, `journal_chain_1000`).
+//! (scenarios: `chain_10000`, `loop_1000`, `map_1000`, `one_net_1000`, `journal_chain_1000`;
+//! journaled in `batch` mode: `journal_chain_1000_batch`, `journal_loop_1000_batch`, with
+//! `--separate-threads=yes` to count the flusher thread apart).
 
 use std::hint::black_box;
 
@@ -145,12 +147,33 @@ fn main() {
         "loop_1000" => counter_loop(1_000),
         "map_1000" => map_net(1_000),
         "one_net_1000" => one_net(1_000),
-        "journal_chain_1000" => macro_chain(1_000),
+        "journal_chain_1000" | "journal_chain_1000_batch" => macro_chain(1_000),
+        "journal_loop_1000_batch" => counter_loop(1_000),
         other => {
             eprintln!("unknown scenario {other}");
             std::process::exit(2);
         }
     };
     let mut cvm = Cvm::new(net);
+    // The `_batch` scenarios: journaled in `batch` mode (50 ms), as `benches/journal.rs` does, in
+    // a journal file of the system's temporary folder (callgrind's `--separate-threads=yes` counts
+    // the engine's thread and the flusher's apart).
+    let _journal = scenario.ends_with("_batch").then(|| {
+        let path = std::env::temp_dir().join(format!("engine-probe-{}.db", std::process::id()));
+        let journal = cameleon::journal::Journal::create(&path).expect("a journal");
+        let opts = cameleon::journal::RunOptions {
+            durability: cameleon::journal::Durability::Batch { ms: 50 },
+            ..Default::default()
+        };
+        journal.start(&mut cvm, &opts).expect("journaled");
+        (journal, path)
+    });
     black_box(cvm.run().expect("runs"));
+    drop(cvm);
+    if let Some((journal, path)) = _journal {
+        drop(journal);
+        for ext in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{ext}", path.display()));
+        }
+    }
 }

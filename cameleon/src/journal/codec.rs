@@ -208,7 +208,7 @@ fn write_body(
                 b",\"after\":"
             });
             let start = out.len();
-            // As the reuse key reads it (`engine/reuse.rs`): the state's JSON, serde's text.
+            // As the reuse key reads it (`engine/reuse/`): the state's JSON, serde's text.
             let json = s.to_json().map_err(|e| {
                 RecordError(format!(
                     "the internal state of `{}` cannot be recorded: {e}",
