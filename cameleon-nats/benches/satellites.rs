@@ -1,5 +1,6 @@
 //! Satellites on a loopback `nats-server`: the round trip of a trivial remote firing against
-//! the same firing in process (with p50/p99 printed), eight 10 ms `delay`s over two
+//! the same firing in process and against the floor — a plain `async-nats` request and reply
+//! of the same size through the same server and runtime (with p50/p99 printed), eight 10 ms `delay`s over two
 //! satellites in parallel mode, the throughput of 1 000 remote firings over two satellites,
 //! and a parallel-mode step of 200 remote firings (sent together) over two satellites.
 //!
@@ -119,6 +120,44 @@ fn satellites(c: &mut Criterion) {
         (a, b, r)
     });
     let limit = Duration::from_secs(10);
+
+    // The floor: a plain request and reply of the same sizes, on connections of their own,
+    // through the same server and runtime; what a remote firing takes beyond it is Caméléon's.
+    let floor = rt.block_on(async {
+        let url = nats.url();
+        let responder = async_nats::connect(&url).await.unwrap();
+        let requester = async_nats::connect(&url).await.unwrap();
+        let mut sub = responder.subscribe("floor.echo").await.unwrap();
+        responder.flush().await.unwrap();
+        let reply_body = bytes::Bytes::from(
+            serde_json::to_vec(&json!({"v": WIRE_VERSION, "satellite": "bench-a", "ok": true,
+                "emitted": [{"port": 0, "value": {"type": "Integer", "value": 1}}]}))
+            .unwrap(),
+        );
+        tokio::spawn(async move {
+            use futures_util::StreamExt;
+            while let Some(m) = sub.next().await {
+                if let Some(to) = m.reply {
+                    let _ = responder.publish(to, reply_body.clone()).await;
+                }
+            }
+        });
+        let body = bytes::Bytes::from(serde_json::to_vec(&request()).unwrap());
+        for _ in 0..200 {
+            requester.request("floor.echo", body.clone()).await.unwrap();
+        }
+        let mut times = Vec::with_capacity(2000);
+        for _ in 0..2000 {
+            let t0 = Instant::now();
+            black_box(requester.request("floor.echo", body.clone()).await.unwrap());
+            times.push(t0.elapsed());
+        }
+        percentiles(times)
+    });
+    println!(
+        "floor: plain async-nats request/reply through the same server and runtime, 2000 samples: p50 {:?} p99 {:?}",
+        floor.0, floor.1
+    );
 
     // p50/p99 of the round trip, printed (criterion reports the mean and its spread).
     let mut remote_times = Vec::with_capacity(2000);
