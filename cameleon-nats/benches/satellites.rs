@@ -155,8 +155,10 @@ fn satellites(c: &mut Criterion) {
         let mut sub = responder.subscribe("floor.echo").await.unwrap();
         responder.flush().await.unwrap();
         let reply_body = bytes::Bytes::from(
-            serde_json::to_vec(&json!({"v": WIRE_VERSION, "satellite": "bench-a", "ok": true,
-                "emitted": [{"port": 0, "value": {"type": "Integer", "value": 1}}]}))
+            serde_json::to_vec(
+                &json!({"v": WIRE_VERSION, "satellite": "bench-a", "ok": true,
+                "emitted": [{"port": 0, "value": {"type": "Integer", "value": 1}}]}),
+            )
             .unwrap(),
         );
         let echo = tokio::spawn(async move {
@@ -168,6 +170,13 @@ fn satellites(c: &mut Criterion) {
             }
         });
         let body = bytes::Bytes::from(serde_json::to_vec(&request()).unwrap());
+        // `flush` does not wait for the server to take the subscription: ask until it has.
+        let mut tries = 0;
+        while requester.request("floor.echo", body.clone()).await.is_err() {
+            tries += 1;
+            assert!(tries < 1000, "the floor's responder never answered");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         for _ in 0..200 {
             requester.request("floor.echo", body.clone()).await.unwrap();
             remote.fire(&request(), limit).await.unwrap();
