@@ -1,5 +1,6 @@
 //! Satellites on a loopback `nats-server`: the round trip of a trivial remote firing against
-//! the same firing in process (with p50/p99 printed), eight 10 ms `delay`s over two
+//! the same firing in process and against the floor — a plain `async-nats` request and reply
+//! of the same size through the same server and runtime (with p50/p99 printed), eight 10 ms `delay`s over two
 //! satellites in parallel mode, the throughput of 1 000 remote firings over two satellites,
 //! and a parallel-mode step of 200 remote firings (sent together) over two satellites.
 //!
@@ -120,7 +121,10 @@ fn satellites(c: &mut Criterion) {
     });
     let limit = Duration::from_secs(10);
 
-    // p50/p99 of the round trip, printed (criterion reports the mean and its spread).
+    // The floor: a plain request and reply of the same sizes, on connections of their own,
+    // through the same server and runtime; what a remote firing takes beyond it is Caméléon's.
+    // Its samples alternate with the remote firing's, so both see the same load.
+    let mut floor_times = Vec::with_capacity(2000);
     let mut remote_times = Vec::with_capacity(2000);
     let mut local_times = Vec::with_capacity(2000);
     let caps = <dyn Capabilities>::none();
@@ -145,19 +149,56 @@ fn satellites(c: &mut Criterion) {
         t0.elapsed()
     };
     rt.block_on(async {
+        let url = nats.url();
+        let responder = async_nats::connect(&url).await.unwrap();
+        let requester = async_nats::connect(&url).await.unwrap();
+        let mut sub = responder.subscribe("floor.echo").await.unwrap();
+        responder.flush().await.unwrap();
+        let reply_body = bytes::Bytes::from(
+            serde_json::to_vec(
+                &json!({"v": WIRE_VERSION, "satellite": "bench-a", "ok": true,
+                "emitted": [{"port": 0, "value": {"type": "Integer", "value": 1}}]}),
+            )
+            .unwrap(),
+        );
+        let echo = tokio::spawn(async move {
+            use futures_util::StreamExt;
+            while let Some(m) = sub.next().await {
+                if let Some(to) = m.reply {
+                    let _ = responder.publish(to, reply_body.clone()).await;
+                }
+            }
+        });
+        let body = bytes::Bytes::from(serde_json::to_vec(&request()).unwrap());
+        // `flush` does not wait for the server to take the subscription: ask until it has.
+        let mut tries = 0;
+        while requester.request("floor.echo", body.clone()).await.is_err() {
+            tries += 1;
+            assert!(tries < 1000, "the floor's responder never answered");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
         for _ in 0..200 {
+            requester.request("floor.echo", body.clone()).await.unwrap();
             remote.fire(&request(), limit).await.unwrap();
         }
         for _ in 0..2000 {
+            let t0 = Instant::now();
+            black_box(requester.request("floor.echo", body.clone()).await.unwrap());
+            floor_times.push(t0.elapsed());
             let req = request();
             let t0 = Instant::now();
             black_box(remote.fire(&req, limit).await.unwrap());
             remote_times.push(t0.elapsed());
         }
+        echo.abort();
     });
     for _ in 0..2000 {
         local_times.push(local_once());
     }
+    let (fp50, fp99) = percentiles(floor_times);
+    println!(
+        "floor: plain async-nats request/reply through the same server and runtime, 2000 samples: p50 {fp50:?} p99 {fp99:?}"
+    );
     let (rp50, rp99) = percentiles(remote_times);
     let (lp50, lp99) = percentiles(local_times);
     println!(
