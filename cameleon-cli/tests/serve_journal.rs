@@ -315,7 +315,8 @@ fn a_nats_journal_that_cannot_be_reached_is_refused_at_start() {
 /// Explores `fork_join.cm` served with `--journal journal`: runs it to its end, goes back to
 /// step 3 (a checkout of an earlier position), re-fires there (a second branch), steps twice
 /// and backs once, then checks the first branch out at step 5. Returns the run id, the page's
-/// history and the last state, the server killed without a chance to flush anything.
+/// history and the last state; Reset then lets go of the run (its lease, on JetStream) and the
+/// server is killed.
 fn explore(journal: &str) -> (String, Value, Value) {
     let server = Serve::start(
         CAMELEON,
@@ -348,6 +349,7 @@ fn explore(journal: &str) -> (String, Value, Value) {
     );
     assert_eq!(state["step"], 5, "{state}");
     let page = get(&server, "/api/history");
+    post(&server, "/api/reset", "");
     drop(server);
     (id, page, state)
 }
