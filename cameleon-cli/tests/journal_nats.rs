@@ -501,14 +501,12 @@ fn a_holder_that_lost_its_lease_cannot_append_after_another_went_on() {
 fn commands_not_yet_on_a_nats_journal_exit_2_saying_so() {
     let url = "nats://127.0.0.1:9";
     let net = test_support::example("counter.cm");
-    for args in [
-        vec![
-            "migrate",
-            url,
-            "0190f5e0-0000-7000-8000-000000000000",
-            "--back",
-        ],
-    ] {
+    for args in [vec![
+        "migrate",
+        url,
+        "0190f5e0-0000-7000-8000-000000000000",
+        "--back",
+    ]] {
         let o = CAMELEON.run(&args);
         assert_eq!(code(&o), 2, "{args:?}: {}", stderr(&o));
         assert!(

@@ -91,7 +91,11 @@ fn scenario(p: &Project, server: &Server, store: &str, conn: &[&str]) -> (Vec<Ou
         }
         let before = server.count();
         let o = CAMELEON.run(&all);
-        if let Some(id) = stderr(&o).lines().next().and_then(|l| l.strip_prefix("run ")) {
+        if let Some(id) = stderr(&o)
+            .lines()
+            .next()
+            .and_then(|l| l.strip_prefix("run "))
+        {
             ids.push(id.to_owned());
         }
         let mut text = stdout(&o);
@@ -122,7 +126,11 @@ fn scenario(p: &Project, server: &Server, store: &str, conn: &[&str]) -> (Vec<Ou
     let changed = ids[2].clone();
     cmd(&["diff", store, &first, &first], false, &mut ids);
     cmd(&["diff", store, &first, &changed], false, &mut ids);
-    cmd(&["diff", store, &first, &changed, "--json"], false, &mut ids);
+    cmd(
+        &["diff", store, &first, &changed, "--json"],
+        false,
+        &mut ids,
+    );
     cmd(&["diff", store, &first, "no-such-run"], false, &mut ids);
     cmd(&["test", &rag, "--against", store, &first], true, &mut ids);
     p.restore();
@@ -132,7 +140,11 @@ fn scenario(p: &Project, server: &Server, store: &str, conn: &[&str]) -> (Vec<Ou
         true,
         &mut ids,
     );
-    cmd(&["test", &rag, "--against", store, "no-such-run"], true, &mut ids);
+    cmd(
+        &["test", &rag, "--against", store, "no-such-run"],
+        true,
+        &mut ids,
+    );
     (out, first)
 }
 
@@ -150,7 +162,11 @@ fn reuse_diff_and_test_on_jetstream_give_what_they_give_on_a_journal_file() {
     let q = Project::new(&server, "reuse-nats-bus");
     let (bus, first) = scenario(&q, &server, &url, &["--subject-prefix", "team.a"]);
     let folder = |o: &Outcome, from: &Project| {
-        (o.0, o.1.replace(&from.dir.display().to_string(), "<dir>"), o.2)
+        (
+            o.0,
+            o.1.replace(&from.dir.display().to_string(), "<dir>"),
+            o.2,
+        )
     };
     for (i, (f, b)) in file.iter().zip(&bus).enumerate() {
         assert_eq!(folder(b, &q), folder(f, &p), "command #{i}");
@@ -160,7 +176,11 @@ fn reuse_diff_and_test_on_jetstream_give_what_they_give_on_a_journal_file() {
     // What the outcomes are (the same on both stores, checked above).
     let codes: Vec<i32> = bus.iter().map(|o| o.0).collect();
     assert_eq!(codes, [0, 0, 0, 0, 1, 1, 2, 1, 0, 0, 2]);
-    assert!(bus[0].2.0 >= 2 && bus[0].2.1 == 1, "recorded: {:?}", bus[0].2);
+    assert!(
+        bus[0].2.0 >= 2 && bus[0].2.1 == 1,
+        "recorded: {:?}",
+        bus[0].2
+    );
     assert_eq!(bus[1].2, (0, 0), "every model call reused");
     let reused: Value = serde_json::from_str(&bus[1].1).unwrap();
     assert!(reused["reused"].as_u64().unwrap() >= 3, "{reused}");

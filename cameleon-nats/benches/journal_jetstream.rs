@@ -83,7 +83,9 @@ static SERVER: std::sync::Mutex<Option<NatsServer>> = std::sync::Mutex::new(None
 
 fn jetstream() -> JetStreamJournal {
     let url = {
-        let mut s = SERVER.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut s = SERVER
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         s.get_or_insert_with(|| {
             let store = DIR.join("nats");
             NatsServer::start_with(&["-js", "-sd", &store.display().to_string()])
@@ -113,7 +115,10 @@ enum Store {
 const MODES: [(&str, Store); 5] = [
     ("in_memory", Store::Memory),
     ("sqlite_sync", Store::Sqlite(Durability::Sync)),
-    ("sqlite_batch_50ms", Store::Sqlite(Durability::Batch { ms: 50 })),
+    (
+        "sqlite_batch_50ms",
+        Store::Sqlite(Durability::Batch { ms: 50 }),
+    ),
     ("jetstream_sync", Store::JetStream(Durability::Sync)),
     (
         "jetstream_batch_50ms",

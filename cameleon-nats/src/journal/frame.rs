@@ -211,7 +211,8 @@ mod tests {
             f.frame(b"{\"entry\":{\"node\":1,\"step\":2,\"branch\":1,\"ops\":[]}}\n")
                 .is_err()
         );
-        let bad = b"{\"entry\":{\"node\":1,\"step\":2,\"branch\":1,\"ops\":[],\"keys\":\"0g\"}}\n{}\n";
+        let bad =
+            b"{\"entry\":{\"node\":1,\"step\":2,\"branch\":1,\"ops\":[],\"keys\":\"0g\"}}\n{}\n";
         assert!(Folded::default().frame(bad).is_err());
     }
 
