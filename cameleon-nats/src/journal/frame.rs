@@ -84,7 +84,7 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The bytes of hexadecimal `s`; `None`: not hexadecimal.
 fn unhex(s: &str) -> Option<Vec<u8>> {
-    if s.len() % 2 != 0 {
+    if !s.len().is_multiple_of(2) {
         return None;
     }
     s.as_bytes()
