@@ -134,7 +134,8 @@ fn bench_net(c: &mut Criterion, group: &str, firings: u64, make: &dyn Fn() -> Ne
     let mut g = c.benchmark_group(group);
     g.throughput(Throughput::Elements(firings));
     g.sample_size(10);
-    g.measurement_time(Duration::from_secs(10));
+    g.measurement_time(Duration::from_secs(3));
+    g.warm_up_time(Duration::from_secs(1));
     let js = jetstream();
     for (name, store) in MODES {
         let file = match store {
@@ -201,6 +202,7 @@ fn resume(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("journal_js_resume");
     g.sample_size(10);
+    g.warm_up_time(Duration::from_secs(1));
     g.throughput(Throughput::Elements(10_001));
     g.bench_function("sqlite_10000_entries", |b| {
         b.iter(|| {
