@@ -112,7 +112,9 @@ pub struct RunArgs {
     /// Before calling a behavioral operator, look for a recorded firing with the same key
     /// (operator type, params, state, inputs, model) in the journal DB (or in its run RUN_ID
     /// only) and apply it instead of calling the operator (docs/semantics.md §5.9): a re-run
-    /// after a change pays only for the firings the change reaches.
+    /// after a change pays only for the firings the change reaches. DB may be
+    /// `nats://HOST:PORT` (a journal on NATS JetStream, with --nats-creds, --nats-token,
+    /// --subject-prefix): its runs' records are read into memory at start.
     #[arg(long, value_name = "DB[:RUN_ID]")]
     pub reuse: Option<String>,
     /// With --journal: when steps reach the disk.
@@ -218,7 +220,7 @@ pub struct HistoryArgs {
 /// `cameleon diff`.
 #[derive(Debug, Args)]
 pub struct DiffArgs {
-    /// The journal file.
+    /// The journal file, or `nats://HOST:PORT` for a journal on NATS JetStream.
     pub db: String,
     /// The first run (A).
     pub run_a: String,
@@ -227,6 +229,9 @@ pub struct DiffArgs {
     /// As JSON: `{"same","equal","changed","new","removed","first":{"op","a","b","difference"}}`.
     #[arg(long)]
     pub json: bool,
+    /// NATS: how to reach a `nats://` journal (--nats-creds, --nats-token, --subject-prefix).
+    #[command(flatten)]
+    pub nats: NatsArgs,
 }
 
 /// `cameleon test`.
@@ -234,7 +239,8 @@ pub struct DiffArgs {
 pub struct TestArgs {
     /// The .cm file.
     pub file: PathBuf,
-    /// The journal holding the recorded run.
+    /// The journal holding the recorded run: a file, or `nats://HOST:PORT` for a journal on
+    /// NATS JetStream.
     #[arg(long, value_name = "DB")]
     pub against: String,
     /// The recorded run.
@@ -252,6 +258,9 @@ pub struct TestArgs {
     /// Grant TOOL (repeatable), as `run --grant`.
     #[arg(long, value_name = "TOOL")]
     pub grant: Vec<String>,
+    /// NATS: how to reach a `nats://` journal (--nats-creds, --nats-token, --subject-prefix).
+    #[command(flatten)]
+    pub nats: NatsArgs,
 }
 
 /// `cameleon migrate`.

@@ -36,9 +36,9 @@
 //! | `resume DB [RUN_ID] [--json] [--trace PATH\|-] [--answer OP=VALUE]… [--base DIR] [--allow-outside] [--grant TOOL]…` | as `run`; 2 nothing to resume, an unknown id, a damaged or foreign file, a recorded folder outside the journal's without `--base`, a run another process holds (its lock, or on a `nats://` journal its lease) |
 //! | `runs DB [--json]`, `history DB RUN_ID [--json]` | 0, 2 not a journal or an unknown id |
 //! | `runs DB --delete RUN_ID [--force] [--json]` | 0 deleted, 2 unknown id, a run another process holds, a RUNNING run without `--force` (docs/journal.md "Retention") |
-//! | `run FILE.cm --reuse DB[:RUN_ID]` | as `run`; 2 also when `DB` is not a journal or the run id is unknown |
-//! | `diff DB RUN_A RUN_B [--json]` | 0 the same firings, 1 different, 2 invalid |
-//! | `test FILE.cm --against DB RUN_ID [--json]` | 0 every sink as recorded, 1 different (or a call with no recorded answer), 2 invalid |
+//! | `run FILE.cm --reuse DB[:RUN_ID]\|nats://HOST:PORT[:RUN_ID]` | as `run`; 2 also when `DB` is not a journal, the run id is unknown, or the server cannot be used |
+//! | `diff DB\|nats://HOST:PORT RUN_A RUN_B [--json]` | 0 the same firings, 1 different, 2 invalid |
+//! | `test FILE.cm --against DB\|nats://HOST:PORT RUN_ID [--json]` | 0 every sink as recorded, 1 different (or a call with no recorded answer), 2 invalid |
 //! | `run FILE.cm --follow WITNESS [--json]` | 0 replayed, 2 not replayable, 3 it ends in DEADLOCK |
 //! | `check FILE.cm [--capabilities FILE] [--verify [--max-states N]] [--json]` | 0 valid (and every property holds; warnings alone keep 0), 2 invalid (a capability name that is not defined included), 3 a property fails, 4 the state budget ran out first |
 //! | `fmt FILE.cm [--check]` (`-`: stdin to stdout) | 0, 1 if `--check` finds a difference, 2 invalid |

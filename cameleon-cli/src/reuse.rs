@@ -11,8 +11,10 @@ use serde_json::{Value as Json, json};
 use super::{DiffArgs, Io, TestArgs, exit, report_invalid};
 use cameleon::capabilities::CapabilitiesError;
 use cameleon::cm::folder_of;
-use cameleon::engine::{Cvm, EndState, Reuse};
+use cameleon::engine::{Cvm, EndState, Reuse, ReuseSource};
 use cameleon::journal::{Journal, JournalError, ReuseJournal};
+
+use crate::satellite::NatsArgs;
 
 /// `diff`'s help after its options.
 pub(super) const DIFF_HELP: &str = "\
@@ -24,7 +26,8 @@ Exit codes: 0 the same firings, 1 different, 2 invalid (not a journal, an unknow
 
 Examples:
   cameleon diff runs.db 0193… 0194…
-  cameleon diff runs.db 0193… 0194… --json";
+  cameleon diff runs.db 0193… 0194… --json
+  cameleon diff nats://10.0.0.5:4222 0193… 0194…   # a journal on NATS JetStream";
 
 /// `test`'s help after its options.
 pub(super) const TEST_HELP: &str = "\
@@ -39,32 +42,53 @@ journal, the run id).
 
 Examples:
   cameleon run rag.cm --journal golden.db          # once, with the models
-  cameleon test rag.cm --against golden.db 0193…   # then, offline, after each change";
+  cameleon test rag.cm --against golden.db 0193…   # then, offline, after each change
+  cameleon test rag.cm --against nats://10.0.0.5:4222 0193…   # a run on NATS JetStream";
 
-/// A journal argument: a file path, `PATH:RUN_ID` where a run is meant, or (later) a `nats://`
-/// URL. Returns the path and the run id.
-pub(super) fn journal_arg(arg: &str) -> Result<(PathBuf, Option<String>), String> {
+/// Where recorded runs are: a journal file, or a journal on NATS JetStream (its URL).
+#[derive(Debug)]
+pub(super) enum Source {
+    File(PathBuf),
+    Bus(String),
+}
+
+/// A journal argument: a file path, or a `nats://` (`tls://`) URL; `PATH:RUN_ID` or
+/// `nats://HOST:PORT:RUN_ID` where a run is meant. Returns the store and the run id.
+pub(super) fn journal_arg(arg: &str) -> Result<(Source, Option<String>), String> {
+    if let Some((url, run)) = crate::bus::split_run(arg) {
+        return Ok((Source::Bus(url.to_owned()), run.map(str::to_owned)));
+    }
     if arg.contains("://") {
         return Err(format!(
-            "`{arg}`: a journal on a server (`nats://…`) is not supported here yet; give the journal's file"
+            "`{arg}`: not a journal file, nor a `nats://` or `tls://` URL of a journal on NATS JetStream"
         ));
     }
     if Path::new(arg).exists() {
-        return Ok((PathBuf::from(arg), None));
+        return Ok((Source::File(PathBuf::from(arg)), None));
     }
     match arg.rsplit_once(':') {
         Some((path, id)) if !path.is_empty() && !id.is_empty() && Path::new(path).exists() => {
-            Ok((PathBuf::from(path), Some(id.to_owned())))
+            Ok((Source::File(PathBuf::from(path)), Some(id.to_owned())))
         }
-        _ => Ok((PathBuf::from(arg), None)),
+        _ => Ok((Source::File(PathBuf::from(arg)), None)),
     }
 }
 
-/// Opens `run --reuse DB[:RUN_ID]` as a reuse source.
-pub(super) fn open_reuse(arg: &str, required: bool) -> Result<Arc<Reuse>, String> {
-    let (path, run) = journal_arg(arg)?;
-    let source = ReuseJournal::open(&path, run.as_deref()).map_err(|e| e.to_string())?;
-    Ok(Arc::new(Reuse::new(Arc::new(source), required)))
+/// Opens `run --reuse DB[:RUN_ID]` (or `nats://HOST:PORT[:RUN_ID]`, reached with `nats`'s
+/// credentials and prefix) as a reuse source.
+pub(super) fn open_reuse(arg: &str, required: bool, nats: &NatsArgs) -> Result<Arc<Reuse>, String> {
+    let (source, run) = journal_arg(arg)?;
+    let source: Arc<dyn ReuseSource> = match source {
+        Source::File(path) => {
+            Arc::new(ReuseJournal::open(&path, run.as_deref()).map_err(|e| e.to_string())?)
+        }
+        Source::Bus(url) => Arc::new(
+            crate::bus::open(&url, nats, 30_000)
+                .and_then(|j| j.reuse(run.as_deref()))
+                .map_err(|e| e.to_string())?,
+        ),
+    };
+    Ok(Arc::new(Reuse::new(source, required)))
 }
 
 /// One firing of a run's trace, with the values of what it consumed.
@@ -299,10 +323,23 @@ fn compared_text(c: &Compared, a: &str, b: &str) -> String {
     s
 }
 
-/// A recorded run, opened without running anything.
-/// Run `id` of journal `path`, its stored net naming the nets offered as tools by
-/// `capabilities` (else by the capabilities files of the folder it was recorded in).
-fn recorded(path: &Path, id: &str, capabilities: Option<&Path>) -> Result<Cvm, JournalError> {
+/// A recorded run, opened without running anything: run `id` of `source`, its stored net naming
+/// the nets offered as tools by `capabilities` (else by the capabilities files of the folder it
+/// was recorded in); with `reuse`, its recorded firings as a reuse source too.
+fn recorded(
+    source: &Source,
+    id: &str,
+    capabilities: Option<&Path>,
+    nats: &NatsArgs,
+    reuse: bool,
+) -> Result<(Cvm, Option<Arc<dyn ReuseSource>>), JournalError> {
+    let path = match source {
+        Source::Bus(url) => {
+            return crate::bus::recorded(url, nats, id, capabilities, reuse)
+                .map(|(cvm, r)| (cvm, r.map(|r| Arc::new(r) as Arc<dyn ReuseSource>)));
+        }
+        Source::File(path) => path,
+    };
     let journal = Journal::open(path)?;
     let dir = journal
         .recorded_folder(Some(id))
@@ -311,7 +348,13 @@ fn recorded(path: &Path, id: &str, capabilities: Option<&Path>) -> Result<Cvm, J
         .unwrap_or_else(|| std::path::PathBuf::from("."));
     let names =
         crate::net_tools::with_net_tools(cameleon::journal::Names::default(), &dir, capabilities);
-    journal.open_run_with_names(id, &names).map(|r| r.cvm)
+    let cvm = journal.open_run_with_names(id, &names)?.cvm;
+    let source = if reuse {
+        Some(Arc::new(ReuseJournal::open(path, Some(id))?) as Arc<dyn ReuseSource>)
+    } else {
+        None
+    };
+    Ok((cvm, source))
 }
 
 fn failed(e: &str, json: bool, io: &mut Io<'_>) -> std::io::Result<i32> {
@@ -324,16 +367,16 @@ fn failed(e: &str, json: bool, io: &mut Io<'_>) -> std::io::Result<i32> {
 
 /// `diff DB RUN_A RUN_B`: exit 0 the same firings, 1 different, 2 invalid.
 pub(super) fn diff(a: &DiffArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
-    let path = match journal_arg(&a.db) {
+    let source = match journal_arg(&a.db) {
         Ok((p, None)) => p,
         Ok((_, Some(_))) => return failed("give the runs as RUN_A RUN_B, not DB:RUN", a.json, io),
         Err(e) => return failed(&e, a.json, io),
     };
     let (ra, rb) = match (
-        recorded(&path, &a.run_a, None),
-        recorded(&path, &a.run_b, None),
+        recorded(&source, &a.run_a, None, &a.nats, false),
+        recorded(&source, &a.run_b, None, &a.nats, false),
     ) {
-        (Ok(x), Ok(y)) => (x, y),
+        (Ok((x, _)), Ok((y, _))) => (x, y),
         (Err(e), _) | (_, Err(e)) => return failed(&e.to_string(), a.json, io),
     };
     let c = compare(&firings(&ra), &firings(&rb));
@@ -363,16 +406,14 @@ pub(super) fn test(a: &TestArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
         Ok(net) => net,
         Err(code) => return Ok(code),
     };
-    let path = match journal_arg(&a.against) {
+    let source = match journal_arg(&a.against) {
         Ok((p, _)) => p,
         Err(e) => return failed(&e, a.json, io),
     };
-    let reference = match recorded(&path, &a.run_id, a.capabilities.as_deref()) {
-        Ok(cvm) => cvm,
-        Err(e) => return failed(&e.to_string(), a.json, io),
-    };
-    let reuse = match ReuseJournal::open(&path, Some(&a.run_id)) {
-        Ok(s) => Arc::new(Reuse::new(Arc::new(s), true)),
+    let caps = a.capabilities.as_deref();
+    let (reference, reuse) = match recorded(&source, &a.run_id, caps, &a.nats, true) {
+        Ok((cvm, Some(s))) => (cvm, Arc::new(Reuse::new(s, true))),
+        Ok((_, None)) => return failed("the recorded run's firings were not read", a.json, io),
         Err(e) => return failed(&e.to_string(), a.json, io),
     };
     let rt = match crate::trust::sources(&folder_of(&a.file), a.capabilities.as_deref(), &a.grant)

@@ -164,7 +164,7 @@ pub(super) fn run(a: &RunArgs, io: &mut Io<'_>) -> std::io::Result<i32> {
     }
     let mut cvm = b.build();
     if let Some(arg) = &a.reuse {
-        match crate::reuse::open_reuse(arg, false) {
+        match crate::reuse::open_reuse(arg, false, &a.nats) {
             Ok(reuse) => cvm.set_reuse(Some(reuse)),
             Err(e) => {
                 writeln!(io.stderr, "error: --reuse: {e}")?;

@@ -311,3 +311,124 @@ fn a_nats_journal_that_cannot_be_reached_is_refused_at_start() {
     let e = String::from_utf8_lossy(&o.stderr).into_owned();
     assert!(e.contains("cannot connect to NATS"), "{e}");
 }
+
+/// Explores `fork_join.cm` served with `--journal journal`: runs it to its end, goes back to
+/// step 3 (a checkout of an earlier position), re-fires there (a second branch), steps twice
+/// and backs once, then checks the first branch out at step 5. Returns the run id, the page's
+/// history and the last state; Reset then lets go of the run (its lease, on JetStream) and the
+/// server is killed.
+fn explore(journal: &str) -> (String, Value, Value) {
+    let server = Serve::start(
+        CAMELEON,
+        &examples().join("fork_join.cm"),
+        &["--journal", journal],
+    );
+    let id = get(&server, "/api/state")["run_id"]
+        .as_str()
+        .expect("a journaled run has an id")
+        .to_owned();
+    assert_eq!(post(&server, "/api/run", "")["end"], "COMPLETED");
+    assert_eq!(post(&server, "/api/goto", r#"{"step": 3}"#)["step"], 3);
+    let s = post(&server, "/api/refire", "");
+    assert_eq!(s["branches"], 2, "{s}");
+    post(&server, "/api/step", "");
+    post(&server, "/api/step", "");
+    let s = post(&server, "/api/back", "");
+    assert_eq!(s["redo"], 1, "{s}");
+    let page = get(&server, "/api/history");
+    let other = page["branches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .position(|b| b["current"] == false)
+        .expect("the branch re-firing left");
+    let state = post(
+        &server,
+        "/api/goto",
+        &format!(r#"{{"branch": {other}, "step": 5}}"#),
+    );
+    assert_eq!(state["step"], 5, "{state}");
+    let page = get(&server, "/api/history");
+    post(&server, "/api/reset", "");
+    drop(server);
+    (id, page, state)
+}
+
+/// Back, re-fire and checkout through `serve` are journaled on JetStream as in a journal file:
+/// `history` shows the same tree (both branches, the same one current), the page's history is
+/// the same, and `resume` goes on from the checked-out position with the same trace and end.
+#[test]
+fn back_refire_and_checkout_are_journaled_on_jetstream_as_in_a_file() {
+    let dir = TempDir::new("serve-journal-tree");
+    let nats = cameleon_nats::NatsServer::start_with(&["-js", "-sd", s(&dir.join("store"))])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let url = nats.url();
+    let db = dir.join("runs.db");
+    let (file_id, file_page, file_state) = explore(s(&db));
+    let (bus_id, bus_page, bus_state) = explore(&url);
+    assert_eq!(bus_page, file_page);
+    let without_id = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("run_id");
+        v
+    };
+    assert_eq!(without_id(bus_state), without_id(file_state));
+
+    let history = |store: &str, id: &str| {
+        let o = CAMELEON.run(&["history", store, id, "--json"]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        json_out(&o)
+    };
+    let (h_file, h_bus) = (history(s(&db), &file_id), history(&url, &bus_id));
+    assert_eq!(h_bus, h_file);
+    let branches = h_bus["branches"].as_array().unwrap();
+    assert_eq!(branches.len(), 2, "{h_bus}");
+    assert_eq!(
+        branches.iter().filter(|b| b["current"] == true).count(),
+        1,
+        "{h_bus}"
+    );
+    // The text listing too.
+    let text = |store: &str, id: &str| {
+        let o = CAMELEON.run(&["history", store, id]);
+        assert_eq!(o.status.code(), Some(0));
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    assert_eq!(text(&url, &bus_id), text(s(&db), &file_id));
+
+    // Resumed from the checked-out position: the same steps, sinks and trace.
+    let base = examples();
+    let resume = |store: &str, id: &str, trace: &Path| {
+        let o = CAMELEON.run(&[
+            "resume",
+            store,
+            id,
+            "--json",
+            "--trace",
+            s(trace),
+            "--base",
+            s(&base),
+        ]);
+        assert_eq!(
+            o.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        without_id(json_out(&o))
+    };
+    let (t_file, t_bus) = (dir.join("file.jsonl"), dir.join("bus.jsonl"));
+    let r_file = resume(s(&db), &file_id, &t_file);
+    let r_bus = resume(&url, &bus_id, &t_bus);
+    assert_eq!(r_bus, r_file);
+    assert_eq!(r_bus["end"], "COMPLETED");
+    assert_eq!(
+        std::fs::read_to_string(&t_bus).unwrap(),
+        std::fs::read_to_string(&t_file).unwrap()
+    );
+    assert_eq!(history(&url, &bus_id), history(s(&db), &file_id));
+}

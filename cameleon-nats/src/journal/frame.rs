@@ -21,6 +21,9 @@ struct Place {
     step: u32,
     branch: u32,
     ops: Vec<String>,
+    /// The entry's reuse keys, in hex (`EncodedStep::keys`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    keys: Option<String>,
 }
 
 /// One line of a frame (an entry's body follows its `entry` line).
@@ -48,6 +51,7 @@ pub(crate) fn entry(out: &mut Vec<u8>, s: &EncodedStep) -> Result<(), String> {
             step: s.step,
             branch: s.branch,
             ops,
+            keys: s.keys.as_deref().map(hex),
         }),
     );
     out.extend_from_slice(s.body.as_bytes());
@@ -65,6 +69,31 @@ fn push_line(out: &mut Vec<u8>, line: &Line) {
     if serde_json::to_writer(&mut *out, line).is_ok() {
         out.push(b'\n');
     }
+}
+
+/// `bytes` in lowercase hexadecimal.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    s
+}
+
+/// The bytes of hexadecimal `s`; `None`: not hexadecimal.
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    s.as_bytes()
+        .chunks_exact(2)
+        .map(|p| {
+            let d = |c: u8| char::from(c).to_digit(16);
+            u8::try_from(d(p[0])? * 16 + d(p[1])?).ok()
+        })
+        .collect()
 }
 
 /// A run as read back from its frames.
@@ -101,6 +130,12 @@ impl Folded {
                         branch: p.branch,
                         ops: serde_json::to_string(&p.ops).map_err(|e| e.to_string())?,
                         body: body.to_owned(),
+                        keys: match p.keys.as_deref() {
+                            Some(h) => Some(unhex(h).ok_or_else(|| {
+                                format!("entry #{}: its keys are not hexadecimal", p.node)
+                            })?),
+                            None => None,
+                        },
                     });
                     // A step's frame ends with the progress; until then, the step is the tip.
                     self.progress.tip = Some(p.node);
@@ -157,6 +192,7 @@ mod tests {
             branch: 1,
             ops: r#"["a"]"#.into(),
             body: r#"{"parent":null,"firings":[{"op":0}]}"#.into(),
+            keys: Some(vec![0, 1, 0xab, 0xff]),
         };
         let mut out = Vec::new();
         entry(&mut out, &s).unwrap();
@@ -175,6 +211,9 @@ mod tests {
             f.frame(b"{\"entry\":{\"node\":1,\"step\":2,\"branch\":1,\"ops\":[]}}\n")
                 .is_err()
         );
+        let bad =
+            b"{\"entry\":{\"node\":1,\"step\":2,\"branch\":1,\"ops\":[],\"keys\":\"0g\"}}\n{}\n";
+        assert!(Folded::default().frame(bad).is_err());
     }
 
     #[test]

@@ -16,6 +16,7 @@
 
 mod frame;
 mod recorder;
+mod reuse;
 
 use std::time::Duration;
 

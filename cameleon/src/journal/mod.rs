@@ -137,6 +137,7 @@ mod portable;
 mod resume;
 mod retention;
 mod reuse;
+mod reuse_steps;
 mod segments;
 mod store;
 mod writer;
@@ -151,6 +152,7 @@ pub use portable::{
 };
 pub use resume::{RecordedFolder, ResumeOptions};
 pub use reuse::{KeyHit, ReuseJournal};
+pub use reuse_steps::StepsReuse;
 pub use segments::{MIGRATED, MigrationNote};
 use writer::JournalRecorder;
 

@@ -119,7 +119,7 @@ impl RunHeader {
     }
 }
 
-/// A committed step's record, as a store keeps it (a row of `entries`, without its reuse keys).
+/// A committed step's record, as a store keeps it (a row of `entries`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EncodedStep {
     /// Its node in the history tree (creation order, from 0).
@@ -135,6 +135,10 @@ pub struct EncodedStep {
     /// The step's record, [`StepRecord`](crate::history::StepRecord), as JSON (the `body`
     /// column of docs/journal.md).
     pub body: String,
+    /// The reuse keys of its firings that may be reused, in the layout of the `keys` column of
+    /// docs/journal.md (`None`: none): what a later run's `--reuse` finds them by.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keys: Option<Vec<u8>>,
 }
 
 /// Encodes committed steps, as the SQLite store's recorder does (one buffer reused).
@@ -170,6 +174,7 @@ impl StepEncoder {
             branch: r.branch,
             ops: r.ops,
             body: r.body,
+            keys: r.keys,
         })
     }
 }

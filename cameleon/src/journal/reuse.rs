@@ -49,7 +49,7 @@ struct Loc {
 
 /// Keys are already hashes (XXH3-128): their low 64 bits are the hash of the map.
 #[derive(Default)]
-struct KeyHasher(u64);
+pub(super) struct KeyHasher(u64);
 
 impl Hasher for KeyHasher {
     fn finish(&self) -> u64 {
