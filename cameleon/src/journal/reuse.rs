@@ -191,24 +191,37 @@ impl ReuseJournal {
         let Some(firing) = part.map_err(|e| fail(&e))? else {
             return Ok(None);
         };
-        if ports.len() != firing.tokens.len() {
-            return Ok(None);
-        }
-        let emitted = ports
-            .iter()
-            .copied()
-            .zip(firing.tokens)
-            .filter_map(|(p, t)| p.map(|p| (p, t)))
-            .collect();
-        Ok(Some(RecordedFiring {
-            from: ReusedFrom {
-                run: run_id.clone(),
-                step,
-            },
-            emitted,
-            after: firing.after,
-        }))
+        Ok(recorded(run_id, step, firing, ports))
     }
+}
+
+/// The firing a hit reuses: `firing`, decoded from step `step` of run `run`, its tokens on the
+/// output ports its keys recorded; `None` (a miss: the operator runs) when their numbers
+/// differ — the entry is untrusted and does not match its keys. Shared by both reuse sources
+/// ([`ReuseJournal`], [`super::StepsReuse`]).
+pub(super) fn recorded(
+    run: &str,
+    step: u32,
+    firing: codec::ReusedPart,
+    ports: &[Option<u16>],
+) -> Option<RecordedFiring> {
+    if ports.len() != firing.tokens.len() {
+        return None;
+    }
+    let emitted = ports
+        .iter()
+        .copied()
+        .zip(firing.tokens)
+        .filter_map(|(p, t)| p.map(|p| (p, t)))
+        .collect();
+    Some(RecordedFiring {
+        from: ReusedFrom {
+            run: run.to_owned(),
+            step,
+        },
+        emitted,
+        after: firing.after,
+    })
 }
 
 type Index = HashMap<FiringKey, Loc, BuildHasherDefault<KeyHasher>>;

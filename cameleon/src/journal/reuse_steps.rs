@@ -17,7 +17,7 @@ use std::hash::BuildHasherDefault;
 use super::EncodedStep;
 use super::codec;
 use super::reuse::KeyHasher;
-use crate::engine::{FiringKey, RecordedFiring, ReuseSource, ReusedFrom};
+use crate::engine::{FiringKey, RecordedFiring, ReuseSource};
 
 /// Where a key points: the run (its index, oldest first), the entry (its index among the
 /// entries kept), the firing's index in the step, and the ports of its tokens.
@@ -124,24 +124,7 @@ impl ReuseSource for StepsReuse {
         let Some(firing) = part else {
             return Ok(None);
         };
-        if l.ports.len() != firing.tokens.len() {
-            return Ok(None);
-        }
-        let emitted = l
-            .ports
-            .iter()
-            .copied()
-            .zip(firing.tokens)
-            .filter_map(|(p, t)| p.map(|p| (p, t)))
-            .collect();
-        Ok(Some(RecordedFiring {
-            from: ReusedFrom {
-                run: run.clone(),
-                step: kept.step,
-            },
-            emitted,
-            after: firing.after,
-        }))
+        Ok(super::reuse::recorded(run, kept.step, firing, &l.ports))
     }
 }
 
