@@ -240,21 +240,28 @@ pub(super) async fn run_firings(
         }
     };
     // Each firing is polled with a waker of its own, and only when woken: a wide step's
-    // replies, arriving one at a time, each poll their own firing, not every firing left.
-    let woken = Arc::new(Woken {
-        flags: (0..n).map(|_| AtomicBool::new(true)).collect(),
-        step: Mutex::new(None),
-    });
-    let wakers: Vec<Waker> = (0..n)
-        .map(|j| {
-            Waker::from(Arc::new(FiringWaker {
-                j,
-                woken: Arc::clone(&woken),
-            }))
+    // replies, arriving one at a time, each poll their own firing, not every firing left. A
+    // step of one firing (sequential mode) needs none: every wake of the step is its own.
+    let woken = (n > 1).then(|| {
+        Arc::new(Woken {
+            flags: (0..n).map(|_| AtomicBool::new(true)).collect(),
+            step: Mutex::new(None),
         })
-        .collect();
+    });
+    let wakers: Vec<Waker> = woken.as_ref().map_or_else(Vec::new, |woken| {
+        (0..n)
+            .map(|j| {
+                Waker::from(Arc::new(FiringWaker {
+                    j,
+                    woken: Arc::clone(woken),
+                }))
+            })
+            .collect()
+    });
     poll_fn(|cx: &mut Context<'_>| {
-        woken.park(cx.waker());
+        if let Some(woken) = &woken {
+            woken.park(cx.waker());
+        }
         if !cancelled && cancel_wait.as_mut().poll(cx).is_ready() {
             cancelled = true;
             drop_after(&mut futures, 0);
@@ -268,10 +275,14 @@ pub(super) async fn run_firings(
                 let Some(f) = futures[j].as_mut() else {
                     continue;
                 };
-                if !woken.flags[j].swap(false, Ordering::AcqRel) {
-                    continue;
-                }
-                let Poll::Ready(out) = f.as_mut().poll(&mut Context::from_waker(&wakers[j])) else {
+                let polled = match &woken {
+                    None => f.as_mut().poll(cx),
+                    Some(woken) if woken.flags[j].swap(false, Ordering::AcqRel) => {
+                        f.as_mut().poll(&mut Context::from_waker(&wakers[j]))
+                    }
+                    Some(_) => continue,
+                };
+                let Poll::Ready(out) = polled else {
                     continue;
                 };
                 futures[j] = None;
