@@ -39,6 +39,18 @@ pub const ACK_HEADER: &str = "Cameleon-Ack";
 /// The header of an acknowledgement giving the satellite's heartbeat period, in milliseconds.
 pub const HEARTBEAT_HEADER: &str = "Cameleon-Heartbeat-Ms";
 
+/// The headers above as names for the calls' lookups and inserts: built once, where a `&str`
+/// is checked and copied at every use.
+pub(crate) mod names {
+    use async_nats::HeaderName;
+
+    pub(crate) const VERSION: HeaderName = HeaderName::from_static(super::VERSION_HEADER);
+    pub(crate) const KEY: HeaderName = HeaderName::from_static(super::KEY_HEADER);
+    pub(crate) const WANT_ACK: HeaderName = HeaderName::from_static(super::WANT_ACK_HEADER);
+    pub(crate) const ACK: HeaderName = HeaderName::from_static(super::ACK_HEADER);
+    pub(crate) const HEARTBEAT: HeaderName = HeaderName::from_static(super::HEARTBEAT_HEADER);
+}
+
 /// The default subject prefix.
 pub const DEFAULT_PREFIX: &str = "cameleon";
 

@@ -314,25 +314,99 @@ impl Serialize for Value {
 pub struct TypedValue(pub Value);
 
 impl Serialize for TypedValue {
+    // The map `{"type": …, "value": …}` written entry by entry (no JSON object built first):
+    // what a remote firing's request and reply carry, on its critical path.
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        serde_json::json!({ "type": self.0.type_name(), "value": self.0.to_json() }).serialize(s)
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("type", self.0.type_name())?;
+        m.serialize_entry("value", &self.0.to_json())?;
+        m.end()
     }
 }
 
 impl<'de> serde::Deserialize<'de> for TypedValue {
+    // Read entry by entry: the type's name looked up where it stands, only the value kept as
+    // JSON for the type to read; the keys in any order, others ignored.
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(TypedValueVisitor)
+    }
+}
+
+struct TypedValueVisitor;
+
+impl<'de> serde::de::Visitor<'de> for TypedValueVisitor {
+    type Value = TypedValue;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a typed value, {\"type\": …, \"value\": …}")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<TypedValue, A::Error> {
         use serde::de::Error;
-        let mut json = serde_json::Value::deserialize(d)?;
-        let name = json["type"]
-            .as_str()
-            .ok_or_else(|| D::Error::custom("a typed value without its `type`"))?
-            .to_owned();
-        let ty = type_by_name(&name)
-            .ok_or_else(|| D::Error::custom(format!("a value of unknown type `{name}`")))?;
-        let value = json["value"].take();
-        (ty.from_json)(value)
+        let mut ty: Option<&'static TypeInfo> = None;
+        let mut value = None;
+        while let Some(key) = map.next_key::<TypedKey>()? {
+            match key {
+                TypedKey::Type => ty = Some(map.next_value::<TypeByName>()?.0),
+                TypedKey::Value => value = Some(map.next_value::<serde_json::Value>()?),
+                TypedKey::Other => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+        }
+        let ty = ty.ok_or_else(|| A::Error::custom("a typed value without its `type`"))?;
+        (ty.from_json)(value.unwrap_or(serde_json::Value::Null))
             .map(TypedValue)
-            .map_err(D::Error::custom)
+            .map_err(A::Error::custom)
+    }
+}
+
+/// A key of a typed value's map.
+enum TypedKey {
+    Type,
+    Value,
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for TypedKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Key;
+        impl serde::de::Visitor<'_> for Key {
+            type Value = TypedKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`type` or `value`")
+            }
+            fn visit_str<E: serde::de::Error>(self, k: &str) -> Result<TypedKey, E> {
+                Ok(match k {
+                    "type" => TypedKey::Type,
+                    "value" => TypedKey::Value,
+                    _ => TypedKey::Other,
+                })
+            }
+        }
+        d.deserialize_identifier(Key)
+    }
+}
+
+/// A typed value's `type`: the data type it names.
+struct TypeByName(&'static TypeInfo);
+
+impl<'de> serde::Deserialize<'de> for TypeByName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Name;
+        impl serde::de::Visitor<'_> for Name {
+            type Value = TypeByName;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("the name of a data type")
+            }
+            fn visit_str<E: serde::de::Error>(self, name: &str) -> Result<TypeByName, E> {
+                type_by_name(name)
+                    .map(TypeByName)
+                    .ok_or_else(|| E::custom(format!("a value of unknown type `{name}`")))
+            }
+        }
+        d.deserialize_str(Name)
     }
 }
 
@@ -529,6 +603,27 @@ mod tests {
         let back = (t.from_json)(v.to_json()).unwrap();
         assert_eq!(back, v);
         assert!(!Value::ptr_eq(&back, &v));
+    }
+
+    #[test]
+    fn a_typed_value_reads_back_from_text_and_from_json_in_any_key_order() {
+        let v = Value::new(DataString("hé \"q\"".into()));
+        let text = serde_json::to_string(&TypedValue(v.clone())).unwrap();
+        assert_eq!(text, r#"{"type":"DataString","value":"hé \"q\""}"#);
+        let back: TypedValue = serde_json::from_str(&text).unwrap();
+        assert_eq!(back.0, v);
+        // From a JSON tree (nothing to borrow), keys swapped, an unknown key ignored.
+        let tree = serde_json::json!({"value": "hé \"q\"", "note": [1], "type": "DataString"});
+        let back: TypedValue = serde_json::from_value(tree).unwrap();
+        assert_eq!(back.0, v);
+        let no_type = serde_json::from_str::<TypedValue>(r#"{"value": 1}"#).unwrap_err();
+        assert!(
+            no_type.to_string().contains("without its `type`"),
+            "{no_type}"
+        );
+        let unknown = serde_json::from_str::<TypedValue>(r#"{"type": "Nope", "value": 1}"#);
+        let unknown = unknown.unwrap_err().to_string();
+        assert!(unknown.contains("unknown type `Nope`"), "{unknown}");
     }
 
     /// A data type that counts the elements serialised, to see how much of a value a preview

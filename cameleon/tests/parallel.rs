@@ -1538,3 +1538,69 @@ fn a_caught_failure_leaves_the_operators_state_as_before_in_every_mode() {
         assert_eq!(clumsy.state, 7, "{mode:?} {settings:?}: state restored");
     }
 }
+
+/// An async operator that waits `ms` of the runtime's clock and counts how often its firing is
+/// polled.
+struct Polled {
+    ms: u64,
+    polls: Arc<AtomicUsize>,
+}
+
+impl Operator for Polled {
+    fn spec(&self) -> OpSpec {
+        OpSpec::new("polled", "Polled", Family::Behavioral, Policy::Any)
+            .input("in_data", TypeRef::of::<Any>())
+            .output("out_data", TypeRef::of::<DataString>())
+    }
+    fn execution(&self) -> Execution {
+        Execution::Async
+    }
+    fn run(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
+        cx.emit_at(0, DataString("woke".into()));
+        Ok(())
+    }
+    fn run_async<'a>(&'a mut self, cx: &'a mut Firing<'_>) -> cameleon::operator::OpFuture<'a> {
+        let polls = Arc::clone(&self.polls);
+        let mut sleep = Box::pin(tokio::time::sleep(Duration::from_millis(self.ms)));
+        Box::pin(async move {
+            std::future::poll_fn(|c| {
+                polls.fetch_add(1, Ordering::Relaxed);
+                sleep.as_mut().poll(c)
+            })
+            .await;
+            self.run(cx)
+        })
+    }
+}
+
+/// A wide step whose firings finish one at a time: each is polled when it starts and when its
+/// own wait ends — not each time another firing of the step is woken.
+#[tokio::test(flavor = "current_thread", start_paused = true)]
+async fn a_firing_of_a_wide_step_is_polled_only_when_it_is_woken() {
+    const N: u64 = 24;
+    let polls = Arc::new(AtomicUsize::new(0));
+    let mut b = Net::builder("wide");
+    for i in 0..N {
+        b.add(format!("src_{i}"), Source::new("x"));
+        b.add(
+            format!("wait_{i}"),
+            Polled {
+                ms: i + 1,
+                polls: Arc::clone(&polls),
+            },
+        );
+        b.add(format!("out_{i}"), Sink::new());
+        b.connect(format!("src_{i}.out_data"), format!("wait_{i}.in_data"))
+            .connect(format!("wait_{i}.out_data"), format!("out_{i}.in_data"));
+    }
+    let mut cvm = Cvm::builder(b.build().unwrap())
+        .mode(Mode::Parallel)
+        .build();
+    assert_eq!(cvm.run_async().await.unwrap(), EndState::Completed);
+    for i in 0..N {
+        assert_eq!(cvm.received(&format!("out_{i}")).len(), 1);
+    }
+    // Twice each: started, then woken by its own timer (every wake polling every firing left
+    // would be N + N (N + 1) / 2).
+    assert_eq!(polls.load(Ordering::Relaxed), 2 * N as usize);
+}

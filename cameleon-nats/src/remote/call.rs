@@ -13,10 +13,7 @@ use cameleon::tools::ToolError;
 use serde::de::DeserializeOwned;
 
 use super::{Failover, Remote};
-use crate::wire::{
-    ACK_HEADER, ErrorKind, HEARTBEAT_HEADER, KEY_HEADER, OpReply, OpRequest, ToolReply,
-    ToolRequest, WIRE_VERSION,
-};
+use crate::wire::{ErrorKind, OpReply, OpRequest, ToolReply, ToolRequest, WIRE_VERSION, names};
 
 /// Why a call got no reply.
 pub(super) enum Failure {
@@ -161,7 +158,7 @@ impl Remote {
         };
         let mut headers = self.follow.headers.clone();
         if let Some(k) = key {
-            headers.insert(KEY_HEADER, k);
+            headers.insert(names::KEY, k);
         }
         // One subject per call, under the connection's one reply subscription.
         let (inbox, mut replies) = self.follow.mux.register();
@@ -226,11 +223,11 @@ impl Remote {
                     }
                     continue 'send;
                 }
-                if let Some(acker) = m.headers.as_ref().and_then(|h| h.get(ACK_HEADER)) {
+                if let Some(acker) = m.headers.as_ref().and_then(|h| h.get(names::ACK)) {
                     let period = m
                         .headers
                         .as_ref()
-                        .and_then(|h| h.get(HEARTBEAT_HEADER))
+                        .and_then(|h| h.get(names::HEARTBEAT))
                         .and_then(|v| v.as_str().parse().ok())
                         .map_or(Duration::from_secs(1), Duration::from_millis);
                     holder = Some(Holder {

@@ -21,8 +21,7 @@ use super::Shared;
 use super::intake::tool_refusal;
 use crate::cache::Answer;
 use crate::wire::{
-    ErrorKind, OpReply, OpRequest, ToolReply, ToolRequest, VERSION_HEADER, WIRE_VERSION,
-    WireEmission,
+    ErrorKind, OpReply, OpRequest, ToolReply, ToolRequest, WIRE_VERSION, WireEmission, names,
 };
 
 /// The reply's text for a call abandoned at the satellite's ceiling.
@@ -37,7 +36,7 @@ fn abandoned(satellite: &str, what: &str, limit: Duration) -> String {
 fn version_of(m: &Message) -> Option<u32> {
     m.headers
         .as_ref()
-        .and_then(|h| h.get(VERSION_HEADER))
+        .and_then(|h| h.get(names::VERSION))
         .and_then(|v| v.as_str().parse().ok())
 }
 

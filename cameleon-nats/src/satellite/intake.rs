@@ -16,9 +16,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::answer::{Prepared, answer_op, answer_op_now, handle_tool, prepare, read_op};
 use super::{Shared, lock};
 use crate::NatsError;
-use crate::wire::{
-    ACK_HELD, ErrorKind, KEY_HEADER, OpReply, ToolReply, WANT_ACK_HEADER, WIRE_VERSION,
-};
+use crate::wire::{ACK_HELD, ErrorKind, OpReply, ToolReply, WIRE_VERSION, names};
 
 /// What a subject serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,7 +64,7 @@ impl Call {
     /// (`Cameleon-Want-Ack: 1`) rather than for those held (`held`).
     async fn acknowledge(&self, shared: &Shared, at_once: bool) {
         let m = self.message();
-        let wanted = match m.headers.as_ref().and_then(|h| h.get(WANT_ACK_HEADER)) {
+        let wanted = match m.headers.as_ref().and_then(|h| h.get(names::WANT_ACK)) {
             None => false,
             Some(v) => !(at_once && v.as_str() == ACK_HELD),
         };
@@ -86,7 +84,7 @@ impl Call {
             key = m
                 .headers
                 .as_ref()
-                .and_then(|h| h.get(KEY_HEADER))
+                .and_then(|h| h.get(names::KEY))
                 .map_or("", |k| k.as_str()),
             "call taken"
         );

@@ -8,7 +8,7 @@ use std::future::{Future, poll_fn};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Instant;
 
 use tracing::{Instrument, Span};
@@ -239,7 +239,29 @@ pub(super) async fn run_firings(
             }
         }
     };
+    // Each firing is polled with a waker of its own, and only when woken: a wide step's
+    // replies, arriving one at a time, each poll their own firing, not every firing left. A
+    // step of one firing (sequential mode) needs none: every wake of the step is its own.
+    let woken = (n > 1).then(|| {
+        Arc::new(Woken {
+            flags: (0..n).map(|_| AtomicBool::new(true)).collect(),
+            step: Mutex::new(None),
+        })
+    });
+    let wakers: Vec<Waker> = woken.as_ref().map_or_else(Vec::new, |woken| {
+        (0..n)
+            .map(|j| {
+                Waker::from(Arc::new(FiringWaker {
+                    j,
+                    woken: Arc::clone(woken),
+                }))
+            })
+            .collect()
+    });
     poll_fn(|cx: &mut Context<'_>| {
+        if let Some(woken) = &woken {
+            woken.park(cx.waker());
+        }
         if !cancelled && cancel_wait.as_mut().poll(cx).is_ready() {
             cancelled = true;
             drop_after(&mut futures, 0);
@@ -253,7 +275,14 @@ pub(super) async fn run_firings(
                 let Some(f) = futures[j].as_mut() else {
                     continue;
                 };
-                let Poll::Ready(out) = f.as_mut().poll(cx) else {
+                let polled = match &woken {
+                    None => f.as_mut().poll(cx),
+                    Some(woken) if woken.flags[j].swap(false, Ordering::AcqRel) => {
+                        f.as_mut().poll(&mut Context::from_waker(&wakers[j]))
+                    }
+                    Some(_) => continue,
+                };
+                let Poll::Ready(out) = polled else {
                     continue;
                 };
                 futures[j] = None;
@@ -291,4 +320,47 @@ pub(super) async fn run_firings(
     .await;
     drop(futures);
     cancelled
+}
+
+/// Which firings of a step were woken since the step last polled them, and the step's waker.
+struct Woken {
+    flags: Vec<AtomicBool>,
+    step: Mutex<Option<Waker>>,
+}
+
+impl Woken {
+    /// Keeps the waker of the task polling the step (before the firings are polled, so a wake
+    /// during the poll reaches it).
+    fn park(&self, waker: &Waker) {
+        let mut step = self.step.lock().unwrap_or_else(PoisonError::into_inner);
+        match &mut *step {
+            Some(w) if w.will_wake(waker) => {}
+            slot => *slot = Some(waker.clone()),
+        }
+    }
+}
+
+/// The waker of firing `j`: marks it woken, then wakes the step.
+struct FiringWaker {
+    j: usize,
+    woken: Arc<Woken>,
+}
+
+impl Wake for FiringWaker {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.flags[self.j].store(true, Ordering::Release);
+        let step = self
+            .woken
+            .step
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        if let Some(w) = step {
+            w.wake();
+        }
+    }
 }
