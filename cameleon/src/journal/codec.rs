@@ -31,7 +31,7 @@ pub(super) struct Scratch {
     /// Where each firing's state before is in `body`.
     befores: Vec<Option<std::ops::Range<usize>>>,
     /// Whether the net has an operator that may be reused (`None`: not looked at yet): only
-    /// then are the digests of the values written kept for the keys of later firings.
+    /// then are reuse keys computed, and the digests of the values written kept for them.
     keyed: Option<bool>,
 }
 
@@ -89,13 +89,7 @@ pub(super) fn encode_into(
     cache: &mut KeyCache,
 ) -> Result<Head, RecordError> {
     let fail = |e: &dyn std::fmt::Display| RecordError(format!("cannot encode the step: {e}"));
-    let keyed = *s.keyed.get_or_insert_with(|| {
-        c.cvm()
-            .net()
-            .ops
-            .iter()
-            .any(|n| n.spec.family == crate::policy::Family::Behavioral)
-    });
+    let keyed = *s.keyed.get_or_insert_with(|| cache.any_keyed(c.cvm()));
     s.body.clear();
     s.befores.clear();
     write_body(c, &mut s.body, &mut s.befores, keyed.then_some(&mut *cache))?;
@@ -137,13 +131,10 @@ pub(super) fn encode_into(
     })
 }
 
-/// Writes `text` as a JSON string: an identifier as it is (nothing to escape), anything else
-/// as serde writes it.
+/// Writes `text` as a JSON string, as serde writes it: as it is between quotes when it holds
+/// nothing serde escapes (a quote, a backslash, a control character), else through serde.
 fn str_json(out: &mut Vec<u8>, text: &str) -> Result<(), serde_json::Error> {
-    if text
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
-    {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
         out.push(b'"');
         out.extend_from_slice(text.as_bytes());
         out.push(b'"');
@@ -463,6 +454,41 @@ mod tests {
         ] {
             assert!(decode_firing(bad, 0).is_err(), "{bad:?} is not an entry");
         }
+    }
+
+    #[test]
+    fn str_json_writes_what_serde_writes() {
+        for text in [
+            "p12",
+            "DataString",
+            "",
+            "a b.c-d_e",
+            "quote\"d",
+            "back\\slash",
+            "new\nline",
+            "tab\tand\u{1}",
+            "del\u{7f}",
+            "café ✓ 🦎",
+        ] {
+            let mut out = b"x".to_vec();
+            str_json(&mut out, text).expect("writes");
+            let want = serde_json::to_string(text).expect("serde writes");
+            assert_eq!(out[1..], *want.as_bytes(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn rebase_replaces_the_parent_and_keeps_the_rest() {
+        let body = r#"{"parent":4,"firings":[{"op":0,"tokens":[{"type":"DataString","value":"\"firings\""}]}]}"#;
+        for (parent, head) in [(Some(1234), r#"{"parent":1234,"#), (None, r#"{"parent":null,"#)] {
+            let mut b = body.as_bytes().to_vec();
+            rebase(&mut b, parent);
+            let rest = &body[body.find("\"firings\"").expect("firings")..];
+            assert_eq!(String::from_utf8(b).expect("utf-8"), format!("{head}{rest}"));
+        }
+        let mut first = br#"{"parent":null,"firings":[]}"#.to_vec();
+        rebase(&mut first, Some(7));
+        assert_eq!(first, br#"{"parent":7,"firings":[]}"#);
     }
 
     #[test]

@@ -214,7 +214,7 @@ const CHUNK: usize = 32;
 /// Rows waiting in `batch` mode that wake the flusher before its period is over: a long run's
 /// rows are committed while the engine goes on, not all at its end. (A commit earlier than the
 /// period loses less on a crash, never more: docs/cli.md's contract of `batch` holds.)
-const WAKE_ROWS: usize = 256;
+const WAKE_ROWS: usize = 64;
 static WAKE: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
     std::env::var("XX_WAKE")
         .ok()
@@ -599,5 +599,60 @@ impl Drop for JournalRecorder {
         }
         // `exit` (and anything left): commit on the way out.
         let _ = flush(&self.shared);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(ops: &str, body: &str, keys: &[u8]) -> Scratch {
+        let mut s = Scratch::new();
+        s.ops.extend_from_slice(ops.as_bytes());
+        s.body.extend_from_slice(body.as_bytes());
+        s.keys.extend_from_slice(keys);
+        s
+    }
+
+    fn head(node: u32) -> Head {
+        Head {
+            node,
+            parent: node.checked_sub(1),
+            step: node + 1,
+            branch: 0,
+        }
+    }
+
+    #[test]
+    fn waiting_rows_give_back_each_row_s_columns() {
+        let steps = [
+            ("[\"a\"]", "{\"parent\":null}", &[][..]),
+            ("[\"bb\",\"c\"]", "{\"parent\":0,\"firings\":[]}", &[1, 2, 3][..]),
+            ("[]", "{}", &[][..]),
+            ("[\"d\"]", "{\"parent\":2}", &[9; 30][..]),
+        ];
+        let mut rows = Rows::default();
+        for round in 0..2 {
+            for (n, (ops, body, keys)) in steps.iter().enumerate() {
+                rows.push(head(n as u32), &scratch(ops, body, keys));
+            }
+            assert_eq!(rows.len(), steps.len(), "round {round}");
+            for (n, (ops, body, keys)) in steps.iter().enumerate() {
+                let (h, o, b, k) = rows.get(n);
+                assert_eq!(h.node, n as u32);
+                assert_eq!((o, b, k), (ops.as_bytes(), body.as_bytes(), *keys), "row {n}");
+            }
+            assert_eq!(rows.last().map(|h| h.node), Some(3));
+            rows.clear();
+            assert!(rows.is_empty() && rows.bytes.is_empty());
+        }
+    }
+
+    #[test]
+    fn insert_sql_numbers_the_run_once_and_each_row_s_columns_after_it() {
+        assert_eq!(
+            insert_sql(2).split_once("VALUES ").map(|(_, v)| v),
+            Some("(?2,?1,?3,?4,?5,?6,?7,?8,?9),(?10,?1,?11,?12,?13,?14,?15,?16,?17)")
+        );
     }
 }

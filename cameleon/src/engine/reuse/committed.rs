@@ -24,6 +24,28 @@ impl KeyCache {
         KeyCache::default()
     }
 
+    /// Whether some operator of `cvm`'s net may be reused (has a fixed part of a key): when
+    /// none does, no firing of the net has a reuse key.
+    pub fn any_keyed(&mut self, cvm: &crate::engine::Cvm) -> bool {
+        let n = cvm.net.ops.len();
+        if self.fixed.len() < n {
+            self.fixed.resize(n, None);
+        }
+        let mut any = false;
+        for (o, node) in cvm.net.ops.iter().enumerate() {
+            let f = self.fixed[o].get_or_insert_with(|| {
+                fixed(
+                    &*node.op,
+                    &node.spec,
+                    cvm.operators.topo.out_connected[o],
+                    &*cvm.context.capabilities,
+                )
+            });
+            any |= f.is_some();
+        }
+        any
+    }
+
     /// Keeps the digest of token `index`, whose value the journal wrote as `json`.
     pub fn wrote_value(&mut self, index: u32, token: &Token, json: &[u8]) {
         let i = index as usize;
