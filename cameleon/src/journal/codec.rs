@@ -480,11 +480,17 @@ mod tests {
     #[test]
     fn rebase_replaces_the_parent_and_keeps_the_rest() {
         let body = r#"{"parent":4,"firings":[{"op":0,"tokens":[{"type":"DataString","value":"\"firings\""}]}]}"#;
-        for (parent, head) in [(Some(1234), r#"{"parent":1234,"#), (None, r#"{"parent":null,"#)] {
+        for (parent, head) in [
+            (Some(1234), r#"{"parent":1234,"#),
+            (None, r#"{"parent":null,"#),
+        ] {
             let mut b = body.as_bytes().to_vec();
             rebase(&mut b, parent);
             let rest = &body[body.find("\"firings\"").expect("firings")..];
-            assert_eq!(String::from_utf8(b).expect("utf-8"), format!("{head}{rest}"));
+            assert_eq!(
+                String::from_utf8(b).expect("utf-8"),
+                format!("{head}{rest}")
+            );
         }
         let mut first = br#"{"parent":null,"firings":[]}"#.to_vec();
         rebase(&mut first, Some(7));

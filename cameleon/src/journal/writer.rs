@@ -170,14 +170,8 @@ impl Writer {
             }
             match (position, status) {
                 (Some(p), Some((status, end))) => {
-                    conn.prepare_cached(&UPDATE_BOTH)?.execute((
-                        self.run,
-                        p.tip,
-                        p.redo_tip,
-                        p.depth,
-                        status,
-                        end,
-                    ))?;
+                    conn.prepare_cached(&UPDATE_BOTH)?
+                        .execute((self.run, p.tip, p.redo_tip, p.depth, status, end))?;
                 }
                 (Some(p), None) => {
                     conn.prepare_cached(&UPDATE_POSITION)?
@@ -212,15 +206,11 @@ const COLUMNS: usize = 8;
 const CHUNK: usize = 32;
 
 /// Rows waiting in `batch` mode that wake the flusher before its period is over: a long run's
-/// rows are committed while the engine goes on, not all at its end. (A commit earlier than the
-/// period loses less on a crash, never more: docs/cli.md's contract of `batch` holds.)
+/// rows are committed while the engine goes on, not all at its end, and the flusher starts
+/// early in a run (a flusher still busy takes all the rows waiting when it is done, so commits
+/// grow when steps come faster than they are written). A commit earlier than the period loses
+/// less on a crash, never more: docs/cli.md's contract of `batch` holds.
 const WAKE_ROWS: usize = 64;
-static WAKE: std::sync::LazyLock<usize> = std::sync::LazyLock::new(|| {
-    std::env::var("XX_WAKE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(WAKE_ROWS)
-});
 
 /// The `UPDATE`s of a run's progress row: its position and status, its position, its status.
 static UPDATE_BOTH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -471,7 +461,7 @@ impl JournalRecorder {
             if let Some(head) = row {
                 p.rows.push(head, &self.buf);
             }
-            if p.rows.len() == *WAKE && matches!(self.durability, Durability::Batch { .. }) {
+            if p.rows.len() == WAKE_ROWS && matches!(self.durability, Durability::Batch { .. }) {
                 self.shared.wake.notify_one();
             }
             if position.is_some() {
@@ -527,7 +517,7 @@ fn flusher(shared: &Shared, every: Duration) {
             let p = lock(&shared.pending);
             let (p, _) = shared
                 .wake
-                .wait_timeout_while(p, every, |p| !p.stop && p.rows.len() < *WAKE)
+                .wait_timeout_while(p, every, |p| !p.stop && p.rows.len() < WAKE_ROWS)
                 .unwrap_or_else(PoisonError::into_inner);
             p.stop
         };
@@ -627,7 +617,11 @@ mod tests {
     fn waiting_rows_give_back_each_row_s_columns() {
         let steps = [
             ("[\"a\"]", "{\"parent\":null}", &[][..]),
-            ("[\"bb\",\"c\"]", "{\"parent\":0,\"firings\":[]}", &[1, 2, 3][..]),
+            (
+                "[\"bb\",\"c\"]",
+                "{\"parent\":0,\"firings\":[]}",
+                &[1, 2, 3][..],
+            ),
             ("[]", "{}", &[][..]),
             ("[\"d\"]", "{\"parent\":2}", &[9; 30][..]),
         ];
@@ -640,7 +634,11 @@ mod tests {
             for (n, (ops, body, keys)) in steps.iter().enumerate() {
                 let (h, o, b, k) = rows.get(n);
                 assert_eq!(h.node, n as u32);
-                assert_eq!((o, b, k), (ops.as_bytes(), body.as_bytes(), *keys), "row {n}");
+                assert_eq!(
+                    (o, b, k),
+                    (ops.as_bytes(), body.as_bytes(), *keys),
+                    "row {n}"
+                );
             }
             assert_eq!(rows.last().map(|h| h.node), Some(3));
             rows.clear();
