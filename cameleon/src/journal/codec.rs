@@ -255,7 +255,7 @@ fn write_body(
                 ))
             })?;
             if let Some(cache) = cache.as_deref_mut() {
-                cache.wrote_value(index, t, &out[start..]);
+                cache.wrote_value(&f, index, t, &out[start..]);
             }
             out.push(b'}');
         }

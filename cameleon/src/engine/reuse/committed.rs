@@ -46,8 +46,26 @@ impl KeyCache {
         any
     }
 
-    /// Keeps the digest of token `index`, whose value the journal wrote as `json`.
-    pub fn wrote_value(&mut self, index: u32, token: &Token, json: &[u8]) {
+    /// Keeps the digest of token `index`, emitted by `firing`, whose value the journal wrote as
+    /// `json` — unless the operator reading it is known not to be reusable (a key is computed
+    /// only from the inputs of an operator that is; a token written to no connection is no
+    /// one's input).
+    pub fn wrote_value(
+        &mut self,
+        firing: &CommittedFiring<'_>,
+        index: u32,
+        token: &Token,
+        json: &[u8],
+    ) {
+        let net = &firing.cvm().net;
+        let reader = firing
+            .written()
+            .find(|(_, _, new)| *new == index)
+            .map(|(c, _, _)| net.conns[c.index()].to.op.index());
+        let Some(reader) = reader else { return };
+        if let Some(Some(None)) = self.fixed.get(reader) {
+            return;
+        }
         let i = index as usize;
         if self.values.len() <= i {
             self.values.resize(i + 1, None);
