@@ -8,7 +8,10 @@
 //!   target/release/examples/engine_probe chain_10000`
 //! (scenarios: `chain_10000`, `loop_1000`, `map_1000`, `one_net_1000`, `journal_chain_1000`;
 //! journaled in `batch` mode: `journal_chain_1000_batch`, `journal_loop_1000_batch`, with
-//! `--separate-threads=yes` to count the flusher thread apart).
+//! `--separate-threads=yes` to count the flusher thread apart). Add
+//! `--toggle-collect='*writer*flusher*'` to count the flusher thread's work too: the run's cost
+//! on both threads, whichever thread happened to commit the rows (under valgrind the flusher
+//! often gets no turn before the run ends, and the engine commits them all).
 
 use std::hint::black_box;
 

@@ -21,47 +21,98 @@ pub(super) struct Row {
     pub(super) keys: Option<Vec<u8>>,
 }
 
-/// Encodes a committed step: its record's JSON into `buf` (reused from step to step), the
-/// names of the operators that fired, and the reuse keys of its firings that may be reused —
-/// from the bytes just written (a firing's state before; each value's digest, kept in `cache`
-/// from the step that emitted it). A value or a state that serde cannot write is an error
-/// naming the operator and the type — never a `null` in the journal.
+/// The buffers a step is encoded into, reused from step to step: its body, the names of the
+/// operators that fired (`ops`, a JSON list) and its reuse keys (empty: none).
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    pub(super) body: Vec<u8>,
+    pub(super) ops: Vec<u8>,
+    pub(super) keys: Vec<u8>,
+    /// Where each firing's state before is in `body`.
+    befores: Vec<Option<std::ops::Range<usize>>>,
+    /// Whether the net has an operator that may be reused (`None`: not looked at yet): only
+    /// then are reuse keys computed, and the digests of the values written kept for them.
+    keyed: Option<bool>,
+}
+
+impl Scratch {
+    /// Empty buffers, with room for a typical step.
+    pub(super) fn new() -> Self {
+        Scratch {
+            body: Vec::with_capacity(512),
+            ops: Vec::with_capacity(64),
+            ..Scratch::default()
+        }
+    }
+}
+
+/// A row's integer columns (its text and blob columns are in a [`Scratch`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Head {
+    pub(super) node: u32,
+    pub(super) parent: Option<u32>,
+    pub(super) step: u32,
+    pub(super) branch: u32,
+}
+
+/// Encodes a committed step into owned columns (see [`encode_into`]).
 pub(super) fn encode(
     c: &Committed<'_>,
-    buf: &mut Vec<u8>,
+    s: &mut Scratch,
     cache: &mut KeyCache,
 ) -> Result<Row, RecordError> {
+    let h = encode_into(c, s, cache)?;
+    let text = |b: &[u8]| {
+        String::from_utf8(b.to_vec())
+            .map_err(|e| RecordError(format!("cannot encode the step: {e}")))
+    };
+    Ok(Row {
+        node: h.node,
+        parent: h.parent,
+        step: h.step,
+        branch: h.branch,
+        ops: text(&s.ops)?,
+        body: text(&s.body)?,
+        keys: (!s.keys.is_empty()).then(|| s.keys.clone()),
+    })
+}
+
+/// Encodes a committed step into `s`: its record's JSON (`body`), the names of the operators
+/// that fired (`ops`), and the reuse keys of its firings that may be reused (`keys`) — from the
+/// bytes just written (a firing's state before; each value's digest, kept in `cache` from the
+/// step that emitted it). A value or a state that serde cannot write is an error naming the
+/// operator and the type — never a `null` in the journal. Every byte written is serde_json's
+/// output or ASCII: the body and ops are UTF-8.
+pub(super) fn encode_into(
+    c: &Committed<'_>,
+    s: &mut Scratch,
+    cache: &mut KeyCache,
+) -> Result<Head, RecordError> {
     let fail = |e: &dyn std::fmt::Display| RecordError(format!("cannot encode the step: {e}"));
-    buf.clear();
-    let mut befores = Vec::new();
-    write_body(c, buf, &mut befores, cache)?;
-    let body = String::from_utf8(buf.clone()).map_err(|e| fail(&e))?;
+    let keyed = *s.keyed.get_or_insert_with(|| cache.any_keyed(c.cvm()));
+    s.body.clear();
+    s.befores.clear();
+    write_body(c, &mut s.body, &mut s.befores, keyed.then_some(&mut *cache))?;
     // The body is the step's record in its serde form, except that an `f32` (an embedding's
     // vector) is written in its own shortest form, which reads back to the same `f32`, where the
     // record's serde form widens it to an `f64` first: the two are not compared byte for byte.
-    let mut ops = String::with_capacity(16);
-    ops.push('[');
-    let mut keys = None;
+    let ops = &mut s.ops;
+    ops.clear();
+    ops.push(b'[');
+    s.keys.clear();
     for (i, f) in c.firings().enumerate() {
         if i > 0 {
-            ops.push(',');
+            ops.push(b',');
         }
         // An operator's name is an identifier: no escaping needed, but serde decides for
         // anything else.
-        let name = f.op_name();
-        if name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
-        {
-            ops.push('"');
-            ops.push_str(name);
-            ops.push('"');
-        } else {
-            ops.push_str(&serde_json::to_string(name).map_err(|e| fail(&e))?);
+        str_json(ops, f.op_name()).map_err(|e| fail(&e))?;
+        if !keyed {
+            continue;
         }
-        let before = befores.get(i).cloned().flatten().map(|r| &buf[r]);
+        let before = s.befores.get(i).cloned().flatten().map(|r| &s.body[r]);
         if let Some(key) = f.reuse_key(cache, before) {
-            let keys = keys.get_or_insert_with(Vec::new);
+            let keys = &mut s.keys;
             let ports = f.token_ports();
             keys.extend_from_slice(&key.to_be_bytes());
             keys.extend_from_slice(&(i as u32).to_le_bytes());
@@ -71,16 +122,26 @@ pub(super) fn encode(
             }
         }
     }
-    ops.push(']');
-    Ok(Row {
+    ops.push(b']');
+    Ok(Head {
         node: c.node(),
         parent: c.parent(),
         step: c.step(),
         branch: c.branch(),
-        ops,
-        body,
-        keys,
     })
+}
+
+/// Writes `text` as a JSON string, as serde writes it: as it is between quotes when it holds
+/// nothing serde escapes (a quote, a backslash, a control character), else through serde.
+fn str_json(out: &mut Vec<u8>, text: &str) -> Result<(), serde_json::Error> {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+        Ok(())
+    } else {
+        serde_json::to_writer(&mut *out, text)
+    }
 }
 
 /// A token written to no connection, in an entry's `keys` ([`read_keys`]).
@@ -127,12 +188,12 @@ pub(super) fn read_keys(mut b: &[u8]) -> Vec<EntryKey> {
 /// order: `parent`, `firings`; in a firing `op`, then `consumed`, `written`, `tokens`,
 /// `before`, `after` when not empty).
 /// `befores`: where each firing's state before is in `out`; each value written goes to
-/// `cache`.
+/// `cache` (`None`: no firing of the net has a reuse key, no digest is kept).
 fn write_body(
     c: &Committed<'_>,
     out: &mut Vec<u8>,
     befores: &mut Vec<Option<std::ops::Range<usize>>>,
-    cache: &mut KeyCache,
+    mut cache: Option<&mut KeyCache>,
 ) -> Result<(), RecordError> {
     match c.parent() {
         Some(p) => {
@@ -182,7 +243,7 @@ fn write_body(
             out.extend_from_slice(if first { b",\"tokens\":[" } else { b"," });
             first = false;
             out.extend_from_slice(b"{\"type\":");
-            serde_json::to_writer(&mut *out, t.type_name())
+            str_json(out, t.type_name())
                 .map_err(|e| RecordError(format!("cannot encode the step: {e}")))?;
             out.extend_from_slice(b",\"value\":");
             let start = out.len();
@@ -193,7 +254,9 @@ fn write_body(
                     t.type_name()
                 ))
             })?;
-            cache.wrote_value(index, t, &out[start..]);
+            if let Some(cache) = cache.as_deref_mut() {
+                cache.wrote_value(&f, index, t, &out[start..]);
+            }
             out.push(b'}');
         }
         if !first {
@@ -241,12 +304,22 @@ fn num(out: &mut Vec<u8>, n: u64) {
 
 /// `body` with its parent replaced by `parent` (a migrated run's engine numbers its nodes from
 /// the migration, the journal from the run's start).
-pub(super) fn rebase(body: &str, parent: Option<u32>) -> String {
-    let rest = body.find(",\"firings\"").map_or("}", |i| &body[i + 1..]);
+pub(super) fn rebase(body: &mut Vec<u8>, parent: Option<u32>) {
+    const FIRINGS: &[u8] = b",\"firings\"";
+    let rest = body
+        .windows(FIRINGS.len())
+        .position(|w| w == FIRINGS)
+        .map_or(body.len().saturating_sub(1), |i| i + 1);
+    let mut head = Vec::with_capacity(24);
     match parent {
-        Some(p) => format!("{{\"parent\":{p},{rest}"),
-        None => format!("{{\"parent\":null,{rest}"),
+        Some(p) => {
+            head.extend_from_slice(b"{\"parent\":");
+            num(&mut head, p.into());
+            head.push(b',');
+        }
+        None => head.extend_from_slice(b"{\"parent\":null,"),
     }
+    body.splice(..rest, head);
 }
 
 /// Decodes an entry's body (values and states stay in their serde form until
@@ -381,6 +454,47 @@ mod tests {
         ] {
             assert!(decode_firing(bad, 0).is_err(), "{bad:?} is not an entry");
         }
+    }
+
+    #[test]
+    fn str_json_writes_what_serde_writes() {
+        for text in [
+            "p12",
+            "DataString",
+            "",
+            "a b.c-d_e",
+            "quote\"d",
+            "back\\slash",
+            "new\nline",
+            "tab\tand\u{1}",
+            "del\u{7f}",
+            "café ✓ 🦎",
+        ] {
+            let mut out = b"x".to_vec();
+            str_json(&mut out, text).expect("writes");
+            let want = serde_json::to_string(text).expect("serde writes");
+            assert_eq!(out[1..], *want.as_bytes(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn rebase_replaces_the_parent_and_keeps_the_rest() {
+        let body = r#"{"parent":4,"firings":[{"op":0,"tokens":[{"type":"DataString","value":"\"firings\""}]}]}"#;
+        for (parent, head) in [
+            (Some(1234), r#"{"parent":1234,"#),
+            (None, r#"{"parent":null,"#),
+        ] {
+            let mut b = body.as_bytes().to_vec();
+            rebase(&mut b, parent);
+            let rest = &body[body.find("\"firings\"").expect("firings")..];
+            assert_eq!(
+                String::from_utf8(b).expect("utf-8"),
+                format!("{head}{rest}")
+            );
+        }
+        let mut first = br#"{"parent":null,"firings":[]}"#.to_vec();
+        rebase(&mut first, Some(7));
+        assert_eq!(first, br#"{"parent":7,"firings":[]}"#);
     }
 
     #[test]

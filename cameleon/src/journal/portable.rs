@@ -144,7 +144,7 @@ pub struct EncodedStep {
 /// Encodes committed steps, as the SQLite store's recorder does (one buffer reused).
 #[derive(Default)]
 pub struct StepEncoder {
-    buf: Vec<u8>,
+    buf: codec::Scratch,
     keys: KeyCache,
 }
 
@@ -158,7 +158,7 @@ impl StepEncoder {
     /// A new encoder.
     pub fn new() -> Self {
         StepEncoder {
-            buf: Vec::with_capacity(512),
+            buf: codec::Scratch::new(),
             keys: KeyCache::new(),
         }
     }

@@ -19,16 +19,81 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-use super::codec::{self, Row};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+
+use super::codec::{self, Head, Scratch};
 use super::store::SEEN;
 use super::{Durability, JournalError};
 use crate::engine::{Committed, EndState, Position, RecordError, Recorder};
 use crate::operator::capability::Meter;
 
+/// Rows waiting to be committed: their integer columns, and their text and blob columns one
+/// after the other in one buffer (a step appends to it; a flush takes it whole and hands back
+/// the buffer it emptied, so that steady recording allocates nothing per step).
+#[derive(Default)]
+struct Rows {
+    rows: Vec<At>,
+    bytes: Vec<u8>,
+}
+
+/// A waiting row: its integer columns, and the ends of its `ops`, `body` and `keys` in
+/// [`Rows::bytes`] (each starts where the one before ends; the row's `ops` where the row
+/// before's `keys` ends). An empty `keys` is `NULL`.
+#[derive(Clone, Copy)]
+struct At {
+    head: Head,
+    ends: [usize; 3],
+}
+
+impl Rows {
+    fn len(&self) -> usize {
+        self.rows.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    fn clear(&mut self) {
+        self.rows.clear();
+        self.bytes.clear();
+    }
+
+    fn push(&mut self, head: Head, s: &Scratch) {
+        let b = &mut self.bytes;
+        b.extend_from_slice(&s.ops);
+        let ops = b.len();
+        b.extend_from_slice(&s.body);
+        let body = b.len();
+        b.extend_from_slice(&s.keys);
+        self.rows.push(At {
+            head,
+            ends: [ops, body, b.len()],
+        });
+    }
+
+    /// Row `i`: its integer columns, `ops`, `body` and `keys`.
+    fn get(&self, i: usize) -> (&Head, &[u8], &[u8], &[u8]) {
+        let at = &self.rows[i];
+        let start = i.checked_sub(1).map_or(0, |p| self.rows[p].ends[2]);
+        let [ops, body, keys] = at.ends;
+        (
+            &at.head,
+            &self.bytes[start..ops],
+            &self.bytes[ops..body],
+            &self.bytes[body..keys],
+        )
+    }
+
+    fn last(&self) -> Option<&Head> {
+        self.rows.last().map(|r| &r.head)
+    }
+}
+
 /// What waits to be committed.
 #[derive(Default)]
 struct Pending {
-    rows: Vec<Row>,
+    rows: Rows,
     /// The latest position (and step count) to write.
     position: Option<Position>,
     /// The latest status and end state to write.
@@ -48,6 +113,8 @@ struct Shared {
 
 struct Writer {
     conn: Connection,
+    /// The rows of the flush under way; empty (its capacity kept) between flushes.
+    taken: Rows,
     /// The run's `runs.seq`.
     run: i64,
     /// The status and end state last written: a step that does not change them does not
@@ -60,7 +127,7 @@ impl Writer {
     /// cached on the connection; one `entries` row per step and at most one `runs` update).
     fn flush(
         &mut self,
-        rows: &[Row],
+        rows: &Rows,
         position: Option<Position>,
         status: Option<&(String, Option<String>)>,
     ) -> rusqlite::Result<()> {
@@ -81,47 +148,38 @@ impl Writer {
         let written = (|| -> rusqlite::Result<()> {
             // Rows go in `CHUNK` at a time, one multi-row `INSERT` each (a `batch` or `exit`
             // flush holds many), the rest one by one.
-            let mut chunks = rows.chunks_exact(CHUNK);
-            if chunks.len() > 0 {
+            let n = rows.len();
+            let whole = n - n % CHUNK;
+            if whole > 0 {
                 let mut insert = conn.prepare_cached(&INSERT_CHUNK)?;
-                for chunk in &mut chunks {
-                    for (i, r) in chunk.iter().enumerate() {
-                        bind_row(&mut insert, i * COLUMNS, self.run, r)?;
+                insert.raw_bind_parameter(1, self.run)?;
+                for first in (0..whole).step_by(CHUNK) {
+                    for i in 0..CHUNK {
+                        bind_row(&mut insert, 1 + i * COLUMNS, self.run, rows, first + i)?;
                     }
                     insert.raw_execute()?;
                 }
             }
-            let rest = chunks.remainder();
-            if !rest.is_empty() {
+            if whole < n {
                 let mut insert = conn.prepare_cached(&INSERT_ONE)?;
-                for r in rest {
-                    bind_row(&mut insert, 0, self.run, r)?;
+                insert.raw_bind_parameter(1, self.run)?;
+                for i in whole..n {
+                    bind_row(&mut insert, 1, self.run, rows, i)?;
                     insert.raw_execute()?;
                 }
             }
             match (position, status) {
                 (Some(p), Some((status, end))) => {
-                    conn.prepare_cached(&format!(
-                        "UPDATE progress_row SET tip = ?2, redo_tip = ?3, steps = ?4, status = ?5,
-                         end_state = ?6, updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
-                         seen = {SEEN} WHERE run = ?1"
-                    ))?
-                    .execute((self.run, p.tip, p.redo_tip, p.depth, status, end))?;
+                    conn.prepare_cached(&UPDATE_BOTH)?
+                        .execute((self.run, p.tip, p.redo_tip, p.depth, status, end))?;
                 }
                 (Some(p), None) => {
-                    conn.prepare_cached(&format!(
-                        "UPDATE progress_row SET tip = ?2, redo_tip = ?3, steps = ?4,
-                         updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), seen = {SEEN}
-                         WHERE run = ?1"
-                    ))?
-                    .execute((self.run, p.tip, p.redo_tip, p.depth))?;
+                    conn.prepare_cached(&UPDATE_POSITION)?
+                        .execute((self.run, p.tip, p.redo_tip, p.depth))?;
                 }
                 (None, Some((status, end))) => {
-                    conn.prepare_cached(
-                        "UPDATE progress_row SET status = ?2, end_state = ?3 WHERE run = ?1 AND
-                         (status IS NOT ?2 OR end_state IS NOT ?3)",
-                    )?
-                    .execute((self.run, status, end))?;
+                    conn.prepare_cached(UPDATE_STATUS)?
+                        .execute((self.run, status, end))?;
                 }
                 (None, None) => {}
             }
@@ -139,24 +197,66 @@ impl Writer {
     }
 }
 
-/// The columns of an `entries` row, as [`bind_row`] binds them.
-const COLUMNS: usize = 9;
+/// The parameters of an `entries` row, as [`bind_row`] binds them (the run, its column
+/// `run`, is parameter 1 of every row of an `INSERT`).
+const COLUMNS: usize = 8;
 
-/// Rows per multi-row `INSERT` of a flush (`COLUMNS * CHUNK` parameters, far under SQLite's
-/// limit of 32 766).
+/// Rows per multi-row `INSERT` of a flush (`COLUMNS * CHUNK + 1` parameters, far under
+/// SQLite's limit of 32 766).
 const CHUNK: usize = 32;
 
 /// Rows waiting in `batch` mode that wake the flusher before its period is over: a long run's
-/// rows are committed while the engine goes on, not all at its end. (A commit earlier than the
-/// period loses less on a crash, never more: docs/cli.md's contract of `batch` holds.)
-const WAKE_ROWS: usize = 256;
+/// rows are committed while the engine goes on, not all at its end, and the flusher starts
+/// early in a run (a flusher still busy takes all the rows waiting when it is done, so commits
+/// grow when steps come faster than they are written). A commit earlier than the period loses
+/// less on a crash, never more: docs/cli.md's contract of `batch` holds.
+const WAKE_ROWS: usize = 64;
+
+/// The `UPDATE`s of a run's progress row: its position and status, its position, its status.
+static UPDATE_BOTH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "UPDATE progress_row SET tip = ?2, redo_tip = ?3, steps = ?4, status = ?5,
+         end_state = ?6, updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'),
+         seen = {SEEN} WHERE run = ?1"
+    )
+});
+static UPDATE_POSITION: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    format!(
+        "UPDATE progress_row SET tip = ?2, redo_tip = ?3, steps = ?4,
+         updated = strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), seen = {SEEN}
+         WHERE run = ?1"
+    )
+});
+const UPDATE_STATUS: &str = "UPDATE progress_row SET status = ?2, end_state = ?3 WHERE run = ?1 AND
+    (status IS NOT ?2 OR end_state IS NOT ?3)";
+
+/// Prepares (and caches on `conn`) the statements a flush of `durability` runs, so that the
+/// schema is read and they are compiled when the run starts, not by its first commits.
+fn prepare(conn: &Connection, durability: Durability) -> rusqlite::Result<()> {
+    let mut all = vec![
+        "BEGIN IMMEDIATE",
+        "COMMIT",
+        &INSERT_ONE,
+        &UPDATE_BOTH,
+        &UPDATE_POSITION,
+        UPDATE_STATUS,
+    ];
+    if !matches!(durability, Durability::Sync | Durability::Strict) {
+        all.push(&INSERT_CHUNK);
+    }
+    for sql in all {
+        conn.prepare_cached(sql)?;
+    }
+    Ok(())
+}
 
 /// `INSERT INTO entries` of one row, and of [`CHUNK`] rows (the SQL texts of prepared, cached
 /// statements).
 static INSERT_ONE: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| insert_sql(1));
 static INSERT_CHUNK: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| insert_sql(CHUNK));
 
-/// `INSERT INTO entries` of `n` rows.
+/// `INSERT INTO entries` of `n` rows: `?1` is the run; row `i`'s other columns are the
+/// [`COLUMNS`] parameters after `1 + i * COLUMNS`.
 fn insert_sql(n: usize) -> String {
     let mut sql = String::from(
         "INSERT INTO entries (id, run, node, parent, step, branch, ops, body, keys) VALUES ",
@@ -165,34 +265,41 @@ fn insert_sql(n: usize) -> String {
         if i > 0 {
             sql.push(',');
         }
-        sql.push('(');
-        for c in 0..COLUMNS {
-            if c > 0 {
-                sql.push(',');
-            }
-            sql.push_str(&format!("?{}", i * COLUMNS + c + 1));
+        let at = 1 + i * COLUMNS;
+        sql.push_str(&format!("(?{},?1", at + 1));
+        for c in 2..=COLUMNS {
+            sql.push_str(&format!(",?{}", at + c));
         }
         sql.push(')');
     }
     sql
 }
 
-/// Binds row `r` of run `run` to the parameters after `at` of `insert` ([`insert_sql`]).
+/// Binds row `i` of `rows`, of run `run`, to the [`COLUMNS`] parameters after `at` of
+/// `insert` ([`insert_sql`]). The text columns are bound from the bytes [`codec::encode_into`]
+/// wrote (UTF-8).
 fn bind_row(
     insert: &mut rusqlite::CachedStatement<'_>,
     at: usize,
     run: i64,
-    r: &Row,
+    rows: &Rows,
+    i: usize,
 ) -> rusqlite::Result<()> {
+    let (r, ops, body, keys) = rows.get(i);
     insert.raw_bind_parameter(at + 1, super::store::entry_id(run, r.node))?;
-    insert.raw_bind_parameter(at + 2, run)?;
-    insert.raw_bind_parameter(at + 3, r.node)?;
-    insert.raw_bind_parameter(at + 4, r.parent)?;
-    insert.raw_bind_parameter(at + 5, r.step)?;
-    insert.raw_bind_parameter(at + 6, r.branch)?;
-    insert.raw_bind_parameter(at + 7, &r.ops)?;
-    insert.raw_bind_parameter(at + 8, &r.body)?;
-    insert.raw_bind_parameter(at + 9, r.keys.as_deref())
+    insert.raw_bind_parameter(at + 2, r.node)?;
+    insert.raw_bind_parameter(at + 3, r.parent)?;
+    insert.raw_bind_parameter(at + 4, r.step)?;
+    insert.raw_bind_parameter(at + 5, r.branch)?;
+    insert.raw_bind_parameter(at + 6, ToSqlOutput::Borrowed(ValueRef::Text(ops)))?;
+    insert.raw_bind_parameter(at + 7, ToSqlOutput::Borrowed(ValueRef::Text(body)))?;
+    insert.raw_bind_parameter(
+        at + 8,
+        match keys {
+            [] => ToSqlOutput::Borrowed(ValueRef::Null),
+            k => ToSqlOutput::Borrowed(ValueRef::Blob(k)),
+        },
+    )
 }
 
 /// Where the engine's history sits in the run's tree, when the run has migrated
@@ -241,7 +348,7 @@ pub(super) struct JournalRecorder {
     /// The run's meter: what it spent goes with its status (`"usage"` in `end_state`).
     meter: Option<Arc<Meter>>,
     /// Reused for encoding each step.
-    buf: Vec<u8>,
+    buf: Scratch,
     /// The status last queued.
     queued: Option<(String, Option<String>)>,
     /// Each operator's fixed part of its firings' reuse keys.
@@ -254,11 +361,13 @@ impl JournalRecorder {
     /// A recorder writing run `run` into the journal at `path`.
     pub(super) fn new(path: &Path, run: i64, durability: Durability) -> Result<Self, JournalError> {
         let conn = super::store::open_writer(path, durability)?;
+        prepare(&conn, durability).map_err(|e| JournalError::sql(path, e))?;
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
             wake: Condvar::new(),
             writer: Mutex::new(Writer {
                 conn,
+                taken: Rows::default(),
                 run,
                 written: None,
             }),
@@ -280,7 +389,7 @@ impl JournalRecorder {
             segment: None,
             durability,
             meter: None,
-            buf: Vec::with_capacity(512),
+            buf: Scratch::new(),
             queued: None,
             keys: crate::engine::KeyCache::new(),
             shared,
@@ -335,10 +444,11 @@ impl JournalRecorder {
         lock(&self.shared.pending)
     }
 
-    /// Queues a row, position or status; commits at once in `sync` mode.
+    /// Queues a row (its integer columns, the rest in `self.buf`), position or status; commits
+    /// at once in `sync` mode.
     fn queue(
         &mut self,
-        row: Option<Row>,
+        row: Option<Head>,
         position: Option<Position>,
         status: Option<(String, Option<String>)>,
         now: bool,
@@ -348,7 +458,9 @@ impl JournalRecorder {
             if let Some(e) = &p.error {
                 return Err(RecordError(e.clone()));
             }
-            p.rows.extend(row);
+            if let Some(head) = row {
+                p.rows.push(head, &self.buf);
+            }
             if p.rows.len() == WAKE_ROWS && matches!(self.durability, Durability::Batch { .. }) {
                 self.shared.wake.notify_one();
             }
@@ -373,18 +485,21 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// Commits everything waiting. The writer is locked first, so two flushes never interleave.
 fn flush(shared: &Shared) -> Result<(), RecordError> {
     let mut w = lock(&shared.writer);
-    let (rows, position, status) = {
+    let w = &mut *w;
+    let (position, status) = {
         let mut p = lock(&shared.pending);
         if let Some(e) = &p.error {
             return Err(RecordError(e.clone()));
         }
-        (
-            std::mem::take(&mut p.rows),
-            p.position.take(),
-            p.status.take(),
-        )
+        // The rows change places with the writer's empty buffer.
+        std::mem::swap(&mut p.rows, &mut w.taken);
+        (p.position.take(), p.status.take())
     };
-    match w.flush(&rows, position, status.as_ref()) {
+    let rows = std::mem::take(&mut w.taken);
+    let written = w.flush(&rows, position, status.as_ref());
+    w.taken = rows;
+    w.taken.clear();
+    match written {
         Ok(()) => Ok(()),
         Err(e) => {
             let msg = format!("cannot write to the journal: {e}");
@@ -427,7 +542,7 @@ pub(super) fn status_of(end: &EndState) -> (String, Option<String>) {
 
 impl Recorder for JournalRecorder {
     fn committed(&mut self, step: &Committed<'_>) -> Result<(), RecordError> {
-        let mut row = codec::encode(step, &mut self.buf, &mut self.keys)?;
+        let mut row = codec::encode_into(step, &mut self.buf, &mut self.keys)?;
         let mut at = step.position();
         if let Some(seg) = &mut self.segment {
             row.node = seg.node(row.node);
@@ -437,7 +552,7 @@ impl Recorder for JournalRecorder {
             };
             row.step += seg.depth;
             row.branch += seg.branch;
-            row.body = codec::rebase(&row.body, row.parent);
+            codec::rebase(&mut self.buf.body, row.parent);
             at = seg.position(at);
         }
         let status = self.running();
@@ -474,5 +589,68 @@ impl Drop for JournalRecorder {
         }
         // `exit` (and anything left): commit on the way out.
         let _ = flush(&self.shared);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(ops: &str, body: &str, keys: &[u8]) -> Scratch {
+        let mut s = Scratch::new();
+        s.ops.extend_from_slice(ops.as_bytes());
+        s.body.extend_from_slice(body.as_bytes());
+        s.keys.extend_from_slice(keys);
+        s
+    }
+
+    fn head(node: u32) -> Head {
+        Head {
+            node,
+            parent: node.checked_sub(1),
+            step: node + 1,
+            branch: 0,
+        }
+    }
+
+    #[test]
+    fn waiting_rows_give_back_each_row_s_columns() {
+        let steps = [
+            ("[\"a\"]", "{\"parent\":null}", &[][..]),
+            (
+                "[\"bb\",\"c\"]",
+                "{\"parent\":0,\"firings\":[]}",
+                &[1, 2, 3][..],
+            ),
+            ("[]", "{}", &[][..]),
+            ("[\"d\"]", "{\"parent\":2}", &[9; 30][..]),
+        ];
+        let mut rows = Rows::default();
+        for round in 0..2 {
+            for (n, (ops, body, keys)) in steps.iter().enumerate() {
+                rows.push(head(n as u32), &scratch(ops, body, keys));
+            }
+            assert_eq!(rows.len(), steps.len(), "round {round}");
+            for (n, (ops, body, keys)) in steps.iter().enumerate() {
+                let (h, o, b, k) = rows.get(n);
+                assert_eq!(h.node, n as u32);
+                assert_eq!(
+                    (o, b, k),
+                    (ops.as_bytes(), body.as_bytes(), *keys),
+                    "row {n}"
+                );
+            }
+            assert_eq!(rows.last().map(|h| h.node), Some(3));
+            rows.clear();
+            assert!(rows.is_empty() && rows.bytes.is_empty());
+        }
+    }
+
+    #[test]
+    fn insert_sql_numbers_the_run_once_and_each_row_s_columns_after_it() {
+        assert_eq!(
+            insert_sql(2).split_once("VALUES ").map(|(_, v)| v),
+            Some("(?2,?1,?3,?4,?5,?6,?7,?8,?9),(?10,?1,?11,?12,?13,?14,?15,?16,?17)")
+        );
     }
 }

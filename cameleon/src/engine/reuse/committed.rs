@@ -24,8 +24,48 @@ impl KeyCache {
         KeyCache::default()
     }
 
-    /// Keeps the digest of token `index`, whose value the journal wrote as `json`.
-    pub fn wrote_value(&mut self, index: u32, token: &Token, json: &[u8]) {
+    /// Whether some operator of `cvm`'s net may be reused (has a fixed part of a key): when
+    /// none does, no firing of the net has a reuse key.
+    pub fn any_keyed(&mut self, cvm: &crate::engine::Cvm) -> bool {
+        let n = cvm.net.ops.len();
+        if self.fixed.len() < n {
+            self.fixed.resize(n, None);
+        }
+        let mut any = false;
+        for (o, node) in cvm.net.ops.iter().enumerate() {
+            let f = self.fixed[o].get_or_insert_with(|| {
+                fixed(
+                    &*node.op,
+                    &node.spec,
+                    cvm.operators.topo.out_connected[o],
+                    &*cvm.context.capabilities,
+                )
+            });
+            any |= f.is_some();
+        }
+        any
+    }
+
+    /// Keeps the digest of token `index`, emitted by `firing`, whose value the journal wrote as
+    /// `json` — unless the operator reading it is known not to be reusable (a key is computed
+    /// only from the inputs of an operator that is; a token written to no connection is no
+    /// one's input).
+    pub fn wrote_value(
+        &mut self,
+        firing: &CommittedFiring<'_>,
+        index: u32,
+        token: &Token,
+        json: &[u8],
+    ) {
+        let net = &firing.cvm().net;
+        let reader = firing
+            .written()
+            .find(|(_, _, new)| *new == index)
+            .map(|(c, _, _)| net.conns[c.index()].to.op.index());
+        let Some(reader) = reader else { return };
+        if let Some(Some(None)) = self.fixed.get(reader) {
+            return;
+        }
         let i = index as usize;
         if self.values.len() <= i {
             self.values.resize(i + 1, None);
