@@ -148,4 +148,7 @@ pub(super) struct Scratch {
     pub(super) branch: u32,
     /// The emissions of a recorded firing being redone or undone.
     pub(super) replayed: Emissions,
+    /// One `tracing` span per firing of the step under way, when a subscriber listens (else
+    /// empty).
+    pub(super) spans: Vec<tracing::Span>,
 }
