@@ -84,7 +84,10 @@ impl Cvm {
             Begun::Over(advanced) => return advanced,
             Begun::Step(step) => step,
         };
-        let cancelled = if self.context.mode == Mode::Sequential && self.inline_step() {
+        // Sequential mode without any guarded operator: every firing is inline, unchecked.
+        let cancelled = if self.context.mode == Mode::Sequential
+            && (!self.operators.any_guarded || self.inline_step())
+        {
             self.fire_here(step);
             false
         } else {
@@ -222,6 +225,10 @@ impl Cvm {
     /// The end of every step anew: committed if every firing succeeded, else discarded.
     #[inline(always)]
     fn settle(&mut self, step: u32, cancelled: bool) -> Result<Advance, StepError> {
+        // No outcomes: a step of inline firings that all succeeded (`firings::fire_inline`).
+        if !cancelled && self.scratch.outcomes.is_empty() {
+            return self.commit_step(step);
+        }
         let failed = self
             .scratch
             .outcomes
@@ -290,9 +297,10 @@ impl Cvm {
     fn plan_step(&mut self) {
         let plan = &mut self.scratch.plan;
         plan.clear();
-        if !self.operators.interrupted.is_empty() {
-            self.operators.interrupted.clear(); // `begin` left it empty: no drop call here
-        }
+        debug_assert!(
+            self.operators.interrupted.is_empty(),
+            "`begin` restores an interrupted step first"
+        );
         let n = self.scratch.ops.len();
         if let [o] = self.scratch.ops[..] {
             // One firing (every sequential step): it reads every slot (no `slot_start`), and
@@ -353,6 +361,7 @@ impl Cvm {
             .history
             .open_node_on(self.scratch.branch, self.marking.tokens.len() as u32);
         let mut saved = 0; // the next state in `operators.interrupted` (in the step's order)
+        let kept = !self.scratch.outcomes.is_empty(); // else no firing has anything to keep
         for j in 0..self.scratch.ops.len() {
             let o = self.scratch.ops[j];
             let before = match self.operators.interrupted.get_mut(saved) {
@@ -367,7 +376,7 @@ impl Cvm {
             } else {
                 None
             };
-            if let Some(out) = self.scratch.outcomes.get_mut(j).and_then(Option::as_mut) {
+            if kept && let Some(out) = self.scratch.outcomes.get_mut(j).and_then(Option::as_mut) {
                 super::reuse::keep(&mut self.history, out);
             }
             let firing = NewFiring {
