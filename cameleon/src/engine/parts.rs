@@ -26,7 +26,8 @@ pub(super) struct Operators {
     /// (timeout, retries), or it is an async operator (so a cancellation drops its firing at
     /// once).
     pub(super) guarded: Vec<bool>,
-    /// Whether some operator is `guarded` (else a sequential step never needs a future).
+    /// Whether some operator is `guarded` (else a sequential step never needs a future): kept
+    /// in step with `guarded` wherever it is set (here, and `Cvm::update_keying`).
     pub(super) any_guarded: bool,
     /// Per operator: the question it asks before firing, if it waits for outside values
     /// (docs/semantics.md §6.1).
