@@ -84,7 +84,10 @@ impl Cvm {
             Begun::Over(advanced) => return advanced,
             Begun::Step(step) => step,
         };
-        let cancelled = if self.context.mode == Mode::Sequential && self.inline_step() {
+        // Sequential mode without any guarded operator: every firing is inline, unchecked.
+        let cancelled = if self.context.mode == Mode::Sequential
+            && (!self.operators.any_guarded || self.inline_step())
+        {
             self.fire_here(step);
             false
         } else {
@@ -147,17 +150,19 @@ impl Cvm {
             .all(|&o| self.operators.runs_inline(o, mode))
     }
 
-    /// The `tracing` spans of the step's firings, when a subscriber listens (else none).
-    #[inline]
-    fn firing_spans(&self, step: u32) -> Vec<Span> {
-        if !self.context.traced {
-            return Vec::new();
+    /// Opens the `tracing` spans of the step's firings into `scratch.spans` when a subscriber
+    /// listens (else it stays empty: nothing to build or drop on the hot path). For a step
+    /// fired on the calling thread, which cannot be dropped mid-way.
+    #[inline(always)]
+    fn open_firing_spans(&mut self, step: u32) {
+        if self.context.traced {
+            self.scratch.spans = self.firing_spans(step);
         }
-        self.traced_spans(step)
     }
 
+    /// The `tracing` spans of the step's firings.
     #[cold]
-    fn traced_spans(&self, step: u32) -> Vec<Span> {
+    fn firing_spans(&self, step: u32) -> Vec<Span> {
         let step_span = self.step_span(step, &self.scratch.ops);
         self.scratch
             .ops
@@ -166,11 +171,19 @@ impl Cvm {
             .collect()
     }
 
+    /// Closes the step's firing spans (they end with the firings, not with the next step).
+    #[inline(always)]
+    fn close_firing_spans(&mut self) {
+        if !self.scratch.spans.is_empty() {
+            self.scratch.spans.clear();
+        }
+    }
+
     /// Fires the step's firings one after the other on the calling thread.
     #[inline(always)]
     fn fire_here(&mut self, step: u32) {
-        let spans = self.firing_spans(step);
-        let shared = step_cx!(self, step, &spans);
+        self.open_firing_spans(step);
+        let shared = step_cx!(self, step, &self.scratch.spans);
         let n = self.scratch.ops.len();
         fire_inline(
             &shared,
@@ -180,6 +193,7 @@ impl Cvm {
             &mut self.scratch.outcomes,
             &mut self.observer,
         );
+        self.close_firing_spans();
     }
 
     /// Fires the step's firings: on this task when all are inline, else concurrently.
@@ -189,7 +203,12 @@ impl Cvm {
             self.fire_here(step);
             return false;
         }
-        let spans = self.firing_spans(step);
+        // Held by the future (not in `scratch`): a dropped step's spans close with it.
+        let spans = if self.context.traced {
+            self.firing_spans(step)
+        } else {
+            Vec::new()
+        };
         let shared = step_cx!(self, step, &spans);
         let n = self.scratch.ops.len();
         run_firings(
@@ -206,6 +225,10 @@ impl Cvm {
     /// The end of every step anew: committed if every firing succeeded, else discarded.
     #[inline(always)]
     fn settle(&mut self, step: u32, cancelled: bool) -> Result<Advance, StepError> {
+        // No outcomes: a step of inline firings that all succeeded (`firings::fire_inline`).
+        if !cancelled && self.scratch.outcomes.is_empty() {
+            return self.commit_step(step);
+        }
         let failed = self
             .scratch
             .outcomes
@@ -274,35 +297,27 @@ impl Cvm {
     fn plan_step(&mut self) {
         let plan = &mut self.scratch.plan;
         plan.clear();
-        if !self.operators.interrupted.is_empty() {
-            self.operators.interrupted.clear(); // `begin` left it empty: no drop call here
-        }
+        debug_assert!(
+            self.operators.interrupted.is_empty(),
+            "`begin` restores an interrupted step first"
+        );
         let n = self.scratch.ops.len();
-        let many = n > 1; // one firing reads every slot: no `slot_start`
-        for &o in &self.scratch.ops {
-            let ins = &self.marking.ports.inputs[self.operators.topo.in_range(o)];
+        if let [o] = self.scratch.ops[..] {
+            // One firing (every sequential step): it reads every slot (no `slot_start`), and
+            // nothing is applied between now and its own apply, which consumes only what is
+            // NEW then — no mask.
             let op = &self.net.ops[o].op;
             // Decided by the operator in the state it fires in (docs/semantics.md §4.4).
-            let consumes = op.consumes(ins);
-            // One firing: nothing is applied between now and its own apply, which consumes
-            // only what is NEW then — the mask would change nothing.
-            plan.consumes.push(if many {
-                InputSet(consumes.0 & InputSet::new_inputs(ins).0)
-            } else {
-                consumes
-            });
-            if many {
-                plan.slot_start.push(plan.slots.len());
-            }
+            plan.consumes
+                .push(op.consumes(&self.marking.ports.inputs[self.operators.topo.in_range(o)]));
             for &c in self.operators.topo.ins(o) {
                 plan.slots.push(self.marking.slot(c)); // a loop: `extend` costs more here
             }
             if let Some(state) = op.save_state() {
                 self.operators.interrupted.push((o as u32, Some(state)));
             }
-        }
-        if many {
-            plan.slot_start.push(plan.slots.len());
+        } else {
+            self.plan_many();
         }
         // Each firing clears its emissions before every attempt (`attempt.rs`), a committed step
         // drains them and a discarded one clears them: they are empty here, no loop.
@@ -314,6 +329,29 @@ impl Cvm {
         }
     }
 
+    /// [`plan_step`](Self::plan_step) for a step of several firings (parallel mode): each
+    /// consumes only the inputs NEW now (a connection another firing of the step writes is not
+    /// NEW now, and stays NEW after the step), and reads its own range of `plan.slots`.
+    fn plan_many(&mut self) {
+        let plan = &mut self.scratch.plan;
+        for &o in &self.scratch.ops {
+            let ins = &self.marking.ports.inputs[self.operators.topo.in_range(o)];
+            let op = &self.net.ops[o].op;
+            // Decided by the operator in the state it fires in (docs/semantics.md §4.4).
+            let consumes = op.consumes(ins);
+            plan.consumes
+                .push(InputSet(consumes.0 & InputSet::new_inputs(ins).0));
+            plan.slot_start.push(plan.slots.len());
+            for &c in self.operators.topo.ins(o) {
+                plan.slots.push(self.marking.slot(c));
+            }
+            if let Some(state) = op.save_state() {
+                self.operators.interrupted.push((o as u32, Some(state)));
+            }
+        }
+        plan.slot_start.push(plan.slots.len());
+    }
+
     /// Commits the step whose firings all succeeded: one history node, each firing applied
     /// in declaration order through the one apply path; the recorded future, if any, becomes a
     /// branch; the recorder is told (its failure undoes the step).
@@ -323,6 +361,7 @@ impl Cvm {
             .history
             .open_node_on(self.scratch.branch, self.marking.tokens.len() as u32);
         let mut saved = 0; // the next state in `operators.interrupted` (in the step's order)
+        let kept = !self.scratch.outcomes.is_empty(); // else no firing has anything to keep
         for j in 0..self.scratch.ops.len() {
             let o = self.scratch.ops[j];
             let before = match self.operators.interrupted.get_mut(saved) {
@@ -337,7 +376,7 @@ impl Cvm {
             } else {
                 None
             };
-            if let Some(out) = self.scratch.outcomes.get_mut(j).and_then(Option::as_mut) {
+            if kept && let Some(out) = self.scratch.outcomes.get_mut(j).and_then(Option::as_mut) {
                 super::reuse::keep(&mut self.history, out);
             }
             let firing = NewFiring {

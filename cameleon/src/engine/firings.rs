@@ -97,12 +97,20 @@ pub(super) fn fire_inline(
     outcomes: &mut Vec<Option<FiringOutcome>>,
     observer: &mut Option<Observer>,
 ) {
-    let mut saved = before.iter().peekable();
-    // Zipped, not indexed: no bounds check per firing on the hot path.
-    for (j, (&o, emitted)) in b.ops.iter().zip(emitted.iter_mut()).enumerate() {
-        let before = saved
-            .next_if(|(s, _)| *s as usize == o)
-            .and_then(|(_, before)| before.as_ref());
+    // Indexed up to the shorter length (no bounds checks, no iterator adapters to set up: a
+    // sequential step has one firing), with the next saved state found by a cursor.
+    let n = b.ops.len().min(emitted.len());
+    let mut saved = 0;
+    for j in 0..n {
+        let o = b.ops[j];
+        let emitted = &mut emitted[j];
+        let before = match before.get(saved) {
+            Some((s, state)) if *s as usize == o => {
+                saved += 1;
+                state.as_ref()
+            }
+            _ => None, // a stateless operator: nothing saved
+        };
         let OpNode { meta, op } = &mut nodes[o];
         let cx = FiringCx::new(b, j, &meta.name, None, None);
         if !b.timed {

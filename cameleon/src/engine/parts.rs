@@ -26,6 +26,9 @@ pub(super) struct Operators {
     /// (timeout, retries), or it is an async operator (so a cancellation drops its firing at
     /// once).
     pub(super) guarded: Vec<bool>,
+    /// Whether some operator is `guarded` (else a sequential step never needs a future): kept
+    /// in step with `guarded` wherever it is set (here, and `Cvm::update_keying`).
+    pub(super) any_guarded: bool,
     /// Per operator: the question it asks before firing, if it waits for outside values
     /// (docs/semantics.md §6.1).
     pub(super) questions: Vec<Option<Question>>,
@@ -50,11 +53,12 @@ impl Operators {
             })
             .collect();
         let settings: Vec<OpSettings> = net.ops.iter().map(|n| n.effective_settings()).collect();
-        let guarded = settings
+        let guarded: Vec<bool> = settings
             .iter()
             .zip(&execution)
             .map(|(s, e)| !s.is_none() || *e == Execution::Async)
             .collect();
+        let any_guarded = guarded.contains(&true);
         let none = <dyn Capabilities>::none();
         let questions: Vec<Option<Question>> = net
             .ops
@@ -67,6 +71,7 @@ impl Operators {
             execution,
             settings,
             guarded,
+            any_guarded,
             questions,
             any_asks,
             interrupted: Vec::new(),
@@ -148,4 +153,7 @@ pub(super) struct Scratch {
     pub(super) branch: u32,
     /// The emissions of a recorded firing being redone or undone.
     pub(super) replayed: Emissions,
+    /// One `tracing` span per firing of the step under way, when a subscriber listens (else
+    /// empty).
+    pub(super) spans: Vec<tracing::Span>,
 }

@@ -515,6 +515,7 @@ impl Cvm {
                 self.context.reuse.is_some() && (looks_up || names_memory(&node.spec.type_id));
             ops.guarded[o] = base || (behavioral && keyed);
         }
+        ops.any_guarded = ops.guarded.contains(&true);
     }
 
     /// How many firings of the applied path were reused from a recorded run.
