@@ -81,9 +81,14 @@ impl Cvm {
     /// Every value operator `op` consumed on its own inputs along the current history, in
     /// order. For a sink, this is what it received.
     pub fn received(&self, op: &str) -> Vec<&Value> {
-        let Some(id) = self.net.op_id(op) else {
-            return Vec::new();
-        };
+        match self.net.op_id(op) {
+            Some(id) => self.received_by(id),
+            None => Vec::new(),
+        }
+    }
+
+    /// [`received`](Self::received), the operator given by id.
+    pub(crate) fn received_by(&self, id: OpId) -> Vec<&Value> {
         // Walk the path forward, tracking each connection's token: consumption keeps the token
         // in place, so what `op` consumed is the token its input held at that moment.
         let mut tok = if self.history.start.is_empty() {

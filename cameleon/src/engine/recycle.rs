@@ -195,16 +195,16 @@ impl Cvm {
         trail
     }
 
-    /// Replaces every operator with `fresh(o)`, a new instance of operator `o` in its initial
-    /// state (of the same type, with the same params: the operator table is kept), and
-    /// re-evaluates the enabled set. `Err`: an instance could not be built; the engine must then
-    /// not run again.
+    /// Puts every operator back in its initial state with `renew(o, op)` — which resets
+    /// operator `o` where it is, or replaces it with a new instance (of the same type, with the
+    /// same params: the operator table is kept) — and re-evaluates the enabled set. `Err`: an
+    /// operator could not be renewed; the engine must then not run again.
     pub(crate) fn renew_operators<E>(
         &mut self,
-        mut fresh: impl FnMut(usize) -> Result<Box<dyn Operator>, E>,
+        mut renew: impl FnMut(usize, &mut Box<dyn Operator>) -> Result<(), E>,
     ) -> Result<(), E> {
         for (o, node) in self.net.ops.iter_mut().enumerate() {
-            node.op = fresh(o)?;
+            renew(o, &mut node.op)?;
         }
         self.refresh_all();
         Ok(())

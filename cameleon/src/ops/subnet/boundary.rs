@@ -87,6 +87,11 @@ impl<T: PortType> SubnetInput<T> {
         }
     }
 
+    /// Back in its initial state (as [`fresh_copy`](Self::fresh_copy) makes it): given nothing.
+    pub(crate) fn renew(&mut self) {
+        self.given = None;
+    }
+
     /// Passes `value` in: what the next firing emits.
     pub(crate) fn give(&mut self, value: Value) {
         self.given = Some(TypedValue(value));
