@@ -363,17 +363,18 @@ impl NetTemplate {
         let (Some(side), Some(&o)) = (self.boundary.outputs.get(k), self.output_ops.get(k)) else {
             return Ok(None);
         };
-        let got = cvm.received_by(crate::connection::OpId(o));
-        match got.as_slice() {
-            [] => Ok(None),
-            [v] => Ok(Some(*v)),
-            many => Err(OpError::new(format!(
-                "sub-net `{}`: output `{}` received {} values; a run passes out one value per output",
-                self.shown,
-                side.name,
-                many.len()
-            ))),
+        let (mut first, mut count) = (None, 0);
+        cvm.each_received(crate::connection::OpId(o), |v| {
+            first = first.or(Some(v));
+            count += 1;
+        });
+        if count > 1 {
+            return Err(OpError::new(format!(
+                "sub-net `{}`: output `{}` received {count} values; a run passes out one value per output",
+                self.shown, side.name,
+            )));
         }
+        Ok(first)
     }
 }
 
