@@ -127,7 +127,10 @@ impl Cvm {
                         // Its own inputs only: a cancellation consumes other operators'
                         // connections too (docs/semantics.md §10.4).
                         let Some(p) = port_of(c) else { continue };
-                        if let Some(t) = tok.get(p).and_then(|&t| self.marking.tokens.get(t as usize)) {
+                        if let Some(t) = tok
+                            .get(p)
+                            .and_then(|&t| self.marking.tokens.get(t as usize))
+                        {
                             f(&t.value);
                         }
                     }
