@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use super::boundary::{SubnetInput, SubnetOutput};
+use super::boundary::{SubnetInput, fresh_boundary, renew_boundary};
 use super::runs::InnerRun;
 use crate::catalogue::{BuildContext, Catalogue, ParamError};
 use crate::cm::{CmFile, Loader};
@@ -384,31 +384,6 @@ fn give(op: &mut dyn Operator, v: &Value) {
     if let Some(input) = op.downcast_mut::<SubnetInput<Any>>() {
         input.give(v.clone());
     }
-}
-
-/// A fresh instance of a boundary operator (`input`, `output`) of the template's net, without
-/// a round trip through its params and the catalogue: a copy of the template's own (which never
-/// runs), given nothing. `None` for any other operator.
-fn fresh_boundary(op: &dyn Operator) -> Option<Box<dyn Operator>> {
-    let any: &dyn std::any::Any = op;
-    if let Some(input) = any.downcast_ref::<SubnetInput<Any>>() {
-        return Some(Box::new(input.fresh_copy()));
-    }
-    any.downcast_ref::<SubnetOutput<Any>>()
-        .map(|output| Box::new(output.fresh_copy()) as Box<dyn Operator>)
-}
-
-/// Puts `op`, a boundary operator (`input`, `output`) of an instance of the template's net, back
-/// in its initial state, where it is: as [`fresh_boundary`] would make it. `false` for any other
-/// operator.
-fn renew_boundary(op: &mut dyn Operator) -> bool {
-    let any: &mut dyn std::any::Any = op;
-    if let Some(input) = any.downcast_mut::<SubnetInput<Any>>() {
-        input.renew();
-        return true;
-    }
-    // An output has no state.
-    any.is::<SubnetOutput<Any>>()
 }
 
 /// Which sets of outputs a run can complete with: for each COMPLETED state of the inner net's
