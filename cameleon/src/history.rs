@@ -145,6 +145,41 @@ impl HistoryTree {
         }
     }
 
+    /// Empties the store, as `default()` makes it, keeping its buffers (every field is named:
+    /// a new one must be emptied here too).
+    pub(crate) fn clear(&mut self) {
+        let HistoryTree {
+            nodes,
+            firings,
+            consumed,
+            written,
+            states,
+            reused,
+            keys,
+            path,
+            redo,
+            has_child,
+            root_has_child,
+            branch_starts,
+            branch_cache,
+            start,
+        } = self;
+        nodes.clear();
+        firings.clear();
+        consumed.clear();
+        written.clear();
+        states.clear();
+        reused.clear();
+        keys.clear();
+        path.clear();
+        redo.clear();
+        has_child.clear();
+        *root_has_child = false;
+        branch_starts.clear();
+        *branch_cache.get_mut() = 0;
+        start.clear();
+    }
+
     pub(crate) fn firing_range(&self, node: u32) -> std::ops::Range<usize> {
         let start = self.nodes[node as usize].first_firing as usize;
         let end = self

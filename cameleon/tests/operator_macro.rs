@@ -536,3 +536,55 @@ fn a_declared_timeout_cuts_an_async_firing_short() {
         other => panic!("expected a timeout, got {other:?}"),
     }
 }
+
+/// Counts its firings (internal state) and has neither params nor context.
+#[operator(id = "test_tally", label = "Tally", family = structural)]
+#[derive(Debug, Default)]
+pub struct Tally<T: PortType = Any> {
+    #[input]
+    in_data: In<T>,
+    #[output]
+    out_data: Out<T>,
+    /// The firings so far.
+    seen: u64,
+}
+
+impl<T: PortType> Run for Tally<T> {
+    fn run(&mut self, cx: &mut Firing<'_, Self>) -> Result<(), OpError> {
+        self.seen += 1;
+        cx.forward(Self::in_data, Self::out_data)
+    }
+}
+
+#[test]
+fn an_operator_without_params_makes_a_fresh_instance_of_its_own_type_in_its_initial_state() {
+    let mut b = Net::builder("tally");
+    b.add("src", Source::new("x"));
+    b.add(
+        "tally",
+        Tally::<DataString> {
+            seen: 0,
+            __cameleon_ports: std::marker::PhantomData,
+        },
+    );
+    b.add("out", Sink::new());
+    b.connect("src.out_data", "tally.in_data")
+        .connect("tally.out_data", "out.in_data");
+    let mut cvm = Cvm::new(b.build().expect("valid net"));
+    assert_eq!(cvm.run().expect("runs"), EndState::Completed);
+    let id = cvm.net().op_id("tally").expect("declared");
+    let op = cvm.net().op(id).operator();
+    let seen = |op: &dyn Operator| {
+        let any: &dyn std::any::Any = op;
+        any.downcast_ref::<Tally<DataString>>().map(|t| t.seen)
+    };
+    assert_eq!(seen(op), Some(1), "the run's instance fired once");
+    let fresh = op.fresh().expect("made without the catalogue");
+    assert_eq!(
+        seen(&*fresh),
+        Some(0),
+        "of the same type (its type parameter kept), its state at its initial value"
+    );
+    // An operator with params is rebuilt from them through the catalogue.
+    assert!(Repeat::default().fresh().is_none());
+}

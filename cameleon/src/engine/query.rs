@@ -81,37 +81,67 @@ impl Cvm {
     /// Every value operator `op` consumed on its own inputs along the current history, in
     /// order. For a sink, this is what it received.
     pub fn received(&self, op: &str) -> Vec<&Value> {
-        let Some(id) = self.net.op_id(op) else {
-            return Vec::new();
-        };
-        // Walk the path forward, tracking each connection's token: consumption keeps the token
-        // in place, so what `op` consumed is the token its input held at that moment.
-        let mut tok = if self.history.start.is_empty() {
-            vec![NONE; self.marking.states.len()]
-        } else {
-            self.history.start.clone()
-        };
+        match self.net.op_id(op) {
+            Some(id) => self.received_by(id),
+            None => Vec::new(),
+        }
+    }
+
+    /// [`received`](Self::received), the operator given by id.
+    pub(crate) fn received_by(&self, id: OpId) -> Vec<&Value> {
         let mut out = Vec::new();
-        for &node in &self.history.path {
-            for f in self.history.firing_range(node) {
-                if self.history.firings[f].op == id.0 {
-                    for &c in &self.history.consumed[self.history.consumed_range(f)] {
-                        // Its own inputs only: a cancellation consumes other operators'
-                        // connections too (docs/semantics.md §10.4).
-                        if self.operators.topo.consumer[c as usize] != id.0 {
-                            continue;
-                        }
-                        if let Some(t) = self.marking.tokens.get(tok[c as usize] as usize) {
-                            out.push(&t.value);
-                        }
-                    }
-                }
-                for w in &self.history.written[self.history.written_range(f)] {
-                    tok[w.conn as usize] = w.new_tok;
+        self.each_received(id, |v| out.push(v));
+        out
+    }
+
+    /// Calls `f` with every value operator `id` consumed on its own inputs along the current
+    /// history, in order ([`received`](Self::received) without a list).
+    pub(crate) fn each_received<'a>(&'a self, id: OpId, mut f: impl FnMut(&'a Value)) {
+        let topo = &self.operators.topo;
+        let ins = topo.ins(id.index());
+        // Walk the path forward, tracking the token each of `id`'s inputs holds (by port):
+        // consumption keeps the token in place, so what `id` consumed is the token its input
+        // held at that moment.
+        let mut small = [NONE; 8];
+        let mut large = Vec::new();
+        let tok: &mut [u32] = if ins.len() <= small.len() {
+            &mut small[..ins.len()]
+        } else {
+            large.resize(ins.len(), NONE);
+            &mut large
+        };
+        if !self.history.start.is_empty() {
+            for (t, &c) in tok.iter_mut().zip(ins) {
+                if let Some(&held) = self.history.start.get(c as usize) {
+                    *t = held;
                 }
             }
         }
-        out
+        let port_of = |c: u32| {
+            (topo.consumer[c as usize] == id.0).then(|| topo.consumer_port[c as usize] as usize)
+        };
+        for &node in &self.history.path {
+            for fi in self.history.firing_range(node) {
+                if self.history.firings[fi].op == id.0 {
+                    for &c in &self.history.consumed[self.history.consumed_range(fi)] {
+                        // Its own inputs only: a cancellation consumes other operators'
+                        // connections too (docs/semantics.md §10.4).
+                        let Some(p) = port_of(c) else { continue };
+                        if let Some(t) = tok
+                            .get(p)
+                            .and_then(|&t| self.marking.tokens.get(t as usize))
+                        {
+                            f(&t.value);
+                        }
+                    }
+                }
+                for w in &self.history.written[self.history.written_range(fi)] {
+                    if let Some(t) = port_of(w.conn).and_then(|p| tok.get_mut(p)) {
+                        *t = w.new_tok;
+                    }
+                }
+            }
+        }
     }
 
     /// Connections still EMPTY: never reached (information, not an error, docs/semantics.md §6).

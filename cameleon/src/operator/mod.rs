@@ -88,6 +88,8 @@ pub trait Operator: StdAny + Send {
     /// A new instance of this operator in its initial state, as built from its params, for a
     /// sub-net run on each firing of its parent (docs/semantics.md §10.2). Default: `None`, and
     /// the instance is rebuilt from the catalogue with its [`params`](Self::params).
+    /// `#[operator]` writes it for an operator without params or context: its internal state
+    /// at its initial value, checked by `validate` as the catalogue's build checks it.
     fn fresh(&self) -> Option<Box<dyn Operator>> {
         None
     }

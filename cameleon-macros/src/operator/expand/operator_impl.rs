@@ -208,6 +208,36 @@ pub fn operator_impl(op: &Operator) -> TokenStream {
         }
     };
 
+    // An operator without params or context is, in its initial state, what the catalogue
+    // builds from its (empty) params: `fresh` makes it without the catalogue's round trip
+    // (a sub-net's or a map's runs renew their operators each run).
+    let fresh = (op.params.is_empty() && op.context.is_empty()).then(|| {
+        let validate = user_fn(op, &this, "validate");
+        let state_vars: Vec<Ident> = (0..op.state.len())
+            .map(|i| quote::format_ident!("__state{}", i))
+            .collect();
+        let state_init = (!op.state.is_empty())
+            .then(|| quote!(let (#(#state_vars,)*) = Self::__cameleon_initial_state();));
+        let state_inits = op
+            .state
+            .iter()
+            .zip(&state_vars)
+            .map(|((f, _), v)| quote!(#f: #v,));
+        let phantom =
+            (!op.type_params.is_empty()).then(|| quote!(__cameleon_ports: #p::PhantomData,));
+        quote! {
+            fn fresh(&self) -> #p::Option<#p::Box<dyn #p::Operator>> {
+                #state_init
+                let __op: Self = #ident {
+                    #(#state_inits)*
+                    #phantom
+                };
+                #validate(&__op).ok()?;
+                #p::Some(#p::Box::new(__op))
+            }
+        }
+    });
+
     let spec_args = counts.iter().map(|c| quote!(self.#c));
     quote! {
         impl #impl_g #p::Operator for #ident #ty_g #where_c {
@@ -225,6 +255,7 @@ pub fn operator_impl(op: &Operator) -> TokenStream {
             #run
             #settings
             #state
+            #fresh
             fn rollback(
                 &mut self,
                 before: #p::Option<&#p::OpState>,

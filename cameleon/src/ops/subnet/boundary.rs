@@ -4,7 +4,7 @@
 use std::marker::PhantomData;
 
 use crate::operator;
-use crate::operator::{Firing, In, OpError, OpSpec, Out, ParamError, Run, TypeRef};
+use crate::operator::{Firing, In, OpError, OpSpec, Operator, Out, ParamError, Run, TypeRef};
 use crate::types::{Any, DataJSON, PortType, TypeInfo, TypedValue, Value, all_types, type_by_name};
 use crate::util::did_you_mean;
 
@@ -85,6 +85,11 @@ impl<T: PortType> SubnetInput<T> {
             given: None,
             __cameleon_ports: PhantomData,
         }
+    }
+
+    /// Back in its initial state (as [`fresh_copy`](Self::fresh_copy) makes it): given nothing.
+    pub(crate) fn renew(&mut self) {
+        self.given = None;
     }
 
     /// Passes `value` in: what the next firing emits.
@@ -198,4 +203,29 @@ impl<T: PortType> Run for SubnetOutput<T> {
         }
         spec
     }
+}
+
+/// A fresh instance of a boundary operator (`input`, `output`) of a sub-net's inner net, without
+/// a round trip through its params and the catalogue: a copy of the template's own (which never
+/// runs), given nothing. `None` for any other operator.
+pub(super) fn fresh_boundary(op: &dyn Operator) -> Option<Box<dyn Operator>> {
+    let any: &dyn std::any::Any = op;
+    if let Some(input) = any.downcast_ref::<SubnetInput<Any>>() {
+        return Some(Box::new(input.fresh_copy()));
+    }
+    any.downcast_ref::<SubnetOutput<Any>>()
+        .map(|output| Box::new(output.fresh_copy()) as Box<dyn Operator>)
+}
+
+/// Puts `op`, a boundary operator (`input`, `output`) of an instance of a sub-net's inner net, back
+/// in its initial state, where it is: as [`fresh_boundary`] would make it. `false` for any other
+/// operator.
+pub(super) fn renew_boundary(op: &mut dyn Operator) -> bool {
+    let any: &mut dyn std::any::Any = op;
+    if let Some(input) = any.downcast_mut::<SubnetInput<Any>>() {
+        input.renew();
+        return true;
+    }
+    // An output has no state.
+    any.is::<SubnetOutput<Any>>()
 }

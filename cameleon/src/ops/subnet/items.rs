@@ -53,14 +53,20 @@ impl Worker {
     fn start(&mut self, index: usize, item: &Value) -> Result<&mut Cvm, OpError> {
         let (t, caps) = &*self.from;
         let given = [(0, item.clone())];
-        let cvm = match self.cvm.take() {
-            Some(mut cvm) => {
-                t.renew(&mut cvm, &given)?;
-                cvm
+        // Renewed where it is (an engine is large: moving it costs more than renewing it).
+        match &mut self.cvm {
+            Some(cvm) => {
+                if let Err(e) = t.renew(cvm, &given) {
+                    self.cvm = None;
+                    return Err(e);
+                }
             }
-            None => t.start(&given, caps)?,
-        };
-        let cvm = self.cvm.insert(cvm);
+            None => self.cvm = Some(t.start(&given, caps)?),
+        }
+        let cvm = self
+            .cvm
+            .as_mut()
+            .ok_or_else(|| OpError::new("its engine is gone"))?;
         // Distinct per item: a firing's idempotency key starts with its run's id.
         let id = uuid::Uuid::from_u128(self.ids ^ index as u128);
         let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
@@ -112,12 +118,10 @@ impl Worker {
         };
         let result = match t.failure(&end) {
             Some(why) => Err(why),
-            None => t.outputs(cvm).map_err(|e| e.to_string()).map(|outs| {
-                outs.into_iter()
-                    .next()
-                    .flatten()
-                    .map_or(Json::Null, |v| v.to_json())
-            }),
+            None => t
+                .output(cvm, 0)
+                .map_err(|e| e.to_string())
+                .map(|v| v.map_or(Json::Null, Value::to_json)),
         };
         let (t, caps) = &*self.from;
         let run = if NetTemplate::renewable(caps) {

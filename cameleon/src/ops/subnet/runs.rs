@@ -38,7 +38,8 @@ pub struct InnerRun {
     firings: usize,
     /// The inner engine; empty for a run read back from a journal until its operator rebuilds
     /// it from `record` ([`restore`](Self::restore)), and for a kept item until it is needed.
-    cvm: OnceLock<Mutex<Cvm>>,
+    /// Boxed: a run is moved a few times on its way to its firing's runs, an engine is large.
+    cvm: OnceLock<Box<Mutex<Cvm>>>,
     /// A run read back from a journal: its history, to rebuild the engine from.
     record: Option<Recorded>,
     /// A `map`'s item: what its engine left, to rebuild the engine from (taken when it is).
@@ -126,7 +127,7 @@ impl InnerRun {
             end,
             steps: cvm.depth(),
             firings: cvm.history().recorded_firings(),
-            cvm: OnceLock::from(Mutex::new(cvm)),
+            cvm: OnceLock::from(Box::new(Mutex::new(cvm))),
             record: None,
             kept: Mutex::new(None),
         }
@@ -167,19 +168,19 @@ impl InnerRun {
     /// rebuilt yet, or one whose engine cannot be rebuilt.
     fn engine(&self) -> Option<&Mutex<Cvm>> {
         if let Some(cvm) = self.cvm.get() {
-            return Some(cvm);
+            return Some(&**cvm);
         }
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(cvm) = self.cvm.get() {
-            return Some(cvm); // rebuilt while this thread waited
+            return Some(&**cvm); // rebuilt while this thread waited
         }
         let k = kept.take()?;
         let (template, caps) = &*k.from;
         let mut cvm = template.start(&[(0, k.item)], caps).ok()?;
         cvm.set_run_id(k.run_id);
         cvm.adopt_trail(k.trail).ok()?;
-        let _ = self.cvm.set(Mutex::new(cvm));
-        self.cvm.get()
+        let _ = self.cvm.set(Box::new(Mutex::new(cvm)));
+        self.cvm.get().map(|b| &**b)
     }
 
     /// Rebuilds the engine of a run read back from a journal, on `net` (a fresh instance of
@@ -198,7 +199,7 @@ impl InnerRun {
         let mut cvm = Cvm::new(net);
         cvm.restore(record.clone())
             .map_err(|e| format!("inner run of `{}`: {e}", self.net))?;
-        let _ = self.cvm.set(Mutex::new(cvm));
+        let _ = self.cvm.set(Box::new(Mutex::new(cvm)));
         Ok(())
     }
 

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use super::boundary::{SubnetInput, SubnetOutput};
+use super::boundary::{SubnetInput, fresh_boundary, renew_boundary};
 use super::runs::InnerRun;
 use crate::catalogue::{BuildContext, Catalogue, ParamError};
 use crate::cm::{CmFile, Loader};
@@ -194,6 +194,8 @@ pub(crate) struct NetTemplate {
     pub(crate) boundary: InnerPorts,
     /// Per boundary input: its operator's index in the net.
     input_ops: Vec<usize>,
+    /// Per boundary output: its operator's index in the net.
+    output_ops: Vec<u32>,
     /// The emission sets of an operator with its boundary (indices into `boundary.outputs`).
     pub(crate) emits: Vec<Vec<u16>>,
     /// Whether a run is better awaited than run synchronously: the net runs in parallel mode,
@@ -230,6 +232,12 @@ impl NetTemplate {
             .map(|side| net.op_id(&side.op).map(|id| id.index()))
             .collect::<Option<Vec<usize>>>()
             .ok_or_else(|| format!("sub-net `{shown}`: an `input` is not in its net"))?;
+        let output_ops = boundary
+            .outputs
+            .iter()
+            .map(|side| net.op_id(&side.op).map(|id| id.0))
+            .collect::<Option<Vec<u32>>>()
+            .ok_or_else(|| format!("sub-net `{shown}`: an `output` is not in its net"))?;
         let t = NetTemplate {
             topo: Topo::new(&net),
             name: Arc::from(net.name()),
@@ -238,6 +246,7 @@ impl NetTemplate {
             shown,
             boundary,
             input_ops,
+            output_ops,
             emits,
             asynchronous,
         };
@@ -302,7 +311,13 @@ impl NetTemplate {
     pub(crate) fn renew(&self, cvm: &mut Cvm, values: &[(usize, Value)]) -> Result<(), OpError> {
         {
             let net = self.net.lock().unwrap_or_else(PoisonError::into_inner);
-            cvm.renew_operators(|o| self.fresh_op(&net.ops[o]))?;
+            cvm.renew_operators(|o, op| {
+                // A boundary operator is put back in its initial state where it is.
+                if !renew_boundary(&mut **op) {
+                    *op = self.fresh_op(&net.ops[o])?;
+                }
+                Ok::<(), OpError>(())
+            })?;
         }
         for (k, v) in values {
             if let Some(&o) = self.input_ops.get(*k) {
@@ -337,23 +352,29 @@ impl NetTemplate {
     /// The value each `output` received in the run on `cvm`, by boundary output index: `None`
     /// when it received nothing; an error when it received more than one.
     pub(crate) fn outputs(&self, cvm: &Cvm) -> Result<Vec<Option<Value>>, OpError> {
-        self.boundary
-            .outputs
-            .iter()
-            .map(|side| {
-                let got = cvm.received(&side.op);
-                match got.as_slice() {
-                    [] => Ok(None),
-                    [v] => Ok(Some((*v).clone())),
-                    many => Err(OpError::new(format!(
-                        "sub-net `{}`: output `{}` received {} values; a run passes out one value per output",
-                        self.shown,
-                        side.name,
-                        many.len()
-                    ))),
-                }
-            })
+        (0..self.boundary.outputs.len())
+            .map(|k| self.output(cvm, k).map(|v| v.cloned()))
             .collect()
+    }
+
+    /// The value boundary output `k` received in the run on `cvm` (as
+    /// [`outputs`](Self::outputs) gives it), its operator found by index.
+    pub(crate) fn output<'c>(&self, cvm: &'c Cvm, k: usize) -> Result<Option<&'c Value>, OpError> {
+        let (Some(side), Some(&o)) = (self.boundary.outputs.get(k), self.output_ops.get(k)) else {
+            return Ok(None);
+        };
+        let (mut first, mut count) = (None, 0);
+        cvm.each_received(crate::connection::OpId(o), |v| {
+            first = first.or(Some(v));
+            count += 1;
+        });
+        if count > 1 {
+            return Err(OpError::new(format!(
+                "sub-net `{}`: output `{}` received {count} values; a run passes out one value per output",
+                self.shown, side.name,
+            )));
+        }
+        Ok(first)
     }
 }
 
@@ -363,18 +384,6 @@ fn give(op: &mut dyn Operator, v: &Value) {
     if let Some(input) = op.downcast_mut::<SubnetInput<Any>>() {
         input.give(v.clone());
     }
-}
-
-/// A fresh instance of a boundary operator (`input`, `output`) of the template's net, without
-/// a round trip through its params and the catalogue: a copy of the template's own (which never
-/// runs), given nothing. `None` for any other operator.
-fn fresh_boundary(op: &dyn Operator) -> Option<Box<dyn Operator>> {
-    let any: &dyn std::any::Any = op;
-    if let Some(input) = any.downcast_ref::<SubnetInput<Any>>() {
-        return Some(Box::new(input.fresh_copy()));
-    }
-    any.downcast_ref::<SubnetOutput<Any>>()
-        .map(|output| Box::new(output.fresh_copy()) as Box<dyn Operator>)
 }
 
 /// Which sets of outputs a run can complete with: for each COMPLETED state of the inner net's
