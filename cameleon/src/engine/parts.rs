@@ -26,8 +26,8 @@ pub(super) struct Operators {
     /// (timeout, retries), or it is an async operator (so a cancellation drops its firing at
     /// once).
     pub(super) guarded: Vec<bool>,
-    /// Whether some operator is `guarded` (else a sequential step never needs a future): kept
-    /// in step with `guarded` wherever it is set (here, and `Cvm::update_keying`).
+    /// Whether some operator is `guarded` (else a sequential step never needs a future): set
+    /// with `guarded` by [`Operators::guard`].
     pub(super) any_guarded: bool,
     /// Per operator: the question it asks before firing, if it waits for outside values
     /// (docs/semantics.md §6.1).
@@ -53,12 +53,6 @@ impl Operators {
             })
             .collect();
         let settings: Vec<OpSettings> = net.ops.iter().map(|n| n.effective_settings()).collect();
-        let guarded: Vec<bool> = settings
-            .iter()
-            .zip(&execution)
-            .map(|(s, e)| !s.is_none() || *e == Execution::Async)
-            .collect();
-        let any_guarded = guarded.contains(&true);
         let none = <dyn Capabilities>::none();
         let questions: Vec<Option<Question>> = net
             .ops
@@ -66,16 +60,30 @@ impl Operators {
             .map(|n| question_of(net, n, none.tools()))
             .collect();
         let any_asks = questions.iter().any(Option::is_some);
-        Operators {
+        let mut ops = Operators {
             topo,
             execution,
             settings,
-            guarded,
-            any_guarded,
+            guarded: Vec::new(),
+            any_guarded: false,
             questions,
             any_asks,
             interrupted: Vec::new(),
-        }
+        };
+        ops.guard(|_| false);
+        ops
+    }
+
+    /// Sets `guarded` (and `any_guarded` with it): an operator is guarded when it has settings
+    /// (timeout, retries), is async, or `also` says so (a behavioral operator keyed for reuse,
+    /// `Cvm::update_keying`).
+    pub(super) fn guard(&mut self, also: impl Fn(usize) -> bool) {
+        self.guarded = (0..self.settings.len())
+            .map(|o| {
+                !self.settings[o].is_none() || self.execution[o] == Execution::Async || also(o)
+            })
+            .collect();
+        self.any_guarded = self.guarded.contains(&true);
     }
 
     /// Whether operator `o` fires on the calling thread, without a future: no settings, not

@@ -506,16 +506,14 @@ impl Cvm {
                 .is_some()
                 .then(|| Arc::new(Reuse::keying()));
         }
-        let ops = &mut self.operators;
-        for (o, node) in self.net.ops.iter().enumerate() {
-            let base =
-                !ops.settings[o].is_none() || ops.execution[o] == crate::operator::Execution::Async;
-            let behavioral = node.spec.family == Family::Behavioral;
-            let keyed =
-                self.context.reuse.is_some() && (looks_up || names_memory(&node.spec.type_id));
-            ops.guarded[o] = base || (behavioral && keyed);
-        }
-        ops.any_guarded = ops.guarded.contains(&true);
+        let reuse = self.context.reuse.is_some();
+        let net = &self.net;
+        self.operators.guard(|o| {
+            let node = &net.ops[o];
+            node.spec.family == Family::Behavioral
+                && reuse
+                && (looks_up || names_memory(&node.spec.type_id))
+        });
     }
 
     /// How many firings of the applied path were reused from a recorded run.
