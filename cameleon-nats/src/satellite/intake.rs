@@ -62,6 +62,13 @@ impl Call {
     /// Tells the caller this satellite holds the call (its name and heartbeat period), if it
     /// asked: before the reply; for a call answered `at_once`, only if it asked for every call
     /// (`Cameleon-Want-Ack: 1`) rather than for those held (`held`).
+    ///
+    /// A held call's acknowledgement is flushed to the server before the call runs: a publish
+    /// only queues the message, and a satellite that dies while the acknowledgement still waits
+    /// in its queue (after its effect began) would leave the run not knowing who held the call —
+    /// no failover in heartbeats, only the instance's timeout (docs/wire.md, "Acknowledgement
+    /// and failover"). Calls answered at once need no flush: the reply follows in the same write.
+    /// The flush waits for the write to the socket, not for the server (no round trip).
     async fn acknowledge(&self, shared: &Shared, at_once: bool) {
         let m = self.message();
         let wanted = match m.headers.as_ref().and_then(|h| h.get(names::WANT_ACK)) {
@@ -69,10 +76,16 @@ impl Call {
             Some(v) => !(at_once && v.as_str() == ACK_HELD),
         };
         if let (true, Some(reply)) = (wanted, &m.reply) {
-            let _ = shared
+            let sent = shared
                 .client
                 .publish_with_headers(reply.clone(), shared.ack_headers.clone(), Bytes::new())
                 .await;
+            if sent.is_ok() && !at_once {
+                // Bounded: with the server unreachable the call runs after one heartbeat
+                // period, as before (the run cannot hear of it either way).
+                let period = shared.config.heartbeat;
+                let _ = tokio::time::timeout(period, shared.client.flush()).await;
+            }
         }
     }
 
