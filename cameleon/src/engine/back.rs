@@ -18,7 +18,7 @@ impl Cvm {
     }
 
     fn back_unrecorded(&mut self) -> Result<(), BackError> {
-        if !self.operators.interrupted.is_empty() {
+        if !self.scratch.interrupted.is_empty() {
             self.restore_interrupted();
         }
         let node = self.history.path.pop().ok_or(BackError::AtStart)?;

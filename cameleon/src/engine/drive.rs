@@ -24,12 +24,12 @@
 
 use tracing::Span;
 
-use super::attempt::FiringOutcome;
-use super::firings::{StepCx, fire_inline, run_firings};
+use super::attempt::{FiringCx, FiringOutcome, fire_now};
+use super::firings::{StepCx, failed_at, fire_inline, inline_outcome, run_firings};
 use super::marking::NewFiring;
 use super::{Advance, Cvm, EndState, Event, StepError};
-use crate::net::Mode;
-use crate::operator::{InputSet, OpError};
+use crate::net::{Mode, OpNode};
+use crate::operator::{InputSet, OpError, OpState};
 use crate::runtime::block_on;
 
 /// What a forward step does.
@@ -84,16 +84,55 @@ impl Cvm {
             Begun::Over(advanced) => return advanced,
             Begun::Step(step) => step,
         };
-        // Sequential mode without any guarded operator: every firing is inline, unchecked.
-        let cancelled = if self.context.mode == Mode::Sequential
-            && (!self.operators.any_guarded || self.inline_step())
-        {
+        // Sequential mode: one firing (`choose`), inline unless its operator is guarded.
+        let cancelled = if self.context.mode == Mode::Sequential {
+            let o = self.scratch.ops[0];
+            if !self.operators.guarded[o] {
+                return self.drive_one(step, o);
+            }
+            block_on(self.fire_step(step))
+        } else if self.inline_step() {
             self.fire_here(step);
             false
         } else {
             block_on(self.fire_step(step))
         };
         self.settle(step, cancelled)
+    }
+
+    /// A sequential step of one inline firing, operator `o`'s: fired on the calling thread,
+    /// then committed (or discarded). The hot path: when nobody watches (no observer, no
+    /// span), the firing is neither timed nor looped over.
+    #[inline(always)]
+    fn drive_one(&mut self, step: u32, o: usize) -> Result<Advance, StepError> {
+        if self.context.traced || self.observer.is_some() {
+            self.fire_here(step); // timed, with its span and events
+            return self.settle(step, false);
+        }
+        let shared = step_cx!(self, step, &[] as &[Span]);
+        // The state saved by `plan_step`, if the operator has one (the only entry).
+        let before = self
+            .scratch
+            .interrupted
+            .first()
+            .and_then(|(_, s)| s.as_ref());
+        let OpNode { meta, op } = &mut self.net.ops[o];
+        let cx = FiringCx::new(&shared, 0, &meta.name, None, None);
+        let emitted = &mut self.scratch.emitted[0];
+        let (result, attempts) = fire_now(&mut **op, &meta.spec, &cx, before, emitted);
+        if let Err(error) = result {
+            failed_at(
+                &mut self.scratch.outcomes,
+                0,
+                inline_outcome(Err(error), attempts, None),
+                1,
+            );
+            return self.discard_step(step, false, 0);
+        }
+        let node = self.open_node();
+        let before = self.scratch.interrupted.pop().and_then(|(_, b)| b);
+        self.commit_firing(0, o, step, before);
+        self.close_node(node, step)
     }
 
     /// The drive routine, awaiting the step's firings (the async API, parallel runs).
@@ -111,7 +150,7 @@ impl Cvm {
     /// run ends here (nothing enabled, a limit, a cancellation).
     #[inline(always)]
     fn begin(&mut self, how: Forward) -> Begun {
-        if !self.operators.interrupted.is_empty() {
+        if !self.scratch.interrupted.is_empty() {
             self.restore_interrupted();
         }
         if how == Forward::Next
@@ -188,7 +227,7 @@ impl Cvm {
         fire_inline(
             &shared,
             &mut self.net.ops,
-            &self.operators.interrupted,
+            &self.scratch.interrupted,
             &mut self.scratch.emitted[..n],
             &mut self.scratch.outcomes,
             &mut self.observer,
@@ -291,14 +330,14 @@ impl Cvm {
     /// What each firing of the step reads: its inputs and what it consumes, at the start of
     /// the step (only inputs NEW now are consumed: a connection another firing of the step
     /// writes is not NEW now, and stays NEW after the step). Saves the state of each operator
-    /// that has one in `operators.interrupted` (a stateless operator's step saves nothing): if
+    /// that has one in `scratch.interrupted` (a stateless operator's step saves nothing): if
     /// the step's future is dropped mid-way, the next step restores them.
     #[inline(always)]
     fn plan_step(&mut self) {
         let plan = &mut self.scratch.plan;
         plan.clear();
         debug_assert!(
-            self.operators.interrupted.is_empty(),
+            self.scratch.interrupted.is_empty(),
             "`begin` restores an interrupted step first"
         );
         let n = self.scratch.ops.len();
@@ -314,7 +353,7 @@ impl Cvm {
                 plan.slots.push(self.marking.slot(c)); // a loop: `extend` costs more here
             }
             if let Some(state) = op.save_state() {
-                self.operators.interrupted.push((o as u32, Some(state)));
+                self.scratch.interrupted.push((o as u32, Some(state)));
             }
         } else {
             self.plan_many();
@@ -346,7 +385,7 @@ impl Cvm {
                 plan.slots.push(self.marking.slot(c));
             }
             if let Some(state) = op.save_state() {
-                self.operators.interrupted.push((o as u32, Some(state)));
+                self.scratch.interrupted.push((o as u32, Some(state)));
             }
         }
         plan.slot_start.push(plan.slots.len());
@@ -357,46 +396,65 @@ impl Cvm {
     /// branch; the recorder is told (its failure undoes the step).
     #[inline(always)]
     fn commit_step(&mut self, step: u32) -> Result<Advance, StepError> {
-        let node = self
-            .history
-            .open_node_on(self.scratch.branch, self.marking.tokens.len() as u32);
-        let mut saved = 0; // the next state in `operators.interrupted` (in the step's order)
+        let node = self.open_node();
+        let mut saved = 0; // the next state in `scratch.interrupted` (in the step's order)
         let kept = !self.scratch.outcomes.is_empty(); // else no firing has anything to keep
         for j in 0..self.scratch.ops.len() {
             let o = self.scratch.ops[j];
-            let before = match self.operators.interrupted.get_mut(saved) {
+            let before = match self.scratch.interrupted.get_mut(saved) {
                 Some((s, before)) if *s as usize == o => {
                     saved += 1;
                     before.take()
                 }
                 _ => None, // a stateless operator: nothing saved
             };
-            let after = if before.is_some() {
-                self.net.ops[o].op.save_state()
-            } else {
-                None
-            };
             if kept && let Some(out) = self.scratch.outcomes.get_mut(j).and_then(Option::as_mut) {
                 super::reuse::keep(&mut self.history, out);
             }
-            let firing = NewFiring {
-                o,
-                step,
-                consumes: self.scratch.plan.consumes[j],
-                before,
-                after,
-            };
-            self.marking.apply(
-                &self.net,
-                &self.operators,
-                &mut self.history,
-                firing,
-                &mut self.scratch.emitted[j],
-            );
+            self.commit_firing(j, o, step, before);
         }
         if saved > 0 {
-            self.operators.interrupted.clear(); // every saved state was taken above
+            self.scratch.interrupted.clear(); // every saved state was taken above
         }
+        self.close_node(node, step)
+    }
+
+    /// Opens the history node of the step being committed.
+    #[inline(always)]
+    fn open_node(&mut self) -> u32 {
+        self.history
+            .open_node_on(self.scratch.branch, self.marking.tokens.len() as u32)
+    }
+
+    /// Applies the step's `j`-th firing, operator `o`'s, through the one apply path, with the
+    /// operator's state `before` it (`None`: stateless) and after it.
+    #[inline(always)]
+    fn commit_firing(&mut self, j: usize, o: usize, step: u32, before: Option<OpState>) {
+        let after = if before.is_some() {
+            self.net.ops[o].op.save_state()
+        } else {
+            None
+        };
+        let firing = NewFiring {
+            o,
+            step,
+            consumes: self.scratch.plan.consumes[j],
+            before,
+            after,
+        };
+        self.marking.apply(
+            &self.net,
+            &self.operators,
+            &mut self.history,
+            firing,
+            &mut self.scratch.emitted[j],
+        );
+    }
+
+    /// Ends the committed step's node: on the applied path; the recorded future, if any, a
+    /// branch now; the recorder and the observer told.
+    #[inline(always)]
+    fn close_node(&mut self, node: u32, step: u32) -> Result<Advance, StepError> {
         self.history.path.push(node);
         if !self.history.redo.is_empty() || self.context.recorder.is_some() {
             self.end_future(node, step)?;
@@ -432,7 +490,7 @@ impl Cvm {
     #[cold]
     #[inline(never)]
     fn discard_step(&mut self, step: u32, cancelled: bool, j: usize) -> Result<Advance, StepError> {
-        let mut saved = std::mem::take(&mut self.operators.interrupted)
+        let mut saved = std::mem::take(&mut self.scratch.interrupted)
             .into_iter()
             .peekable();
         for (k, &o) in self.scratch.ops.iter().enumerate() {
@@ -488,7 +546,7 @@ impl Cvm {
 
     /// Restores the operators of a step whose future was dropped mid-way.
     pub(super) fn restore_interrupted(&mut self) {
-        for (o, before) in std::mem::take(&mut self.operators.interrupted) {
+        for (o, before) in std::mem::take(&mut self.scratch.interrupted) {
             if let Some(s) = &before {
                 self.net.ops[o as usize].op.restore_state(s);
             }

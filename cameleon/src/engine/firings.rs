@@ -145,7 +145,7 @@ pub(super) fn fire_inline(
 /// The outcome of an inline firing (which neither reuses nor keys, see `attempt::fire_now`),
 /// timed from `started` if it was.
 #[cold]
-fn inline_outcome(
+pub(super) fn inline_outcome(
     result: Result<(), OpError>,
     attempts: u32,
     started: Option<Instant>,
@@ -165,7 +165,12 @@ fn inline_outcome(
 /// leaves `outcomes` empty: nothing is pushed on the hot path.
 #[cold]
 #[inline(never)]
-fn failed_at(outcomes: &mut Vec<Option<FiringOutcome>>, j: usize, out: FiringOutcome, n: usize) {
+pub(super) fn failed_at(
+    outcomes: &mut Vec<Option<FiringOutcome>>,
+    j: usize,
+    out: FiringOutcome,
+    n: usize,
+) {
     outcomes.clear();
     outcomes.extend((0..j).map(|_| {
         Some(FiringOutcome {

@@ -129,6 +129,8 @@ impl LiveMarking {
     /// what it consumed for another operator (a cancellation, docs/semantics.md §10.4) and the
     /// consumers of what it wrote. Nothing else can change (docs/semantics.md §3 reads only an
     /// operator's own ports).
+    // Always inlined: it ends every applied firing (the sequential hot path).
+    #[inline(always)]
     pub(super) fn refresh_around(
         &mut self,
         net: &Net,

@@ -34,10 +34,6 @@ pub(super) struct Operators {
     pub(super) questions: Vec<Option<Question>>,
     /// Whether some operator asks a question (else the enabled set never looks at `questions`).
     pub(super) any_asks: bool,
-    /// The operators of the step under way that have a state, with their states before it (in
-    /// the step's order; a stateless operator has no entry): restored before anything else if
-    /// the step's future was dropped before it finished.
-    pub(super) interrupted: Vec<(u32, Option<OpState>)>,
 }
 
 impl Operators {
@@ -68,7 +64,6 @@ impl Operators {
             any_guarded: false,
             questions,
             any_asks,
-            interrupted: Vec::new(),
         };
         ops.guard(|_| false);
         ops
@@ -161,6 +156,10 @@ pub(super) struct Scratch {
     pub(super) branch: u32,
     /// The emissions of a recorded firing being redone or undone.
     pub(super) replayed: Emissions,
+    /// The operators of the step under way that have a state, with their states before it (in
+    /// the step's order; a stateless operator has no entry): restored before anything else if
+    /// the step's future was dropped before it finished.
+    pub(super) interrupted: Vec<(u32, Option<OpState>)>,
     /// One `tracing` span per firing of the step under way, when a subscriber listens (else
     /// empty).
     pub(super) spans: Vec<tracing::Span>,

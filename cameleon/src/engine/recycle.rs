@@ -158,7 +158,7 @@ impl Cvm {
     /// operators are left as the run left them: [`renew_operators`](Self::renew_operators)
     /// replaces them. A step interrupted mid-way (its future dropped) is restored first.
     pub(crate) fn take_trail(&mut self) -> RunTrail {
-        if !self.operators.interrupted.is_empty() {
+        if !self.scratch.interrupted.is_empty() {
             self.restore_interrupted();
         }
         let n_conns = self.net.conns.len();
@@ -206,7 +206,7 @@ impl Cvm {
     pub(crate) fn adopt_trail(&mut self, trail: RunTrail) -> Result<(), RestoreError> {
         if !self.history.nodes.is_empty()
             || !self.marking.tokens.is_empty()
-            || !self.operators.interrupted.is_empty()
+            || !self.scratch.interrupted.is_empty()
         {
             return Err(RestoreError::NotFresh);
         }

@@ -147,7 +147,7 @@ impl Cvm {
     /// creation order), without holding the whole record: see [`restore`](Self::restore).
     pub fn restoring(&mut self) -> Result<Restoring<'_>, RestoreError> {
         // A seeded engine (`seed.rs`) holds its start's tokens: the record's follow them.
-        if !self.history.nodes.is_empty() || !self.operators.interrupted.is_empty() {
+        if !self.history.nodes.is_empty() || !self.scratch.interrupted.is_empty() {
             return Err(RestoreError::NotFresh);
         }
         Ok(Restoring {

@@ -73,7 +73,7 @@ impl Cvm {
     pub fn seed(&mut self, m: &MarkingRecord) -> Result<(), RestoreError> {
         if !self.history.nodes.is_empty()
             || !self.marking.tokens.is_empty()
-            || !self.operators.interrupted.is_empty()
+            || !self.scratch.interrupted.is_empty()
         {
             return Err(RestoreError::NotFresh);
         }
