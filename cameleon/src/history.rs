@@ -294,7 +294,18 @@ impl HistoryTree {
     /// The branch node `node` lies on (1-based, in creation order).
     #[inline]
     pub(crate) fn branch_of(&self, node: u32) -> u32 {
+        // The last node asked about or opened (a forward run asks about the node it opened).
         let cache = self.branch_cache.load(Ordering::Relaxed);
+        if cache >> 32 == u64::from(node) + 1 {
+            return cache as u32;
+        }
+        self.branch_walk(node, cache)
+    }
+
+    /// [`branch_of`](Self::branch_of) when the cache misses: up the tree to a branch start.
+    #[cold]
+    #[inline(never)]
+    fn branch_walk(&self, node: u32, cache: u64) -> u32 {
         let mut n = node;
         let branch = loop {
             if cache >> 32 == u64::from(n) + 1 {
@@ -318,17 +329,19 @@ impl HistoryTree {
     }
 
     /// The branch a new child of `parent` (`NONE`: a root) lies on.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn branch_under(&self, parent: u32) -> u32 {
-        let (taken, branch) = if parent == NONE {
-            (self.root_has_child, 1)
+        let taken = if parent == NONE {
+            self.root_has_child
         } else {
-            (self.has_child[parent as usize], self.branch_of(parent))
+            self.has_child[parent as usize]
         };
         if taken {
-            self.branch_count() + 1
+            self.branch_count() + 1 // a second child starts a branch
+        } else if parent == NONE {
+            1
         } else {
-            branch
+            self.branch_of(parent)
         }
     }
 

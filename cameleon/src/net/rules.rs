@@ -29,16 +29,28 @@ pub(crate) struct PortStates {
     /// [`Enabling::outputs`] says.
     pub(crate) outputs: Vec<ConnState>,
     /// Per output port, how many of its connections are NEW / OLD.
-    new_count: Vec<u32>,
-    old_count: Vec<u32>,
-    /// Per op, how many of its output connections are NEW (0: no back-pressure possible).
-    pub(crate) new_outs: Vec<u32>,
-    /// Per op, how many of its output connections are not EMPTY (0: the `Source` rule holds).
-    set_outs: Vec<u32>,
-    /// Per op, how many of its input connections are NEW / EMPTY: the built-in policies read
-    /// these two counts instead of the input states.
-    new_ins: Vec<u32>,
-    empty_ins: Vec<u32>,
+    ports: Vec<PortCounts>,
+    /// Per op, the counts its rule reads (one entry: one bounds check, one cache line).
+    ops: Vec<OpCounts>,
+}
+
+/// How many connections of one output port are NEW / OLD.
+#[derive(Debug, Default, Clone, Copy)]
+struct PortCounts {
+    new: u32,
+    old: u32,
+}
+
+/// The counts an operator's built-in rule reads instead of its port states.
+#[derive(Debug, Default, Clone, Copy)]
+struct OpCounts {
+    /// How many of its input connections are NEW / EMPTY.
+    new_ins: u32,
+    empty_ins: u32,
+    /// How many of its output connections are NEW (0: no back-pressure possible).
+    new_outs: u32,
+    /// How many of its output connections are not EMPTY (0: the `Source` rule holds).
+    set_outs: u32,
 }
 
 impl PortStates {
@@ -57,13 +69,12 @@ impl PortStates {
                 })
                 .collect(),
             outputs: vec![ConnState::Empty; topo.port_type.len()],
-            new_count: vec![0; topo.port_type.len()],
-            old_count: vec![0; topo.port_type.len()],
-            new_outs: vec![0; topo.policy.len()],
-            set_outs: vec![0; topo.policy.len()],
-            new_ins: vec![0; topo.policy.len()],
-            empty_ins: (0..topo.policy.len())
-                .map(|o| topo.ins(o).iter().filter(|&&c| c != NONE).count() as u32)
+            ports: vec![PortCounts::default(); topo.port_type.len()],
+            ops: (0..topo.policy.len())
+                .map(|o| OpCounts {
+                    empty_ins: topo.ins(o).iter().filter(|&&c| c != NONE).count() as u32,
+                    ..OpCounts::default()
+                })
                 .collect(),
         }
     }
@@ -75,33 +86,34 @@ impl PortStates {
         let gp = topo.out_port[c] as usize;
         let producer = topo.producer[c] as usize;
         let consumer = topo.consumer[c] as usize;
+        let port = &mut self.ports[gp];
         match from {
             ConnState::New => {
-                self.new_count[gp] -= 1;
-                self.new_outs[producer] -= 1;
-                self.new_ins[consumer] -= 1;
+                port.new -= 1;
+                self.ops[producer].new_outs -= 1;
+                self.ops[consumer].new_ins -= 1;
             }
-            ConnState::Old => self.old_count[gp] -= 1,
+            ConnState::Old => port.old -= 1,
             ConnState::Empty => {
-                self.empty_ins[consumer] -= 1;
-                self.set_outs[producer] += 1;
+                self.ops[consumer].empty_ins -= 1;
+                self.ops[producer].set_outs += 1;
             }
         }
         match to {
             ConnState::New => {
-                self.new_count[gp] += 1;
-                self.new_outs[producer] += 1;
-                self.new_ins[consumer] += 1;
+                port.new += 1;
+                self.ops[producer].new_outs += 1;
+                self.ops[consumer].new_ins += 1;
             }
-            ConnState::Old => self.old_count[gp] += 1,
+            ConnState::Old => port.old += 1,
             ConnState::Empty => {
-                self.empty_ins[consumer] += 1;
-                self.set_outs[producer] -= 1;
+                self.ops[consumer].empty_ins += 1;
+                self.ops[producer].set_outs -= 1;
             }
         }
-        self.outputs[gp] = if self.new_count[gp] > 0 {
+        self.outputs[gp] = if port.new > 0 {
             ConnState::New
-        } else if self.old_count[gp] > 0 {
+        } else if port.old > 0 {
             ConnState::Old
         } else {
             ConnState::Empty
@@ -118,20 +130,21 @@ pub(crate) fn evaluate_cached(
     state: &[ConnState],
     o: usize,
 ) -> bool {
-    let (new, empty) = (ports.new_ins[o], ports.empty_ins[o]);
+    let counts = ports.ops[o];
+    let (new, empty) = (counts.new_ins, counts.empty_ins);
     let rule = match topo.policy[o] {
         // The built-in policies of docs/semantics.md §3.1, on the maintained counts.
         Policy::Any => empty == 0 && new > 0,
         Policy::All => new > 0 && new as usize == topo.in_range(o).len(),
         Policy::AnyNoGuard => new > 0,
-        Policy::Source => ports.set_outs[o] == 0,
+        Policy::Source => counts.set_outs == 0,
         Policy::Custom => op.can_fire(&Enabling {
             inputs: &ports.inputs[topo.in_range(o)],
             outputs: &ports.outputs[topo.out_range(o)],
             policy: Policy::Custom,
         }),
     };
-    rule && (ports.new_outs[o] == 0
+    rule && (counts.new_outs == 0
         || back_pressure_ok(op, topo, state, o, &ports.inputs[topo.in_range(o)]))
 }
 

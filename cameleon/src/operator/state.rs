@@ -164,12 +164,12 @@ pub struct InputSet(pub u64);
 
 impl InputSet {
     /// Every input that is NEW: the default consumption (docs/semantics.md §4.4).
+    #[inline]
     pub fn new_inputs(states: &[ConnState]) -> Self {
         let mut m = 0u64;
-        for (i, s) in states.iter().enumerate().take(64) {
-            if *s == ConnState::New {
-                m |= 1 << i;
-            }
+        // A plain indexed loop over at most 64 states (no iterator adapters, no branch).
+        for (i, s) in states[..states.len().min(64)].iter().enumerate() {
+            m |= u64::from(*s == ConnState::New) << i;
         }
         InputSet(m)
     }
