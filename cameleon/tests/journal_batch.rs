@@ -247,3 +247,46 @@ fn a_flush_that_fails_midway_leaves_nothing_and_releases_the_file() {
     assert_eq!(rows, 1, "nothing of the failed flush is in the file");
     drop(cvm);
 }
+
+/// The size of `db`'s WAL file (0 when there is none).
+fn wal_bytes(db: &std::path::Path) -> u64 {
+    std::fs::metadata(format!("{}-wal", db.display())).map_or(0, |m| m.len())
+}
+
+#[test]
+fn a_long_batch_run_s_file_alone_holds_every_step_once_the_journal_is_closed() {
+    // 3 × 50 000 + 2 steps: about 8 000 WAL frames, more than the flusher's mid-run threshold
+    // (docs/journal.md, "Checkpoints"); SQLite no longer checkpoints inside the commits.
+    let dir = test_support::TempDir::new("journal-checkpoint");
+    let db = dir.join("long.db");
+    let journal = Journal::create(&db).expect("journal");
+    let mut cvm = Cvm::new(counter_loop(50_000));
+    let opts = RunOptions {
+        durability: Durability::Batch { ms: 1 },
+        ..RunOptions::default()
+    };
+    let id = journal.start(&mut cvm, &opts).expect("journaled");
+    assert_eq!(cvm.run().expect("runs"), EndState::Completed);
+    let steps = cvm.depth();
+    assert_eq!(steps, 150_002);
+    drop(cvm);
+    // Far more frames than the thresholds were written: the flusher checkpointed mid-run.
+    assert!(wal_bytes(&db) > 0);
+    drop(journal);
+
+    // Closed: the database file alone holds every step, the WAL left behind or not.
+    let copy = dir.join("copy.db");
+    std::fs::copy(&db, &copy).expect("copies the file without its WAL");
+    assert!(!std::path::Path::new(&format!("{}-wal", copy.display())).exists());
+    let c = rusqlite::Connection::open(&copy).expect("opens");
+    let rows: i64 = c
+        .query_row("SELECT count(DISTINCT node) FROM entries", [], |r| r.get(0))
+        .expect("counts");
+    drop(c);
+    assert_eq!(usize::try_from(rows).ok(), Some(steps));
+    let resumed = Journal::open(&copy)
+        .expect("a journal")
+        .resume(Some(&id))
+        .expect("resumes");
+    assert_eq!(resumed.cvm.depth(), steps);
+}

@@ -125,6 +125,7 @@ use crate::net::{Mode, Net};
 use crate::operator::capability::Capabilities;
 use crate::operator::capability::Spent;
 
+mod checkpoint;
 mod codec;
 mod durability;
 mod error;

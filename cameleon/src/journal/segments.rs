@@ -9,7 +9,6 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::writer::Segment;
 use super::*;
 use crate::history::{MarkingRecord, Note, Recorded, StepKind, StepRecord};
 
@@ -269,5 +268,43 @@ impl Journal {
                 branch,
             }),
         })
+    }
+}
+
+/// Where the engine's history sits in the run's tree, when the run has migrated
+/// (docs/migration.md): the engine holds one segment — the steps on one net — and numbers its
+/// nodes from 0; the journal numbers every node of the run.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Segment {
+    /// The run's node of each of the engine's nodes, in the engine's order.
+    pub(super) nodes: Vec<u32>,
+    /// The migration entry the segment starts at (`None`: the run's start).
+    pub(super) root: Option<u32>,
+    /// The run's next free node.
+    pub(super) next: u32,
+    /// The depth of `root`.
+    pub(super) depth: u32,
+    /// Added to the engine's branch numbers.
+    pub(super) branch: u32,
+}
+
+impl Segment {
+    pub(super) fn node(&mut self, local: u32) -> u32 {
+        while self.nodes.len() <= local as usize {
+            self.nodes.push(self.next);
+            self.next += 1;
+        }
+        self.nodes[local as usize]
+    }
+
+    pub(super) fn position(&mut self, p: crate::engine::Position) -> crate::engine::Position {
+        crate::engine::Position {
+            tip: match p.tip {
+                Some(t) => Some(self.node(t)),
+                None => self.root,
+            },
+            redo_tip: p.redo_tip.map(|r| self.node(r)),
+            depth: p.depth + self.depth,
+        }
     }
 }

@@ -22,6 +22,7 @@ use rusqlite::Connection;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 
 use super::codec::{self, Head, Scratch};
+use super::segments::Segment;
 use super::store::SEEN;
 use super::{Durability, JournalError};
 use crate::engine::{Committed, EndState, Position, RecordError, Recorder};
@@ -102,6 +103,8 @@ struct Pending {
     error: Option<String>,
     /// Tells the flusher thread to finish.
     stop: bool,
+    /// The run has ended: the flusher checkpoints what its commits left in the WAL.
+    ended: bool,
 }
 
 struct Shared {
@@ -120,6 +123,9 @@ struct Writer {
     /// The status and end state last written: a step that does not change them does not
     /// write them again.
     written: Option<(String, Option<String>)>,
+    /// `batch`: the WAL's frames its commits left, for the flusher's checkpoints (`None`:
+    /// SQLite checkpoints by itself, and checks foreign keys per row).
+    frames: Option<super::checkpoint::Frames>,
 }
 
 impl Writer {
@@ -146,6 +152,9 @@ impl Writer {
         let conn = &self.conn;
         conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         let written = (|| -> rusqlite::Result<()> {
+            if self.frames.is_some() {
+                super::checkpoint::run_exists(conn, self.run)?;
+            }
             // Rows go in `CHUNK` at a time, one multi-row `INSERT` each (a `batch` or `exit`
             // flush holds many), the rest one by one.
             let n = rows.len();
@@ -302,44 +311,6 @@ fn bind_row(
     )
 }
 
-/// Where the engine's history sits in the run's tree, when the run has migrated
-/// (docs/migration.md): the engine holds one segment — the steps on one net — and numbers its
-/// nodes from 0; the journal numbers every node of the run.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Segment {
-    /// The run's node of each of the engine's nodes, in the engine's order.
-    pub(super) nodes: Vec<u32>,
-    /// The migration entry the segment starts at (`None`: the run's start).
-    pub(super) root: Option<u32>,
-    /// The run's next free node.
-    pub(super) next: u32,
-    /// The depth of `root`.
-    pub(super) depth: u32,
-    /// Added to the engine's branch numbers.
-    pub(super) branch: u32,
-}
-
-impl Segment {
-    fn node(&mut self, local: u32) -> u32 {
-        while self.nodes.len() <= local as usize {
-            self.nodes.push(self.next);
-            self.next += 1;
-        }
-        self.nodes[local as usize]
-    }
-
-    fn position(&mut self, p: Position) -> Position {
-        Position {
-            tip: match p.tip {
-                Some(t) => Some(self.node(t)),
-                None => self.root,
-            },
-            redo_tip: p.redo_tip.map(|r| self.node(r)),
-            depth: p.depth + self.depth,
-        }
-    }
-}
-
 /// The [`Recorder`] of one journaled run.
 pub(super) struct JournalRecorder {
     /// Set when the engine holds a segment of a migrated run.
@@ -360,7 +331,13 @@ pub(super) struct JournalRecorder {
 impl JournalRecorder {
     /// A recorder writing run `run` into the journal at `path`.
     pub(super) fn new(path: &Path, run: i64, durability: Durability) -> Result<Self, JournalError> {
-        let conn = super::store::open_writer(path, durability)?;
+        let mut conn = super::store::open_writer(path, durability)?;
+        let frames = match durability {
+            Durability::Batch { .. } => Some(
+                super::checkpoint::take_over(&mut conn).map_err(|e| JournalError::sql(path, e))?,
+            ),
+            _ => None,
+        };
         prepare(&conn, durability).map_err(|e| JournalError::sql(path, e))?;
         let shared = Arc::new(Shared {
             pending: Mutex::new(Pending::default()),
@@ -370,6 +347,7 @@ impl JournalRecorder {
                 taken: Rows::default(),
                 run,
                 written: None,
+                frames,
             }),
         });
         let flusher = match durability {
@@ -510,18 +488,27 @@ fn flush(shared: &Shared) -> Result<(), RecordError> {
 }
 
 /// `batch`: commits what waits, every `every` (or as soon as [`WAKE_ROWS`] rows wait), until
-/// told to stop (then once more).
+/// told to stop (then once more); checkpoints the WAL when due (`checkpoint.rs`).
 fn flusher(shared: &Shared, every: Duration) {
+    let mut checked = false;
     loop {
-        let stop = {
+        let (stop, ended) = {
             let p = lock(&shared.pending);
             let (p, _) = shared
                 .wake
-                .wait_timeout_while(p, every, |p| !p.stop && p.rows.len() < WAKE_ROWS)
+                .wait_timeout_while(p, every, |p| {
+                    !p.stop && p.rows.len() < WAKE_ROWS && (!p.ended || checked)
+                })
                 .unwrap_or_else(PoisonError::into_inner);
-            p.stop
+            (p.stop, p.ended)
         };
         let _ = flush(shared); // a failure is kept in `pending.error`
+        checked = ended;
+        let w = lock(&shared.writer);
+        if let Some(frames) = w.frames.as_ref().filter(|f| f.due(ended || stop)) {
+            // A failed checkpoint leaves the WAL as it was: the next one copies it.
+            let _ = super::checkpoint::checkpoint(&w.conn, frames);
+        }
         if stop {
             return;
         }
@@ -576,7 +563,12 @@ impl Recorder for JournalRecorder {
         let (status, json) = status_of(end);
         let status = self.status(&status, json);
         self.queued = Some(status.clone());
-        self.queue(None, Some(at), Some(status), true)
+        self.queue(None, Some(at), Some(status), true)?;
+        if self.flusher.is_some() {
+            self.pending().ended = true;
+            self.shared.wake.notify_one();
+        }
+        Ok(())
     }
 }
 
