@@ -20,7 +20,9 @@ pub(super) type Caps = Arc<dyn crate::operator::capability::Capabilities>;
 pub(super) struct Item {
     pub(super) index: usize,
     pub(super) result: Result<Json, String>,
-    pub(super) run: Option<InnerRun>,
+    /// Shared from the start: an item is moved a few times on its way to its firing's runs,
+    /// a run is a few hundred bytes.
+    pub(super) run: Option<Arc<InnerRun>>,
 }
 
 /// Runs items one after the other on one engine: built for the first item, then, after each
@@ -35,8 +37,8 @@ pub(super) struct Worker {
     cvm: Option<Cvm>,
     /// The runs' ids: item `i`'s is this UUID v7 with `i` in its low bits.
     ids: u128,
-    /// The id of the item's run under way.
-    run_id: Arc<str>,
+    /// The id of the item's run under way (`None` between items: no empty id allocated).
+    run_id: Option<Arc<str>>,
 }
 
 impl Worker {
@@ -45,7 +47,7 @@ impl Worker {
             from: Arc::new((Arc::clone(t), Arc::clone(caps))),
             cvm: None,
             ids: uuid::Uuid::now_v7().as_u128(),
-            run_id: Arc::from(""),
+            run_id: None,
         }
     }
 
@@ -72,7 +74,7 @@ impl Worker {
         let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
         let id: Arc<str> = Arc::from(&*id.hyphenated().encode_lower(&mut buf));
         cvm.set_run_id(Arc::clone(&id));
-        self.run_id = id;
+        self.run_id = Some(id);
         Ok(cvm)
     }
 
@@ -125,7 +127,7 @@ impl Worker {
         };
         let (t, caps) = &*self.from;
         let run = if NetTemplate::renewable(caps) {
-            let run_id = std::mem::replace(&mut self.run_id, Arc::from(""));
+            let run_id = self.run_id.take().unwrap_or_else(|| Arc::from(""));
             InnerRun::kept(cvm, end, index, item, run_id, &self.from)
         } else {
             let cvm = self.cvm.take().map(|cvm| t.finish(cvm, end, Some(index)));
@@ -137,7 +139,7 @@ impl Worker {
         Item {
             index,
             result,
-            run: Some(run),
+            run: Some(Arc::new(run)),
         }
     }
 }

@@ -148,8 +148,10 @@ fn check_boundary(t: &NetTemplate) -> Result<(), ParamError> {
 
 impl Map {
     async fn fire(&mut self, cx: &mut Firing<'_>) -> Result<(), OpError> {
-        let items = match cx.value_at(0).and_then(|v| v.downcast_ref::<DataJSON>()) {
-            Some(DataJSON(Json::Array(items))) => items.clone(),
+        // The input's value shared (one reference count), not its array copied.
+        let given = cx.value_at(0).cloned();
+        let items = match given.as_ref().and_then(|v| v.downcast_ref::<DataJSON>()) {
+            Some(DataJSON(Json::Array(items))) => items,
             Some(DataJSON(other)) => {
                 return Err(OpError::new(format!(
                     "`in_items` must be a JSON array, not {}",
@@ -172,7 +174,7 @@ impl Map {
             upto: n,
         };
         let caps = cx.capabilities_shared();
-        let done = run_items(&self.template, &caps, &items, concurrency, &mut plan).await;
+        let done = run_items(&self.template, &caps, items, concurrency, &mut plan).await;
         let upto = plan.upto.min(plan.cut);
         let failures: Vec<(usize, &str)> = done[..upto]
             .iter()
@@ -213,12 +215,7 @@ impl Map {
                 },
             );
         }
-        let runs: FiringRuns = done
-            .into_iter()
-            .flatten()
-            .filter_map(|d| d.run)
-            .map(Arc::new)
-            .collect();
+        let runs: FiringRuns = done.into_iter().flatten().filter_map(|d| d.run).collect();
         self.runs = self.runs.push(runs);
         Ok(())
     }
