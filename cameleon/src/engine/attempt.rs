@@ -464,7 +464,7 @@ async fn attempt_blocking(
         })
         .collect();
     let name = cx.name.to_owned();
-    let run = Arc::clone(cx.shared.run);
+    let run = cx.shared.run.clone();
     let caps = Arc::clone(parts.caps);
     let info = std::mem::take(&mut parts.info);
     let (n_outputs, step, branch) = (parts.n_outputs, parts.step, parts.branch);

@@ -100,7 +100,7 @@ impl CvmBuilder {
             cvm.ask_questions();
         }
         if let Some(id) = self.run_id {
-            cvm.context.run_id = id;
+            cvm.context.run_id = crate::operator::firing::RunId::text(id);
         }
         cvm
     }

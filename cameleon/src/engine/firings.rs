@@ -64,7 +64,7 @@ pub(super) struct StepCx<'a> {
     pub(super) execution: &'a [Execution],
     pub(super) settings: &'a [OpSettings],
     /// The run's id, for the idempotency key.
-    pub(super) run: &'a Arc<str>,
+    pub(super) run: &'a crate::operator::firing::RunId,
     /// The capabilities of the run (its pinned generation).
     pub(super) caps: &'a Arc<dyn Capabilities>,
     /// Whether the engine runs in parallel mode ([`Firing::parallel`](crate::Firing::parallel)).

@@ -204,12 +204,23 @@ impl Cvm {
     /// [`idempotency_key`](crate::Firing::idempotency_key): a journaled run's id, else a
     /// UUID v7 drawn when the engine was built.
     pub fn run_id(&self) -> &str {
-        &self.context.run_id
+        self.context.run_id.as_str()
     }
 
     /// Sets the run's id (a journal does, for the run it records).
     pub fn set_run_id(&mut self, id: impl Into<std::sync::Arc<str>>) {
-        self.context.run_id = id.into();
+        self.context.run_id = crate::operator::firing::RunId::text(id.into());
+    }
+
+    /// The run's id as the engine keeps it (a UUID not written out until read).
+    pub(crate) fn run_ident(&self) -> &crate::operator::firing::RunId {
+        &self.context.run_id
+    }
+
+    /// Sets the run's id as the engine keeps it: a `map`'s items take a UUID written out only
+    /// if something reads it (docs/semantics.md §10.3).
+    pub(crate) fn set_run_ident(&mut self, id: crate::operator::firing::RunId) {
+        self.context.run_id = id;
     }
 
     /// Re-evaluates whether operator `o` is enabled (or waiting).

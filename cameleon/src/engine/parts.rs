@@ -92,7 +92,7 @@ impl Operators {
 /// The run: what every firing of it shares, and what watches it.
 pub(super) struct RunContext {
     /// The run's id (idempotency keys): a journaled run's id, else a fresh UUID v7.
-    pub(super) run_id: Arc<str>,
+    pub(super) run_id: crate::operator::firing::RunId,
     /// The capabilities every firing sees: the generation this run pinned
     /// (docs/capabilities.md).
     pub(super) capabilities: Arc<dyn Capabilities>,
@@ -124,7 +124,7 @@ impl RunContext {
     /// A fresh run of `net`, with its configuration and no capabilities.
     pub(super) fn new(net: &Net) -> Self {
         RunContext {
-            run_id: uuid::Uuid::now_v7().to_string().into(),
+            run_id: crate::operator::firing::RunId::uuid(uuid::Uuid::now_v7().as_u128()),
             capabilities: <dyn Capabilities>::none(),
             cancel: CancelToken::new(),
             partial: None,

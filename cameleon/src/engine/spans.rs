@@ -29,7 +29,7 @@ impl Cvm {
 
     #[cold]
     fn open_run_span(&mut self) {
-        let run = &*self.context.run_id;
+        let run = self.context.run_id.as_str();
         self.context.run_span = Some(tracing::info_span!(
             target: TARGET,
             "run",

@@ -12,6 +12,51 @@ use super::{InPort, InputHandle, OpError, OutPort};
 use crate::connection::{ConnState, Token};
 use crate::types::{DataType, Value};
 
+/// A run's id (the first part of its firings' idempotency keys, docs/semantics.md §5.5): a
+/// given text, or a UUID written out (hyphenated, lower case) the first time it is read — an
+/// engine built for one `map` item after another reads its id only when an operator asks.
+#[derive(Clone, Debug)]
+pub(crate) struct RunId {
+    uuid: u128,
+    text: std::sync::OnceLock<Arc<str>>,
+}
+
+impl RunId {
+    /// The id `text`.
+    pub(crate) fn text(text: Arc<str>) -> Self {
+        RunId {
+            uuid: 0,
+            text: std::sync::OnceLock::from(text),
+        }
+    }
+
+    /// The id that is UUID `uuid`, written out when first read.
+    pub(crate) fn uuid(uuid: u128) -> Self {
+        RunId {
+            uuid,
+            text: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The id as text.
+    pub(crate) fn as_str(&self) -> &str {
+        self.text.get_or_init(|| {
+            let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
+            Arc::from(
+                &*uuid::Uuid::from_u128(self.uuid)
+                    .hyphenated()
+                    .encode_lower(&mut buf),
+            )
+        })
+    }
+}
+
+impl fmt::Display for RunId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// The untyped marker for [`Firing`] as the engine hands it to [`Operator::run`].
 #[derive(Debug)]
 pub enum Untyped {}
@@ -36,7 +81,7 @@ pub struct Firing<'a, O: ?Sized = Untyped> {
     pub(crate) n_outputs: u16,
     pub(crate) step: u32,
     pub(crate) name: &'a str,
-    pub(crate) run: &'a str,
+    pub(crate) run: &'a RunId,
     pub(crate) branch: u32,
     pub(crate) caps: &'a Arc<dyn Capabilities>,
     pub(crate) info: FiringInfo,
@@ -90,7 +135,7 @@ pub(crate) struct FiringParts<'a> {
     /// The instance name.
     pub(crate) name: &'a str,
     /// The run's id and the branch the step extends (the idempotency key).
-    pub(crate) run: &'a str,
+    pub(crate) run: &'a RunId,
     pub(crate) branch: u32,
     pub(crate) caps: &'a Arc<dyn Capabilities>,
     pub(crate) info: FiringInfo,
@@ -194,7 +239,7 @@ impl<'a, O: ?Sized> Firing<'a, O> {
 
     /// The id of the run this firing belongs to (a journaled run's id, else the engine's own).
     pub fn run_id(&self) -> &str {
-        self.run
+        self.run.as_str()
     }
 
     /// The branch of the history this firing extends (1 for the first line; each re-fire that
@@ -339,7 +384,7 @@ pub struct DetachedInputs {
     n_outputs: u16,
     step: u32,
     name: String,
-    run: String,
+    run: RunId,
     branch: u32,
     info: FiringInfo,
 }
@@ -397,7 +442,7 @@ impl DetachedInputs {
             n_outputs,
             step,
             name: name.into(),
-            run: run.into(),
+            run: RunId::text(Arc::from(run.into())),
             branch,
             info: FiringInfo {
                 connected: mask,
@@ -428,5 +473,22 @@ impl DetachedInputs {
             },
             emitted,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RunId;
+
+    #[test]
+    fn a_lazy_run_id_reads_as_its_uuid_written_out_before_and_after_a_clone() {
+        let uuid = uuid::Uuid::now_v7();
+        let id = RunId::uuid(uuid.as_u128());
+        let early = id.clone(); // cloned before it was ever read
+        assert_eq!(id.as_str(), uuid.hyphenated().to_string());
+        let late = id.clone(); // cloned after
+        assert_eq!(early.as_str(), id.as_str());
+        assert_eq!(late.as_str(), id.as_str());
+        assert_eq!(RunId::text("run-7".into()).as_str(), "run-7");
     }
 }

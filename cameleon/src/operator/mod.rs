@@ -26,7 +26,7 @@ use crate::types::Value;
 pub mod capability;
 mod control;
 mod error;
-mod firing;
+pub(crate) mod firing;
 mod partial;
 mod ports;
 mod question;

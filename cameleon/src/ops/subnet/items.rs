@@ -11,6 +11,7 @@ use super::runs::InnerRun;
 use super::template::NetTemplate;
 use crate::engine::{Cvm, EndState, RunError};
 use crate::operator::OpError;
+use crate::operator::firing::RunId;
 use crate::types::{DataJSON, Value};
 
 /// The capabilities of the firing, shared with its items' runs.
@@ -37,8 +38,6 @@ pub(super) struct Worker {
     cvm: Option<Cvm>,
     /// The runs' ids: item `i`'s is this UUID v7 with `i` in its low bits.
     ids: u128,
-    /// The id of the item's run under way (`None` between items: no empty id allocated).
-    run_id: Option<Arc<str>>,
 }
 
 impl Worker {
@@ -47,7 +46,6 @@ impl Worker {
             from: Arc::new((Arc::clone(t), Arc::clone(caps))),
             cvm: None,
             ids: uuid::Uuid::now_v7().as_u128(),
-            run_id: None,
         }
     }
 
@@ -69,12 +67,9 @@ impl Worker {
             .cvm
             .as_mut()
             .ok_or_else(|| OpError::new("its engine is gone"))?;
-        // Distinct per item: a firing's idempotency key starts with its run's id.
-        let id = uuid::Uuid::from_u128(self.ids ^ index as u128);
-        let mut buf = [0u8; uuid::fmt::Hyphenated::LENGTH];
-        let id: Arc<str> = Arc::from(&*id.hyphenated().encode_lower(&mut buf));
-        cvm.set_run_id(Arc::clone(&id));
-        self.run_id = Some(id);
+        // Distinct per item: a firing's idempotency key starts with its run's id (written
+        // out only if an operator reads it).
+        cvm.set_run_ident(RunId::uuid(self.ids ^ index as u128));
         Ok(cvm)
     }
 
@@ -127,8 +122,7 @@ impl Worker {
         };
         let (t, caps) = &*self.from;
         let run = if NetTemplate::renewable(caps) {
-            let run_id = self.run_id.take().unwrap_or_else(|| Arc::from(""));
-            InnerRun::kept(cvm, end, index, item, run_id, &self.from)
+            InnerRun::kept(cvm, end, index, item, &self.from)
         } else {
             let cvm = self.cvm.take().map(|cvm| t.finish(cvm, end, Some(index)));
             match cvm {

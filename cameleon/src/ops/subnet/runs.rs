@@ -53,7 +53,7 @@ pub(crate) struct Kept {
     /// The value its `input` was given.
     pub(crate) item: Value,
     /// The run's id.
-    pub(crate) run_id: Arc<str>,
+    pub(crate) run_id: crate::operator::firing::RunId,
     /// The inner net and the capabilities of the firing.
     pub(crate) from: Arc<(Arc<NetTemplate>, Caps)>,
 }
@@ -133,7 +133,7 @@ impl InnerRun {
         }
     }
 
-    /// The run of item `item` (given `given`, its run's id `run_id`) that ended in `end` on
+    /// The run of item `item` (given `given`) that ended in `end` on
     /// `cvm`, an engine its worker runs the next item on: its history and tokens are taken out
     /// of `cvm` (which goes back to its initial marking, its operators as the run left them).
     pub(crate) fn kept(
@@ -141,7 +141,6 @@ impl InnerRun {
         end: EndState,
         item: usize,
         given: Value,
-        run_id: Arc<str>,
         from: &Arc<(Arc<NetTemplate>, Caps)>,
     ) -> Self {
         let (steps, firings) = (cvm.depth(), cvm.history().recorded_firings());
@@ -156,7 +155,7 @@ impl InnerRun {
             kept: Mutex::new(Some(Kept {
                 trail: cvm.take_trail(),
                 item: given,
-                run_id,
+                run_id: cvm.run_ident().clone(),
                 from: Arc::clone(from),
             })),
         }
@@ -177,7 +176,7 @@ impl InnerRun {
         let k = kept.take()?;
         let (template, caps) = &*k.from;
         let mut cvm = template.start(&[(0, k.item)], caps).ok()?;
-        cvm.set_run_id(k.run_id);
+        cvm.set_run_ident(k.run_id);
         cvm.adopt_trail(k.trail).ok()?;
         let _ = self.cvm.set(Box::new(Mutex::new(cvm)));
         self.cvm.get().map(|b| &**b)
