@@ -148,6 +148,17 @@ fn satellites(c: &mut Criterion) {
         black_box(&emitted);
         t0.elapsed()
     };
+    let spin = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
+        std::env::var_os("SPIN_EXPERIMENT").is_some(),
+    ));
+    if spin.load(Ordering::Relaxed) {
+        let spin = std::sync::Arc::clone(&spin);
+        std::thread::spawn(move || {
+            while spin.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+    }
     rt.block_on(async {
         let url = nats.url();
         let responder = async_nats::connect(&url).await.unwrap();
@@ -192,6 +203,7 @@ fn satellites(c: &mut Criterion) {
         }
         echo.abort();
     });
+    spin.store(false, Ordering::Relaxed);
     for _ in 0..2000 {
         local_times.push(local_once());
     }
