@@ -120,6 +120,8 @@ struct Writer {
     taken: Rows,
     /// The run's `runs.seq`.
     run: i64,
+    /// The run's id (`runs.id`), for messages.
+    id: String,
     /// The status and end state last written: a step that does not change them does not
     /// write them again.
     written: Option<(String, Option<String>)>,
@@ -153,7 +155,7 @@ impl Writer {
         conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         let written = (|| -> rusqlite::Result<()> {
             if self.frames.is_some() {
-                super::checkpoint::run_exists(conn, self.run)?;
+                super::checkpoint::run_exists(conn, self.run, &self.id)?;
             }
             // Rows go in `CHUNK` at a time, one multi-row `INSERT` each (a `batch` or `exit`
             // flush holds many), the rest one by one.
@@ -329,8 +331,14 @@ pub(super) struct JournalRecorder {
 }
 
 impl JournalRecorder {
-    /// A recorder writing run `run` into the journal at `path`.
-    pub(super) fn new(path: &Path, run: i64, durability: Durability) -> Result<Self, JournalError> {
+    /// A recorder writing run `id`, `run` in the file (its `runs.seq`), into the journal at
+    /// `path`.
+    pub(super) fn new(
+        path: &Path,
+        run: i64,
+        id: &str,
+        durability: Durability,
+    ) -> Result<Self, JournalError> {
         let mut conn = super::store::open_writer(path, durability)?;
         let frames = match durability {
             Durability::Batch { .. } => Some(
@@ -346,6 +354,7 @@ impl JournalRecorder {
                 conn,
                 taken: Rows::default(),
                 run,
+                id: id.to_owned(),
                 written: None,
                 frames,
             }),
@@ -491,6 +500,9 @@ fn flush(shared: &Shared) -> Result<(), RecordError> {
 /// told to stop (then once more); checkpoints the WAL when due (`checkpoint.rs`).
 fn flusher(shared: &Shared, every: Duration) {
     let mut checked = false;
+    // The failure of the last checkpoint, if it failed: a failure is traced once, not at
+    // each flush it repeats at.
+    let mut failing: Option<String> = None;
     loop {
         let (stop, ended) = {
             let p = lock(&shared.pending);
@@ -506,11 +518,48 @@ fn flusher(shared: &Shared, every: Duration) {
         checked = ended;
         let w = lock(&shared.writer);
         if let Some(frames) = w.frames.as_ref().filter(|f| f.due(ended || stop)) {
-            // A failed checkpoint leaves the WAL as it was: the next one copies it.
-            let _ = super::checkpoint::checkpoint(&w.conn, frames);
+            // A failed checkpoint leaves the WAL as it was (its frames are committed): the run
+            // goes on, and the next checkpoint copies them.
+            let done = super::checkpoint::checkpoint(&w.conn, frames);
+            checkpointed(&w.id, done, &mut failing);
         }
         if stop {
             return;
+        }
+    }
+}
+
+/// Traces what a checkpoint of run `run`'s writer did (`tracing`, target `cameleon::journal`):
+/// a failure as a warning, the first of a series (`failing` keeps it until a checkpoint
+/// succeeds), and each checkpoint at the debug level.
+fn checkpointed(
+    run: &str,
+    done: rusqlite::Result<super::checkpoint::Checkpointed>,
+    failing: &mut Option<String>,
+) {
+    match done {
+        Ok(c) => {
+            tracing::debug!(
+                target: "cameleon::journal",
+                run = %run,
+                wal = c.wal,
+                copied = c.copied,
+                "checkpoint"
+            );
+            if failing.take().is_some() {
+                tracing::info!(target: "cameleon::journal", run = %run, "the WAL's checkpoints work again");
+            }
+        }
+        Err(e) => {
+            let e = e.to_string();
+            if failing.as_deref() != Some(e.as_str()) {
+                tracing::warn!(
+                    target: "cameleon::journal",
+                    run = %run,
+                    "cannot checkpoint the journal's WAL (the steps are committed in it; the run goes on, and the WAL grows until a checkpoint succeeds): {e}"
+                );
+            }
+            *failing = Some(e);
         }
     }
 }
