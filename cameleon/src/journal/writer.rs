@@ -687,6 +687,70 @@ mod tests {
         }
     }
 
+    /// What a `tracing` subscriber writes, shared.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            lock(&self.0).extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_checkpoint_is_a_warning_once_until_one_succeeds() {
+        let failed = || {
+            Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR),
+                Some("disk I/O error".into()),
+            ))
+        };
+        let done = || {
+            Ok(super::super::checkpoint::Checkpointed {
+                wal: 4000,
+                copied: 4000,
+            })
+        };
+        let buf = Buffer::default();
+        let w = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || w.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::callsite::rebuild_interest_cache();
+            let mut failing = None;
+            checkpointed("run-7", done(), &mut failing);
+            for _ in 0..3 {
+                checkpointed("run-7", failed(), &mut failing);
+            }
+            checkpointed("run-7", done(), &mut failing);
+            checkpointed("run-7", failed(), &mut failing);
+        });
+        let text = String::from_utf8(lock(&buf.0).clone()).expect("utf-8");
+        let warnings: Vec<&str> = text.lines().filter(|l| l.contains("WARN")).collect();
+        assert_eq!(warnings.len(), 2, "{text}");
+        for w in warnings {
+            assert!(
+                w.contains("cameleon::journal")
+                    && w.contains("run=run-7")
+                    && w.contains("cannot checkpoint")
+                    && w.contains("disk I/O error"),
+                "{w}"
+            );
+        }
+        assert_eq!(
+            text.lines().filter(|l| l.contains("work again")).count(),
+            1,
+            "{text}"
+        );
+    }
+
     #[test]
     fn insert_sql_numbers_the_run_once_and_each_row_s_columns_after_it() {
         assert_eq!(
