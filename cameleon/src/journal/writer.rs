@@ -4,7 +4,8 @@
 //! - `sync`: every step is committed before the engine goes on;
 //! - `strict`: as `sync`, and each commit is synced to the disk (`synchronous = FULL`);
 //! - `batch`: steps wait in memory; a flusher thread commits what is waiting at most every
-//!   `ms` milliseconds, in one transaction;
+//!   `ms` milliseconds, in one transaction (the engine's thread commits them itself when
+//!   [`BACKLOG`] bytes of them wait);
 //! - `exit`: steps wait in memory until the run ends (or the recorder is dropped).
 //!
 //! In every mode the end of a run is committed before [`Recorder::ended`] returns. A flush
@@ -223,6 +224,15 @@ const CHUNK: usize = 32;
 /// less on a crash, never more: docs/cli.md's contract of `batch` holds.
 const WAKE_ROWS: usize = 64;
 
+/// Bytes of rows waiting in `batch` mode (their `ops`, `body` and `keys`) at which the engine's
+/// thread commits them itself, waiting for the flusher if it is busy (a flush, a checkpoint):
+/// when steps come faster than the flusher writes them (a busy machine, a slow disk), the run
+/// goes at the writer's pace instead of piling steps up in memory and handing the WAL flushes
+/// of any size. A flush then holds at most this (and one step), about 1 000 WAL frames of
+/// 4 KiB pages: the WAL's bound in `checkpoint.rs` counts on it. A run of small steps never
+/// comes near it while the flusher keeps up (64 steps wake it).
+const BACKLOG: usize = 4 << 20;
+
 /// The `UPDATE`s of a run's progress row: its position and status, its position, its status.
 static UPDATE_BOTH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     format!(
@@ -432,13 +442,13 @@ impl JournalRecorder {
     }
 
     /// Queues a row (its integer columns, the rest in `self.buf`), position or status; commits
-    /// at once in `sync` mode.
+    /// at once in `sync` mode, and in `batch` mode when [`BACKLOG`] bytes of rows wait.
     fn queue(
         &mut self,
         row: Option<Head>,
         position: Option<Position>,
         status: Option<(String, Option<String>)>,
-        now: bool,
+        mut now: bool,
     ) -> Result<(), RecordError> {
         {
             let mut p = self.pending();
@@ -448,8 +458,11 @@ impl JournalRecorder {
             if let Some(head) = row {
                 p.rows.push(head, &self.buf);
             }
-            if p.rows.len() == WAKE_ROWS && matches!(self.durability, Durability::Batch { .. }) {
-                self.shared.wake.notify_one();
+            if matches!(self.durability, Durability::Batch { .. }) {
+                if p.rows.len() == WAKE_ROWS {
+                    self.shared.wake.notify_one();
+                }
+                now |= p.rows.bytes.len() >= BACKLOG;
             }
             if position.is_some() {
                 p.position = position;
@@ -749,6 +762,36 @@ mod tests {
             1,
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_batch_backlog_is_committed_by_the_thread_that_queued_it() {
+        // Rows of 1 MiB: the flusher (woken by 64 rows or after an hour) leaves them waiting;
+        // the row that makes BACKLOG bytes wait is committed with them before `queue` returns.
+        let dir = test_support::TempDir::new("journal-backlog");
+        let path = dir.join("j.db");
+        super::super::Journal::create(&path).expect("journal");
+        let c = Connection::open(&path).expect("opens");
+        c.execute_batch(
+            "INSERT INTO runs (seq, id, name, cm, cm_hash, mode, config, started)
+             VALUES (1, 'r', 'n', '', '', 'sequential', '{}', '');
+             INSERT INTO progress_row (run, status, steps, updated) VALUES (1, 'RUNNING', 0, '');",
+        )
+        .expect("a run");
+        let mut rec = JournalRecorder::new(&path, 1, "r", Durability::Batch { ms: 3_600_000 })
+            .expect("recorder");
+        let body = "x".repeat(1 << 20);
+        let rows = || -> i64 {
+            c.query_row("SELECT count(*) FROM entries", [], |r| r.get(0))
+                .expect("counts")
+        };
+        let per_row = BACKLOG.div_ceil(body.len() + 2);
+        for n in 0..per_row as u32 {
+            assert_eq!(rows(), 0, "row {n}: nothing committed yet");
+            rec.buf = scratch("[]", &body, &[]);
+            rec.queue(Some(head(n)), None, None, false).expect("queued");
+        }
+        assert_eq!(rows(), per_row as i64, "the backlog was committed");
     }
 
     #[test]
