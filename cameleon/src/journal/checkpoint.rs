@@ -29,10 +29,10 @@ pub(super) const MID_RUN: i64 = 4000;
 pub(super) const AFTER_RUN: i64 = 1000;
 
 /// The WAL file's size, in frames, that the `batch` writer's `journal_size_limit` allows after
-/// a restart: [`MID_RUN`], and half as much again for the flush that takes the WAL past it (it
-/// holds the steps recorded while the flusher was busy with the flush and the checkpoint
-/// before). A WAL that grew larger (a reader kept it from being copied, or one flush alone was
-/// larger) is cut back to this size by the commit that restarts it.
+/// a restart: [`MID_RUN`], and half as much again for the flush that takes the WAL past it (at
+/// most `writer.rs`'s `BACKLOG`, 4 MiB of steps: about 1 000 frames of 4 KiB pages). A WAL that
+/// grew larger (a reader kept it from being copied, or one step alone was that large) is cut
+/// back to this size by the commit that restarts it.
 pub(super) const WAL_LIMIT: i64 = MID_RUN + MID_RUN / 2;
 
 /// The bytes of a WAL file of `frames` frames of `page_size`-byte pages (a 32-byte header,
