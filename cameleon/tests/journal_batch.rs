@@ -290,3 +290,193 @@ fn a_long_batch_run_s_file_alone_holds_every_step_once_the_journal_is_closed() {
         .expect("resumes");
     assert_eq!(resumed.cvm.depth(), steps);
 }
+
+/// The frames waiting in the WAL that make the `batch` flusher checkpoint mid-run, and the
+/// WAL file's limit: that, and half as much again for the flush that takes the WAL past it
+/// (docs/journal.md, "Checkpoints"; `checkpoint.rs`).
+const MID_RUN: u64 = 4_000;
+const WAL_LIMIT: u64 = MID_RUN + MID_RUN / 2;
+
+/// The bytes of a WAL file of [`WAL_LIMIT`] frames of `db`'s pages (a 32-byte header, a
+/// 24-byte header per frame).
+fn wal_limit(db: &std::path::Path) -> u64 {
+    let c = rusqlite::Connection::open(db).expect("opens");
+    let page: u32 = c
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .expect("page size");
+    32 + WAL_LIMIT * (24 + u64::from(page))
+}
+
+/// Steps `cvm` until `done` says so after a step or the run ends (then `false`); `seen` gets
+/// the WAL file's size after each step.
+fn step_until(
+    cvm: &mut Cvm,
+    db: &std::path::Path,
+    mut seen: impl FnMut(u64),
+    mut done: impl FnMut(usize) -> bool,
+) -> bool {
+    loop {
+        let step = cvm.step().expect("steps");
+        seen(wal_bytes(db));
+        if matches!(step, Step::Ended(_)) {
+            return false;
+        }
+        if done(cvm.depth()) {
+            return true;
+        }
+    }
+}
+
+#[test]
+fn a_long_batch_run_s_wal_file_stays_under_its_limit() {
+    // 3 × 150 000 + 2 steps, about 24 000 WAL frames: checkpoints every MID_RUN frames, and
+    // each restarts the WAL (nothing else reads it), which holds at most MID_RUN frames and the
+    // flush that took it past them. The file's size is read after every step.
+    let dir = test_support::TempDir::new("journal-wal-limit");
+    let db = dir.join("long.db");
+    let journal = Journal::create(&db).expect("journal");
+    let limit = wal_limit(&db);
+    let mut cvm = Cvm::new(counter_loop(150_000));
+    let opts = RunOptions {
+        durability: Durability::Batch { ms: 1 },
+        ..RunOptions::default()
+    };
+    journal.start(&mut cvm, &opts).expect("journaled");
+    let mut most = 0;
+    assert!(step_until(
+        &mut cvm,
+        &db,
+        |w| most = most.max(w),
+        |d| d >= 200_000
+    ));
+    assert!(
+        most <= limit,
+        "200 000 steps: the WAL file reached {most} bytes, over its limit of {limit} \
+         ({WAL_LIMIT} frames)"
+    );
+    assert!(most > limit / 2, "the run wrote more than MID_RUN frames");
+
+    // A reader keeps the WAL from being copied and restarted: it grows past its limit.
+    let reader = rusqlite::Connection::open(&db).expect("opens");
+    reader.execute_batch("BEGIN").expect("begins");
+    let _: i64 = reader
+        .query_row("SELECT count(*) FROM runs", [], |r| r.get(0))
+        .expect("reads");
+    assert!(
+        step_until(
+            &mut cvm,
+            &db,
+            |_| {},
+            |_| wal_bytes(&db) > limit + limit / 4
+        ),
+        "the WAL grows while a reader holds it"
+    );
+    let grown = wal_bytes(&db);
+    reader.execute_batch("COMMIT").expect("ends the read");
+
+    // Released: the next checkpoint copies it all, the commit after it restarts the WAL and
+    // cuts the file back to the limit; it stays under it to the end of the run.
+    let mut cut = false;
+    let mut most = 0;
+    let ended = !step_until(
+        &mut cvm,
+        &db,
+        |w| {
+            cut |= w < grown;
+            if cut {
+                most = most.max(w);
+            }
+        },
+        |_| false,
+    );
+    assert!(ended);
+    assert_eq!(cvm.depth(), 450_002);
+    let at_end = wal_bytes(&db);
+    assert!(
+        cut && at_end <= limit && most <= limit,
+        "the WAL file, {grown} bytes while a reader held it, is {at_end} bytes at the end of \
+         the run (at most {most} since it was cut back): its limit is {limit} bytes"
+    );
+    drop(cvm);
+    drop(journal);
+}
+
+#[test]
+fn a_batch_run_whose_row_is_deleted_fails_its_next_flush_and_writes_nothing_more() {
+    // The `batch` writer checks its run's row once per flush (no foreign-key check per row):
+    // a run deleted from the file while it is recorded gets no orphan step rows.
+    let dir = test_support::TempDir::new("journal-batch-deleted");
+    let db = dir.join("runs.db");
+    let journal = Journal::create(&db).expect("journal");
+    let mut cvm = Cvm::new(counter_loop(1_000));
+    let opts = RunOptions {
+        durability: Durability::Batch { ms: 1 },
+        ..RunOptions::default()
+    };
+    let id = journal.start(&mut cvm, &opts).expect("journaled");
+    for _ in 0..100 {
+        cvm.step().expect("steps");
+    }
+    // Another connection (foreign keys off, as SQLite's default) deletes the run's row; the
+    // rows the run had in the file then are counted in the same transaction.
+    let other = rusqlite::Connection::open(&db).expect("opens");
+    other
+        .busy_timeout(std::time::Duration::from_secs(60))
+        .expect("waits for the writer");
+    other
+        .pragma_update(None, "foreign_keys", false)
+        .expect("no foreign-key check");
+    other.execute_batch("BEGIN IMMEDIATE").expect("begins");
+    let seq: i64 = other
+        .query_row("SELECT seq FROM runs WHERE id = ?1", [&id], |r| r.get(0))
+        .expect("the run");
+    let before: i64 = other
+        .query_row("SELECT count(*) FROM entries WHERE run = ?1", [seq], |r| {
+            r.get(0)
+        })
+        .expect("counts");
+    other
+        .execute("DELETE FROM runs WHERE seq = ?1", [seq])
+        .expect("deletes");
+    other.execute_batch("COMMIT").expect("commits");
+
+    // The next flush fails: the run stops at the step recorded after it, with the journal's
+    // error, which names the run.
+    let err = cvm.run().expect_err("the journal cannot record the run");
+    let msg = err.to_string();
+    assert!(
+        matches!(
+            err,
+            cameleon::RunError::Step(cameleon::StepError::Record(_))
+        ),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("cannot write to the journal")
+            && msg.contains(&id)
+            && msg.contains("no longer in the journal"),
+        "{msg}"
+    );
+    assert!(cvm.depth() < 3_002, "the run stopped: {}", cvm.depth());
+    // Kept: the next step is refused with the same error.
+    let again = cvm.step().expect_err("still failing").to_string();
+    assert!(again.contains(&id), "{again}");
+
+    // The failed flush was rolled back and the writer holds no transaction.
+    other
+        .busy_timeout(std::time::Duration::ZERO)
+        .expect("no waiting");
+    other
+        .execute_batch("BEGIN IMMEDIATE; ROLLBACK;")
+        .expect("the journal's writer holds no transaction");
+    let after: i64 = other
+        .query_row("SELECT count(*) FROM entries WHERE run = ?1", [seq], |r| {
+            r.get(0)
+        })
+        .expect("counts");
+    assert_eq!(
+        after, before,
+        "no step row was written after the run's row was deleted"
+    );
+    drop(cvm);
+}

@@ -442,7 +442,7 @@ impl Journal {
                 }
             }
         })?;
-        let recorder = JournalRecorder::new(&self.path, seq, opts.durability)?
+        let recorder = JournalRecorder::new(&self.path, seq, &id, opts.durability)?
             .meter(cvm.capabilities().meter().cloned());
         cvm.set_run_id(id.as_str());
         cvm.set_recorder(Box::new(recorder));

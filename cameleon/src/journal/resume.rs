@@ -307,7 +307,7 @@ impl Journal {
         resumed.lock = lock;
         if record && !resumed.is_finished() {
             let mut resumed = resumed;
-            let recorder = JournalRecorder::new(&self.path, seq, config.durability())?
+            let recorder = JournalRecorder::new(&self.path, seq, &id, config.durability())?
                 .meter(resumed.cvm.capabilities().meter().cloned())
                 .segment(segment);
             resumed.cvm.set_recorder(Box::new(recorder));

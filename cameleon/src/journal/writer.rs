@@ -4,7 +4,8 @@
 //! - `sync`: every step is committed before the engine goes on;
 //! - `strict`: as `sync`, and each commit is synced to the disk (`synchronous = FULL`);
 //! - `batch`: steps wait in memory; a flusher thread commits what is waiting at most every
-//!   `ms` milliseconds, in one transaction;
+//!   `ms` milliseconds, in one transaction (the engine's thread commits them itself when
+//!   [`BACKLOG`] bytes of them wait);
 //! - `exit`: steps wait in memory until the run ends (or the recorder is dropped).
 //!
 //! In every mode the end of a run is committed before [`Recorder::ended`] returns. A flush
@@ -120,6 +121,8 @@ struct Writer {
     taken: Rows,
     /// The run's `runs.seq`.
     run: i64,
+    /// The run's id (`runs.id`), for messages.
+    id: String,
     /// The status and end state last written: a step that does not change them does not
     /// write them again.
     written: Option<(String, Option<String>)>,
@@ -153,7 +156,7 @@ impl Writer {
         conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
         let written = (|| -> rusqlite::Result<()> {
             if self.frames.is_some() {
-                super::checkpoint::run_exists(conn, self.run)?;
+                super::checkpoint::run_exists(conn, self.run, &self.id)?;
             }
             // Rows go in `CHUNK` at a time, one multi-row `INSERT` each (a `batch` or `exit`
             // flush holds many), the rest one by one.
@@ -220,6 +223,15 @@ const CHUNK: usize = 32;
 /// grow when steps come faster than they are written). A commit earlier than the period loses
 /// less on a crash, never more: docs/cli.md's contract of `batch` holds.
 const WAKE_ROWS: usize = 64;
+
+/// Bytes of rows waiting in `batch` mode (their `ops`, `body` and `keys`) at which the engine's
+/// thread commits them itself, waiting for the flusher if it is busy (a flush, a checkpoint):
+/// when steps come faster than the flusher writes them (a busy machine, a slow disk), the run
+/// goes at the writer's pace instead of piling steps up in memory and handing the WAL flushes
+/// of any size. A flush then holds at most this (and one step), about 1 000 WAL frames of
+/// 4 KiB pages: the WAL's bound in `checkpoint.rs` counts on it. A run of small steps never
+/// comes near it while the flusher keeps up (64 steps wake it).
+const BACKLOG: usize = 4 << 20;
 
 /// The `UPDATE`s of a run's progress row: its position and status, its position, its status.
 static UPDATE_BOTH: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -329,8 +341,14 @@ pub(super) struct JournalRecorder {
 }
 
 impl JournalRecorder {
-    /// A recorder writing run `run` into the journal at `path`.
-    pub(super) fn new(path: &Path, run: i64, durability: Durability) -> Result<Self, JournalError> {
+    /// A recorder writing run `id`, `run` in the file (its `runs.seq`), into the journal at
+    /// `path`.
+    pub(super) fn new(
+        path: &Path,
+        run: i64,
+        id: &str,
+        durability: Durability,
+    ) -> Result<Self, JournalError> {
         let mut conn = super::store::open_writer(path, durability)?;
         let frames = match durability {
             Durability::Batch { .. } => Some(
@@ -346,6 +364,7 @@ impl JournalRecorder {
                 conn,
                 taken: Rows::default(),
                 run,
+                id: id.to_owned(),
                 written: None,
                 frames,
             }),
@@ -423,13 +442,13 @@ impl JournalRecorder {
     }
 
     /// Queues a row (its integer columns, the rest in `self.buf`), position or status; commits
-    /// at once in `sync` mode.
+    /// at once in `sync` mode, and in `batch` mode when [`BACKLOG`] bytes of rows wait.
     fn queue(
         &mut self,
         row: Option<Head>,
         position: Option<Position>,
         status: Option<(String, Option<String>)>,
-        now: bool,
+        mut now: bool,
     ) -> Result<(), RecordError> {
         {
             let mut p = self.pending();
@@ -439,8 +458,11 @@ impl JournalRecorder {
             if let Some(head) = row {
                 p.rows.push(head, &self.buf);
             }
-            if p.rows.len() == WAKE_ROWS && matches!(self.durability, Durability::Batch { .. }) {
-                self.shared.wake.notify_one();
+            if matches!(self.durability, Durability::Batch { .. }) {
+                if p.rows.len() == WAKE_ROWS {
+                    self.shared.wake.notify_one();
+                }
+                now |= p.rows.bytes.len() >= BACKLOG;
             }
             if position.is_some() {
                 p.position = position;
@@ -491,6 +513,9 @@ fn flush(shared: &Shared) -> Result<(), RecordError> {
 /// told to stop (then once more); checkpoints the WAL when due (`checkpoint.rs`).
 fn flusher(shared: &Shared, every: Duration) {
     let mut checked = false;
+    // The failure of the last checkpoint, if it failed: a failure is traced once, not at
+    // each flush it repeats at.
+    let mut failing: Option<String> = None;
     loop {
         let (stop, ended) = {
             let p = lock(&shared.pending);
@@ -506,11 +531,48 @@ fn flusher(shared: &Shared, every: Duration) {
         checked = ended;
         let w = lock(&shared.writer);
         if let Some(frames) = w.frames.as_ref().filter(|f| f.due(ended || stop)) {
-            // A failed checkpoint leaves the WAL as it was: the next one copies it.
-            let _ = super::checkpoint::checkpoint(&w.conn, frames);
+            // A failed checkpoint leaves the WAL as it was (its frames are committed): the run
+            // goes on, and the next checkpoint copies them.
+            let done = super::checkpoint::checkpoint(&w.conn, frames);
+            checkpointed(&w.id, done, &mut failing);
         }
         if stop {
             return;
+        }
+    }
+}
+
+/// Traces what a checkpoint of run `run`'s writer did (`tracing`, target `cameleon::journal`):
+/// a failure as a warning, the first of a series (`failing` keeps it until a checkpoint
+/// succeeds), and each checkpoint at the debug level.
+fn checkpointed(
+    run: &str,
+    done: rusqlite::Result<super::checkpoint::Checkpointed>,
+    failing: &mut Option<String>,
+) {
+    match done {
+        Ok(c) => {
+            tracing::debug!(
+                target: "cameleon::journal",
+                run = %run,
+                wal = c.wal,
+                copied = c.copied,
+                "checkpoint"
+            );
+            if failing.take().is_some() {
+                tracing::info!(target: "cameleon::journal", run = %run, "the WAL's checkpoints work again");
+            }
+        }
+        Err(e) => {
+            let e = e.to_string();
+            if failing.as_deref() != Some(e.as_str()) {
+                tracing::warn!(
+                    target: "cameleon::journal",
+                    run = %run,
+                    "cannot checkpoint the journal's WAL (the steps are committed in it; the run goes on, and the WAL grows until a checkpoint succeeds): {e}"
+                );
+            }
+            *failing = Some(e);
         }
     }
 }
@@ -636,6 +698,100 @@ mod tests {
             rows.clear();
             assert!(rows.is_empty() && rows.bytes.is_empty());
         }
+    }
+
+    /// What a `tracing` subscriber writes, shared.
+    #[derive(Clone, Default)]
+    struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Buffer {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            lock(&self.0).extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_checkpoint_is_a_warning_once_until_one_succeeds() {
+        let failed = || {
+            Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_IOERR),
+                Some("disk I/O error".into()),
+            ))
+        };
+        let done = || {
+            Ok(super::super::checkpoint::Checkpointed {
+                wal: 4000,
+                copied: 4000,
+            })
+        };
+        let buf = Buffer::default();
+        let w = buf.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || w.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            tracing::callsite::rebuild_interest_cache();
+            let mut failing = None;
+            checkpointed("run-7", done(), &mut failing);
+            for _ in 0..3 {
+                checkpointed("run-7", failed(), &mut failing);
+            }
+            checkpointed("run-7", done(), &mut failing);
+            checkpointed("run-7", failed(), &mut failing);
+        });
+        let text = String::from_utf8(lock(&buf.0).clone()).expect("utf-8");
+        let warnings: Vec<&str> = text.lines().filter(|l| l.contains("WARN")).collect();
+        assert_eq!(warnings.len(), 2, "{text}");
+        for w in warnings {
+            assert!(
+                w.contains("cameleon::journal")
+                    && w.contains("run=run-7")
+                    && w.contains("cannot checkpoint")
+                    && w.contains("disk I/O error"),
+                "{w}"
+            );
+        }
+        assert_eq!(
+            text.lines().filter(|l| l.contains("work again")).count(),
+            1,
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_batch_backlog_is_committed_by_the_thread_that_queued_it() {
+        // Rows of 1 MiB: the flusher (woken by 64 rows or after an hour) leaves them waiting;
+        // the row that makes BACKLOG bytes wait is committed with them before `queue` returns.
+        let dir = test_support::TempDir::new("journal-backlog");
+        let path = dir.join("j.db");
+        super::super::Journal::create(&path).expect("journal");
+        let c = Connection::open(&path).expect("opens");
+        c.execute_batch(
+            "INSERT INTO runs (seq, id, name, cm, cm_hash, mode, config, started)
+             VALUES (1, 'r', 'n', '', '', 'sequential', '{}', '');
+             INSERT INTO progress_row (run, status, steps, updated) VALUES (1, 'RUNNING', 0, '');",
+        )
+        .expect("a run");
+        let mut rec = JournalRecorder::new(&path, 1, "r", Durability::Batch { ms: 3_600_000 })
+            .expect("recorder");
+        let body = "x".repeat(1 << 20);
+        let rows = || -> i64 {
+            c.query_row("SELECT count(*) FROM entries", [], |r| r.get(0))
+                .expect("counts")
+        };
+        let per_row = BACKLOG.div_ceil(body.len() + 2);
+        for n in 0..per_row as u32 {
+            assert_eq!(rows(), 0, "row {n}: nothing committed yet");
+            rec.buf = scratch("[]", &body, &[]);
+            rec.queue(Some(head(n)), None, None, false).expect("queued");
+        }
+        assert_eq!(rows(), per_row as i64, "the backlog was committed");
     }
 
     #[test]
