@@ -7,11 +7,14 @@
 //! the build of tokio offers (timers always; I/O when some crate in the program enables tokio's
 //! `net` feature).
 //!
-//! Also the one way a panic of user code is caught ([`catch_panic`], [`CatchPanic`]).
+//! Also the one way a panic of user code is caught ([`catch_panic`], [`CatchPanic`]), and the
+//! precise waits of the `delay` operator (`timer`).
 
 mod panic;
+mod timer;
 
 pub use panic::{CatchPanic, Panic, catch_panic};
+pub(crate) use timer::sleep;
 
 use std::future::Future;
 use std::sync::OnceLock;
