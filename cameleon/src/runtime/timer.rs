@@ -325,7 +325,11 @@ mod tests {
         let (tx, _rx) = mpsc::channel();
         let mut past = Box::pin(timer.sleep_until(Instant::now()));
         let waker = reporter(0, &tx);
-        assert!(past.as_mut().poll(&mut Context::from_waker(&waker)).is_ready());
+        assert!(
+            past.as_mut()
+                .poll(&mut Context::from_waker(&waker))
+                .is_ready()
+        );
         assert_eq!(timer.registered(), 0);
     }
 
@@ -376,7 +380,11 @@ mod tests {
         // Registered on the global timer while pending: a wait of a minute, polled once.
         let mut wait = Box::pin(sleep(Duration::from_secs(60)));
         let waker = Waker::noop();
-        assert!(wait.as_mut().poll(&mut Context::from_waker(waker)).is_pending());
+        assert!(
+            wait.as_mut()
+                .poll(&mut Context::from_waker(waker))
+                .is_pending()
+        );
         let deadline_in_a_minute = |state: &State| {
             state
                 .waiters
@@ -400,7 +408,11 @@ mod tests {
         rt.block_on(async {
             let mut wait = Box::pin(sleep(Duration::MAX));
             let waker = Waker::noop();
-            assert!(wait.as_mut().poll(&mut Context::from_waker(waker)).is_pending());
+            assert!(
+                wait.as_mut()
+                    .poll(&mut Context::from_waker(waker))
+                    .is_pending()
+            );
         });
     }
 }
