@@ -152,8 +152,8 @@ fn map_vs_operators(c: &mut Criterion) {
         });
     }
     g.finish();
-    // The figure: 1 000 items × 1 ms at concurrency 16; the ideal is 62.5 ms (a
-    // timer of 1 ms sleeps a little over 1 ms: tokio's timer wheel ticks by the millisecond).
+    // The figure: 1 000 items × 1 ms at concurrency 16; the ideal is 62.5 ms (a delay
+    // of 1 ms waits a little over 1 ms: docs/semantics.md §7, "Timing").
     let mut g = c.benchmark_group("map_1000_items_waiting_1ms");
     g.sample_size(10);
     g.bench_function("parallel_16", |b| {

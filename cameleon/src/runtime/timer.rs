@@ -11,7 +11,7 @@
 //! On a paused tokio clock (tests' `start_paused`, `tokio::time::pause`) a wait is tokio's own
 //! sleep, so virtual time advances by exactly the wait, as before. The clock is told apart at
 //! the start of the wait: an unpaused tokio clock reads exactly `std::time::Instant::now()`; a
-//! paused (or once-paused) one does not.
+//! paused one does not (nor one paused then resumed: its waits are tokio's, a millisecond late).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -353,11 +353,16 @@ mod tests {
                     })
                 })
                 .collect();
-            let mut waited = Vec::new();
-            for t in tasks {
-                waited.push(t.await.unwrap());
-            }
-            waited
+            let all = async {
+                let mut waited = Vec::new();
+                for t in tasks {
+                    waited.push(t.await.unwrap());
+                }
+                waited
+            };
+            tokio::time::timeout(HANG, all)
+                .await
+                .expect("every wait finishes")
         });
         assert_eq!(waited.len(), 1_000);
         for (d, elapsed) in waited {
@@ -395,7 +400,9 @@ mod tests {
         assert!(deadline_in_a_minute(&timer.shared.lock()));
         drop(wait);
         let start = Instant::now();
-        sleep(Duration::from_millis(2)).await;
+        tokio::time::timeout(HANG, sleep(Duration::from_millis(2)))
+            .await
+            .expect("the wait finishes");
         assert!(start.elapsed() >= Duration::from_millis(2));
     }
 
