@@ -40,6 +40,11 @@ pub struct NatsArgs {
     /// host, which a .cm file may then name).
     #[arg(long, value_name = "MS", default_value_t = 300)]
     pub nats_wait_ms: u64,
+    /// A run's remote calls: for how many microseconds after a call starts one core is kept
+    /// awake (yielding, never sleeping) for its reply — an idle core takes longer to wake than
+    /// a trivial reply takes to come; 0: off (docs/wire.md, "Latency").
+    #[arg(long, value_name = "US", default_value_t = 2_000)]
+    pub nats_keep_awake_us: u64,
 }
 
 impl NatsArgs {
@@ -49,6 +54,7 @@ impl NatsArgs {
             creds: self.nats_creds.clone(),
             token: self.nats_token.clone(),
             prefix: self.subject_prefix.clone(),
+            keep_awake: std::time::Duration::from_micros(self.nats_keep_awake_us),
         }
     }
 }

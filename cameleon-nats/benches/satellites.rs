@@ -1,6 +1,7 @@
 //! Satellites on a loopback `nats-server`: the round trip of a trivial remote firing against
 //! the same firing in process and against the floor — a plain `async-nats` request and reply
-//! of the same size through the same server and runtime (with p50/p99 printed), eight 10 ms `delay`s over two
+//! of the same size through the same server and runtime (with p50/p99 printed, with and without
+//! a core kept awake for replies: docs/wire.md, "Latency"), eight 10 ms `delay`s over two
 //! satellites in parallel mode, the throughput of 1 000 remote firings over two satellites,
 //! and a parallel-mode step of 200 remote firings (sent together) over two satellites.
 //!
@@ -119,6 +120,10 @@ fn satellites(c: &mut Criterion) {
         let r = Remote::connect_async(&options).await.unwrap();
         (a, b, r)
     });
+    // The same run's connection with no core kept awake for replies (`--nats-keep-awake-us 0`).
+    let mut cold_options = options.clone();
+    cold_options.keep_awake = Duration::ZERO;
+    let cold = rt.block_on(Remote::connect_async(&cold_options)).unwrap();
     let limit = Duration::from_secs(10);
 
     // The floor: a plain request and reply of the same sizes, on connections of their own,
@@ -126,6 +131,8 @@ fn satellites(c: &mut Criterion) {
     // Its samples alternate with the remote firing's, so both see the same load.
     let mut floor_times = Vec::with_capacity(2000);
     let mut remote_times = Vec::with_capacity(2000);
+    let mut cold_floor_times = Vec::with_capacity(2000);
+    let mut cold_times = Vec::with_capacity(2000);
     let mut local_times = Vec::with_capacity(2000);
     let caps = <dyn Capabilities>::none();
     let mut local_once = || {
@@ -148,17 +155,6 @@ fn satellites(c: &mut Criterion) {
         black_box(&emitted);
         t0.elapsed()
     };
-    let spin = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(
-        std::env::var_os("SPIN_EXPERIMENT").is_some(),
-    ));
-    if spin.load(Ordering::Relaxed) {
-        let spin = std::sync::Arc::clone(&spin);
-        std::thread::spawn(move || {
-            while spin.load(Ordering::Relaxed) {
-                std::hint::spin_loop();
-            }
-        });
-    }
     rt.block_on(async {
         let url = nats.url();
         let responder = async_nats::connect(&url).await.unwrap();
@@ -191,6 +187,18 @@ fn satellites(c: &mut Criterion) {
         for _ in 0..200 {
             requester.request("floor.echo", body.clone()).await.unwrap();
             remote.fire(&request(), limit).await.unwrap();
+            cold.fire(&request(), limit).await.unwrap();
+        }
+        // First with no core kept awake (so that no window of the other connection's calls
+        // is still open), then as a run connects by default.
+        for _ in 0..2000 {
+            let t0 = Instant::now();
+            black_box(requester.request("floor.echo", body.clone()).await.unwrap());
+            cold_floor_times.push(t0.elapsed());
+            let req = request();
+            let t0 = Instant::now();
+            black_box(cold.fire(&req, limit).await.unwrap());
+            cold_times.push(t0.elapsed());
         }
         for _ in 0..2000 {
             let t0 = Instant::now();
@@ -203,10 +211,14 @@ fn satellites(c: &mut Criterion) {
         }
         echo.abort();
     });
-    spin.store(false, Ordering::Relaxed);
     for _ in 0..2000 {
         local_times.push(local_once());
     }
+    let (cfp50, cfp99) = percentiles(cold_floor_times);
+    let (cp50, cp99) = percentiles(cold_times);
+    println!(
+        "no core kept awake (--nats-keep-awake-us 0), 2000 samples each: floor p50 {cfp50:?} p99 {cfp99:?}; remote trivial firing p50 {cp50:?} p99 {cp99:?}"
+    );
     let (fp50, fp99) = percentiles(floor_times);
     println!(
         "floor: plain async-nats request/reply through the same server and runtime, 2000 samples: p50 {fp50:?} p99 {fp99:?}"

@@ -39,7 +39,8 @@ pub mod wire;
 #[cfg(feature = "journal")]
 pub use journal::{JetStreamJournal, Lease};
 pub use remote::{
-    DEFAULT_TIMEOUT, Failover, MISSED_HEARTBEATS, Registry, Remote, RemoteTool, Seen,
+    DEFAULT_KEEP_AWAKE, DEFAULT_TIMEOUT, Failover, MISSED_HEARTBEATS, Registry, Remote, RemoteTool,
+    Seen,
 };
 pub use satellite::{
     DEFAULT_DRAIN_TIMEOUT, DEFAULT_MAX_CALL, DEFAULT_MAX_REQUEST_BYTES, FILE_READING_OPS,
@@ -60,6 +61,10 @@ pub struct NatsOptions {
     pub token: Option<String>,
     /// The subject prefix (`--subject-prefix`, default `cameleon`).
     pub prefix: String,
+    /// A run's calls: how long after a call starts one core of the process is kept awake for
+    /// its reply (`--nats-keep-awake-us`, default [`DEFAULT_KEEP_AWAKE`]; zero: off). See
+    /// docs/wire.md, "Latency".
+    pub keep_awake: std::time::Duration,
 }
 
 impl NatsOptions {
@@ -70,6 +75,7 @@ impl NatsOptions {
             creds: None,
             token: None,
             prefix: DEFAULT_PREFIX.to_owned(),
+            keep_awake: DEFAULT_KEEP_AWAKE,
         }
     }
 

@@ -160,6 +160,8 @@ impl Remote {
         if let Some(k) = key {
             headers.insert(names::KEY, k);
         }
+        // A core kept awake for the reply (docs/wire.md, "Latency").
+        let _awake = super::awake::KeepAwake::global().and_then(|k| k.hold(self.keep_awake));
         // One subject per call, under the connection's one reply subscription.
         let (inbox, mut replies) = self.follow.mux.register();
         let mut deadline = Instant::now() + limit;

@@ -1,11 +1,13 @@
 //! The run's side: [`Remote`], a connection to the satellites of a prefix; the proxy operator
 //! that fires a `placement: remote` instance on one; [`RemoteTool`], a tool reached the same way.
 
+mod awake;
 mod call;
 mod mux;
 mod proxy;
 mod registry;
 
+pub use awake::DEFAULT_KEEP_AWAKE;
 pub use proxy::RemoteTool;
 pub use registry::{MISSED_HEARTBEATS, Registry, Seen};
 
@@ -40,6 +42,8 @@ pub struct Remote {
     subjects: Subjects,
     url: Arc<str>,
     timeout: Duration,
+    /// How long after a call starts a core is kept awake for its reply (`awake.rs`).
+    keep_awake: Duration,
     follow: Arc<Follow>,
 }
 
@@ -150,6 +154,7 @@ impl Remote {
             subjects,
             url: Arc::from(options.url.as_str()),
             timeout: DEFAULT_TIMEOUT,
+            keep_awake: options.keep_awake,
             follow,
         })
     }
