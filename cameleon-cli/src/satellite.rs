@@ -41,8 +41,9 @@ pub struct NatsArgs {
     #[arg(long, value_name = "MS", default_value_t = 300)]
     pub nats_wait_ms: u64,
     /// A run's remote calls: for how many microseconds after a call starts one core is kept
-    /// awake (yielding, never sleeping) for its reply — an idle core takes longer to wake than
-    /// a trivial reply takes to come; 0: off (docs/wire.md, "Latency").
+    /// awake (spinning, yielding to any thread that wants it) for its reply — an idle core
+    /// takes longer to wake than a trivial reply takes to come; 0: off (docs/wire.md,
+    /// "Latency").
     #[arg(long, value_name = "US", default_value_t = 2_000)]
     pub nats_keep_awake_us: u64,
 }
