@@ -142,6 +142,37 @@ pub(super) fn run_exists(conn: &Connection, run: i64, id: &str) -> rusqlite::Res
     }
 }
 
+/// Traces what a checkpoint of run `run`'s writer did (`tracing`, target `cameleon::journal`):
+/// a failure as a warning, the first of a series (`failing` keeps it until a checkpoint
+/// succeeds), and each checkpoint at the debug level.
+pub(super) fn trace(run: &str, done: rusqlite::Result<Checkpointed>, failing: &mut Option<String>) {
+    match done {
+        Ok(c) => {
+            tracing::debug!(
+                target: "cameleon::journal",
+                run = %run,
+                wal = c.wal,
+                copied = c.copied,
+                "checkpoint"
+            );
+            if failing.take().is_some() {
+                tracing::info!(target: "cameleon::journal", run = %run, "the WAL's checkpoints work again");
+            }
+        }
+        Err(e) => {
+            let e = e.to_string();
+            if failing.as_deref() != Some(e.as_str()) {
+                tracing::warn!(
+                    target: "cameleon::journal",
+                    run = %run,
+                    "cannot checkpoint the journal's WAL (the steps are committed in it; the run goes on, and the WAL grows until a checkpoint succeeds): {e}"
+                );
+            }
+            *failing = Some(e);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -139,6 +139,7 @@ mod resume;
 mod retention;
 mod reuse;
 mod reuse_steps;
+mod rows;
 mod segments;
 mod store;
 mod writer;

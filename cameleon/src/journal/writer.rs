@@ -23,74 +23,12 @@ use rusqlite::Connection;
 use rusqlite::types::{ToSqlOutput, ValueRef};
 
 use super::codec::{self, Head, Scratch};
+use super::rows::Rows;
 use super::segments::Segment;
 use super::store::SEEN;
 use super::{Durability, JournalError};
 use crate::engine::{Committed, EndState, Position, RecordError, Recorder};
 use crate::operator::capability::Meter;
-
-/// Rows waiting to be committed: their integer columns, and their text and blob columns one
-/// after the other in one buffer (a step appends to it; a flush takes it whole and hands back
-/// the buffer it emptied, so that steady recording allocates nothing per step).
-#[derive(Default)]
-struct Rows {
-    rows: Vec<At>,
-    bytes: Vec<u8>,
-}
-
-/// A waiting row: its integer columns, and the ends of its `ops`, `body` and `keys` in
-/// [`Rows::bytes`] (each starts where the one before ends; the row's `ops` where the row
-/// before's `keys` ends). An empty `keys` is `NULL`.
-#[derive(Clone, Copy)]
-struct At {
-    head: Head,
-    ends: [usize; 3],
-}
-
-impl Rows {
-    fn len(&self) -> usize {
-        self.rows.len()
-    }
-
-    fn is_empty(&self) -> bool {
-        self.rows.is_empty()
-    }
-
-    fn clear(&mut self) {
-        self.rows.clear();
-        self.bytes.clear();
-    }
-
-    fn push(&mut self, head: Head, s: &Scratch) {
-        let b = &mut self.bytes;
-        b.extend_from_slice(&s.ops);
-        let ops = b.len();
-        b.extend_from_slice(&s.body);
-        let body = b.len();
-        b.extend_from_slice(&s.keys);
-        self.rows.push(At {
-            head,
-            ends: [ops, body, b.len()],
-        });
-    }
-
-    /// Row `i`: its integer columns, `ops`, `body` and `keys`.
-    fn get(&self, i: usize) -> (&Head, &[u8], &[u8], &[u8]) {
-        let at = &self.rows[i];
-        let start = i.checked_sub(1).map_or(0, |p| self.rows[p].ends[2]);
-        let [ops, body, keys] = at.ends;
-        (
-            &at.head,
-            &self.bytes[start..ops],
-            &self.bytes[ops..body],
-            &self.bytes[body..keys],
-        )
-    }
-
-    fn last(&self) -> Option<&Head> {
-        self.rows.last().map(|r| &r.head)
-    }
-}
 
 /// What waits to be committed.
 #[derive(Default)]
@@ -462,7 +400,7 @@ impl JournalRecorder {
                 if p.rows.len() == WAKE_ROWS {
                     self.shared.wake.notify_one();
                 }
-                now |= p.rows.bytes.len() >= BACKLOG;
+                now |= p.rows.bytes() >= BACKLOG;
             }
             if position.is_some() {
                 p.position = position;
@@ -534,45 +472,10 @@ fn flusher(shared: &Shared, every: Duration) {
             // A failed checkpoint leaves the WAL as it was (its frames are committed): the run
             // goes on, and the next checkpoint copies them.
             let done = super::checkpoint::checkpoint(&w.conn, frames);
-            checkpointed(&w.id, done, &mut failing);
+            super::checkpoint::trace(&w.id, done, &mut failing);
         }
         if stop {
             return;
-        }
-    }
-}
-
-/// Traces what a checkpoint of run `run`'s writer did (`tracing`, target `cameleon::journal`):
-/// a failure as a warning, the first of a series (`failing` keeps it until a checkpoint
-/// succeeds), and each checkpoint at the debug level.
-fn checkpointed(
-    run: &str,
-    done: rusqlite::Result<super::checkpoint::Checkpointed>,
-    failing: &mut Option<String>,
-) {
-    match done {
-        Ok(c) => {
-            tracing::debug!(
-                target: "cameleon::journal",
-                run = %run,
-                wal = c.wal,
-                copied = c.copied,
-                "checkpoint"
-            );
-            if failing.take().is_some() {
-                tracing::info!(target: "cameleon::journal", run = %run, "the WAL's checkpoints work again");
-            }
-        }
-        Err(e) => {
-            let e = e.to_string();
-            if failing.as_deref() != Some(e.as_str()) {
-                tracing::warn!(
-                    target: "cameleon::journal",
-                    run = %run,
-                    "cannot checkpoint the journal's WAL (the steps are committed in it; the run goes on, and the WAL grows until a checkpoint succeeds): {e}"
-                );
-            }
-            *failing = Some(e);
         }
     }
 }
@@ -696,7 +599,7 @@ mod tests {
             }
             assert_eq!(rows.last().map(|h| h.node), Some(3));
             rows.clear();
-            assert!(rows.is_empty() && rows.bytes.is_empty());
+            assert!(rows.is_empty() && rows.bytes() == 0);
         }
     }
 
@@ -738,12 +641,12 @@ mod tests {
         tracing::subscriber::with_default(subscriber, || {
             tracing::callsite::rebuild_interest_cache();
             let mut failing = None;
-            checkpointed("run-7", done(), &mut failing);
+            super::super::checkpoint::trace("run-7", done(), &mut failing);
             for _ in 0..3 {
-                checkpointed("run-7", failed(), &mut failing);
+                super::super::checkpoint::trace("run-7", failed(), &mut failing);
             }
-            checkpointed("run-7", done(), &mut failing);
-            checkpointed("run-7", failed(), &mut failing);
+            super::super::checkpoint::trace("run-7", done(), &mut failing);
+            super::super::checkpoint::trace("run-7", failed(), &mut failing);
         });
         let text = String::from_utf8(lock(&buf.0).clone()).expect("utf-8");
         let warnings: Vec<&str> = text.lines().filter(|l| l.contains("WARN")).collect();
